@@ -1,0 +1,99 @@
+/**
+ * HS256 JWTs (via jose) with the claims `sub`, `entity`, `jti`, `iat`, `exp`.
+ * Only HS256 is accepted; `exp` is required. Verified tokens are cached
+ * until they expire so the hot path does not re-verify signatures.
+ *
+ * @module
+ */
+
+import { jwtVerify, SignJWT } from "jose";
+import { uuidv7 } from "../ids.ts";
+
+/** Claims Moonbase puts in every token. */
+export interface TokenClaims {
+  sub: string;
+  entity: string;
+  jti: string;
+  iat: number;
+  exp: number;
+}
+
+const CACHE_MAX = 10_000;
+
+/**
+ * Signs and verifies tokens with one secret.
+ *
+ * @example
+ * ```ts
+ * import { TokenSigner } from "./lib/auth/jwt.ts";
+ * const signer = new TokenSigner("a-secret-of-at-least-32-characters!!", 3600);
+ * const { token } = await signer.sign("user-1", "users");
+ * const claims = await signer.verify(token);
+ * console.assert(claims?.sub === "user-1" && claims.entity === "users");
+ * console.assert((await signer.verify(token + "x")) === undefined);
+ * ```
+ */
+export class TokenSigner {
+  #key: Uint8Array;
+  #ttl: number;
+  #cache = new Map<string, TokenClaims>();
+
+  /** `ttlSeconds` is the lifetime of new tokens. */
+  constructor(secret: string, ttlSeconds: number) {
+    this.#key = new TextEncoder().encode(secret);
+    this.#ttl = ttlSeconds;
+  }
+
+  /** Token lifetime in seconds. */
+  get ttl(): number {
+    return this.#ttl;
+  }
+
+  /** Issues a token for a user of an entity. */
+  async sign(sub: string, entity: string): Promise<{ token: string; claims: TokenClaims }> {
+    const iat = Math.floor(Date.now() / 1000);
+    const claims: TokenClaims = { sub, entity, jti: uuidv7(), iat, exp: iat + this.#ttl };
+    const token = await new SignJWT({ entity })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setSubject(sub)
+      .setJti(claims.jti)
+      .setIssuedAt(iat)
+      .setExpirationTime(claims.exp)
+      .sign(this.#key);
+    return { token, claims };
+  }
+
+  /** Returns the claims of a valid, unexpired token, else undefined. */
+  async verify(token: string): Promise<TokenClaims | undefined> {
+    const now = Date.now() / 1000;
+    const hit = this.#cache.get(token);
+    if (hit) {
+      if (hit.exp > now) return hit;
+      this.#cache.delete(token);
+      return undefined;
+    }
+    if (token.length > 4096) return undefined;
+    try {
+      const { payload } = await jwtVerify(token, this.#key, {
+        algorithms: ["HS256"],
+        requiredClaims: ["sub", "jti", "iat", "exp"],
+      });
+      const { sub, entity, jti, iat, exp } = payload;
+      if (
+        typeof sub !== "string" || typeof entity !== "string" || typeof jti !== "string" ||
+        typeof iat !== "number" || typeof exp !== "number"
+      ) return undefined;
+      const claims: TokenClaims = { sub, entity, jti, iat, exp };
+      if (this.#cache.size >= CACHE_MAX) this.#cache.clear();
+      this.#cache.set(token, claims);
+      return claims;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Drops a token from the verification cache (after revocation). */
+  forget(token: string): void {
+    this.#cache.delete(token);
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Password hashing with scrypt (N=2^15, r=8, p=1), a per-password random
+ * salt, and constant-time verification. Format: `scrypt$N$r$p$salt$hash`
+ * (base64).
+ *
+ * @module
+ */
+
+import { scrypt, timingSafeEqual } from "node:crypto";
+import { Buffer } from "node:buffer";
+
+const N = 32768, R = 8, P = 1, KEYLEN = 32;
+const MAXMEM = 128 * N * R * 2;
+
+function derive(password: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    scrypt(password.normalize("NFC"), salt, KEYLEN, { N: n, r, p, maxmem: MAXMEM * 2 }, (err, key) =>
+      err ? reject(err) : resolve(key))
+  );
+}
+
+/**
+ * Hashes a password with a fresh salt.
+ *
+ * @example
+ * ```ts
+ * import { hashPassword, verifyPassword } from "./lib/auth/password.ts";
+ * const h = await hashPassword("correct horse");
+ * console.assert(await verifyPassword("correct horse", h));
+ * console.assert(!(await verifyPassword("wrong", h)));
+ * ```
+ */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = Buffer.from(crypto.getRandomValues(new Uint8Array(16)));
+  const key = await derive(password, salt, N, R, P);
+  return `scrypt$${N}$${R}$${P}$${salt.toString("base64")}$${key.toString("base64")}`;
+}
+
+/**
+ * Verifies a password against a stored hash in constant time. A malformed
+ * hash verifies as false.
+ *
+ * @example
+ * ```ts
+ * import { verifyPassword } from "./lib/auth/password.ts";
+ * console.assert(!(await verifyPassword("x", "not-a-hash")));
+ * ```
+ */
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const parts = stored.split("$");
+  if (parts.length !== 6 || parts[0] !== "scrypt") return false;
+  const [n, r, p] = parts.slice(1, 4).map(Number);
+  if (![n, r, p].every(Number.isSafeInteger) || n > 2 ** 20 || r > 32 || p > 4) return false;
+  const salt = Buffer.from(parts[4], "base64");
+  const expected = Buffer.from(parts[5], "base64");
+  const key = await derive(password, salt, n, r, p);
+  return key.length === expected.length && timingSafeEqual(key, expected);
+}
+
+let dummy: Promise<string> | undefined;
+
+/**
+ * Spends the same time as a real verification, for unknown users, so
+ * response timing does not reveal whether an account exists.
+ *
+ * @example
+ * ```ts
+ * import { verifyDummy } from "./lib/auth/password.ts";
+ * console.assert((await verifyDummy("anything")) === false);
+ * ```
+ */
+export async function verifyDummy(password: string): Promise<false> {
+  dummy ??= hashPassword("moonbase-dummy-password");
+  await verifyPassword(password, await dummy);
+  return false;
+}

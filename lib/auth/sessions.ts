@@ -1,0 +1,95 @@
+/**
+ * Logging in against an auth entity and turning a bearer token into the
+ * `auth` value every rule sees: `{id, entity, type, user}`.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import type { RecordData } from "../records/codec.ts";
+import type { Registry } from "../schema/registry.ts";
+import type { Entity } from "../schema/entity.ts";
+import { decodeRow } from "../records/codec.ts";
+import type { Storage } from "../db/storage.ts";
+import type { TokenSigner } from "./jwt.ts";
+import { verifyDummy, verifyPassword } from "./password.ts";
+
+/** Who is calling. */
+export interface AuthValue {
+  id: string;
+  entity: string;
+  type: "guest" | "user" | "admin";
+  user: RecordData | null;
+}
+
+/** The caller without a token. */
+export const GUEST: AuthValue = Object.freeze({ id: "", entity: "", type: "guest", user: null });
+
+/** A login result (spec §2.4). */
+export interface LoginResult {
+  token: string;
+  user: RecordData;
+}
+
+const BAD_LOGIN = "Cannot log in: invalid identity or password";
+
+/** Issues and checks tokens for auth entities and admins. */
+export class Sessions {
+  #signer: TokenSigner;
+  #registry: Registry;
+  #store: Storage;
+
+  /** Builds the session service. */
+  constructor(signer: TokenSigner, registry: Registry, store: Storage) {
+    this.#signer = signer;
+    this.#registry = registry;
+    this.#store = store;
+  }
+
+  /** Verifies identity (email or id) and password; one 401 message for every failure. */
+  async login(entity: Entity, body: Record<string, unknown>): Promise<LoginResult> {
+    const { identity, password } = body;
+    if (typeof identity !== "string" || identity === "" || identity.length > 320) {
+      throw new MoonbaseError("invalid", "Cannot log in: identity must be a non-empty string", {
+        fields: { identity: { code: "required", message: "Missing identity" } },
+      });
+    }
+    if (typeof password !== "string" || password === "" || password.length > 1024) {
+      throw new MoonbaseError("invalid", "Cannot log in: password must be a non-empty string", {
+        fields: { password: { code: "required", message: "Missing password" } },
+      });
+    }
+    const row = await entity.rowFromCols(identity.includes("@") ? identity.toLowerCase() : identity, ["id", "email"]);
+    const hash = typeof row?.password === "string" ? row.password : undefined;
+    const ok = hash ? await verifyPassword(password, hash) : await verifyDummy(password);
+    if (!row || !ok) throw new MoonbaseError("unauthenticated", BAD_LOGIN);
+    return await this.issue(entity, decodeRow(entity.schema, row, this.#store.dialect));
+  }
+
+  /** Signs a token for a user record. */
+  async issue(entity: Entity, user: RecordData): Promise<LoginResult> {
+    const { token } = await this.#signer.sign(String(user.id), entity.name);
+    return { token, user };
+  }
+
+  /** Resolves the `Authorization` header (absent → guest; bad → 401). */
+  async resolve(header: string | null): Promise<AuthValue> {
+    if (header === null || header === "") return GUEST;
+    const m = /^Bearer\s+(\S+)$/i.exec(header);
+    if (!m) throw new MoonbaseError("unauthenticated", "Cannot authenticate: expected Authorization: Bearer <token>");
+    const claims = await this.#signer.verify(m[1]);
+    if (!claims) throw new MoonbaseError("unauthenticated", "Cannot authenticate: invalid or expired token");
+    const entity = this.#registry.byName(claims.entity);
+    if (!entity || entity.type !== "auth" || entity.name !== claims.entity) {
+      throw new MoonbaseError("unauthenticated", "Cannot authenticate: invalid or expired token");
+    }
+    const user = await entity.read(claims.sub);
+    if (!user) throw new MoonbaseError("unauthenticated", "Cannot authenticate: invalid or expired token");
+    return {
+      id: claims.sub,
+      entity: entity.name,
+      type: entity.isSystem ? "admin" : "user",
+      user,
+    };
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * Configuration of an app, with the defaults of the CLI.
+ *
+ * @module
+ */
+
+/** Options of `createApp` (every CLI option has one). */
+export interface AppConfig {
+  /** Data directory (SQLite file, JWT secret, uploaded files). Default `./data`. */
+  dataDir?: string;
+  /** `"PSQL"` for PostgreSQL; SQLite otherwise. */
+  database?: string;
+  /** PostgreSQL connection URL. */
+  connection?: string;
+  /** Directory served at `/`. */
+  publicDir?: string;
+  /** Directory of JavaScript extension scripts. */
+  scriptsDir?: string;
+  /** Development mode. */
+  dev?: boolean;
+  /** Token lifetime in seconds (default 3600). */
+  tokenTtl?: number;
+  /** Allowed CORS origins (default `["*"]`). */
+  corsOrigins?: string[];
+  /** Largest JSON body in bytes (default 1 MiB). */
+  maxBodySize?: number;
+  /** Largest upload in bytes (default 10 MiB). */
+  maxUploadSize?: number;
+  /** Trust `X-Forwarded-For` for the client IP. */
+  trustProxy?: boolean;
+  /** JWT secret (default: `MB_JWT_SECRET`, else generated in dataDir). */
+  jwtSecret?: string;
+  /** Print nothing at start. */
+  quiet?: boolean;
+  /** PostgreSQL pool size (default 10). */
+  poolSize?: number;
+}
+
+/** Config with every default applied. */
+export type ResolvedConfig = Required<Omit<AppConfig, "connection" | "publicDir" | "jwtSecret">> & {
+  connection?: string;
+  publicDir?: string;
+  jwtSecret?: string;
+};
+
+/** Applies defaults. */
+export function resolveConfig(c: AppConfig): ResolvedConfig {
+  return {
+    dataDir: c.dataDir ?? "./data",
+    database: c.database ?? "SQLITE",
+    connection: c.connection,
+    publicDir: c.publicDir,
+    scriptsDir: c.scriptsDir ?? "./scripts",
+    dev: c.dev ?? false,
+    tokenTtl: c.tokenTtl ?? 3600,
+    corsOrigins: c.corsOrigins ?? ["*"],
+    maxBodySize: c.maxBodySize ?? 1024 * 1024,
+    maxUploadSize: c.maxUploadSize ?? 10 * 1024 * 1024,
+    trustProxy: c.trustProxy ?? false,
+    jwtSecret: c.jwtSecret,
+    quiet: c.quiet ?? false,
+    poolSize: c.poolSize ?? 10,
+  };
+}

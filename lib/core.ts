@@ -1,0 +1,112 @@
+/**
+ * The services of one Moonbase instance: storage, schemas, sessions.
+ * Routes are attached on top (see `mod.ts`).
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { type AppConfig, resolveConfig, type ResolvedConfig } from "./config.ts";
+import type { Storage } from "./db/storage.ts";
+import { SqliteStorage } from "./db/sqlite.ts";
+import { PostgresStorage } from "./db/postgres.ts";
+import { ensureSystemTables } from "./db/system.ts";
+import { Registry } from "./schema/registry.ts";
+import { TokenSigner } from "./auth/jwt.ts";
+import { resolveSecret } from "./auth/secret.ts";
+import { Sessions } from "./auth/sessions.ts";
+import { randomToken } from "./ids.ts";
+import { checkRuleExpr } from "./rules/check.ts";
+import denoJson from "../deno.json" with { type: "json" };
+
+/** Moonbase's version (from deno.json). */
+export const VERSION: string = denoJson.version;
+
+/** The services of an instance. */
+export interface Core {
+  readonly config: ResolvedConfig;
+  readonly storage: Storage;
+  readonly schemas: Registry;
+  readonly sessions: Sessions;
+  readonly signer: TokenSigner;
+  readonly startedAt: number;
+  /** One-time token for `POST /api/v1/sys/admins/setup`, while no admin exists. */
+  setupToken: string | undefined;
+  /** Messages for the operator (secret warnings, setup link). */
+  readonly notices: string[];
+  close(): Promise<void>;
+}
+
+/** Opens the storage the config names. */
+export async function openStorage(config: ResolvedConfig): Promise<Storage> {
+  if (config.database.toUpperCase() === "PSQL") {
+    if (!config.connection) throw new Error("Cannot use --database PSQL: --connection <url> is required");
+    const pg = new PostgresStorage(config.connection, config.poolSize);
+    await pg.connect();
+    return pg;
+  }
+  if (config.database.toUpperCase() !== "SQLITE") {
+    throw new Error(`Cannot use --database ${config.database}: use PSQL, or omit it for SQLite`);
+  }
+  await Deno.mkdir(config.dataDir, { recursive: true });
+  return new SqliteStorage(join(config.dataDir, "moonbase.db"));
+}
+
+/** True when at least one admin account exists. */
+export async function hasAdmin(storage: Storage): Promise<boolean> {
+  return (await storage.query(`SELECT 1 AS one FROM "mb_admins" LIMIT 1`)).length > 0;
+}
+
+/**
+ * Opens storage, creates system tables, loads schemas and the JWT secret.
+ *
+ * @example
+ * ```ts
+ * import { createCore } from "./lib/core.ts";
+ * const core = await createCore({ dataDir: await Deno.makeTempDir(), quiet: true });
+ * console.assert(core.schemas.get("mb_admins")?.isSystem === true);
+ * await core.close();
+ * ```
+ */
+export async function createCore(options: AppConfig = {}): Promise<Core> {
+  const config = resolveConfig(options);
+  const storage = await openStorage(config);
+  try {
+    await ensureSystemTables(storage);
+    const schemas = new Registry(storage, checkRuleExpr);
+    await schemas.load();
+    const notices: string[] = [];
+    const secret = await resolveSecret(config.dataDir, config.jwtSecret ?? Deno.env.get("MB_JWT_SECRET"));
+    if (secret.source !== "env") {
+      notices.push(
+        `warning: MB_JWT_SECRET is not set; using the secret in ${join(config.dataDir, ".jwt_secret")}${
+          secret.source === "generated" ? " (newly generated)" : ""
+        }. Set MB_JWT_SECRET in production.`,
+      );
+    }
+    const signer = new TokenSigner(secret.value, config.tokenTtl);
+    const sessions = new Sessions(signer, schemas, storage);
+    const setupToken = (await hasAdmin(storage)) ? undefined : randomToken(24);
+    let refresh: ReturnType<typeof setInterval> | undefined;
+    if (storage.dialect.name === "postgres") {
+      refresh = setInterval(() => schemas.refreshIfChanged().catch(() => {}), 1000);
+    }
+    return {
+      config,
+      storage,
+      schemas,
+      sessions,
+      signer,
+      startedAt: Date.now(),
+      setupToken,
+      notices,
+      async close() {
+        if (refresh !== undefined) clearInterval(refresh);
+        await storage.close();
+      },
+    };
+  } catch (err) {
+    await storage.close().catch(() => {});
+    throw err;
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * PostgreSQL storage on postgres.js with a connection pool. A transaction
+ * holds exactly one pooled connection and every statement inside it runs on
+ * that connection, so no request ever waits for a second connection.
+ *
+ * @module
+ */
+
+import postgres from "postgres";
+import type {
+  ColumnKind,
+  ConstraintFailure,
+  Dialect,
+  Queryable,
+  Row,
+  SqlValue,
+  Storage,
+} from "./storage.ts";
+import { StorageUnavailableError } from "./storage.ts";
+
+const TYPES: Record<ColumnKind, string> = {
+  text: "TEXT",
+  int: "BIGINT",
+  double: "DOUBLE PRECISION",
+  bool: "BOOLEAN",
+  json: "JSONB",
+};
+
+const CODES: Record<string, ConstraintFailure["kind"]> = {
+  "23505": "unique",
+  "23503": "foreign_key",
+  "23502": "not_null",
+  "23514": "check",
+};
+
+/** The PostgreSQL dialect. */
+export const postgresDialect: Dialect = {
+  name: "postgres",
+  columnType: (kind) => TYPES[kind],
+  encode(kind, value) {
+    if (value === null || value === undefined) return null;
+    if (kind === "json") return JSON.stringify(value);
+    return value as SqlValue;
+  },
+  decode(kind, value) {
+    if (value === null || value === undefined) return null;
+    if (kind === "int" || kind === "double") return Number(value);
+    return value;
+  },
+  constraintFailure(err) {
+    const e = err as { code?: string; constraint_name?: string };
+    const kind = e.code ? CODES[e.code] : undefined;
+    if (!kind) return undefined;
+    return e.constraint_name ? { kind, constraint: e.constraint_name } : { kind };
+  },
+};
+
+const numbered = new Map<string, string>();
+
+/** Rewrites `?` placeholders to `$1…$n` (generated SQL never has `?` elsewhere). */
+function toDollar(sql: string): string {
+  let out = numbered.get(sql);
+  if (out === undefined) {
+    let n = 0;
+    out = sql.replace(/\?/g, () => `$${++n}`);
+    if (numbered.size > 5000) numbered.clear();
+    numbered.set(sql, out);
+  }
+  return out;
+}
+
+type Sql = postgres.Sql | postgres.TransactionSql;
+
+function queryable(sql: Sql): Queryable {
+  return {
+    async query(text, params = []) {
+      return await sql.unsafe(toDollar(text), params as postgres.ParameterOrJSON<never>[], {
+        prepare: true,
+      }) as unknown as Row[];
+    },
+    async run(text, params = []) {
+      const res = await sql.unsafe(toDollar(text), params as postgres.ParameterOrJSON<never>[], {
+        prepare: true,
+      });
+      return res.count;
+    },
+    async exec(text) {
+      await sql.unsafe(text);
+    },
+  };
+}
+
+/** Storage on a PostgreSQL database. */
+export class PostgresStorage implements Storage {
+  readonly dialect = postgresDialect;
+  #sql: postgres.Sql;
+  #q: Queryable;
+
+  /** Creates a pool for `url` (no connection is made until `connect()`). */
+  constructor(url: string, max = 10) {
+    this.#sql = postgres(url, {
+      max,
+      idle_timeout: 30,
+      connect_timeout: 5,
+      onnotice: () => {},
+      transform: { undefined: null },
+    });
+    this.#q = queryable(this.#sql);
+  }
+
+  /** Checks that the server answers; throws `StorageUnavailableError` otherwise. */
+  async connect(): Promise<void> {
+    try {
+      await this.#sql`SELECT 1 AS ok`;
+    } catch (err) {
+      await this.#sql.end({ timeout: 0 }).catch(() => {});
+      const msg = err instanceof Error ? err.message : String(err);
+      throw new StorageUnavailableError(`Cannot connect to PostgreSQL: ${msg}`);
+    }
+  }
+
+  query(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
+    return this.#q.query(sql, params);
+  }
+
+  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return this.#q.run(sql, params);
+  }
+
+  exec(sql: string): Promise<void> {
+    return this.#q.exec(sql);
+  }
+
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return await this.#sql.begin((tx) => fn(queryable(tx))) as T;
+  }
+
+  async ping(): Promise<void> {
+    await this.#sql`SELECT 1 AS ok`;
+  }
+
+  async close(): Promise<void> {
+    await this.#sql.end({ timeout: 5 });
+  }
+}

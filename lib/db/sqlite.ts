@@ -1,0 +1,167 @@
+/**
+ * SQLite storage on `node:sqlite` (WAL, synchronous=NORMAL, busy_timeout,
+ * foreign keys, prepared-statement cache). Statements only ever run through
+ * `.all()` / `.run()`, which reset them, so no read transaction stays open
+ * and the WAL can be checkpointed.
+ *
+ * @module
+ */
+
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type {
+  ColumnKind,
+  ConstraintFailure,
+  Dialect,
+  Queryable,
+  Row,
+  SqlValue,
+  Storage,
+} from "./storage.ts";
+import { StorageUnavailableError } from "./storage.ts";
+
+const TYPES: Record<ColumnKind, string> = {
+  text: "TEXT",
+  int: "INTEGER",
+  double: "REAL",
+  bool: "INTEGER",
+  json: "TEXT",
+};
+
+/** The SQLite dialect. */
+export const sqliteDialect: Dialect = {
+  name: "sqlite",
+  columnType: (kind) => TYPES[kind],
+  encode(kind, value) {
+    if (value === null || value === undefined) return null;
+    if (kind === "bool") return value ? 1 : 0;
+    if (kind === "json") return JSON.stringify(value);
+    return value as SqlValue;
+  },
+  decode(kind, value) {
+    if (value === null || value === undefined) return null;
+    if (kind === "bool") return value === 1 || value === true;
+    if (kind === "json") return typeof value === "string" ? JSON.parse(value) : value;
+    return value;
+  },
+  constraintFailure(err) {
+    const code = (err as { errcode?: number }).errcode;
+    const message = err instanceof Error ? err.message : "";
+    const table: Record<number, ConstraintFailure["kind"]> = {
+      2067: "unique",
+      1555: "unique",
+      787: "foreign_key",
+      1299: "not_null",
+      275: "check",
+    };
+    const kind = code === undefined ? undefined : table[code];
+    if (!kind) return undefined;
+    const column = /failed: ([\w.]+)/.exec(message)?.[1];
+    return column ? { kind, column } : { kind };
+  },
+};
+
+/** Storage on a SQLite file (or `:memory:`). */
+export class SqliteStorage implements Storage {
+  readonly dialect = sqliteDialect;
+  #db: DatabaseSync;
+  #cache = new Map<string, StatementSync>();
+  #tail: Promise<void> = Promise.resolve();
+  #active: Promise<void> | undefined;
+  #direct: Queryable;
+
+  /** Opens (creating if needed) the database file at `path`. */
+  constructor(path: string) {
+    try {
+      this.#db = new DatabaseSync(path);
+      this.#db.exec("PRAGMA journal_mode=WAL");
+      this.#db.exec("PRAGMA synchronous=NORMAL");
+      this.#db.exec("PRAGMA busy_timeout=5000");
+      this.#db.exec("PRAGMA foreign_keys=ON");
+      this.#db.exec("PRAGMA journal_size_limit=67108864");
+    } catch (err) {
+      throw new StorageUnavailableError(
+        `Cannot open SQLite database ${path}: ${err instanceof Error ? err.message : err}`,
+      );
+    }
+    const self = this;
+    this.#direct = {
+      query: (sql, params) => Promise.resolve(self.#all(sql, params)),
+      run: (sql, params) => Promise.resolve(self.#run(sql, params)),
+      exec: (sql) => Promise.resolve(self.#db.exec(sql)),
+    };
+  }
+
+  #stmt(sql: string): StatementSync {
+    let s = this.#cache.get(sql);
+    if (!s) {
+      if (this.#cache.size > 2000) this.#cache.clear();
+      s = this.#db.prepare(sql);
+      this.#cache.set(sql, s);
+    }
+    return s;
+  }
+
+  #all(sql: string, params: readonly SqlValue[] = []): Row[] {
+    return this.#stmt(sql).all(...(params as SqlValue[] as never[])) as Row[];
+  }
+
+  #run(sql: string, params: readonly SqlValue[] = []): number {
+    return Number(this.#stmt(sql).run(...(params as never[])).changes);
+  }
+
+  async query(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
+    while (this.#active) await this.#active;
+    return this.#all(sql, params);
+  }
+
+  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    while (this.#active) await this.#active;
+    return this.#run(sql, params);
+  }
+
+  async exec(sql: string): Promise<void> {
+    while (this.#active) await this.#active;
+    this.#db.exec(sql);
+    this.#cache.clear();
+  }
+
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const prev = this.#tail;
+    let release!: () => void;
+    const mine = new Promise<void>((r) => release = r);
+    this.#tail = mine;
+    await prev;
+    while (this.#active) await this.#active;
+    this.#active = mine;
+    try {
+      this.#db.exec("BEGIN IMMEDIATE");
+      try {
+        const out = await fn(this.#direct);
+        this.#db.exec("COMMIT");
+        return out;
+      } catch (err) {
+        if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+        this.#cache.clear();
+        throw err;
+      }
+    } finally {
+      this.#active = undefined;
+      release();
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.query("SELECT 1 AS ok");
+  }
+
+  async close(): Promise<void> {
+    while (this.#active) await this.#active;
+    this.#cache.clear();
+    if (this.#db.isOpen) {
+      try {
+        this.#db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+      } catch { /* best effort */ }
+      this.#db.close();
+    }
+  }
+}

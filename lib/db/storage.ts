@@ -1,0 +1,109 @@
+/**
+ * The storage interface: everything above it is written once for SQLite
+ * and PostgreSQL. SQL uses `?` placeholders; values are always parameters.
+ *
+ * @module
+ */
+
+/** A value that can be bound as a parameter. */
+export type SqlValue = string | number | boolean | null | Uint8Array;
+
+/** A result row (column name → value). */
+export type Row = Record<string, unknown>;
+
+/** What a constraint failure was about, when the database tells. */
+export interface ConstraintFailure {
+  kind: "unique" | "foreign_key" | "not_null" | "check";
+  /** Constraint or index name (PostgreSQL). */
+  constraint?: string;
+  /** `table.column` (SQLite). */
+  column?: string;
+}
+
+/** Something SQL can run on: the storage itself or an open transaction. */
+export interface Queryable {
+  /** Runs a statement returning rows (SELECT, or … RETURNING). */
+  query(sql: string, params?: readonly SqlValue[]): Promise<Row[]>;
+  /** Runs a statement and returns the number of changed rows. */
+  run(sql: string, params?: readonly SqlValue[]): Promise<number>;
+  /** Runs DDL (one statement, no parameters). */
+  exec(sql: string): Promise<void>;
+}
+
+/** The database-specific details that SQL builders need. */
+export interface Dialect {
+  readonly name: "sqlite" | "postgres";
+  /** Column type for a logical kind. */
+  columnType(kind: ColumnKind): string;
+  /** Encodes a JS value for a column of this kind. */
+  encode(kind: ColumnKind, value: unknown): SqlValue;
+  /** Decodes a stored value of this kind to its JSON value. */
+  decode(kind: ColumnKind, value: unknown): unknown;
+  /** Classifies a database error as a constraint failure, if it is one. */
+  constraintFailure(err: unknown): ConstraintFailure | undefined;
+}
+
+/** Logical storage kinds that field types map to. */
+export type ColumnKind = "text" | "int" | "double" | "bool" | "json";
+
+/** The storage: a database plus its dialect. */
+export interface Storage extends Queryable {
+  readonly dialect: Dialect;
+  /** Runs `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>;
+  /** Closes every connection. */
+  close(): Promise<void>;
+}
+
+/** Thrown when the database cannot be reached or opened. */
+export class StorageUnavailableError extends Error {
+  /** Creates the error with a one-line reason. */
+  constructor(message: string) {
+    super(message);
+    this.name = "StorageUnavailableError";
+  }
+}
+
+/**
+ * Quotes an identifier. Only `[A-Za-z0-9_]` names are accepted, so no
+ * quoting escape is ever needed.
+ *
+ * @example
+ * ```ts
+ * import { ident } from "./lib/db/storage.ts";
+ * console.assert(ident("posts") === '"posts"');
+ * ```
+ */
+export function ident(name: string): string {
+  if (!/^[A-Za-z0-9_]{1,63}$/.test(name)) {
+    throw new Error(`Cannot quote identifier: invalid name ${JSON.stringify(name)}`);
+  }
+  return `"${name}"`;
+}
+
+function fnv1a(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, "0");
+}
+
+/**
+ * Maps an entity or field name (up to 64 characters) to an identifier that
+ * fits PostgreSQL's 63-byte limit: unchanged when short enough, else a
+ * prefix plus a hash of the whole name.
+ *
+ * @example
+ * ```ts
+ * import { physicalName } from "./lib/db/storage.ts";
+ * console.assert(physicalName("posts") === "posts");
+ * console.assert(physicalName("a".repeat(64)).length === 63);
+ * ```
+ */
+export function physicalName(name: string): string {
+  return name.length <= 63 ? name : `${name.slice(0, 54)}_${fnv1a(name)}`;
+}

@@ -1,0 +1,66 @@
+/**
+ * System tables: `mb_tables` (schemas), `mb_admins` (admin accounts),
+ * `mb_meta` (settings such as the schema version), `mb_revoked` (revoked
+ * token ids).
+ *
+ * @module
+ */
+
+import type { Storage } from "./storage.ts";
+import { createSql } from "../schema/ddl.ts";
+import { adminOnlyRules, type EntitySchema } from "../schema/types.ts";
+
+/** The built-in admin-accounts entity. */
+export const ADMIN_SCHEMA: EntitySchema = {
+  id: "mb_admins",
+  name: "mb_admins",
+  type: "auth",
+  fields: [],
+  view_query: "",
+  rules: adminOnlyRules(),
+  has_api: false,
+  is_system: true,
+  created: "1970-01-01T00:00:00.000Z",
+  updated: "1970-01-01T00:00:00.000Z",
+};
+
+/**
+ * Creates the system tables when missing (idempotent).
+ *
+ * @example
+ * ```ts
+ * import { SqliteStorage } from "./lib/db/sqlite.ts";
+ * import { ensureSystemTables } from "./lib/db/system.ts";
+ * const db = new SqliteStorage(":memory:");
+ * await ensureSystemTables(db);
+ * await ensureSystemTables(db);
+ * await db.close();
+ * ```
+ */
+export async function ensureSystemTables(store: Storage): Promise<void> {
+  const d = store.dialect;
+  const text = d.columnType("text"), int = d.columnType("int");
+  const stmts = [
+    `CREATE TABLE IF NOT EXISTS "mb_tables" ("id" ${text} PRIMARY KEY, "name" ${text} NOT NULL, "lname" ${text} NOT NULL UNIQUE, "type" ${text} NOT NULL, "schema" ${text} NOT NULL, "created" ${text} NOT NULL, "updated" ${text} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS "mb_meta" ("key" ${text} PRIMARY KEY, "value" ${text} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS "mb_revoked" ("jti" ${text} PRIMARY KEY, "exp" ${int} NOT NULL)`,
+    ...createSql(ADMIN_SCHEMA, d).map((s) =>
+      s.replace(/^CREATE (UNIQUE )?(TABLE|INDEX)/, "CREATE $1$2 IF NOT EXISTS")
+    ),
+  ];
+  for (let attempt = 0;; attempt++) {
+    try {
+      await store.transaction(async (tx) => {
+        for (const s of stmts) await tx.exec(s);
+        await tx.run(
+          `INSERT INTO "mb_meta" ("key", "value") VALUES ('schema_version', '0') ON CONFLICT ("key") DO NOTHING`,
+        );
+      });
+      return;
+    } catch (err) {
+      // Two instances starting at once on one PostgreSQL may race on CREATE … IF NOT EXISTS.
+      if (attempt >= 3) throw err;
+      await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
+    }
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Domain errors thrown by the inner layers. The HTTP layer maps each `code`
+ * to a status in exactly one place (`lib/http/envelope.ts`).
+ *
+ * @module
+ */
+
+/** What went wrong, independent of any transport. */
+export type ErrorCode =
+  | "invalid"
+  | "unauthenticated"
+  | "forbidden"
+  | "not_found"
+  | "method_not_allowed"
+  | "conflict"
+  | "too_large"
+  | "unsupported_media_type"
+  | "rate_limited"
+  | "unavailable";
+
+/** Per-field validation detail: `{name: {code, message}}`. */
+export type FieldErrors = Record<string, { code: string; message: string }>;
+
+/**
+ * An error the client caused or may see. Its message is safe to return.
+ *
+ * @example
+ * ```ts
+ * import { MoonbaseError } from "./lib/errors.ts";
+ * const e = new MoonbaseError("not_found", "Cannot find record: no such id");
+ * console.assert(e.code === "not_found");
+ * ```
+ */
+export class MoonbaseError extends Error {
+  /** The kind of failure. */
+  readonly code: ErrorCode;
+  /** Extra data returned in the envelope's `data` (e.g. `{fields}`). */
+  readonly data: Record<string, unknown> | null;
+  /** Extra response headers (e.g. `Allow`, `Retry-After`). */
+  readonly headers: Record<string, string>;
+
+  /** Creates an error with a client-safe message. */
+  constructor(
+    code: ErrorCode,
+    message: string,
+    data: Record<string, unknown> | null = null,
+    headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "MoonbaseError";
+    this.code = code;
+    this.data = data;
+    this.headers = headers;
+  }
+}
+
+/**
+ * A validation failure with per-field details (400).
+ *
+ * @example
+ * ```ts
+ * import { invalidFields } from "./lib/errors.ts";
+ * const e = invalidFields({ title: { code: "required", message: "Missing required value" } });
+ * console.assert(e.code === "invalid");
+ * ```
+ */
+export function invalidFields(
+  fields: FieldErrors,
+  message = "Cannot accept record: invalid fields",
+): MoonbaseError {
+  const names = Object.keys(fields).join(", ");
+  return new MoonbaseError("invalid", `${message} (${names})`, { fields });
+}

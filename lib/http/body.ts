@@ -1,0 +1,132 @@
+/**
+ * Bounded request-body reading: 415 on a wrong type, 413 past the cap
+ * (before reading when `Content-Length` says so, else while streaming),
+ * 400 on malformed or too deeply nested JSON.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+
+/** Deepest nesting accepted in a JSON body. */
+export const MAX_JSON_DEPTH = 32;
+
+/** Media type of a request, lower-cased, without parameters ("" when absent). */
+export function mediaType(req: Request): string {
+  const ct = req.headers.get("content-type") ?? "";
+  return ct.split(";", 1)[0].trim().toLowerCase();
+}
+
+/**
+ * Reads at most `max` bytes of the body; throws `too_large` beyond it.
+ *
+ * @example
+ * ```ts
+ * import { readBytes } from "./lib/http/body.ts";
+ * const bytes = await readBytes(new Request("http://x", { method: "POST", body: "hi" }), 10);
+ * console.assert(bytes.length === 2);
+ * ```
+ */
+export async function readBytes(req: Request, max: number): Promise<Uint8Array> {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && Number(declared) > max) throw tooLarge(max);
+  if (!req.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = req.body.getReader();
+  while (true) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(max);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(size);
+  let off = 0;
+  for (const c of chunks) {
+    out.set(c, off);
+    off += c.length;
+  }
+  return out;
+}
+
+function tooLarge(max: number): MoonbaseError {
+  return new MoonbaseError("too_large", `Cannot read body: larger than ${max} bytes`);
+}
+
+function depthOf(value: unknown, depth: number): number {
+  if (depth > MAX_JSON_DEPTH || value === null || typeof value !== "object") return depth;
+  let max = depth;
+  for (const v of Array.isArray(value) ? value : Object.values(value)) {
+    max = Math.max(max, depthOf(v, depth + 1));
+    if (max > MAX_JSON_DEPTH) break;
+  }
+  return max;
+}
+
+/**
+ * Parses JSON text into a value; malformed or too deep input is a 400.
+ *
+ * @example
+ * ```ts
+ * import { parseJson } from "./lib/http/body.ts";
+ * console.assert((parseJson('{"a":1}') as { a: number }).a === 1);
+ * ```
+ */
+export function parseJson(text: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new MoonbaseError("invalid", "Cannot parse body: malformed JSON");
+  }
+  if (depthOf(value, 0) > MAX_JSON_DEPTH) {
+    throw new MoonbaseError(
+      "invalid",
+      `Cannot parse body: nested deeper than ${MAX_JSON_DEPTH} levels`,
+    );
+  }
+  return value;
+}
+
+/**
+ * Reads a JSON object body (`application/json`), enforcing type, size and depth.
+ *
+ * @example
+ * ```ts
+ * import { readJsonObject } from "./lib/http/body.ts";
+ * const req = new Request("http://x", {
+ *   method: "POST", body: '{"title":"hi"}', headers: { "content-type": "application/json" },
+ * });
+ * console.assert((await readJsonObject(req, 1024)).title === "hi");
+ * ```
+ */
+export async function readJsonObject(
+  req: Request,
+  max: number,
+): Promise<Record<string, unknown>> {
+  const type = mediaType(req);
+  if (type !== "application/json") {
+    throw new MoonbaseError(
+      "unsupported_media_type",
+      `Cannot read body: expected application/json, got ${type || "no content type"}`,
+    );
+  }
+  const bytes = await readBytes(req, max);
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new MoonbaseError("invalid", "Cannot parse body: not valid UTF-8");
+  }
+  if (text.trim() === "") throw new MoonbaseError("invalid", "Cannot parse body: empty");
+  const value = parseJson(text);
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new MoonbaseError("invalid", "Cannot parse body: expected a JSON object");
+  }
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,24 @@
+/**
+ * The per-request context handed to route handlers; `auth()` is resolved
+ * lazily, once.
+ *
+ * @module
+ */
+
+import type { AuthValue } from "../auth/sessions.ts";
+
+/** A route handler. */
+export type Handler<A> = (ctx: Context<A>) => Promise<Response> | Response;
+
+/** Request context. */
+export interface Context<A> {
+  readonly req: Request;
+  readonly url: URL;
+  readonly params: Record<string, string>;
+  readonly app: A;
+  readonly requestId: string;
+  /** Client IP: the socket peer, or the last `X-Forwarded-For` hop with `--trustProxy`. */
+  readonly ip: string;
+  /** The caller (guest when no token; 401 on a bad token). */
+  auth(): Promise<AuthValue>;
+}

@@ -1,0 +1,88 @@
+/**
+ * The one JSON envelope `{status, data, error}` and the one place where
+ * errors become HTTP statuses.
+ *
+ * @module
+ */
+
+import { type ErrorCode, MoonbaseError } from "../errors.ts";
+
+const STATUS: Record<ErrorCode, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  unavailable: 503,
+};
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/**
+ * A JSON envelope response; `error` is `""` on success.
+ *
+ * @example
+ * ```ts
+ * import { json } from "./lib/http/envelope.ts";
+ * const res = json(200, { ok: true });
+ * console.assert((await res.json()).data.ok === true);
+ * ```
+ */
+export function json(
+  status: number,
+  data: unknown,
+  headers?: HeadersInit,
+  error = "",
+): Response {
+  const h = new Headers(headers);
+  h.set("content-type", JSON_TYPE);
+  return new Response(JSON.stringify({ status, data: data ?? null, error }), {
+    status,
+    headers: h,
+  });
+}
+
+/**
+ * An empty 204 response.
+ *
+ * @example
+ * ```ts
+ * import { noContent } from "./lib/http/envelope.ts";
+ * console.assert(noContent().status === 204);
+ * ```
+ */
+export function noContent(): Response {
+  return new Response(null, { status: 204 });
+}
+
+/**
+ * Maps any thrown value to an envelope response. Unknown errors become a
+ * plain 500 and are passed to `report` (never to the client).
+ *
+ * @example
+ * ```ts
+ * import { errorResponse } from "./lib/http/envelope.ts";
+ * import { MoonbaseError } from "./lib/errors.ts";
+ * const res = errorResponse(new MoonbaseError("conflict", "Cannot create record: duplicate"));
+ * console.assert(res.status === 409);
+ * ```
+ */
+export function errorResponse(
+  err: unknown,
+  report: (err: unknown) => void = () => {},
+): Response {
+  if (err instanceof MoonbaseError) {
+    return json(STATUS[err.code], err.data, err.headers, err.message);
+  }
+  report(err);
+  return json(500, null, undefined, "Internal Server Error");
+}
+
+/** Maps a domain error code to its HTTP status. */
+export function statusOf(code: ErrorCode): number {
+  return STATUS[code];
+}

@@ -1,0 +1,117 @@
+/**
+ * The request pipeline: request id → CORS/preflight → route (or public
+ * files) → the one error-to-envelope mapping.
+ *
+ * @module
+ */
+
+import type { Core } from "../core.ts";
+import { MoonbaseError } from "../errors.ts";
+import type { AuthValue } from "../auth/sessions.ts";
+import { Cors } from "./cors.ts";
+import type { Context, Handler } from "./context.ts";
+import { errorResponse } from "./envelope.ts";
+import type { Router } from "./router.ts";
+import { serveStatic } from "./static.ts";
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+let seq = 0;
+const prefix = crypto.randomUUID().slice(0, 8);
+
+/** Connection info as `Deno.serve` gives it (optional for in-process calls). */
+export type ConnInfo = { remoteAddr?: { hostname?: string } } | undefined;
+
+/** Something to report unexpected errors to. */
+export type ErrorReporter = (err: unknown, ctx: { method: string; path: string; requestId: string }) => void;
+
+function clientIp(req: Request, info: ConnInfo, trustProxy: boolean): string {
+  if (trustProxy) {
+    const xff = req.headers.get("x-forwarded-for");
+    const last = xff?.split(",").map((s) => s.trim()).filter(Boolean).pop();
+    if (last) return last;
+  }
+  return info?.remoteAddr?.hostname ?? "unknown";
+}
+
+/**
+ * Builds the `Deno.serve` handler for a core and a router.
+ *
+ * @example
+ * ```ts ignore
+ * const handler = createHandler(core, router, console.error);
+ * Deno.serve({ port: 7070 }, handler);
+ * ```
+ */
+export function createHandler(
+  core: Core,
+  router: Router<Handler<Core>>,
+  report: ErrorReporter,
+): (req: Request, info?: ConnInfo) => Promise<Response> {
+  const cors = new Cors(core.config.corsOrigins);
+  return async (req, info) => {
+    const given = req.headers.get("x-request-id");
+    const requestId = given && REQUEST_ID.test(given) ? given : `${prefix}-${(++seq).toString(36)}`;
+    let res: Response;
+    const url = new URL(req.url);
+    if (req.method === "OPTIONS" && req.headers.has("access-control-request-method")) {
+      res = cors.preflight(req);
+    } else {
+      try {
+        res = await dispatch(core, router, req, url, requestId, clientIp(req, info, core.config.trustProxy));
+      } catch (err) {
+        res = errorResponse(err, (e) => report(e, { method: req.method, path: url.pathname, requestId }));
+      }
+    }
+    const extra = cors.headers(req);
+    try {
+      res.headers.set("x-request-id", requestId);
+      if (!res.headers.has("x-content-type-options")) res.headers.set("x-content-type-options", "nosniff");
+      if (extra) for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
+    } catch {
+      // Immutable headers (e.g. a Response from fetch): copy.
+      res = new Response(res.body, res);
+      res.headers.set("x-request-id", requestId);
+      if (extra) for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
+    }
+    if (req.method === "HEAD" && res.body) {
+      await res.body.cancel().catch(() => {});
+      res = new Response(null, { status: res.status, headers: res.headers });
+    }
+    return res;
+  };
+}
+
+async function dispatch(
+  core: Core,
+  router: Router<Handler<Core>>,
+  req: Request,
+  url: URL,
+  requestId: string,
+  ip: string,
+): Promise<Response> {
+  const match = router.match(req.method, url.pathname);
+  if (match.kind === "found") {
+    let auth: Promise<AuthValue> | undefined;
+    const ctx: Context<Core> = {
+      req,
+      url,
+      params: match.params,
+      app: core,
+      requestId,
+      ip,
+      auth: () => auth ??= core.sessions.resolve(req.headers.get("authorization")),
+    };
+    return await match.handler(ctx);
+  }
+  if (match.kind === "method_not_allowed") {
+    throw new MoonbaseError("method_not_allowed", `Cannot ${req.method} ${url.pathname.slice(0, 200)}: method not allowed`, null, {
+      Allow: match.allow.join(", "),
+    });
+  }
+  if ((req.method === "GET" || req.method === "HEAD") && core.config.publicDir && !url.pathname.startsWith("/api/")) {
+    const res = await serveStatic(core.config.publicDir, req, url.pathname);
+    if (res) return res;
+  }
+  throw new MoonbaseError("not_found", "Route Not Found");
+}
+

@@ -1,0 +1,102 @@
+/**
+ * A small trie router: static segments and `:params`, with 404 vs 405 + `Allow`.
+ *
+ * @module
+ */
+
+/** Result of a lookup. */
+export type Match<H> =
+  | { kind: "found"; handler: H; params: Record<string, string> }
+  | { kind: "method_not_allowed"; allow: string[] }
+  | { kind: "not_found" };
+
+interface Node<H> {
+  statics: Map<string, Node<H>>;
+  param?: { name: string; node: Node<H> };
+  handlers: Map<string, H>;
+}
+
+function node<H>(): Node<H> {
+  return { statics: new Map(), handlers: new Map() };
+}
+
+/**
+ * Maps `METHOD /path/:param` patterns to handlers.
+ *
+ * @example
+ * ```ts
+ * import { Router } from "./lib/http/router.ts";
+ * const r = new Router<string>();
+ * r.add("GET", "/api/v1/entities/:entity/:id", "get");
+ * const m = r.match("GET", "/api/v1/entities/posts/42");
+ * console.assert(m.kind === "found" && m.params.id === "42");
+ * console.assert(r.match("PUT", "/api/v1/entities/posts/42").kind === "method_not_allowed");
+ * ```
+ */
+export class Router<H> {
+  #root: Node<H> = node();
+
+  /** Registers a handler; a later registration of the same route replaces it. */
+  add(method: string, pattern: string, handler: H): this {
+    let cur = this.#root;
+    for (const seg of pattern.split("/").filter(Boolean)) {
+      if (seg.startsWith(":")) {
+        const name = seg.slice(1);
+        if (cur.param && cur.param.name !== name) {
+          throw new Error(
+            `Cannot add route ${pattern}: parameter :${name} clashes with :${cur.param.name}`,
+          );
+        }
+        cur.param ??= { name, node: node() };
+        cur = cur.param.node;
+      } else {
+        let next = cur.statics.get(seg);
+        if (!next) cur.statics.set(seg, next = node());
+        cur = next;
+      }
+    }
+    cur.handlers.set(method.toUpperCase(), handler);
+    return this;
+  }
+
+  /** Finds the handler for a method and a (still percent-encoded) path. */
+  match(method: string, path: string): Match<H> {
+    const params: Record<string, string> = {};
+    const found = this.#walk(this.#root, path.split("/").filter(Boolean), 0, params);
+    if (!found) return { kind: "not_found" };
+    const handler = found.handlers.get(method) ??
+      (method === "HEAD" ? found.handlers.get("GET") : undefined);
+    if (handler) return { kind: "found", handler, params };
+    const allow = [...found.handlers.keys()];
+    if (allow.includes("GET") && !allow.includes("HEAD")) allow.push("HEAD");
+    return { kind: "method_not_allowed", allow: allow.sort() };
+  }
+
+  #walk(
+    cur: Node<H>,
+    segs: string[],
+    i: number,
+    params: Record<string, string>,
+  ): Node<H> | undefined {
+    if (i === segs.length) return cur.handlers.size > 0 ? cur : undefined;
+    const stat = cur.statics.get(segs[i]);
+    if (stat) {
+      const hit = this.#walk(stat, segs, i + 1, params);
+      if (hit) return hit;
+    }
+    if (cur.param) {
+      let value: string;
+      try {
+        value = decodeURIComponent(segs[i]);
+      } catch {
+        return undefined;
+      }
+      const hit = this.#walk(cur.param.node, segs, i + 1, params);
+      if (hit) {
+        params[cur.param.name] = value;
+        return hit;
+      }
+    }
+    return undefined;
+  }
+}

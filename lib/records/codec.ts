@@ -1,0 +1,120 @@
+/**
+ * Turning request input into column values (with per-field checks) and rows
+ * back into JSON records.
+ *
+ * @module
+ */
+
+import { type FieldErrors, invalidFields, MoonbaseError } from "../errors.ts";
+import { type Dialect, physicalName, type Row, type SqlValue } from "../db/storage.ts";
+import { checkValue, kindOf } from "../schema/field_types.ts";
+import { builtinFields } from "../schema/builtin.ts";
+import type { EntitySchema, FieldDef } from "../schema/types.ts";
+
+/** Keys a client may send but that are never written. */
+export const READ_ONLY_KEYS: ReadonlySet<string> = new Set(["id", "created", "updated"]);
+
+/** Shortest password accepted. */
+export const MIN_PASSWORD = 8;
+/** Longest password accepted (bounds hashing cost). */
+export const MAX_PASSWORD = 1024;
+
+/** A JSON record. */
+export type RecordData = Record<string, unknown>;
+
+/** Every field of an entity: built-ins first, then declared ones. */
+export function allFields(schema: EntitySchema): FieldDef[] {
+  return [...builtinFields(schema.type), ...schema.fields.filter((f) => !f.system)];
+}
+
+/** Fields a client may write. */
+export function writableFields(schema: EntitySchema): FieldDef[] {
+  return allFields(schema).filter((f) => !READ_ONLY_KEYS.has(f.name));
+}
+
+/** Checked input: field name → normalized JSON value (password still plain). */
+export type CheckedInput = Map<string, unknown>;
+
+function isBlank(v: unknown): boolean {
+  return v === null || v === undefined || v === "";
+}
+
+/**
+ * Checks a write body against the schema. `create` applies defaults and
+ * required checks for every field; `update` only for the keys present.
+ * Unknown keys are a 400 naming them; read-only keys are ignored.
+ */
+export function checkInput(
+  schema: EntitySchema,
+  input: Record<string, unknown>,
+  mode: "create" | "update",
+): CheckedInput {
+  const byName = new Map(writableFields(schema).map((f) => [f.name, f]));
+  const unknown = Object.keys(input).filter((k) => !READ_ONLY_KEYS.has(k) && !byName.has(k));
+  if (unknown.length > 0) {
+    const fields: FieldErrors = {};
+    for (const k of unknown.slice(0, 20)) {
+      fields[k.slice(0, 64)] = { code: "unknown_field", message: "No such field" };
+    }
+    throw invalidFields(fields, "Cannot accept record: unknown fields");
+  }
+  const out: CheckedInput = new Map();
+  const errors: FieldErrors = {};
+  for (const field of byName.values()) {
+    const present = Object.hasOwn(input, field.name);
+    if (!present && mode === "update") continue;
+    let value = present ? input[field.name] : field.default;
+    if (value === undefined) value = null;
+    if (isBlank(value)) {
+      if (field.required) errors[field.name] = { code: "required", message: "Missing required value" };
+      else out.set(field.name, null);
+      continue;
+    }
+    if (field.name === "password" && field.system) {
+      if (typeof value !== "string" || value.length < MIN_PASSWORD || value.length > MAX_PASSWORD) {
+        errors.password = {
+          code: "invalid_password",
+          message: `Must be a string of ${MIN_PASSWORD}-${MAX_PASSWORD} characters`,
+        };
+      } else out.set("password", value);
+      continue;
+    }
+    const checked = checkValue(field, value);
+    if (checked.ok) out.set(field.name, checked.value);
+    else errors[field.name] = { code: checked.code, message: checked.message };
+  }
+  if (schema.type === "auth" && mode === "create" && !out.has("verified")) out.set("verified", false);
+  if (Object.keys(errors).length > 0) throw invalidFields(errors);
+  return out;
+}
+
+/** Encodes checked values to column → SQL value. */
+export function encodeValues(
+  schema: EntitySchema,
+  values: CheckedInput,
+  dialect: Dialect,
+): Map<string, SqlValue> {
+  const fields = new Map(allFields(schema).map((f) => [f.name, f]));
+  const out = new Map<string, SqlValue>();
+  for (const [name, value] of values) {
+    const f = fields.get(name);
+    if (!f) throw new MoonbaseError("invalid", `Cannot accept record: no field ${name}`);
+    out.set(physicalName(name), dialect.encode(kindOf(f), value));
+  }
+  return out;
+}
+
+/**
+ * Decodes a stored row to a JSON record (never with the password).
+ * View rows are returned as the database gives them.
+ */
+export function decodeRow(schema: EntitySchema, row: Row, dialect: Dialect): RecordData {
+  if (schema.type === "view") return { ...row };
+  const out: RecordData = {};
+  for (const f of allFields(schema)) {
+    if (f.name === "password" && f.system) continue;
+    const col = physicalName(f.name);
+    if (Object.hasOwn(row, col)) out[f.name] = dialect.decode(kindOf(f), row[col]);
+  }
+  return out;
+}

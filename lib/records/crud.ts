@@ -1,0 +1,304 @@
+/**
+ * Record operations on one entity's table, below any access rule. Rules
+ * arrive as an extra `Where` (rows a caller may touch) and a `check` on the
+ * record as it would be after an update.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import { physicalName, type Queryable, type Row, type SqlValue, type Storage } from "../db/storage.ts";
+import { columnOf, tableOf, uniqueIndexOf } from "../schema/ddl.ts";
+import type { EntitySchema, FieldDef } from "../schema/types.ts";
+import { uuidv7 } from "../ids.ts";
+import {
+  allFields,
+  type CheckedInput,
+  decodeRow,
+  encodeValues,
+  type RecordData,
+} from "./codec.ts";
+import {
+  afterWhere,
+  cursorOf,
+  encodeCursor,
+  type ListOptions,
+  orderBy,
+  orderKeys,
+  type Where,
+} from "./list_query.ts";
+
+/** A page of records. */
+export interface ListResult {
+  items: RecordData[];
+  items_count: number;
+  limit: number;
+  has_more: boolean;
+  cursor: string | null;
+  total?: number;
+}
+
+/** Hooks an operation may carry. */
+export interface OpOptions {
+  /** Only rows matching this condition are visible. */
+  where?: Where;
+  /** Rows that match `where` in SQL may still be rejected by this per-row test. */
+  keep?: (record: RecordData) => boolean | Promise<boolean>;
+  /** Throws to refuse a write given the record as it would be stored. */
+  check?: (next: RecordData) => void | Promise<void>;
+}
+
+/** A relation field of some entity that points at another entity. */
+export interface RelationRef {
+  schema: EntitySchema;
+  field: FieldDef;
+}
+
+/** Finds the relation fields that point at an entity (by name). */
+export type RefsOf = (entity: string) => RelationRef[];
+
+function selectList(schema: EntitySchema): string {
+  if (schema.type === "view") return "*";
+  return allFields(schema).map((f) => columnOf(f.name)).join(", ");
+}
+
+function and(base: string, where?: Where): string {
+  return where ? `${base} AND (${where.sql})` : base;
+}
+
+/** Reads a stored row by id (password included: callers decode). */
+export async function readRow(
+  db: Queryable,
+  schema: EntitySchema,
+  id: string,
+  where?: Where,
+  lock = false,
+): Promise<Row | undefined> {
+  const sql = and(`SELECT ${selectList(schema)} FROM ${tableOf(schema.name)} WHERE "id" = ?`, where);
+  const rows = await db.query(lock ? `${sql} FOR UPDATE` : sql, [id, ...(where?.params ?? [])]);
+  return rows[0];
+}
+
+/** Maps a constraint failure to a 409/400 naming the field. */
+export function constraintError(store: Storage, schema: EntitySchema, err: unknown): unknown {
+  const failure = store.dialect.constraintFailure(err);
+  if (!failure) return err;
+  if (failure.kind === "unique") {
+    const field = allFields(schema).find((f) =>
+      failure.column?.split(".").pop() === physicalName(f.name) ||
+      failure.constraint === uniqueIndexOf(schema, f)
+    );
+    const name = field?.name ?? "record";
+    return new MoonbaseError("conflict", `Cannot save record: ${name} must be unique`, {
+      fields: { [name]: { code: "unique", message: "Value must be unique" } },
+    });
+  }
+  if (failure.kind === "foreign_key") {
+    return new MoonbaseError(
+      "conflict",
+      "Cannot save record: a relation points to a missing record, or other records still reference it",
+    );
+  }
+  return new MoonbaseError("invalid", "Cannot save record: a value violates a constraint");
+}
+
+async function checkRelations(
+  tx: Queryable,
+  dialect: string,
+  schema: EntitySchema,
+  values: CheckedInput,
+): Promise<void> {
+  const errors: Record<string, { code: string; message: string }> = {};
+  for (const f of schema.fields) {
+    const v = values.get(f.name);
+    if (f.type !== "relation" || !f.foreign_key || typeof v !== "string") continue;
+    const lock = dialect === "postgres" ? " FOR SHARE" : "";
+    const rows = await tx.query(`SELECT 1 AS ok FROM ${tableOf(f.foreign_key.entity)} WHERE "id" = ?${lock}`, [v]);
+    if (rows.length === 0) errors[f.name] = { code: "invalid_reference", message: "No such record" };
+  }
+  if (Object.keys(errors).length > 0) {
+    throw new MoonbaseError("invalid", "Cannot save record: relation to a missing record", { fields: errors });
+  }
+}
+
+/** Inserts a record from checked (and password-hashed) values. */
+export async function insertRecord(
+  store: Storage,
+  schema: EntitySchema,
+  values: CheckedInput,
+  opts: OpOptions = {},
+): Promise<RecordData> {
+  const now = new Date().toISOString();
+  const full: CheckedInput = new Map([["id", uuidv7()], ["created", now], ["updated", now], ...values]);
+  const cols = encodeValues(schema, full, store.dialect);
+  const names = [...cols.keys()].map((c) => `"${c}"`).join(", ");
+  const marks = [...cols.keys()].map(() => "?").join(", ");
+  const sql = `INSERT INTO ${tableOf(schema.name)} (${names}) VALUES (${marks})`;
+  try {
+    return await store.transaction(async (tx) => {
+      await checkRelations(tx, store.dialect.name, schema, values);
+      const row: Row = Object.fromEntries(cols);
+      const record = decodeRow(schema, row, store.dialect);
+      await opts.check?.(record);
+      await tx.run(sql, [...cols.values()]);
+      return record;
+    });
+  } catch (err) {
+    throw constraintError(store, schema, err);
+  }
+}
+
+/** Updates a record; undefined when it does not exist or `where` hides it. */
+export async function updateRecord(
+  store: Storage,
+  schema: EntitySchema,
+  id: string,
+  values: CheckedInput,
+  opts: OpOptions = {},
+): Promise<RecordData | undefined> {
+  const lock = store.dialect.name === "postgres";
+  try {
+    return await store.transaction(async (tx) => {
+      const current = await readRow(tx, schema, id, opts.where, lock);
+      if (!current) return undefined;
+      if (opts.keep && !(await opts.keep(decodeRow(schema, current, store.dialect)))) return undefined;
+      await checkRelations(tx, store.dialect.name, schema, values);
+      const cols = encodeValues(schema, new Map([...values, ["updated", new Date().toISOString()]]), store.dialect);
+      const next = decodeRow(schema, { ...current, ...Object.fromEntries(cols) }, store.dialect);
+      await opts.check?.(next);
+      const sets = [...cols.keys()].map((c) => `"${c}" = ?`).join(", ");
+      await tx.run(`UPDATE ${tableOf(schema.name)} SET ${sets} WHERE "id" = ?`, [...cols.values(), id]);
+      return next;
+    });
+  } catch (err) {
+    throw constraintError(store, schema, err);
+  }
+}
+
+/** Applies the `on_delete` of every relation pointing at a record being deleted. */
+async function releaseRefs(
+  tx: Queryable,
+  schema: EntitySchema,
+  id: string,
+  refsOf: RefsOf,
+  seen: Set<string>,
+): Promise<void> {
+  seen.add(`${schema.name}/${id}`);
+  for (const ref of refsOf(schema.name)) {
+    const table = tableOf(ref.schema.name), col = columnOf(ref.field.name);
+    const onDelete = ref.field.foreign_key?.on_delete ?? "set null";
+    if (onDelete === "set null") {
+      await tx.run(`UPDATE ${table} SET ${col} = NULL WHERE ${col} = ?`, [id]);
+      continue;
+    }
+    const rows = await tx.query(`SELECT "id" FROM ${table} WHERE ${col} = ?`, [id]);
+    const children = rows.map((r) => String(r.id)).filter((c) => !seen.has(`${ref.schema.name}/${c}`));
+    if (children.length === 0) continue;
+    if (onDelete === "restrict") {
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot delete record: records of ${ref.schema.name} reference it (${ref.field.name})`,
+      );
+    }
+    if (seen.size > 10_000) throw new MoonbaseError("conflict", "Cannot delete record: cascade too large");
+    for (const child of children) {
+      await releaseRefs(tx, ref.schema, child, refsOf, seen);
+      await tx.run(`DELETE FROM ${table} WHERE "id" = ?`, [child]);
+    }
+  }
+}
+
+/** Deletes a record; undefined when it does not exist or `where` hides it. */
+export async function deleteRecord(
+  store: Storage,
+  schema: EntitySchema,
+  id: string,
+  refsOf: RefsOf,
+  opts: OpOptions = {},
+): Promise<RecordData | undefined> {
+  try {
+    return await store.transaction(async (tx) => {
+      const current = await readRow(tx, schema, id, opts.where, store.dialect.name === "postgres");
+      if (!current) return undefined;
+      const record = decodeRow(schema, current, store.dialect);
+      if (opts.keep && !(await opts.keep(record))) return undefined;
+      await releaseRefs(tx, schema, id, refsOf, new Set());
+      await tx.run(`DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?`, [id]);
+      return record;
+    });
+  } catch (err) {
+    throw constraintError(store, schema, err);
+  }
+}
+
+/** Lists a page of records. */
+export async function listRecords(
+  store: Storage,
+  schema: EntitySchema,
+  opts: ListOptions,
+  hooks: OpOptions = {},
+): Promise<ListResult> {
+  const keys = orderKeys(opts.sort);
+  const conds: string[] = [];
+  const params: SqlValue[] = [];
+  if (hooks.where) {
+    conds.push(`(${hooks.where.sql})`);
+    params.push(...hooks.where.params);
+  }
+  const base = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
+  const baseParams = [...params];
+  if (opts.after) {
+    const w = afterWhere(keys, opts.after);
+    conds.push(`(${w.sql})`);
+    params.push(...w.params);
+  }
+  const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
+  const table = tableOf(schema.name);
+  const items: RecordData[] = [];
+  let last: Row | undefined;
+  let hasMore = false;
+  // Per-row checks (rules the database cannot run) may drop rows: scan a bounded number of batches.
+  let scanned = 0;
+  let cursorWhere = where, cursorParams = params;
+  while (true) {
+    const batch = opts.limit + 1;
+    const rows = await store.query(
+      `SELECT ${selectList(schema)} FROM ${table}${cursorWhere} ORDER BY ${orderBy(keys)} LIMIT ${batch}`,
+      cursorParams,
+    );
+    for (const row of rows) {
+      const record = decodeRow(schema, row, store.dialect);
+      if (hooks.keep && !(await hooks.keep(record))) {
+        last = row;
+        continue;
+      }
+      if (items.length === opts.limit) {
+        hasMore = true;
+        break;
+      }
+      items.push(record);
+      last = row;
+    }
+    scanned += rows.length;
+    if (hasMore || rows.length < batch || !hooks.keep || scanned >= 10_000 || !last) break;
+    const w = afterWhere(keys, cursorOf(keys, last));
+    cursorWhere = base ? `${base} AND (${w.sql})` : ` WHERE ${w.sql}`;
+    cursorParams = [...baseParams, ...w.params];
+  }
+  const page: ListResult = {
+    items: opts.fields ? items.map((r) => pick(r, opts.fields!)) : items,
+    items_count: items.length,
+    limit: opts.limit,
+    has_more: hasMore,
+    cursor: hasMore && last ? encodeCursor(cursorOf(keys, last)) : null,
+  };
+  if (opts.count) {
+    const rows = await store.query(`SELECT COUNT(*) AS n FROM ${table}${base}`, baseParams);
+    page.total = Number(rows[0]?.n ?? 0);
+  }
+  return page;
+}
+
+function pick(record: RecordData, fields: string[]): RecordData {
+  return Object.fromEntries(fields.filter((f) => Object.hasOwn(record, f)).map((f) => [f, record[f]]));
+}

@@ -1,0 +1,189 @@
+/**
+ * List parameters (`limit`, `after`, `sort`, `fields`, `count`, `filter`) and
+ * the keyset SQL they become. Order is the sort keys then `id`; NULL sorts as
+ * the smallest value on both databases (ASC NULLS FIRST / DESC NULLS LAST).
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import { physicalName, type SqlValue } from "../db/storage.ts";
+import { kindOf } from "../schema/field_types.ts";
+import type { EntitySchema, FieldDef } from "../schema/types.ts";
+import { allFields } from "./codec.ts";
+
+/** Default and largest page size. */
+export const DEFAULT_LIMIT = 50, MAX_LIMIT = 500;
+
+/** One sort key. */
+export interface SortKey {
+  field: string;
+  desc: boolean;
+}
+
+/** Parsed list options. */
+export interface ListOptions {
+  limit: number;
+  after?: SqlValue[];
+  sort: SortKey[];
+  fields?: string[];
+  count: boolean;
+  filter?: string;
+}
+
+/** A SQL condition with its parameters. */
+export interface Where {
+  sql: string;
+  params: SqlValue[];
+}
+
+const KNOWN = new Set(["limit", "after", "sort", "fields", "count", "filter", "token"]);
+
+function bad(message: string): never {
+  throw new MoonbaseError("invalid", message);
+}
+
+function fieldMap(schema: EntitySchema): Map<string, FieldDef> {
+  const fields = schema.type === "view" ? schema.fields : allFields(schema);
+  return new Map(fields.filter((f) => f.name !== "password").map((f) => [f.name, f]));
+}
+
+/**
+ * Parses list query parameters; anything unknown or malformed is a 400.
+ *
+ * @example
+ * ```ts
+ * import { parseListOptions } from "./lib/records/list_query.ts";
+ * import { adminOnlyRules } from "./lib/schema/types.ts";
+ * const schema = { id: "e", name: "posts", type: "base" as const, view_query: "", has_api: true,
+ *   is_system: false, created: "", updated: "", rules: adminOnlyRules(), fields: [] };
+ * const o = parseListOptions(schema, new URLSearchParams("limit=10&sort=-created"));
+ * console.assert(o.limit === 10 && o.sort[0].desc);
+ * ```
+ */
+export function parseListOptions(schema: EntitySchema, q: URLSearchParams): ListOptions {
+  for (const key of q.keys()) {
+    if (!KNOWN.has(key)) bad(`Cannot list records: unknown parameter "${key.slice(0, 64)}"`);
+    if (q.getAll(key).length > 1) bad(`Cannot list records: parameter "${key}" given twice`);
+  }
+  const fields = fieldMap(schema);
+  const opts: ListOptions = { limit: DEFAULT_LIMIT, sort: [], count: false };
+  const limit = q.get("limit");
+  if (limit !== null) {
+    if (!/^\d{1,6}$/.test(limit) || Number(limit) < 1 || Number(limit) > MAX_LIMIT) {
+      bad(`Cannot list records: limit must be an integer from 1 to ${MAX_LIMIT}`);
+    }
+    opts.limit = Number(limit);
+  }
+  const sort = q.get("sort");
+  if (sort !== null && sort !== "") {
+    const seen = new Set<string>();
+    for (const part of sort.split(",").map((s) => s.trim())) {
+      const desc = part.startsWith("-");
+      const name = part.replace(/^[-+]/, "");
+      const f = fields.get(name);
+      if (!f) bad(`Cannot list records: cannot sort by unknown field "${name.slice(0, 64)}"`);
+      if (kindOf(f) === "json" && schema.type !== "view") bad(`Cannot list records: cannot sort by ${name}`);
+      if (seen.has(name)) bad(`Cannot list records: sort names ${name} twice`);
+      seen.add(name);
+      if (name !== "id") opts.sort.push({ field: name, desc });
+      else opts.sort.push({ field: "id", desc });
+      if (opts.sort.length > 5) bad("Cannot list records: at most 5 sort keys");
+    }
+  }
+  const pick = q.get("fields");
+  if (pick !== null && pick !== "") {
+    opts.fields = pick.split(",").map((s) => s.trim());
+    for (const name of opts.fields) {
+      if (!fields.has(name)) bad(`Cannot list records: unknown field "${name.slice(0, 64)}" in fields`);
+    }
+  }
+  const count = q.get("count");
+  if (count !== null) {
+    if (!["true", "false", "1", "0"].includes(count)) bad("Cannot list records: count must be true or false");
+    opts.count = count === "true" || count === "1";
+  }
+  const filter = q.get("filter");
+  if (filter !== null && filter.trim() !== "") opts.filter = filter;
+  const after = q.get("after");
+  if (after !== null && after !== "") opts.after = decodeCursor(after, opts.sort.length + 1);
+  return opts;
+}
+
+/** Encodes the keyset position after `row` (encoded column values). */
+export function encodeCursor(values: SqlValue[]): string {
+  const json = JSON.stringify(values);
+  return btoa(String.fromCharCode(...new TextEncoder().encode(json))).replaceAll("+", "-")
+    .replaceAll("/", "_").replace(/=+$/, "");
+}
+
+function decodeCursor(text: string, n: number): SqlValue[] {
+  try {
+    const b64 = text.replaceAll("-", "+").replaceAll("_", "/");
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const values = JSON.parse(new TextDecoder().decode(bytes));
+    const scalar = (v: unknown) => v === null || ["string", "number", "boolean"].includes(typeof v);
+    if (Array.isArray(values) && values.length === n && values.every(scalar)) return values;
+  } catch { /* fall through */ }
+  bad("Cannot list records: after is not a cursor from this list");
+}
+
+/** The effective order: the sort keys, then `id` ascending unless `id` is a key. */
+export function orderKeys(sort: SortKey[]): SortKey[] {
+  return sort.some((k) => k.field === "id") ? sort : [...sort, { field: "id", desc: false }];
+}
+
+/** ORDER BY clause for the keys. */
+export function orderBy(keys: SortKey[]): string {
+  return keys.map((k) => {
+    const col = `"${physicalName(k.field)}"`;
+    return k.desc ? `${col} DESC NULLS LAST` : `${col} ASC NULLS FIRST`;
+  }).join(", ");
+}
+
+/**
+ * Keyset condition "strictly after `values`" for the keys (NULL is smallest).
+ *
+ * @example
+ * ```ts
+ * import { afterWhere } from "./lib/records/list_query.ts";
+ * const w = afterWhere([{ field: "id", desc: false }], ["abc"]);
+ * console.assert(w.sql === '("id" > ?)' && w.params[0] === "abc");
+ * ```
+ */
+export function afterWhere(keys: SortKey[], values: SqlValue[]): Where {
+  const ors: string[] = [];
+  const params: SqlValue[] = [];
+  for (let i = 0; i < keys.length; i++) {
+    const ands: string[] = [];
+    for (let j = 0; j < i; j++) {
+      const col = `"${physicalName(keys[j].field)}"`;
+      if (values[j] === null) ands.push(`${col} IS NULL`);
+      else {
+        ands.push(`${col} = ?`);
+        params.push(values[j]);
+      }
+    }
+    const col = `"${physicalName(keys[i].field)}"`;
+    const v = values[i];
+    if (keys[i].desc) {
+      if (v === null) continue; // nothing is below NULL
+      ands.push(`(${col} < ? OR ${col} IS NULL)`);
+      params.push(v);
+    } else if (v === null) ands.push(`${col} IS NOT NULL`);
+    else {
+      ands.push(`${col} > ?`);
+      params.push(v);
+    }
+    ors.push(`(${ands.join(" AND ")})`);
+  }
+  return { sql: ors.length ? ors.join(" OR ") : "1 = 0", params };
+}
+
+/** Keyset values of a stored row for the keys. */
+export function cursorOf(keys: SortKey[], row: Record<string, unknown>): SqlValue[] {
+  return keys.map((k) => {
+    const v = row[physicalName(k.field)];
+    return (typeof v === "bigint" ? Number(v) : v ?? null) as SqlValue;
+  });
+}

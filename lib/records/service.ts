@@ -1,0 +1,106 @@
+/**
+ * Record operations as a caller performs them: the entity's access rule
+ * first, then the operation. Custom expressions are decided by `RuleEngine`.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import type { AuthValue } from "../auth/sessions.ts";
+import type { Entity } from "../schema/entity.ts";
+import type { Registry } from "../schema/registry.ts";
+import type { Operation } from "../schema/types.ts";
+import { authorize } from "./access.ts";
+import type { RecordData } from "./codec.ts";
+import type { ListResult, OpOptions } from "./crud.ts";
+
+/** Request data a custom rule may read. */
+export interface RuleRequest {
+  body: Record<string, unknown>;
+  query: Record<string, string>;
+  method: string;
+}
+
+/** Turns a custom rule into operation hooks (or throws a denial). */
+export interface RuleEngine {
+  hooks(entity: Entity, op: Operation, expr: string, auth: AuthValue, req: RuleRequest): OpOptions;
+}
+
+/** Until custom rules are evaluated, they deny every non-admin. */
+export const denyCustom: RuleEngine = {
+  hooks(entity, op, _expr, auth) {
+    if (auth.type === "guest") throw new MoonbaseError("unauthenticated", `Cannot ${op} ${entity.name}: authentication required`);
+    throw new MoonbaseError("forbidden", `Cannot ${op} ${entity.name}: not allowed`);
+  },
+};
+
+function notFound(entity: Entity): MoonbaseError {
+  return new MoonbaseError("not_found", `Cannot find record in ${entity.name}: no such id, or not visible to you`);
+}
+
+/** Rule-checked record operations. */
+export class RecordService {
+  #registry: Registry;
+  #rules: RuleEngine;
+
+  /** Builds the service. */
+  constructor(registry: Registry, rules: RuleEngine = denyCustom) {
+    this.#registry = registry;
+    this.#rules = rules;
+  }
+
+  /** The entity behind a records route; 404 when missing or without API. */
+  entity(name: string): Entity {
+    const e = this.#registry.byName(name);
+    if (!e || !e.hasApi || e.name !== name) {
+      throw new MoonbaseError("not_found", `Cannot find entity: no entity ${JSON.stringify(name.slice(0, 80))}`);
+    }
+    return e;
+  }
+
+  #hooks(entity: Entity, op: Operation, auth: AuthValue, req: RuleRequest): OpOptions {
+    if (entity.type === "view" && op !== "list" && op !== "get") {
+      throw new MoonbaseError("method_not_allowed", `Cannot ${op} ${entity.name}: views are read-only`, null, {
+        Allow: "GET, HEAD",
+      });
+    }
+    const d = authorize(entity, op, auth);
+    return d.kind === "allow" ? {} : this.#rules.hooks(entity, op, d.expr, auth, req);
+  }
+
+  /** Lists records the caller may see. */
+  list(entity: Entity, query: URLSearchParams, auth: AuthValue, req: RuleRequest): Promise<ListResult> {
+    return entity.list(query, this.#hooks(entity, "list", auth, req));
+  }
+
+  /** Reads a record the caller may see (404 otherwise). */
+  async get(entity: Entity, id: string, auth: AuthValue, req: RuleRequest): Promise<RecordData> {
+    const rec = await entity.read(id, this.#hooks(entity, "get", auth, req));
+    if (!rec) throw notFound(entity);
+    return rec;
+  }
+
+  /** Creates a record. */
+  create(entity: Entity, body: Record<string, unknown>, auth: AuthValue, req: RuleRequest): Promise<RecordData> {
+    return entity.create(body, this.#hooks(entity, "add", auth, req));
+  }
+
+  /** Updates a record the caller may change (404 otherwise). */
+  async update(
+    entity: Entity,
+    id: string,
+    body: Record<string, unknown>,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): Promise<RecordData> {
+    const rec = await entity.update(id, body, this.#hooks(entity, "update", auth, req));
+    if (!rec) throw notFound(entity);
+    return rec;
+  }
+
+  /** Deletes a record the caller may delete (404 otherwise). */
+  async remove(entity: Entity, id: string, auth: AuthValue, req: RuleRequest): Promise<void> {
+    const rec = await entity.remove(id, this.#hooks(entity, "delete", auth, req));
+    if (!rec) throw notFound(entity);
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * AST of the rule/filter expression language (a safe subset of JavaScript
+ * expressions), its size limits and its syntax error.
+ *
+ * @module
+ */
+
+/** The roots a rule may read: `auth`, `req` and (in rule mode) `record`. */
+export type RootName = "auth" | "req" | "record";
+
+/**
+ * Binary operators with JavaScript semantics (`&&`/`||` are `logical` nodes).
+ *
+ * @example
+ * ```ts
+ * import type { BinaryOperator } from "./ast.ts";
+ * const op: BinaryOperator = "!==";
+ * if (op !== "!==") throw new Error("unreachable");
+ * ```
+ */
+export type BinaryOperator =
+  | "=="
+  | "!="
+  | "==="
+  | "!=="
+  | "<"
+  | "<="
+  | ">"
+  | ">="
+  | "+"
+  | "-"
+  | "*"
+  | "/"
+  | "%";
+
+/**
+ * The only methods a rule may call.
+ *
+ * @example
+ * ```ts
+ * import type { MethodName } from "./ast.ts";
+ * const m: MethodName = "startsWith";
+ * if (m.length !== 10) throw new Error("unexpected");
+ * ```
+ */
+export type MethodName = "includes" | "startsWith" | "endsWith";
+
+/**
+ * An expression node. `pos` is the 0-based offset of the node in the source.
+ *
+ * - `literal`: a string, number, boolean, `null` or `undefined`;
+ * - `root`: `auth`, `req` or `record`;
+ * - `field`: a bare record field name (filter mode), read from `record`;
+ * - `member`: `object.property` / `object["property"]` (literal keys only);
+ * - `unary`, `binary`, `logical`: operators;
+ * - `method`: `object.includes(x)`, `.startsWith(x)`, `.endsWith(x)`;
+ * - `call`: a helper function `name(args...)`.
+ *
+ * @example
+ * ```ts
+ * import type { Expr } from "./ast.ts";
+ * const e: Expr = {
+ *   type: "binary",
+ *   pos: 10,
+ *   operator: "==",
+ *   left: { type: "member", pos: 0, object: { type: "root", pos: 0, name: "record" }, property: "owner" },
+ *   right: { type: "literal", pos: 13, value: "x" },
+ * };
+ * if (e.type !== "binary") throw new Error("unreachable");
+ * ```
+ */
+export type Expr =
+  | {
+    readonly type: "literal";
+    readonly pos: number;
+    readonly value: string | number | boolean | null | undefined;
+  }
+  | { readonly type: "root"; readonly pos: number; readonly name: RootName }
+  | { readonly type: "field"; readonly pos: number; readonly name: string }
+  | {
+    readonly type: "member";
+    readonly pos: number;
+    readonly object: Expr;
+    readonly property: string;
+  }
+  | {
+    readonly type: "unary";
+    readonly pos: number;
+    readonly operator: "!" | "-";
+    readonly argument: Expr;
+  }
+  | {
+    readonly type: "binary";
+    readonly pos: number;
+    readonly operator: BinaryOperator;
+    readonly left: Expr;
+    readonly right: Expr;
+  }
+  | {
+    readonly type: "logical";
+    readonly pos: number;
+    readonly operator: "&&" | "||";
+    readonly left: Expr;
+    readonly right: Expr;
+  }
+  | {
+    readonly type: "method";
+    readonly pos: number;
+    readonly object: Expr;
+    readonly method: MethodName;
+    readonly argument: Expr;
+  }
+  | {
+    readonly type: "call";
+    readonly pos: number;
+    readonly name: string;
+    readonly args: readonly Expr[];
+  };
+
+/**
+ * Size limits enforced by the parser (exceeding one is a {@link RuleSyntaxError}).
+ *
+ * @example
+ * ```ts
+ * import { LIMITS } from "./ast.ts";
+ * if (LIMITS.maxSourceLength !== 4096) throw new Error("unexpected");
+ * ```
+ */
+export const LIMITS: {
+  readonly maxSourceLength: number;
+  readonly maxDepth: number;
+  readonly maxNodes: number;
+  readonly maxStringLiteral: number;
+} = Object.freeze({
+  maxSourceLength: 4096,
+  maxDepth: 32,
+  maxNodes: 500,
+  maxStringLiteral: 1024,
+});
+
+/**
+ * A rule or filter that cannot be parsed (or breaks a limit). `position` is the
+ * 0-based character offset of the problem; the message reads like
+ * `Cannot parse rule: unexpected "}" at 12`.
+ *
+ * @example
+ * ```ts
+ * import { RuleSyntaxError } from "./ast.ts";
+ * const e = new RuleSyntaxError('unexpected "}"', 12);
+ * if (e.message !== 'Cannot parse rule: unexpected "}" at 12') throw new Error(e.message);
+ * if (e.position !== 12 || !(e instanceof Error)) throw new Error("bad");
+ * ```
+ */
+export class RuleSyntaxError extends Error {
+  /** 0-based character offset of the problem in the source. */
+  readonly position: number;
+  /** The message without its prefix and position, e.g. `unexpected "}"`. */
+  readonly detail: string;
+
+  /**
+   * @param detail what is wrong, e.g. `unexpected "}"`
+   * @param position 0-based character offset
+   * @param what `"rule"` or `"filter"`, used in the message
+   */
+  constructor(detail: string, position: number, what = "rule") {
+    super(`Cannot parse ${what}: ${detail} at ${position}`);
+    this.name = "RuleSyntaxError";
+    this.position = position;
+    this.detail = detail;
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * Evaluator of parsed rules/filters with JavaScript semantics over plain
+ * JSON-like scope data. It walks the AST (never `eval`), can only read own
+ * data properties, calls only the helpers it is given, and is bounded by the
+ * AST size limits and {@link MAX_STRING_LENGTH}.
+ *
+ * Deviations from JavaScript, all in the "harmless" direction:
+ * - reading a property of `null`/`undefined` (or of anything that is not a
+ *   string, array or plain object) gives `undefined` instead of throwing, and
+ *   inherited members (`constructor`, `toString`…) are never visible;
+ * - `.includes/.startsWith/.endsWith` on a value that has no such method give
+ *   `undefined` instead of throwing;
+ * - converting an object that JavaScript would convert by calling one of its
+ *   own functions throws a {@link RuleEvalError} instead of calling it.
+ *
+ * @module
+ */
+
+import type { Expr } from "./ast.ts";
+import {
+  binary,
+  callMethod,
+  getMember,
+  negate,
+  RuleEvalError,
+  truthy,
+} from "./values.ts";
+
+export { MAX_STRING_LENGTH, RuleEvalError } from "./values.ts";
+
+/**
+ * What an expression can read: `auth`, `req` and `record` (in filter mode the
+ * bare field names are read from `record`).
+ *
+ * @example
+ * ```ts
+ * import type { RuleScope } from "./evaluate.ts";
+ * const scope: RuleScope = { auth: { id: "" }, req: { method: "GET" }, record: { title: "x" } };
+ * if (scope.record === undefined) throw new Error("unreachable");
+ * ```
+ */
+export interface RuleScope {
+  readonly auth?: unknown;
+  readonly req?: unknown;
+  readonly record?: unknown;
+}
+
+/**
+ * Helper functions callable from rules (`name(args…)`), e.g. exported by
+ * scripts. They must be synchronous: a helper returning a promise is an error.
+ *
+ * @example
+ * ```ts
+ * import type { RuleHelpers } from "./evaluate.ts";
+ * const helpers: RuleHelpers = new Map([["double", (x: unknown) => Number(x) * 2]]);
+ * if (!helpers.has("double")) throw new Error("unreachable");
+ * ```
+ */
+export type RuleHelpers = ReadonlyMap<string, (...args: unknown[]) => unknown>;
+
+function callHelper(
+  name: string,
+  args: unknown[],
+  helpers: RuleHelpers | undefined,
+): unknown {
+  const fn = helpers?.get(name);
+  if (typeof fn !== "function") {
+    throw new RuleEvalError(`unknown helper "${name}"`);
+  }
+  let result: unknown;
+  try {
+    result = fn(...args);
+  } catch (e) {
+    throw new RuleEvalError(
+      `helper "${name}" failed: ${e instanceof Error ? e.message : String(e)}`,
+    );
+  }
+  const then = typeof result === "object" && result !== null
+    ? Reflect.get(result, "then")
+    : undefined;
+  if (result instanceof Promise || typeof then === "function") {
+    throw new RuleEvalError(
+      `helper "${name}" returned a promise; helpers must be synchronous`,
+    );
+  }
+  return result;
+}
+
+function evalNode(
+  e: Expr,
+  scope: RuleScope,
+  helpers: RuleHelpers | undefined,
+): unknown {
+  switch (e.type) {
+    case "literal":
+      return e.value;
+    case "root":
+      return getMember(scope, e.name);
+    case "field":
+      return getMember(getMember(scope, "record"), e.name);
+    case "member":
+      return getMember(evalNode(e.object, scope, helpers), e.property);
+    case "unary": {
+      const v = evalNode(e.argument, scope, helpers);
+      return e.operator === "!" ? !truthy(v) : negate(v);
+    }
+    case "binary": {
+      const left = evalNode(e.left, scope, helpers);
+      return binary(e.operator, left, evalNode(e.right, scope, helpers));
+    }
+    case "logical": {
+      const left = evalNode(e.left, scope, helpers);
+      if (e.operator === "&&" ? !truthy(left) : truthy(left)) return left;
+      return evalNode(e.right, scope, helpers);
+    }
+    case "method": {
+      const object = evalNode(e.object, scope, helpers);
+      return callMethod(object, e.method, evalNode(e.argument, scope, helpers));
+    }
+    case "call":
+      return callHelper(
+        e.name,
+        e.args.map((a) => evalNode(a, scope, helpers)),
+        helpers,
+      );
+  }
+}
+
+/**
+ * Evaluates an expression and returns its JavaScript value.
+ *
+ * @throws {RuleEvalError} when the rule cannot be evaluated (helper failure,
+ * string growth past {@link MAX_STRING_LENGTH}, unconvertible value…)
+ *
+ * @example
+ * ```ts
+ * import { parseExpression } from "./parser.ts";
+ * import { evaluate } from "./evaluate.ts";
+ * const e = parseExpression('record.title + "!"', { mode: "rule" });
+ * if (evaluate(e, { record: { title: "hi" } }) !== "hi!") throw new Error("bad");
+ * ```
+ */
+export function evaluate(
+  expr: Expr,
+  scope: RuleScope,
+  helpers?: RuleHelpers,
+): unknown {
+  try {
+    return evalNode(expr, scope, helpers);
+  } catch (e) {
+    if (e instanceof RuleEvalError) throw e;
+    // e.g. a RangeError from a runaway stack: still only an evaluation failure.
+    throw new RuleEvalError(e instanceof Error ? e.message : String(e));
+  }
+}
+
+/**
+ * Evaluates an expression as a condition: true when its value is JavaScript
+ * truthy. Never throws — any evaluation error means `false` (deny).
+ *
+ * @example
+ * ```ts
+ * import { parseExpression } from "./parser.ts";
+ * import { test } from "./evaluate.ts";
+ * const e = parseExpression("record.owner == auth.id", { mode: "rule" });
+ * if (!test(e, { auth: { id: "u1" }, record: { owner: "u1" } })) throw new Error("owner");
+ * if (test(e, { auth: { id: "u1" }, record: { owner: "u2" } })) throw new Error("other");
+ * ```
+ */
+export function test(
+  expr: Expr,
+  scope: RuleScope,
+  helpers?: RuleHelpers,
+): boolean {
+  try {
+    return truthy(evalNode(expr, scope, helpers));
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,237 @@
+/**
+ * Lexer of the rule/filter expression language: turns source text into tokens
+ * (numbers, strings, names, punctuators). Anything outside the safe subset
+ * (template literals, regex literals, comments, `=`, `?`, `;`…) is a
+ * {@link RuleSyntaxError} with its position.
+ *
+ * @module
+ */
+
+import { LIMITS, RuleSyntaxError } from "./ast.ts";
+
+/** Punctuators and operators the grammar knows. */
+const PUNCTUATORS = [
+  "===",
+  "!==",
+  "==",
+  "!=",
+  "<=",
+  ">=",
+  "&&",
+  "||",
+  "?.",
+  "<",
+  ">",
+  "!",
+  "+",
+  "-",
+  "*",
+  "/",
+  "%",
+  "(",
+  ")",
+  "[",
+  "]",
+  ".",
+  ",",
+] as const;
+
+/**
+ * A token. `pos` is the 0-based offset of its first character, `end` the
+ * offset just after it.
+ *
+ * @example
+ * ```ts
+ * import type { Token } from "./lexer.ts";
+ * const t: Token = { kind: "name", value: "auth", pos: 0, end: 4 };
+ * if (t.end - t.pos !== 4) throw new Error("bad");
+ * ```
+ */
+export type Token =
+  | { kind: "number"; value: number; pos: number; end: number }
+  | { kind: "string"; value: string; pos: number; end: number }
+  | { kind: "name"; value: string; pos: number; end: number }
+  | { kind: "punct"; value: string; pos: number; end: number }
+  | { kind: "eof"; value: ""; pos: number; end: number };
+
+const isDigit = (c: string): boolean => c >= "0" && c <= "9";
+const isNameStart = (c: string): boolean =>
+  (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c === "_" || c === "$";
+const isNamePart = (c: string): boolean => isNameStart(c) || isDigit(c);
+const isSpace = (c: string): boolean =>
+  c === " " || c === "\t" || c === "\n" || c === "\r" || c === "\v" ||
+  c === "\f" || c === "\u00a0" || c === "\ufeff";
+const isLineBreak = (c: string): boolean =>
+  c === "\n" || c === "\r" || c === "\u2028" || c === "\u2029";
+
+/** Quotes a piece of source for an error message. */
+function quote(text: string): string {
+  return JSON.stringify(text.length > 20 ? text.slice(0, 20) + "…" : text);
+}
+
+/**
+ * Splits `source` into tokens, ending with an `eof` token.
+ *
+ * @param source the expression text
+ * @param what `"rule"` or `"filter"`, used in error messages
+ * @throws {RuleSyntaxError} on a character or literal outside the grammar
+ *
+ * @example
+ * ```ts
+ * import { tokenize } from "./lexer.ts";
+ * const kinds = tokenize('auth.id == "x"').map((t) => t.kind).join(" ");
+ * if (kinds !== "name punct name punct string eof") throw new Error(kinds);
+ * ```
+ */
+export function tokenize(source: string, what = "rule"): Token[] {
+  const fail = (detail: string, pos: number): never => {
+    throw new RuleSyntaxError(detail, pos, what);
+  };
+  const tokens: Token[] = [];
+  let i = 0;
+  while (i < source.length) {
+    const c = source[i];
+    if (isSpace(c) || isLineBreak(c)) {
+      i++;
+    } else if (isDigit(c) || (c === "." && isDigit(source[i + 1] ?? ""))) {
+      const end = scanNumber(source, i, fail);
+      tokens.push({
+        kind: "number",
+        value: Number(source.slice(i, end)),
+        pos: i,
+        end,
+      });
+      i = end;
+    } else if (c === '"' || c === "'") {
+      const [value, end] = scanString(source, i, fail);
+      tokens.push({ kind: "string", value, pos: i, end });
+      i = end;
+    } else if (isNameStart(c)) {
+      let end = i + 1;
+      while (end < source.length && isNamePart(source[end])) end++;
+      tokens.push({ kind: "name", value: source.slice(i, end), pos: i, end });
+      i = end;
+    } else {
+      const p = PUNCTUATORS.find((q) => source.startsWith(q, i));
+      // `?.5` is `?` then `.5` in JavaScript, not optional chaining.
+      if (p === undefined || (p === "?." && isDigit(source[i + 2] ?? ""))) {
+        const cp = source.codePointAt(i) ?? 0;
+        fail(`unexpected ${quote(String.fromCodePoint(cp))}`, i);
+      } else {
+        tokens.push({ kind: "punct", value: p, pos: i, end: i + p.length });
+        i += p.length;
+      }
+    }
+  }
+  tokens.push({
+    kind: "eof",
+    value: "",
+    pos: source.length,
+    end: source.length,
+  });
+  return tokens;
+}
+
+type Fail = (detail: string, pos: number) => never;
+
+/** Scans a decimal number (`12`, `1.5`, `.5`, `1e3`) starting at `start`. */
+function scanNumber(source: string, start: number, fail: Fail): number {
+  let i = start;
+  const digits = () => {
+    while (i < source.length && isDigit(source[i])) i++;
+  };
+  digits();
+  if (source[start] === "0" && i - start > 1) {
+    fail("leading zero in number", start);
+  }
+  if (source[i] === ".") {
+    i++;
+    digits();
+  }
+  if (source[i] === "e" || source[i] === "E") {
+    let j = i + 1;
+    if (source[j] === "+" || source[j] === "-") j++;
+    if (!isDigit(source[j] ?? "")) fail("malformed number", start);
+    i = j;
+    digits();
+  }
+  if (i < source.length && (isNamePart(source[i]) || source[i] === ".")) {
+    fail(`unexpected ${quote(source[i])}`, i);
+  }
+  return i;
+}
+
+const SIMPLE_ESCAPES: Readonly<Record<string, string>> = {
+  n: "\n",
+  t: "\t",
+  r: "\r",
+  b: "\b",
+  f: "\f",
+  v: "\v",
+};
+
+/** Scans a quoted string literal starting at `start`; returns [value, end]. */
+function scanString(
+  source: string,
+  start: number,
+  fail: Fail,
+): [string, number] {
+  const q = source[start];
+  let out = "";
+  let i = start + 1;
+  const hex = (from: number, count: number): number => {
+    const text = source.slice(from, from + count);
+    if (text.length !== count || !/^[0-9a-fA-F]+$/.test(text)) {
+      fail("malformed escape sequence", from - 2);
+    }
+    return parseInt(text, 16);
+  };
+  for (;;) {
+    if (out.length > LIMITS.maxStringLiteral) {
+      fail(
+        `string literal longer than ${LIMITS.maxStringLiteral} characters`,
+        start,
+      );
+    }
+    if (i >= source.length) fail("unterminated string", start);
+    const c = source[i];
+    if (c === q) return [out, i + 1];
+    if (c === "\n" || c === "\r") fail("unterminated string", start);
+    if (c !== "\\") {
+      out += c;
+      i++;
+      continue;
+    }
+    const e = source[i + 1] ?? "";
+    if (e in SIMPLE_ESCAPES) {
+      out += SIMPLE_ESCAPES[e];
+      i += 2;
+    } else if (e === "0" && !isDigit(source[i + 2] ?? "")) {
+      out += "\0";
+      i += 2;
+    } else if (isDigit(e)) {
+      fail("octal escape sequences are not allowed", i);
+    } else if (e === "x") {
+      out += String.fromCharCode(hex(i + 2, 2));
+      i += 4;
+    } else if (e === "u" && source[i + 2] === "{") {
+      const close = source.indexOf("}", i + 3);
+      const code = close < 0 ? -1 : hex(i + 3, close - i - 3);
+      if (code < 0 || code > 0x10ffff) fail("malformed escape sequence", i);
+      out += String.fromCodePoint(code);
+      i = close + 1;
+    } else if (e === "u") {
+      out += String.fromCharCode(hex(i + 2, 4));
+      i += 6;
+    } else if (e === "\r" && source[i + 2] === "\n") {
+      i += 3; // line continuation
+    } else if (isLineBreak(e)) {
+      i += 2; // line continuation
+    } else if (e === "") {
+      fail("unterminated string", start);
+    } else {
+      out += e; // identity escape: \" \' \\ \a …
+      i += 2;
+    }
+  }
+}

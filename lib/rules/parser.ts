@@ -1,0 +1,387 @@
+/**
+ * Parser of the rule/filter expression language: a recursive-descent parser
+ * over {@link tokenize}'s tokens producing an {@link Expr}. Every name is
+ * resolved at parse time (roots, filter fields, helpers, methods), so an
+ * expression that parses can only read scope data.
+ *
+ * @module
+ */
+
+import {
+  type BinaryOperator,
+  type Expr,
+  LIMITS,
+  type MethodName,
+  RuleSyntaxError,
+} from "./ast.ts";
+import { type Token, tokenize } from "./lexer.ts";
+
+/**
+ * How to parse: `mode: "rule"` knows the roots `auth`, `req`, `record`;
+ * `mode: "filter"` knows `auth` and the bare names in `fields`. `helpers` are
+ * the callable helper function names (both modes).
+ *
+ * @example
+ * ```ts
+ * import type { ParseOptions } from "./parser.ts";
+ * const options: ParseOptions = { mode: "filter", fields: new Set(["title"]) };
+ * if (options.mode !== "filter") throw new Error("unreachable");
+ * ```
+ */
+export interface ParseOptions {
+  mode: "rule" | "filter";
+  fields?: ReadonlySet<string>;
+  helpers?: ReadonlySet<string>;
+}
+
+const METHODS: ReadonlySet<string> = new Set<MethodName>([
+  "includes",
+  "startsWith",
+  "endsWith",
+]);
+const LITERALS: ReadonlyMap<string, boolean | null | undefined> = new Map<
+  string,
+  boolean | null | undefined
+>([["true", true], ["false", false], ["null", null], ["undefined", undefined]]);
+/** Binary operator precedence levels, loosest first (`&&`/`||` handled apart). */
+const LEVELS: readonly (readonly BinaryOperator[])[] = [
+  ["==", "!=", "===", "!=="],
+  ["<", "<=", ">", ">="],
+  ["+", "-"],
+  ["*", "/", "%"],
+];
+
+/** True for property names that could reach prototypes or internals. */
+function isForbiddenProperty(name: string): boolean {
+  return name.startsWith("__") || name === "constructor" ||
+    name === "prototype";
+}
+
+class Parser {
+  #tokens: Token[];
+  #i = 0;
+  #depth = 0;
+  #nodes = 0;
+  #options: ParseOptions;
+  #what: string;
+
+  constructor(source: string, options: ParseOptions) {
+    this.#options = options;
+    this.#what = options.mode === "filter" ? "filter" : "rule";
+    this.#tokens = tokenize(source, this.#what);
+  }
+
+  fail(detail: string, pos: number): never {
+    throw new RuleSyntaxError(detail, pos, this.#what);
+  }
+
+  get peek(): Token {
+    return this.#tokens[this.#i];
+  }
+
+  next(): Token {
+    const t = this.#tokens[this.#i];
+    if (t.kind !== "eof") this.#i++;
+    return t;
+  }
+
+  isPunct(value: string): boolean {
+    return this.peek.kind === "punct" && this.peek.value === value;
+  }
+
+  unexpected(t: Token = this.peek): never {
+    if (t.kind === "eof") this.fail("unexpected end of expression", t.pos);
+    const text = t.kind === "string"
+      ? "string"
+      : t.kind === "number"
+      ? "number"
+      : t.value;
+    return this.fail(`unexpected ${JSON.stringify(text)}`, t.pos);
+  }
+
+  expect(value: string): Token {
+    if (!this.isPunct(value)) this.unexpected();
+    return this.next();
+  }
+
+  node<T extends Expr>(n: T): T {
+    if (++this.#nodes > LIMITS.maxNodes) {
+      this.fail(`expression has more than ${LIMITS.maxNodes} nodes`, n.pos);
+    }
+    return n;
+  }
+
+  /** Runs `f` one nesting level deeper, enforcing the depth limit. */
+  nested<T>(pos: number, f: () => T): T {
+    if (++this.#depth > LIMITS.maxDepth) {
+      this.fail(`expression nested deeper than ${LIMITS.maxDepth} levels`, pos);
+    }
+    const result = f();
+    this.#depth--;
+    return result;
+  }
+
+  parseAll(): Expr {
+    const e = this.parseOr();
+    if (this.peek.kind !== "eof") this.unexpected();
+    return e;
+  }
+
+  parseOr(): Expr {
+    let left = this.parseAnd();
+    while (this.isPunct("||")) {
+      const pos = this.next().pos;
+      left = this.node({
+        type: "logical",
+        pos,
+        operator: "||",
+        left,
+        right: this.parseAnd(),
+      });
+    }
+    return left;
+  }
+
+  parseAnd(): Expr {
+    let left = this.parseBinary(0);
+    while (this.isPunct("&&")) {
+      const pos = this.next().pos;
+      left = this.node({
+        type: "logical",
+        pos,
+        operator: "&&",
+        left,
+        right: this.parseBinary(0),
+      });
+    }
+    return left;
+  }
+
+  parseBinary(level: number): Expr {
+    if (level === LEVELS.length) return this.parseUnary();
+    let left = this.parseBinary(level + 1);
+    for (;;) {
+      const t = this.peek;
+      const op = LEVELS[level].find((o) => t.kind === "punct" && t.value === o);
+      if (op === undefined) return left;
+      this.next();
+      const right = this.parseBinary(level + 1);
+      left = this.node({
+        type: "binary",
+        pos: t.pos,
+        operator: op,
+        left,
+        right,
+      });
+    }
+  }
+
+  parseUnary(): Expr {
+    const t = this.peek;
+    if (t.kind === "punct" && (t.value === "!" || t.value === "-")) {
+      this.next();
+      const argument = this.nested(t.pos, () => this.parseUnary());
+      return this.node({
+        type: "unary",
+        pos: t.pos,
+        operator: t.value,
+        argument,
+      });
+    }
+    return this.parsePostfix(this.parsePrimary());
+  }
+
+  parsePrimary(): Expr {
+    const t = this.next();
+    if (t.kind === "number" || t.kind === "string") {
+      return this.node({ type: "literal", pos: t.pos, value: t.value });
+    }
+    if (t.kind === "punct" && t.value === "(") {
+      const inner = this.nested(t.pos, () => this.parseOr());
+      this.expect(")");
+      return inner;
+    }
+    if (t.kind !== "name") return this.unexpected(t);
+    const name = t.value;
+    if (LITERALS.has(name)) {
+      return this.node({
+        type: "literal",
+        pos: t.pos,
+        value: LITERALS.get(name),
+      });
+    }
+    if (this.isPunct("(")) return this.parseCall(t);
+    const { mode, fields } = this.#options;
+    if (
+      name === "auth" ||
+      (mode === "rule" && (name === "req" || name === "record"))
+    ) {
+      return this.node({ type: "root", pos: t.pos, name });
+    }
+    if (mode === "filter" && fields?.has(name) && !isForbiddenProperty(name)) {
+      return this.node({ type: "field", pos: t.pos, name });
+    }
+    return this.fail(`unknown name ${JSON.stringify(name)}`, t.pos);
+  }
+
+  parseCall(t: Token): Expr {
+    const name = String(t.value);
+    if (!this.#options.helpers?.has(name)) {
+      this.fail(`unknown function ${JSON.stringify(name)}`, t.pos);
+    }
+    const open = this.expect("(");
+    const args: Expr[] = [];
+    this.nested(open.pos, () => {
+      while (!this.isPunct(")")) {
+        args.push(this.parseOr());
+        if (!this.isPunct(")")) this.expect(",");
+      }
+    });
+    this.expect(")");
+    return this.node({ type: "call", pos: t.pos, name, args });
+  }
+
+  parsePostfix(object: Expr): Expr {
+    for (;;) {
+      const t = this.peek;
+      if (t.kind !== "punct") return object;
+      if (t.value === "." || t.value === "?.") {
+        this.next();
+        if (t.value === "?." && this.isPunct("[")) continue;
+        const name = this.next();
+        if (name.kind !== "name") this.unexpected(name);
+        if (this.isPunct("(")) {
+          object = this.parseMethod(object, name.value, name.pos);
+        } else {
+          object = this.member(object, name.value, name.pos);
+        }
+      } else if (t.value === "[") {
+        this.next();
+        const key = this.next();
+        if (key.kind !== "string" && key.kind !== "number") {
+          this.fail(
+            "only a string or number literal may appear inside [ ]",
+            key.pos,
+          );
+        }
+        this.expect("]");
+        object = this.member(object, String(key.value), key.pos);
+      } else if (t.value === "(") {
+        return this.fail(
+          'unexpected "(": only helpers and includes/startsWith/endsWith can be called',
+          t.pos,
+        );
+      } else {
+        return object;
+      }
+    }
+  }
+
+  member(object: Expr, property: string, pos: number): Expr {
+    if (isForbiddenProperty(property)) {
+      this.fail(`forbidden property ${JSON.stringify(property)}`, pos);
+    }
+    return this.node({ type: "member", pos, object, property });
+  }
+
+  parseMethod(object: Expr, name: string, pos: number): Expr {
+    if (!METHODS.has(name)) {
+      this.fail(`unknown method ${JSON.stringify(name)}`, pos);
+    }
+    const open = this.expect("(");
+    if (this.isPunct(")")) this.fail(`${name}() needs one argument`, open.pos);
+    const argument = this.nested(open.pos, () => this.parseOr());
+    if (this.isPunct(",")) {
+      this.fail(`${name}() takes one argument`, this.peek.pos);
+    }
+    this.expect(")");
+    return this.node({
+      type: "method",
+      pos,
+      object,
+      method: name as MethodName,
+      argument,
+    });
+  }
+}
+
+/**
+ * Parses a rule (or, with `mode: "filter"`, a list filter) into an AST.
+ *
+ * @throws {RuleSyntaxError} with the 0-based position of the problem
+ *
+ * @example
+ * ```ts
+ * import { parseExpression } from "./parser.ts";
+ * const e = parseExpression('record.owner == auth.id && !record.hidden', { mode: "rule" });
+ * if (e.type !== "logical") throw new Error(e.type);
+ * try {
+ *   parseExpression("globalThis", { mode: "rule" });
+ *   throw new Error("accepted");
+ * } catch (err) {
+ *   if (!(err instanceof Error) || err.message !== 'Cannot parse rule: unknown name "globalThis" at 0') throw err;
+ * }
+ * ```
+ */
+export function parseExpression(source: string, options: ParseOptions): Expr {
+  if (source.length > LIMITS.maxSourceLength) {
+    const what = options.mode === "filter" ? "filter" : "rule";
+    throw new RuleSyntaxError(
+      `longer than ${LIMITS.maxSourceLength} characters`,
+      LIMITS.maxSourceLength,
+      what,
+    );
+  }
+  return new Parser(source, options).parseAll();
+}
+
+/** True when `expr` or one of its sub-expressions satisfies `test`. */
+function some(expr: Expr, test: (e: Expr) => boolean): boolean {
+  if (test(expr)) return true;
+  switch (expr.type) {
+    case "member":
+      return some(expr.object, test);
+    case "unary":
+      return some(expr.argument, test);
+    case "binary":
+    case "logical":
+      return some(expr.left, test) || some(expr.right, test);
+    case "method":
+      return some(expr.object, test) || some(expr.argument, test);
+    case "call":
+      return expr.args.some((a) => some(a, test));
+    default:
+      return false;
+  }
+}
+
+/**
+ * True when the expression reads the record (`record…`, or a bare field in
+ * filter mode), i.e. its outcome depends on the row.
+ *
+ * @example
+ * ```ts
+ * import { parseExpression, readsRecord } from "./parser.ts";
+ * if (!readsRecord(parseExpression("record.a == 1", { mode: "rule" }))) throw new Error("bad");
+ * if (readsRecord(parseExpression("auth.id != ''", { mode: "rule" }))) throw new Error("bad");
+ * ```
+ */
+export function readsRecord(expr: Expr): boolean {
+  return some(
+    expr,
+    (e) => e.type === "field" || (e.type === "root" && e.name === "record"),
+  );
+}
+
+/**
+ * True when the expression reads the request (`req…`).
+ *
+ * @example
+ * ```ts
+ * import { parseExpression, readsRequest } from "./parser.ts";
+ * if (!readsRequest(parseExpression("req.body.x == 1", { mode: "rule" }))) throw new Error("bad");
+ * ```
+ */
+export function readsRequest(expr: Expr): boolean {
+  return some(expr, (e) => e.type === "root" && e.name === "req");
+}

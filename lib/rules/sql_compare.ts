@@ -1,0 +1,302 @@
+/**
+ * Compiles the comparison operators (`== != === !== < <= > >=`) between
+ * record columns, compile-time values and boolean conditions into NULL-free
+ * SQL conditions with exactly the JavaScript result the evaluator computes
+ * for the decoded row values, or throws {@link NotCompilable}.
+ *
+ * Method: the result for a NULL column is computed at compile time with the
+ * evaluator's own operators; for non-NULL values the JavaScript coercion is
+ * resolved against the column's family (text / number / bool) at compile time,
+ * leaving a plain SQL comparison of like types.
+ *
+ * @module
+ */
+
+import type { BinaryOperator } from "./ast.ts";
+import {
+  and,
+  type Column,
+  type Cond,
+  type Dialect,
+  isNull,
+  not,
+  NotCompilable,
+  numberParam,
+  sql,
+  textParam,
+  whenNull,
+} from "./sql_fragment.ts";
+import { binary, toPrimitive } from "./values.ts";
+
+/** The comparison operators. */
+export type CompareOperator =
+  | "=="
+  | "!="
+  | "==="
+  | "!=="
+  | "<"
+  | "<="
+  | ">"
+  | ">=";
+
+const MIRROR: Readonly<Record<CompareOperator, CompareOperator>> = {
+  "==": "==",
+  "!=": "!=",
+  "===": "===",
+  "!==": "!==",
+  "<": ">",
+  "<=": ">=",
+  ">": "<",
+  ">=": "<=",
+};
+
+/**
+ * True for the comparison operators.
+ *
+ * @example
+ * ```ts
+ * import { isCompareOperator } from "./sql_compare.ts";
+ * if (!isCompareOperator("<=") || isCompareOperator("+")) throw new Error("bad");
+ * ```
+ */
+export function isCompareOperator(op: BinaryOperator): op is CompareOperator {
+  return Object.hasOwn(MIRROR, op);
+}
+
+/**
+ * The operator giving the same result with swapped operands (`a < b` ⇔ `b > a`).
+ *
+ * @example
+ * ```ts
+ * import { mirror } from "./sql_compare.ts";
+ * if (mirror("<") !== ">" || mirror("==") !== "==") throw new Error("bad");
+ * ```
+ */
+export function mirror(op: CompareOperator): CompareOperator {
+  return MIRROR[op];
+}
+
+/** JavaScript result of `a op b` (throws RuleEvalError like the evaluator). */
+const js = (op: CompareOperator, a: unknown, b: unknown): boolean =>
+  binary(op, a, b) === true;
+
+/** `!=`/`!==` are the negation of `==`/`===`. */
+const negated = (op: CompareOperator): boolean => op === "!=" || op === "!==";
+const positive = (op: CompareOperator): CompareOperator =>
+  op === "!=" ? "==" : op === "!==" ? "===" : op;
+const sqlOp = (op: CompareOperator): string =>
+  op === "==" || op === "===" ? "=" : op;
+
+/** A condition on a non-NULL boolean SQL value `x` from the results for true and false. */
+function byBoolean(x: Cond, ifTrue: boolean, ifFalse: boolean): Cond {
+  if (ifTrue === ifFalse) return ifTrue;
+  return ifTrue ? x : not(x);
+}
+
+/** Strings whose UTF-16 order may differ from UTF-8 byte order against some value. */
+function hasHighCodeUnits(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0xd800) return true;
+  return false;
+}
+
+/** Condition for a non-NULL column value `c op v` (op is not `!=`/`!==`). */
+function nonNullCompare(
+  op: CompareOperator,
+  c: Column,
+  v: unknown,
+  d: Dialect,
+): Cond {
+  if (c.family === "bool") {
+    const ifTrue = js(op, true, v);
+    const ifFalse = js(op, false, v);
+    if (ifTrue === ifFalse) return ifTrue;
+    return { sql: `${c.sql} IS ${ifTrue ? "TRUE" : "FALSE"}`, params: [] };
+  }
+  if (op === "===") {
+    if (c.family === "text") {
+      return typeof v === "string"
+        ? sql(`${c.sql} = `, textParam(v, d))
+        : false;
+    }
+    return typeof v === "number" && !Number.isNaN(v)
+      ? sql(`${c.sql} = `, numberParam(v, c.fieldType, d))
+      : false;
+  }
+  // Loose equality and relations convert an object operand to a primitive
+  // first; a nullish operand is never loosely equal to a string or number.
+  const p = toPrimitive(v);
+  if (op === "==" && (p === null || p === undefined)) return false;
+  if (c.family === "text" && typeof p === "string") {
+    if (op === "==") return sql(`${c.sql} = `, textParam(p, d));
+    // SQLite BINARY and PostgreSQL "C" compare UTF-8 bytes: the same order
+    // as UTF-16 code units unless the constant has units ≥ U+D800.
+    if (hasHighCodeUnits(p)) {
+      throw new NotCompilable("string order differs between UTF-8 and UTF-16");
+    }
+    const collate = d === "postgres" ? ' COLLATE "C"' : "";
+    return sql(`${c.sql}${collate} ${op} `, textParam(p, d));
+  }
+  // Everything else compares numerically: ToNumber(c) op ToNumber(p).
+  if (typeof p === "bigint" || typeof p === "symbol") {
+    throw new NotCompilable("bigint or symbol operand");
+  }
+  const k = Number(p);
+  if (Number.isNaN(k)) return false; // NaN compares false with everything
+  if (c.family === "text") {
+    throw new NotCompilable("string column compared as a number");
+  }
+  return sql(`${c.sql} ${sqlOp(op)} `, numberParam(k, c.fieldType, d));
+}
+
+/**
+ * `column op value` where `value` is known at compile time.
+ *
+ * @example
+ * ```ts
+ * import { compareColumnConst } from "./sql_compare.ts";
+ * const c = compareColumnConst("!=", { sql: '"t"', fieldType: "string", family: "text" }, "a", "sqlite");
+ * if (typeof c === "boolean" || c.sql !== '("t" IS NULL OR NOT ("t" = ?))') throw new Error(String(c));
+ * ```
+ */
+export function compareColumnConst(
+  op: CompareOperator,
+  c: Column,
+  v: unknown,
+  d: Dialect,
+): Cond {
+  const onNull = js(op, null, v);
+  const base = nonNullCompare(positive(op), c, v, d);
+  return whenNull(c, onNull, negated(op) ? not(base) : base);
+}
+
+/** A numeric SQL value of a number/bool column with NULL as 0 (JavaScript ToNumber). */
+function asNumber(c: Column, d: Dialect): string {
+  const value = c.family === "bool" && d === "postgres"
+    ? `CAST(${c.sql} AS integer)`
+    : c.sql;
+  return `COALESCE(${value}, 0)`;
+}
+
+/**
+ * `a op b` between two columns.
+ *
+ * @example
+ * ```ts
+ * import { compareColumns } from "./sql_compare.ts";
+ * const a = { sql: '"a"', fieldType: "string", family: "text" } as const;
+ * const b = { sql: '"b"', fieldType: "date", family: "text" } as const;
+ * const c = compareColumns("==", a, b, "postgres");
+ * if (typeof c === "boolean" || c.sql !== '"a" IS NOT DISTINCT FROM "b"') throw new Error("bad");
+ * ```
+ */
+export function compareColumns(
+  op: CompareOperator,
+  a: Column,
+  b: Column,
+  d: Dialect,
+): Cond {
+  const numeric = (c: Column) => c.family !== "text";
+  if (op === "<" || op === "<=" || op === ">" || op === ">=") {
+    if (!numeric(a) || !numeric(b)) {
+      throw new NotCompilable("string order of two columns");
+    }
+    return { sql: `${asNumber(a, d)} ${op} ${asNumber(b, d)}`, params: [] };
+  }
+  let equal: Cond;
+  if (a.family !== b.family && positive(op) === "===") {
+    equal = and(isNull(a), isNull(b)); // values of different types: only null === null
+  } else if (a.family === b.family || (numeric(a) && numeric(b))) {
+    const side = (c: Column) =>
+      c.family === "bool" && a.family !== b.family && d === "postgres"
+        ? `CAST(${c.sql} AS integer)`
+        : c.sql;
+    const same = d === "postgres" ? "IS NOT DISTINCT FROM" : "IS";
+    equal = { sql: `${side(a)} ${same} ${side(b)}`, params: [] };
+  } else {
+    throw new NotCompilable(
+      "string column loosely compared with a number column",
+    );
+  }
+  return negated(op) ? not(equal) : equal;
+}
+
+/**
+ * `x op value` where `x` is a NULL-free boolean condition (a JavaScript
+ * boolean, such as the result of another comparison or of `!`).
+ *
+ * @example
+ * ```ts
+ * import { compareBoolConst } from "./sql_compare.ts";
+ * const x = { sql: "x", params: [] };
+ * // true == 1 is true and false == 1 is false: the condition is x itself.
+ * if (compareBoolConst("==", x, 1) !== x) throw new Error("bad");
+ * if (compareBoolConst("==", x, null) !== false) throw new Error("bad");
+ * ```
+ */
+export function compareBoolConst(
+  op: CompareOperator,
+  x: Cond,
+  v: unknown,
+): Cond {
+  return byBoolean(x, js(op, true, v), js(op, false, v));
+}
+
+/**
+ * `x op y` between two NULL-free boolean conditions.
+ *
+ * @example
+ * ```ts
+ * import { compareBools } from "./sql_compare.ts";
+ * const c = compareBools("!==", { sql: "x", params: [] }, { sql: "y", params: [] });
+ * if (typeof c === "boolean" || c.sql !== "(x) <> (y)") throw new Error("bad");
+ * ```
+ */
+export function compareBools(op: CompareOperator, x: Cond, y: Cond): Cond {
+  if (typeof x === "boolean") return compareBoolConst(mirror(op), y, x);
+  if (typeof y === "boolean") return compareBoolConst(op, x, y);
+  const o = negated(op) ? "<>" : sqlOp(op);
+  // Both dialects order false before true, like JavaScript's 0 < 1.
+  return sql("(", x, `) ${o} (`, y, ")");
+}
+
+/**
+ * `array.includes(column)` for an array known at compile time (SameValueZero).
+ *
+ * @example
+ * ```ts
+ * import { includesColumn } from "./sql_compare.ts";
+ * const c = includesColumn(["a", null], { sql: '"t"', fieldType: "string", family: "text" }, "sqlite");
+ * if (typeof c === "boolean" || c.sql !== '("t" IS NULL OR "t" IN (?))') throw new Error("bad");
+ * ```
+ */
+export function includesColumn(
+  values: readonly unknown[],
+  c: Column,
+  d: Dialect,
+): Cond {
+  if (values.length > 100) throw new NotCompilable("array too long");
+  const onNull = values.includes(null);
+  let nonNull: Cond;
+  if (c.family === "bool") {
+    nonNull = byBoolean(
+      { sql: `${c.sql} IS TRUE`, params: [] },
+      values.includes(true),
+      values.includes(false),
+    );
+  } else {
+    const params = c.family === "text"
+      ? values.filter((v): v is string => typeof v === "string").map((v) =>
+        textParam(v, d)
+      )
+      : values.filter((v): v is number =>
+        typeof v === "number" && !Number.isNaN(v)
+      )
+        .map((v) => numberParam(v, c.fieldType, d));
+    nonNull = params.length === 0 ? false : sql(
+      `${c.sql} IN (`,
+      ...params.flatMap((p, i) => i ? [", ", p] : [p]),
+      ")",
+    );
+  }
+  return whenNull(c, onNull, nonNull);
+}

@@ -1,0 +1,351 @@
+/**
+ * Compiles a parsed rule/filter into a parameterized SQL condition (SQLite or
+ * PostgreSQL) that selects exactly the rows for which {@link test} is true,
+ * or returns `undefined` when that cannot be guaranteed (the caller then
+ * evaluates the rule per row in JavaScript).
+ *
+ * Compiled: comparisons of text/date/int/double/bool columns with values known
+ * at request time (literals, `auth.*`, `req.*`, helpers of those) and with each
+ * other (numbers/bools; text equality), `&&`, `||`, `!`, truthiness of
+ * columns, `.includes/.startsWith/.endsWith` on text columns and
+ * `array.includes(column)` for arrays from `auth`/`req`.
+ * Not compiled (`undefined`): arithmetic on columns, `.length` of columns,
+ * text columns compared numerically or ordered against each other, json and
+ * files columns, helpers given row values.
+ *
+ * Assumptions about storage (see DESIGN.md): values are stored as documented
+ * in the schema layer, double columns never hold NaN (JSON cannot carry it),
+ * and PostgreSQL databases use UTF-8 with deterministic collations.
+ *
+ * @module
+ */
+
+import type { Expr, MethodName } from "./ast.ts";
+import { evaluate, type RuleHelpers } from "./evaluate.ts";
+import { readsRecord, readsRequest } from "./parser.ts";
+import {
+  compareBoolConst,
+  compareBools,
+  compareColumnConst,
+  compareColumns,
+  type CompareOperator,
+  includesColumn,
+  isCompareOperator,
+  mirror,
+} from "./sql_compare.ts";
+import {
+  and,
+  type Column,
+  columnTruthy,
+  type Cond,
+  type Dialect,
+  familyOf,
+  intParam,
+  not,
+  NotCompilable,
+  or,
+  sql,
+  textParam,
+  whenNull,
+} from "./sql_fragment.ts";
+import { getMember, toString, truthy } from "./values.ts";
+
+/**
+ * What the compiler needs to know about the table and the request.
+ *
+ * @example
+ * ```ts
+ * import type { SqlContext } from "./to_sql.ts";
+ * const ctx: SqlContext = {
+ *   dialect: "sqlite",
+ *   column: (name) => name === "title" ? '"title"' : undefined,
+ *   fieldType: (name) => name === "title" ? "string" : undefined,
+ *   scope: { auth: { id: "" } },
+ * };
+ * if (ctx.column("x") !== undefined) throw new Error("bad");
+ * ```
+ */
+export interface SqlContext {
+  dialect: Dialect;
+  /** Quoted column expression for a record field, e.g. `"title"`, or undefined if not a field. */
+  column(name: string): string | undefined;
+  /** Declared type of a record field: "string"|"text"|"email"|"url"|"select"|"date"|"int"|"double"|"bool"|"json"|"relation"|"file"|"files". */
+  fieldType(name: string): string | undefined;
+  /** The values of `auth` (and optionally `req`) known at request time: used as bound parameters. */
+  scope: { auth: unknown; req?: unknown };
+  /** Helpers whose calls on request-time values may be folded; without it, helper calls are not compiled. */
+  helpers?: RuleHelpers;
+}
+
+/**
+ * A boolean SQL condition with `?` placeholders and its parameters.
+ *
+ * @example
+ * ```ts
+ * import type { SqlQuery } from "./to_sql.ts";
+ * const q: SqlQuery = { sql: '"owner" = ?', params: ["u1"] };
+ * if (q.params[0] !== "u1") throw new Error("bad");
+ * ```
+ */
+export interface SqlQuery {
+  sql: string;
+  params: unknown[];
+}
+
+/** A compiled sub-expression. */
+type Compiled =
+  /** Value known at compile time. */
+  | { kind: "const"; value: unknown }
+  /** A record column (nullable). */
+  | { kind: "column"; column: Column }
+  /** A JavaScript boolean: the NULL-free condition is its value. */
+  | { kind: "bool"; cond: Cond }
+  /** Some value whose JavaScript truthiness is the condition. */
+  | { kind: "truthy"; cond: Cond };
+
+const fail = (reason: string): never => {
+  throw new NotCompilable(reason);
+};
+
+/** Normalizes a boolean result: a condition known at compile time is a constant. */
+const boolean = (cond: Cond): Compiled =>
+  typeof cond === "boolean"
+    ? { kind: "const", value: cond }
+    : { kind: "bool", cond };
+
+function truthyCond(c: Compiled): Cond {
+  switch (c.kind) {
+    case "const":
+      return truthy(c.value);
+    case "column":
+      return columnTruthy(c.column);
+    default:
+      return c.cond;
+  }
+}
+
+class Compiler {
+  readonly #ctx: SqlContext;
+  readonly #d: Dialect;
+
+  constructor(ctx: SqlContext) {
+    this.#ctx = ctx;
+    this.#d = ctx.dialect;
+  }
+
+  /** Evaluates a sub-expression that does not read the record. */
+  fold(e: Expr): unknown {
+    const { auth, req } = this.#ctx.scope;
+    if (req === undefined && readsRequest(e)) fail("req is not known");
+    return evaluate(e, { auth, req }, this.#ctx.helpers);
+  }
+
+  column(name: string): Column {
+    const sqlText = this.#ctx.column(name);
+    const fieldType = this.#ctx.fieldType(name);
+    const family = fieldType === undefined ? undefined : familyOf(fieldType);
+    if (
+      sqlText === undefined || fieldType === undefined || family === undefined
+    ) {
+      return fail(`field ${name} is not comparable in SQL`);
+    }
+    return { sql: sqlText, fieldType, family };
+  }
+
+  compile(e: Expr): Compiled {
+    if (!readsRecord(e)) return { kind: "const", value: this.fold(e) };
+    switch (e.type) {
+      case "field":
+        return { kind: "column", column: this.column(e.name) };
+      case "member":
+        return this.member(e.object, e.property);
+      case "unary":
+        if (e.operator === "-") return fail("arithmetic on a column");
+        return boolean(not(truthyCond(this.compile(e.argument))));
+      case "binary": {
+        const op = e.operator;
+        if (!isCompareOperator(op)) return fail("arithmetic on a column");
+        const left = this.compile(e.left);
+        const right = this.compile(e.right);
+        // Put the row-dependent side first: `v < x` is `x > v` in JavaScript.
+        if (left.kind === "const") return this.compare(mirror(op), right, left);
+        return this.compare(op, left, right);
+      }
+      case "logical":
+        return this.logical(e.operator, e.left, e.right);
+      case "method":
+        return this.method(e.method, e.object, e.argument);
+      default:
+        return fail(`${e.type} reading the record`);
+    }
+  }
+
+  /** `object.property` where the object reads the record. */
+  member(object: Expr, property: string): Compiled {
+    if (object.type === "root") {
+      return { kind: "column", column: this.column(property) };
+    }
+    const o = this.compile(object);
+    if (o.kind === "truthy") return fail("member of an unknown value");
+    if (
+      o.kind === "column" && o.column.family === "text" &&
+      (property === "length" || /^[0-9]+$/.test(property))
+    ) {
+      return fail("length or index of a text column");
+    }
+    // Numbers, booleans, null and (other members of) strings have no own data property.
+    return { kind: "const", value: undefined };
+  }
+
+  compare(op: CompareOperator, left: Compiled, right: Compiled): Compiled {
+    const d = this.#d;
+    if (left.kind === "column" && right.kind === "const") {
+      return boolean(compareColumnConst(op, left.column, right.value, d));
+    }
+    if (left.kind === "column" && right.kind === "column") {
+      return boolean(compareColumns(op, left.column, right.column, d));
+    }
+    if (left.kind === "bool" && right.kind === "const") {
+      return boolean(compareBoolConst(op, left.cond, right.value));
+    }
+    if (left.kind === "bool" && right.kind === "bool") {
+      return boolean(compareBools(op, left.cond, right.cond));
+    }
+    if (left.kind === "column" && right.kind === "bool") {
+      return this.compare(mirror(op), right, left);
+    }
+    return fail(`comparison of ${left.kind} and ${right.kind}`);
+  }
+
+  logical(op: "&&" | "||", leftExpr: Expr, rightExpr: Expr): Compiled {
+    const and_ = op === "&&";
+    const left = this.compile(leftExpr);
+    // Short-circuit exactly like JavaScript when the left value is known.
+    if (left.kind === "const") {
+      return truthy(left.value) === and_ ? this.compile(rightExpr) : left;
+    }
+    const right = this.compile(rightExpr);
+    if (left.kind === "bool" && right.kind === "bool") {
+      return boolean(
+        and_ ? and(left.cond, right.cond) : or(left.cond, right.cond),
+      );
+    }
+    if (
+      left.kind === "bool" && right.kind === "const" &&
+      typeof right.value === "boolean"
+    ) {
+      // x && true = x, x && false = false, x || true = true, x || false = x (x boolean)
+      return right.value === and_ ? left : right;
+    }
+    const l = truthyCond(left);
+    const r = truthyCond(right);
+    return { kind: "truthy", cond: and_ ? and(l, r) : or(l, r) };
+  }
+
+  method(name: MethodName, objectExpr: Expr, argumentExpr: Expr): Compiled {
+    const o = this.compile(objectExpr);
+    const a = this.compile(argumentExpr);
+    if (o.kind === "const") {
+      if (typeof o.value === "string") {
+        return fail("string constant method with a row argument");
+      }
+      if (!Array.isArray(o.value)) return { kind: "const", value: undefined }; // callMethod gives undefined
+      if (name !== "includes") return { kind: "const", value: undefined };
+      if (a.kind !== "column") {
+        return fail("array includes of a computed value");
+      }
+      const length = Number(getMember(o.value, "length"));
+      if (length > 100) return fail("array too long");
+      const values = Array.from(
+        { length },
+        (_, i) => getMember(o.value, String(i)),
+      );
+      return boolean(includesColumn(values, a.column, this.#d));
+    }
+    if (o.kind === "truthy") return fail("method of an unknown value");
+    if (o.kind === "bool" || o.column.family !== "text") {
+      return { kind: "const", value: undefined };
+    }
+    if (a.kind !== "const") return fail("text method with a row argument");
+    return {
+      kind: "truthy",
+      cond: this.textMethod(name, o.column, toString(a.value)),
+    };
+  }
+
+  /** `column.method(s)`: undefined (falsy) for NULL, else the string test. */
+  textMethod(name: MethodName, c: Column, s: string): Cond {
+    const d = this.#d;
+    const text = textParam(s, d);
+    const n = [...s].length; // SQL lengths count code points
+    let cond: Cond;
+    if (s === "") {
+      cond = true;
+    } else if (name === "includes") {
+      cond = sql(
+        d === "postgres" ? `strpos(${c.sql}, ` : `instr(${c.sql}, `,
+        text,
+        ") > 0",
+      );
+    } else if (d === "postgres") {
+      cond = sql(
+        `${name === "startsWith" ? "left" : "right"}(${c.sql}, `,
+        intParam(n, d),
+        ") = ",
+        text,
+      );
+    } else {
+      // SQLite: substr(c, 1, n) is the first n characters, substr(c, -n) the last n.
+      const range = name === "startsWith"
+        ? sql("1, ", intParam(n, d))
+        : intParam(-n, d);
+      cond = sql(`substr(${c.sql}, `, range, ") = ", text);
+    }
+    return whenNull(c, false, cond);
+  }
+}
+
+/**
+ * Compiles `expr` to a SQL condition selecting the rows for which
+ * `test(expr, {auth, req, record: row})` is true, or `undefined` when the
+ * expression (or part of it) cannot be compiled with identical semantics.
+ * Placeholders are `?`; on PostgreSQL they carry explicit casts. Values are
+ * always bound, never interpolated.
+ *
+ * @example
+ * ```ts
+ * import { parseExpression } from "./parser.ts";
+ * import { compileToSql } from "./to_sql.ts";
+ * const expr = parseExpression("record.owner == auth.id && !record.hidden", { mode: "rule" });
+ * const types: Record<string, string> = { owner: "relation", hidden: "bool" };
+ * const q = compileToSql(expr, {
+ *   dialect: "sqlite",
+ *   column: (name) => name in types ? `"${name}"` : undefined,
+ *   fieldType: (name) => types[name],
+ *   scope: { auth: { id: "u1" } },
+ * });
+ * if (q?.sql !== '(("owner" IS NOT NULL AND "owner" = ?) AND NOT ("hidden" IS TRUE))') throw new Error(q?.sql);
+ * if (q.params.length !== 1 || q.params[0] !== "u1") throw new Error("params");
+ * ```
+ */
+export function compileToSql(
+  expr: Expr,
+  ctx: SqlContext,
+): SqlQuery | undefined {
+  try {
+    const cond = truthyCond(new Compiler(ctx).compile(expr));
+    if (typeof cond === "boolean") {
+      const sqlText = ctx.dialect === "postgres"
+        ? String(cond).toUpperCase()
+        : cond
+        ? "1"
+        : "0";
+      return { sql: sqlText, params: [] };
+    }
+    return { sql: cond.sql, params: [...cond.params] };
+  } catch {
+    // NotCompilable, or an evaluation error while folding a constant: the
+    // per-row evaluator decides (and reports) instead.
+    return undefined;
+  }
+}

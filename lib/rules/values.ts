@@ -1,0 +1,313 @@
+/**
+ * JavaScript value semantics for rule evaluation over plain JSON-like data:
+ * safe member reads, `ToPrimitive` without running user code, and the
+ * operators of the language. Shared by the evaluator and the SQL compiler so
+ * both agree on every coercion.
+ *
+ * @module
+ */
+
+import type { BinaryOperator } from "./ast.ts";
+
+/** Longest string `+` (or array-to-string conversion) may produce. */
+export const MAX_STRING_LENGTH = 64 * 1024;
+
+/**
+ * A rule that cannot be evaluated (a helper threw, a string grew too long, a
+ * value could not be converted…). {@link test} turns it into `false`.
+ *
+ * @example
+ * ```ts
+ * import { RuleEvalError } from "./values.ts";
+ * const e = new RuleEvalError("string too long");
+ * if (!(e instanceof Error) || e.name !== "RuleEvalError") throw new Error("bad");
+ * ```
+ */
+export class RuleEvalError extends Error {
+  /** @param message what went wrong */
+  constructor(message: string) {
+    super(message);
+    this.name = "RuleEvalError";
+  }
+}
+
+/** A JavaScript primitive value. */
+export type Primitive =
+  | string
+  | number
+  | bigint
+  | boolean
+  | symbol
+  | null
+  | undefined;
+
+const isObject = (v: unknown): v is object =>
+  (typeof v === "object" && v !== null) || typeof v === "function";
+
+/** Plain data containers: arrays and objects with the default or no prototype. */
+function kindOf(v: object): "array" | "object" | "other" {
+  const proto = Object.getPrototypeOf(v);
+  if (Array.isArray(v)) return proto === Array.prototype ? "array" : "other";
+  return proto === Object.prototype || proto === null ? "object" : "other";
+}
+
+/** Canonical array index ("0", "17"; not "01", "-1", "1.5"). */
+function isIndex(key: string): boolean {
+  return /^(0|[1-9][0-9]{0,9})$/.test(key) && Number(key) < 4294967295;
+}
+
+/**
+ * Reads `object[key]` safely: only own enumerable data properties of plain
+ * objects and arrays, `length` and indices of strings and arrays. Everything
+ * else (prototype members, getters, functions, properties of `null` or of
+ * class instances) is `undefined` — unlike JavaScript, reading a property of
+ * `null`/`undefined` does not throw.
+ *
+ * @example
+ * ```ts
+ * import { getMember } from "./values.ts";
+ * if (getMember({ a: 1 }, "a") !== 1) throw new Error("own");
+ * if (getMember({}, "constructor") !== undefined) throw new Error("inherited");
+ * if (getMember("abc", "length") !== 3 || getMember(null, "x") !== undefined) throw new Error("bad");
+ * ```
+ */
+export function getMember(object: unknown, key: string): unknown {
+  if (typeof object === "string") {
+    if (key === "length") return object.length;
+    return isIndex(key) && Number(key) < object.length
+      ? object[Number(key)]
+      : undefined;
+  }
+  if (!isObject(object)) return undefined;
+  const kind = kindOf(object);
+  if (kind === "other") return undefined;
+  if (kind === "array" && key === "length") return (object as unknown[]).length;
+  const d = Object.getOwnPropertyDescriptor(object, key);
+  if (d === undefined || !d.enumerable || !("value" in d)) return undefined;
+  return typeof d.value === "function" ? undefined : d.value;
+}
+
+/**
+ * JavaScript `ToPrimitive` for plain data without calling any user code:
+ * arrays join their elements, plain objects become `"[object Object]"`;
+ * objects that JavaScript would convert by calling own functions (or fail to
+ * convert) throw a {@link RuleEvalError}, as do other objects.
+ *
+ * @example
+ * ```ts
+ * import { toPrimitive } from "./values.ts";
+ * if (toPrimitive([1, [2, null]]) !== "1,2,") throw new Error("array");
+ * if (toPrimitive({ a: 1 }) !== "[object Object]") throw new Error("object");
+ * ```
+ */
+export function toPrimitive(
+  v: unknown,
+  seen: Set<object> = new Set(),
+): Primitive {
+  if (!isObject(v)) return v as Primitive;
+  const kind = kindOf(v);
+  if (kind === "array") {
+    if (seen.has(v)) return ""; // V8's join skips cycles
+    seen.add(v);
+    const array = v as unknown[];
+    let out = "";
+    for (let i = 0; i < array.length; i++) {
+      const e = getMember(array, String(i));
+      if (i > 0) out += ",";
+      if (e !== null && e !== undefined) out += toString(e, seen);
+      if (out.length > MAX_STRING_LENGTH) {
+        throw new RuleEvalError("string too long");
+      }
+    }
+    seen.delete(v);
+    return out;
+  }
+  if (kind === "object" && Object.getPrototypeOf(v) !== null) {
+    const hasOwn = (k: PropertyKey) =>
+      Object.getOwnPropertyDescriptor(v, k) !== undefined;
+    const valueOf = Object.getOwnPropertyDescriptor(v, "valueOf");
+    const callable = valueOf !== undefined &&
+      (!("value" in valueOf) || typeof valueOf.value === "function");
+    if (
+      !hasOwn("toString") && !callable && !hasOwn(Symbol.toPrimitive) &&
+      !hasOwn(Symbol.toStringTag)
+    ) {
+      return "[object Object]";
+    }
+  }
+  throw new RuleEvalError("cannot convert object to primitive value");
+}
+
+/**
+ * JavaScript `ToString` for plain data (symbols throw a {@link RuleEvalError}).
+ *
+ * @example
+ * ```ts
+ * import { toString } from "./values.ts";
+ * if (toString(null) !== "null" || toString(["a", 1]) !== "a,1") throw new Error("bad");
+ * ```
+ */
+export function toString(v: unknown, seen?: Set<object>): string {
+  const p = toPrimitive(v, seen);
+  if (typeof p === "symbol") {
+    throw new RuleEvalError("cannot convert a symbol to a string");
+  }
+  return String(p);
+}
+
+/**
+ * JavaScript truthiness (`ToBoolean`).
+ *
+ * @example
+ * ```ts
+ * import { truthy } from "./values.ts";
+ * if (truthy("") || truthy(0) || truthy(null) || !truthy([]) || !truthy("0")) throw new Error("bad");
+ * ```
+ */
+export function truthy(v: unknown): boolean {
+  return !!v;
+}
+
+/**
+ * JavaScript loose equality `a == b` over data.
+ *
+ * @example
+ * ```ts
+ * import { looseEquals } from "./values.ts";
+ * if (!looseEquals("5", 5) || !looseEquals(null, undefined) || looseEquals(null, 0)) throw new Error("bad");
+ * ```
+ */
+export function looseEquals(a: unknown, b: unknown): boolean {
+  // Only an object compared with a non-nullish primitive is converted;
+  // object/object compares identity and object/nullish is false.
+  const pa = isObject(a) && !isObject(b) && b !== null && b !== undefined
+    ? toPrimitive(a)
+    : a;
+  const pb = isObject(b) && !isObject(a) && a !== null && a !== undefined
+    ? toPrimitive(b)
+    : b;
+  // Both sides are now primitives (or both objects): `==` runs no user code.
+  // deno-lint-ignore eqeqeq
+  return pa == pb;
+}
+
+/** Numeric-or-string operator on primitives, typed for the compiler. */
+type PrimitiveOp = (a: number, b: number) => unknown;
+const PRIMITIVE_OPS: Readonly<Record<string, PrimitiveOp>> = {
+  "<": (a, b) => a < b,
+  "<=": (a, b) => a <= b,
+  ">": (a, b) => a > b,
+  ">=": (a, b) => a >= b,
+  "-": (a, b) => a - b,
+  "*": (a, b) => a * b,
+  "/": (a, b) => a / b,
+  "%": (a, b) => a % b,
+};
+
+/** `+`: string concatenation (length-capped) or numeric addition. */
+function plus(a: unknown, b: unknown): unknown {
+  const pa = toPrimitive(a);
+  const pb = toPrimitive(b);
+  if (typeof pa === "string" || typeof pb === "string") {
+    const sa = toString(pa);
+    const sb = toString(pb);
+    if (sa.length + sb.length > MAX_STRING_LENGTH) {
+      throw new RuleEvalError("string too long");
+    }
+    return sa + sb;
+  }
+  return (pa as number) + (pb as number);
+}
+
+/**
+ * Applies a binary operator with JavaScript semantics (the operands are data;
+ * conversions never call user code). Type errors JavaScript would throw (e.g.
+ * mixing BigInt and number) become a {@link RuleEvalError}.
+ *
+ * @example
+ * ```ts
+ * import { binary } from "./values.ts";
+ * if (binary("+", "1", 2) !== "12" || binary("<", "10", "9") !== true || binary("<", "10", 9) !== false) {
+ *   throw new Error("bad");
+ * }
+ * ```
+ */
+export function binary(op: BinaryOperator, a: unknown, b: unknown): unknown {
+  try {
+    switch (op) {
+      case "===":
+        return a === b;
+      case "!==":
+        return a !== b;
+      case "==":
+        return looseEquals(a, b);
+      case "!=":
+        return !looseEquals(a, b);
+      case "+":
+        return plus(a, b);
+      default: {
+        // ToPrimitive with hint "number" is the same as the default hint for data.
+        const pa = toPrimitive(a);
+        return PRIMITIVE_OPS[op](pa as number, toPrimitive(b) as number);
+      }
+    }
+  } catch (e) {
+    if (e instanceof RuleEvalError) throw e;
+    throw new RuleEvalError(e instanceof Error ? e.message : String(e));
+  }
+}
+
+/**
+ * Unary minus with JavaScript semantics.
+ *
+ * @example
+ * ```ts
+ * import { negate } from "./values.ts";
+ * if (negate("5") !== -5 || !Object.is(negate(null), -0)) throw new Error("bad");
+ * ```
+ */
+export function negate(v: unknown): unknown {
+  try {
+    return -(toPrimitive(v) as number);
+  } catch (e) {
+    if (e instanceof RuleEvalError) throw e;
+    throw new RuleEvalError(e instanceof Error ? e.message : String(e));
+  }
+}
+
+/**
+ * `object.method(argument)`: `includes`/`startsWith`/`endsWith` on strings
+ * (the argument converted with `ToString`), `includes` on arrays
+ * (SameValueZero). On any other receiver the call gives `undefined` instead of
+ * throwing a TypeError (like optional chaining).
+ *
+ * @example
+ * ```ts
+ * import { callMethod } from "./values.ts";
+ * if (callMethod("hello", "startsWith", "he") !== true) throw new Error("string");
+ * if (callMethod(["a", 1], "includes", 1) !== true) throw new Error("array");
+ * if (callMethod(null, "includes", "x") !== undefined) throw new Error("null");
+ * ```
+ */
+export function callMethod(
+  object: unknown,
+  method: string,
+  argument: unknown,
+): unknown {
+  if (typeof object === "string") {
+    const s = toString(argument);
+    if (method === "includes") return object.includes(s);
+    if (method === "startsWith") return object.startsWith(s);
+    if (method === "endsWith") return object.endsWith(s);
+    return undefined;
+  }
+  if (
+    method !== "includes" || !isObject(object) || kindOf(object) !== "array"
+  ) return undefined;
+  const array = object as unknown[];
+  for (let i = 0; i < array.length; i++) {
+    const e = getMember(array, String(i));
+    if (e === argument || (e !== e && argument !== argument)) return true;
+  }
+  return false;
+}

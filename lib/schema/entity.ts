@@ -1,0 +1,200 @@
+/**
+ * The Entity object of spec §2.1: accessors over a schema plus record
+ * operations that bypass access rules (for programs embedding Moonbase).
+ *
+ * @module
+ */
+
+import type { Storage } from "../db/storage.ts";
+import { MoonbaseError } from "../errors.ts";
+import { hashPassword } from "../auth/password.ts";
+import { allFields, checkInput, decodeRow, type RecordData } from "../records/codec.ts";
+import {
+  deleteRecord,
+  insertRecord,
+  listRecords,
+  type ListResult,
+  type OpOptions,
+  readRow,
+  type RefsOf,
+  updateRecord,
+} from "../records/crud.ts";
+import { parseListOptions } from "../records/list_query.ts";
+import { columnOf, tableOf } from "./ddl.ts";
+import type { EntitySchema, EntityType, FieldDef, Rule, Rules } from "./types.ts";
+
+/**
+ * An entity (table) with its schema and record operations.
+ *
+ * @example
+ * ```ts
+ * import { createApp } from "./mod.ts";
+ * const app = await createApp({ dataDir: await Deno.makeTempDir(), quiet: true });
+ * const posts = await app.schemas.create({
+ *   name: "posts", type: "base", fields: [{ name: "title", type: "string", required: true }],
+ * });
+ * const rec = await posts.create({ title: "Hello" });
+ * console.assert((await posts.read(rec.id as string))?.title === "Hello");
+ * console.assert((await posts.read("missing")) === undefined);
+ * console.assert(await posts.countRecords() === 1 && posts.hasField("title"));
+ * await app.close();
+ * ```
+ */
+export class Entity {
+  readonly #schema: EntitySchema;
+  readonly #store: Storage;
+  readonly #refsOf: RefsOf;
+
+  /** Wraps a validated schema; use `app.schemas` to create entities. */
+  constructor(schema: EntitySchema, store: Storage, refsOf: RefsOf = () => []) {
+    this.#schema = schema;
+    this.#store = store;
+    this.#refsOf = refsOf;
+  }
+
+  /** Entity id. */
+  get id(): string {
+    return this.#schema.id;
+  }
+  /** Entity (table) name. */
+  get name(): string {
+    return this.#schema.name;
+  }
+  /** `base`, `auth` or `view`. */
+  get type(): EntityType {
+    return this.#schema.type;
+  }
+  /** True for `mb_*` system entities. */
+  get isSystem(): boolean {
+    return this.#schema.is_system;
+  }
+  /** Whether record routes exist for this entity. */
+  get hasApi(): boolean {
+    return this.#schema.has_api;
+  }
+  /** SQL of a view ("" otherwise). */
+  get viewQuery(): string {
+    return this.#schema.view_query;
+  }
+  /** Every field, built-ins included. */
+  get fields(): FieldDef[] {
+    return this.#schema.type === "view" ? [...this.#schema.fields] : allFields(this.#schema);
+  }
+  /** The field with this name, if any. */
+  field(name: string): FieldDef | undefined {
+    return this.fields.find((f) => f.name === name);
+  }
+  /** Alias of `field`. */
+  findField(name: string): FieldDef | undefined {
+    return this.field(name);
+  }
+  /** True when a field of this name exists. */
+  hasField(name: string): boolean {
+    return this.field(name) !== undefined;
+  }
+  /** The five access rules. */
+  get rules(): Rules {
+    return structuredClone(this.#schema.rules);
+  }
+  /** Rule of the list operation. */
+  get listRule(): Rule {
+    return { ...this.#schema.rules.list };
+  }
+  /** Rule of the get operation. */
+  get getRule(): Rule {
+    return { ...this.#schema.rules.get };
+  }
+  /** Rule of the add operation. */
+  get addRule(): Rule {
+    return { ...this.#schema.rules.add };
+  }
+  /** Rule of the update operation. */
+  get updateRule(): Rule {
+    return { ...this.#schema.rules.update };
+  }
+  /** Rule of the delete operation. */
+  get deleteRule(): Rule {
+    return { ...this.#schema.rules.delete };
+  }
+  /** The schema object as the schemas API returns it. */
+  get schema(): EntitySchema {
+    return { ...structuredClone(this.#schema), fields: this.fields };
+  }
+
+  /** Number of records. */
+  async countRecords(): Promise<number> {
+    const rows = await this.#store.query(`SELECT COUNT(*) AS n FROM ${tableOf(this.name)}`);
+    return Number(rows[0]?.n ?? 0);
+  }
+  /** True when there are no records. */
+  async isEmpty(): Promise<boolean> {
+    const rows = await this.#store.query(`SELECT 1 AS one FROM ${tableOf(this.name)} LIMIT 1`);
+    return rows.length === 0;
+  }
+  /** True when a record with this id exists. */
+  async recordExists(id: string): Promise<boolean> {
+    return (await readRow(this.#store, this.#schema, id)) !== undefined;
+  }
+  /**
+   * The first record whose value in any of `columns` equals `value`
+   * (e.g. `queryFromCols(identity, ["id", "email"])`), without its password.
+   */
+  async queryFromCols(value: string, columns: string[]): Promise<RecordData | undefined> {
+    const row = await this.rowFromCols(value, columns);
+    return row ? decodeRow(this.#schema, row, this.#store.dialect) : undefined;
+  }
+  /** Like `queryFromCols`, but the raw stored row (password hash included). Internal use. */
+  async rowFromCols(value: string, columns: string[]): Promise<Record<string, unknown> | undefined> {
+    const cols = columns.filter((c) => this.hasField(c));
+    if (cols.length === 0) throw new MoonbaseError("invalid", "Cannot query: no such columns");
+    const where = cols.map((c) => `${columnOf(c)} = ?`).join(" OR ");
+    const sql = `SELECT * FROM ${tableOf(this.name)} WHERE ${where} LIMIT 1`;
+    return (await this.#store.query(sql, cols.map(() => value)))[0];
+  }
+
+  /** Creates a record (no access rules). */
+  async create(data: Record<string, unknown>, opts?: OpOptions): Promise<RecordData> {
+    this.#writable();
+    const values = checkInput(this.#schema, data, "create");
+    await this.#hash(values);
+    return await insertRecord(this.#store, this.#schema, values, opts);
+  }
+  /** Lists records; `query` takes the list parameters of the records API. */
+  async list(query: URLSearchParams | string = "", opts?: OpOptions): Promise<ListResult> {
+    const q = typeof query === "string" ? new URLSearchParams(query) : query;
+    return await listRecords(this.#store, this.#schema, parseListOptions(this.#schema, q), opts);
+  }
+  /** Reads a record by id; undefined when it does not exist. */
+  async read(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
+    const row = await readRow(this.#store, this.#schema, id, opts?.where);
+    if (!row) return undefined;
+    const record = decodeRow(this.#schema, row, this.#store.dialect);
+    if (opts?.keep && !(await opts.keep(record))) return undefined;
+    return record;
+  }
+  /** Updates a record; undefined when it does not exist. */
+  async update(id: string, data: Record<string, unknown>, opts?: OpOptions): Promise<RecordData | undefined> {
+    this.#writable();
+    const values = checkInput(this.#schema, data, "update");
+    await this.#hash(values);
+    return await updateRecord(this.#store, this.#schema, id, values, opts);
+  }
+  /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
+  async remove(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
+    this.#writable();
+    return await deleteRecord(this.#store, this.#schema, id, this.#refsOf, opts);
+  }
+
+  #writable(): void {
+    if (this.type === "view") {
+      throw new MoonbaseError("method_not_allowed", `Cannot write to ${this.name}: views are read-only`, null, {
+        Allow: "GET, HEAD",
+      });
+    }
+  }
+
+  async #hash(values: Map<string, unknown>): Promise<void> {
+    const pw = values.get("password");
+    if (this.type === "auth" && typeof pw === "string") values.set("password", await hashPassword(pw));
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * The field-type table: storage kind, accepted option keys, and the value
+ * check of each type. One row per type, no branching elsewhere.
+ *
+ * @module
+ */
+
+import type { ColumnKind } from "../db/storage.ts";
+import type { FieldDef, FieldType } from "./types.ts";
+
+/** Result of checking one value: the normalized value, or why it is wrong. */
+export type Checked = { ok: true; value: unknown } | {
+  ok: false;
+  code: string;
+  message: string;
+};
+
+interface TypeSpec {
+  kind: ColumnKind;
+  /** Option keys allowed beyond the common ones. */
+  options: readonly string[];
+  /** May carry a unique index. */
+  uniqueable: boolean;
+  check(value: unknown, field: FieldDef): Checked;
+}
+
+const EMAIL = /^[^\s@"<>()[\]\\,;:]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+const MAX_TEXT = 1_000_000;
+
+const ok = (value: unknown): Checked => ({ ok: true, value });
+const bad = (code: string, message: string): Checked => ({ ok: false, code, message });
+
+function range(n: number, f: FieldDef, what: string): Checked | undefined {
+  if (f.min !== undefined && n < f.min) return bad("too_small", `Must be at least ${f.min}${what}`);
+  if (f.max !== undefined && n > f.max) return bad("too_large", `Must be at most ${f.max}${what}`);
+  return undefined;
+}
+
+function text(value: unknown, f: FieldDef): Checked {
+  if (typeof value !== "string") return bad("invalid_type", "Must be a string");
+  if (value.length > MAX_TEXT) return bad("too_large", `Must be at most ${MAX_TEXT} characters`);
+  const r = range([...value].length, f, " characters");
+  if (r) return r;
+  if (f.pattern !== undefined && !new RegExp(f.pattern, "u").test(value)) {
+    return bad("pattern", "Does not match the required pattern");
+  }
+  return ok(value);
+}
+
+function email(value: unknown): Checked {
+  if (typeof value !== "string" || value.length > 254 || !EMAIL.test(value)) {
+    return bad("invalid_email", "Must be a valid email address");
+  }
+  return ok(value.toLowerCase());
+}
+
+function url(value: unknown): Checked {
+  if (typeof value !== "string" || value.length > 2048) return bad("invalid_url", "Must be a URL");
+  try {
+    const u = new URL(value);
+    if (u.protocol !== "http:" && u.protocol !== "https:") {
+      return bad("invalid_url", "Must be an http or https URL");
+    }
+  } catch {
+    return bad("invalid_url", "Must be a URL");
+  }
+  return ok(value);
+}
+
+function int(value: unknown, f: FieldDef): Checked {
+  if (typeof value !== "number" || !Number.isSafeInteger(value)) {
+    return bad("invalid_type", "Must be an integer");
+  }
+  return range(value, f, "") ?? ok(value);
+}
+
+function double(value: unknown, f: FieldDef): Checked {
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    return bad("invalid_type", "Must be a finite number");
+  }
+  return range(value, f, "") ?? ok(value);
+}
+
+function date(value: unknown): Checked {
+  if (typeof value !== "string" || !ISO_DATE.test(value)) {
+    return bad("invalid_date", "Must be an ISO 8601 date");
+  }
+  const t = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
+  if (Number.isNaN(t)) return bad("invalid_date", "Must be an ISO 8601 date");
+  return ok(new Date(t).toISOString());
+}
+
+function jsonValue(value: unknown): Checked {
+  const size = JSON.stringify(value)?.length ?? 0;
+  return size > MAX_TEXT ? bad("too_large", "JSON value is too large") : ok(value);
+}
+
+function select(value: unknown, f: FieldDef): Checked {
+  if (typeof value !== "string" || !(f.values ?? []).includes(value)) {
+    return bad("invalid_choice", `Must be one of: ${(f.values ?? []).join(", ")}`);
+  }
+  return ok(value);
+}
+
+function relation(value: unknown): Checked {
+  if (typeof value !== "string" || value.length === 0 || value.length > 64) {
+    return bad("invalid_type", "Must be a record id");
+  }
+  return ok(value);
+}
+
+function fileName(value: unknown): Checked {
+  if (typeof value !== "string" || value.length === 0 || value.length > 255) {
+    return bad("invalid_type", "Must be a stored file name");
+  }
+  return ok(value);
+}
+
+function fileNames(value: unknown, f: FieldDef): Checked {
+  if (!Array.isArray(value) || !value.every((v) => fileName(v).ok)) {
+    return bad("invalid_type", "Must be a list of stored file names");
+  }
+  return range(value.length, f, " files") ?? ok(value);
+}
+
+/** The table of field types. */
+export const FIELD_TYPES: Readonly<Record<FieldType, TypeSpec>> = {
+  string: { kind: "text", options: ["min", "max", "pattern"], uniqueable: true, check: text },
+  text: { kind: "text", options: ["min", "max", "pattern"], uniqueable: true, check: text },
+  email: { kind: "text", options: [], uniqueable: true, check: email },
+  url: { kind: "text", options: [], uniqueable: true, check: url },
+  int: { kind: "int", options: ["min", "max"], uniqueable: true, check: int },
+  double: { kind: "double", options: ["min", "max"], uniqueable: true, check: double },
+  bool: {
+    kind: "bool",
+    options: [],
+    uniqueable: false,
+    check: (v) => typeof v === "boolean" ? ok(v) : bad("invalid_type", "Must be true or false"),
+  },
+  date: { kind: "text", options: [], uniqueable: true, check: date },
+  json: { kind: "json", options: [], uniqueable: false, check: jsonValue },
+  select: { kind: "text", options: ["values"], uniqueable: true, check: select },
+  file: { kind: "text", options: ["mime_types"], uniqueable: false, check: fileName },
+  files: { kind: "json", options: ["mime_types", "min", "max"], uniqueable: false, check: fileNames },
+  relation: { kind: "text", options: ["foreign_key"], uniqueable: true, check: relation },
+};
+
+/** Keys every field object may carry. */
+export const COMMON_KEYS: readonly string[] = [
+  "id",
+  "name",
+  "type",
+  "required",
+  "unique",
+  "default",
+  "system",
+];
+
+/** True when `type` names a field type. */
+export function isFieldType(type: unknown): type is FieldType {
+  return typeof type === "string" && Object.hasOwn(FIELD_TYPES, type);
+}
+
+/**
+ * Checks a record value against its field (type and per-type options).
+ *
+ * @example
+ * ```ts
+ * import { checkValue } from "./lib/schema/field_types.ts";
+ * const f = { id: "1", name: "n", type: "int" as const, required: false, unique: false, max: 5 };
+ * console.assert(checkValue(f, 3).ok && !checkValue(f, 9).ok && !checkValue(f, "3").ok);
+ * ```
+ */
+export function checkValue(field: FieldDef, value: unknown): Checked {
+  return FIELD_TYPES[field.type].check(value, field);
+}
+
+/** Storage kind of a field. */
+export function kindOf(field: FieldDef): ColumnKind {
+  return FIELD_TYPES[field.type].kind;
+}

@@ -1,0 +1,88 @@
+/**
+ * Types of the schema objects (spec §2.1–2.3, DESIGN "Entities and fields").
+ *
+ * @module
+ */
+
+/** Field types. */
+export type FieldType =
+  | "string"
+  | "text"
+  | "email"
+  | "url"
+  | "int"
+  | "double"
+  | "bool"
+  | "date"
+  | "json"
+  | "select"
+  | "file"
+  | "files"
+  | "relation";
+
+/** What happens to referencing records when the referenced one is deleted. */
+export type OnDelete = "cascade" | "set null" | "restrict";
+
+/** A field object. */
+export interface FieldDef {
+  id: string;
+  name: string;
+  type: FieldType;
+  required: boolean;
+  unique: boolean;
+  default?: unknown;
+  min?: number;
+  max?: number;
+  pattern?: string;
+  values?: string[];
+  mime_types?: string[];
+  foreign_key?: { entity: string; on_delete: OnDelete };
+  /** Built-in field (id, created, updated, email, password, verified). */
+  system?: boolean;
+}
+
+/** Entity types. */
+export type EntityType = "base" | "auth" | "view";
+
+/** Rule modes of spec §2.3: "" means admins only. */
+export type RuleMode = "public" | "auth" | "" | "custom";
+
+/** One rule. */
+export interface Rule {
+  mode: RuleMode;
+  expr: string;
+}
+
+/** Operations that rules govern. */
+export type Operation = "list" | "get" | "add" | "update" | "delete";
+
+/** The five rules. */
+export type Rules = Record<Operation, Rule>;
+
+/** A stored schema (what the schemas API returns). */
+export interface EntitySchema {
+  id: string;
+  name: string;
+  type: EntityType;
+  fields: FieldDef[];
+  view_query: string;
+  rules: Rules;
+  has_api: boolean;
+  is_system: boolean;
+  created: string;
+  updated: string;
+}
+
+/** The list of operations, in spec order. */
+export const OPERATIONS: readonly Operation[] = ["list", "get", "add", "update", "delete"];
+
+/** Rules that only admins pass. */
+export function adminOnlyRules(): Rules {
+  return {
+    list: { mode: "", expr: "" },
+    get: { mode: "", expr: "" },
+    add: { mode: "", expr: "" },
+    update: { mode: "", expr: "" },
+    delete: { mode: "", expr: "" },
+  };
+}

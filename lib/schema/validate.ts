@@ -1,0 +1,232 @@
+/**
+ * Validation of schema input (POST/PATCH bodies of the schemas API).
+ * Every problem is a 400 that names the offending key.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import { COMMON_KEYS, FIELD_TYPES, isFieldType, checkValue } from "./field_types.ts";
+import { RESERVED_FIELD_NAMES } from "./builtin.ts";
+import {
+  type EntityType,
+  type FieldDef,
+  OPERATIONS,
+  type Rule,
+  type RuleMode,
+  type Rules,
+} from "./types.ts";
+
+const NAME = /^[A-Za-z0-9_]{1,64}$/;
+const MODES: readonly RuleMode[] = ["public", "auth", "", "custom"];
+const ON_DELETE = ["cascade", "set null", "restrict"] as const;
+
+/** What validation needs to know about the rest of the system. */
+export interface SchemaContext {
+  /** Type of an existing entity by (case-insensitive) name, or undefined. */
+  entityType(name: string): EntityType | undefined;
+  /** Checks a custom rule expression; returns an error message or undefined. */
+  checkExpr(expr: string): string | undefined;
+}
+
+function fail(message: string): never {
+  throw new MoonbaseError("invalid", message);
+}
+
+/**
+ * Checks an entity or field name against spec §2.1 / §8.
+ *
+ * @example
+ * ```ts
+ * import { checkName } from "./lib/schema/validate.ts";
+ * checkName("posts_2024", "entity");
+ * let threw = false;
+ * try { checkName("posts; DROP TABLE x", "entity"); } catch { threw = true; }
+ * console.assert(threw);
+ * ```
+ */
+export function checkName(name: unknown, what: "entity" | "field"): string {
+  if (typeof name !== "string" || name === "") fail(`Cannot accept ${what} name: missing`);
+  if (!NAME.test(name)) {
+    fail(
+      `Cannot accept ${what} name ${JSON.stringify(name.slice(0, 80))}: use 1-64 characters of a-z, A-Z, 0-9, _`,
+    );
+  }
+  if (what === "entity" && name.toLowerCase().startsWith("mb_")) {
+    fail(`Cannot accept entity name "${name}": the mb_ prefix is reserved`);
+  }
+  return name;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+function optNumber(f: Record<string, unknown>, key: string, where: string): number | undefined {
+  const v = f[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isFinite(v)) fail(`Cannot accept ${where}.${key}: must be a number`);
+  return v;
+}
+
+function optBool(f: Record<string, unknown>, key: string, where: string): boolean {
+  const v = f[key];
+  if (v === undefined || v === null) return false;
+  if (typeof v !== "boolean") fail(`Cannot accept ${where}.${key}: must be true or false`);
+  return v;
+}
+
+function stringList(v: unknown, where: string, max: number): string[] {
+  if (!Array.isArray(v) || v.length === 0 || v.length > max) {
+    fail(`Cannot accept ${where}: must be a list of 1-${max} strings`);
+  }
+  for (const s of v) {
+    if (typeof s !== "string" || s === "" || s.length > 255) {
+      fail(`Cannot accept ${where}: every entry must be a non-empty string`);
+    }
+  }
+  if (new Set(v).size !== v.length) fail(`Cannot accept ${where}: entries must be unique`);
+  return v as string[];
+}
+
+/**
+ * Validates one field object. `id` is the field's id (kept or newly assigned).
+ * `self` is the name of the entity being defined (a relation may point to it).
+ */
+export function validateField(
+  raw: unknown,
+  id: string,
+  ctx: SchemaContext,
+  self: string,
+): FieldDef {
+  if (!isObject(raw)) fail("Cannot accept field: must be an object");
+  const name = checkName(raw.name, "field");
+  const where = `field "${name}"`;
+  if (RESERVED_FIELD_NAMES.has(name.toLowerCase())) {
+    fail(`Cannot accept ${where}: the name is reserved for a built-in field`);
+  }
+  if (!isFieldType(raw.type)) {
+    fail(
+      `Cannot accept ${where}.type ${JSON.stringify(raw.type)}: use one of ${Object.keys(FIELD_TYPES).join(", ")}`,
+    );
+  }
+  const spec = FIELD_TYPES[raw.type];
+  for (const key of Object.keys(raw)) {
+    if (!COMMON_KEYS.includes(key) && !spec.options.includes(key) && key !== "op") {
+      fail(`Cannot accept ${where}: unknown key "${key}" for type ${raw.type}`);
+    }
+  }
+  const field: FieldDef = {
+    id,
+    name,
+    type: raw.type,
+    required: optBool(raw, "required", where),
+    unique: optBool(raw, "unique", where),
+  };
+  if (field.unique && !spec.uniqueable) fail(`Cannot accept ${where}.unique: not for type ${raw.type}`);
+  const min = optNumber(raw, "min", where), max = optNumber(raw, "max", where);
+  if (min !== undefined) field.min = min;
+  if (max !== undefined) field.max = max;
+  if (min !== undefined && max !== undefined && min > max) fail(`Cannot accept ${where}: min > max`);
+  if (raw.pattern !== undefined && raw.pattern !== null && raw.pattern !== "") {
+    if (typeof raw.pattern !== "string" || raw.pattern.length > 512) {
+      fail(`Cannot accept ${where}.pattern: must be a regular expression of at most 512 characters`);
+    }
+    try {
+      new RegExp(raw.pattern, "u");
+    } catch {
+      fail(`Cannot accept ${where}.pattern: not a valid regular expression`);
+    }
+    field.pattern = raw.pattern;
+  }
+  if (raw.type === "select") field.values = stringList(raw.values, `${where}.values`, 500);
+  if (raw.mime_types !== undefined) {
+    field.mime_types = stringList(raw.mime_types, `${where}.mime_types`, 100);
+  }
+  if (raw.type === "relation") field.foreign_key = foreignKey(raw.foreign_key, where, ctx, self);
+  if (raw.default !== undefined && raw.default !== null) {
+    if (raw.type === "file" || raw.type === "files" || raw.type === "relation") {
+      fail(`Cannot accept ${where}.default: not for type ${raw.type}`);
+    }
+    const checked = checkValue(field, raw.default);
+    if (!checked.ok) fail(`Cannot accept ${where}.default: ${checked.message}`);
+    field.default = checked.value;
+  }
+  return field;
+}
+
+function foreignKey(
+  raw: unknown,
+  where: string,
+  ctx: SchemaContext,
+  self: string,
+): NonNullable<FieldDef["foreign_key"]> {
+  if (!isObject(raw)) fail(`Cannot accept ${where}.foreign_key: must be {entity, on_delete}`);
+  for (const key of Object.keys(raw)) {
+    if (key !== "entity" && key !== "on_delete") {
+      fail(`Cannot accept ${where}.foreign_key: unknown key "${key}"`);
+    }
+  }
+  const entity = typeof raw.entity === "string" ? raw.entity : "";
+  const type = entity.toLowerCase() === self.toLowerCase() ? "base" : ctx.entityType(entity);
+  if (!type || type === "view" || entity.toLowerCase().startsWith("mb_")) {
+    fail(`Cannot accept ${where}.foreign_key.entity: no base or auth entity named ${JSON.stringify(entity)}`);
+  }
+  const onDelete = raw.on_delete ?? "set null";
+  if (!ON_DELETE.includes(onDelete as typeof ON_DELETE[number])) {
+    fail(`Cannot accept ${where}.foreign_key.on_delete: use one of ${ON_DELETE.join(", ")}`);
+  }
+  return { entity, on_delete: onDelete as typeof ON_DELETE[number] };
+}
+
+/**
+ * Validates a `rules` object; missing operations default to admin-only.
+ *
+ * @example
+ * ```ts
+ * import { validateRules } from "./lib/schema/validate.ts";
+ * const ctx = { entityType: () => undefined, checkExpr: () => undefined };
+ * const rules = validateRules({ list: { mode: "public", expr: "" } }, ctx);
+ * console.assert(rules.list.mode === "public" && rules.get.mode === "");
+ * ```
+ */
+export function validateRules(raw: unknown, ctx: SchemaContext, base?: Rules): Rules {
+  if (raw === undefined || raw === null) raw = {};
+  if (!isObject(raw)) fail("Cannot accept rules: must be an object");
+  for (const key of Object.keys(raw)) {
+    if (!OPERATIONS.includes(key as never)) {
+      fail(`Cannot accept rules: unknown operation "${key}" (use ${OPERATIONS.join(", ")})`);
+    }
+  }
+  const out = {} as Rules;
+  for (const op of OPERATIONS) {
+    const r = raw[op];
+    if (r === undefined) {
+      out[op] = base?.[op] ?? { mode: "", expr: "" };
+      continue;
+    }
+    out[op] = validateRule(r, op, ctx);
+  }
+  return out;
+}
+
+function validateRule(r: unknown, op: string, ctx: SchemaContext): Rule {
+  if (!isObject(r)) fail(`Cannot accept rules.${op}: must be {mode, expr}`);
+  for (const key of Object.keys(r)) {
+    if (key !== "mode" && key !== "expr") fail(`Cannot accept rules.${op}: unknown key "${key}"`);
+  }
+  const mode = r.mode ?? "";
+  if (!MODES.includes(mode as RuleMode)) {
+    fail(`Cannot accept rules.${op}.mode ${JSON.stringify(mode)}: use public, auth, "" or custom`);
+  }
+  const expr = r.expr ?? "";
+  if (typeof expr !== "string") fail(`Cannot accept rules.${op}.expr: must be a string`);
+  if (mode !== "custom") {
+    if (expr.trim() !== "") fail(`Cannot accept rules.${op}.expr: only mode "custom" takes an expression`);
+    return { mode: mode as RuleMode, expr: "" };
+  }
+  if (expr.trim() === "") fail(`Cannot accept rules.${op}.expr: mode "custom" needs an expression`);
+  const problem = ctx.checkExpr(expr);
+  if (problem) fail(`Cannot accept rules.${op}.expr: ${problem}`);
+  return { mode: "custom", expr };
+}

@@ -1,0 +1,195 @@
+/**
+ * The `moonbase` command line: `serve` and `admins`.
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { createApp, VERSION } from "./mod.ts";
+import type { AppConfig } from "./lib/config.ts";
+import { createCore, hasAdmin } from "./lib/core.ts";
+import { StorageUnavailableError } from "./lib/db/storage.ts";
+import { MoonbaseError } from "./lib/errors.ts";
+
+/** Usage text. */
+export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
+
+Usage:
+  moonbase [options] serve [--port 7070] [--host 0.0.0.0]
+  moonbase [options] admins --add <email> <password>
+  moonbase [options] admins --ls
+  moonbase [options] admins --rm <email|id>
+
+Options:
+  --port <port>            listening port (default 7070; 0 picks a free port)
+  --host <host>            bind address (default 0.0.0.0)
+  --dev                    development mode (readable logs)
+  --database <kind>        PSQL for PostgreSQL (default: SQLite in --dataDir)
+  --connection <url>       PostgreSQL connection URL (with --database PSQL)
+  --dataDir <dir>          data directory (default ./data)
+  --publicDir <dir>        directory served at /
+  --scriptsDir <dir>       directory of JavaScript extension scripts (default ./scripts)
+  --tokenTtl <seconds>     token lifetime (default 3600)
+  --corsOrigins <list>     comma-separated allowed origins (default *)
+  --maxBodySize <bytes>    largest JSON body (default 1048576)
+  --maxUploadSize <bytes>  largest upload (default 10485760)
+  --trustProxy             take the client IP from X-Forwarded-For
+  -h, --help               show this help
+  -v, --version            show the version
+
+Environment:
+  MB_JWT_SECRET            token signing secret (at least 32 characters); set it in production
+`;
+
+class UsageError extends Error {}
+
+function int(value: string | undefined, name: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new UsageError(`invalid --${name} ${JSON.stringify(value)}: expected an integer from ${min} to ${max}`);
+  }
+  return Number(value);
+}
+
+/** Parses argv into a command and a config. */
+export function parseCli(args: string[]) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      strict: true,
+      allowPositionals: true,
+      options: {
+        port: { type: "string" },
+        host: { type: "string" },
+        dev: { type: "boolean" },
+        database: { type: "string" },
+        connection: { type: "string" },
+        dataDir: { type: "string" },
+        publicDir: { type: "string" },
+        scriptsDir: { type: "string" },
+        tokenTtl: { type: "string" },
+        corsOrigins: { type: "string" },
+        maxBodySize: { type: "string" },
+        maxUploadSize: { type: "string" },
+        trustProxy: { type: "boolean" },
+        add: { type: "string" },
+        ls: { type: "boolean" },
+        rm: { type: "string" },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "v" },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message.split("\n")[0] : String(err));
+  }
+  const v = parsed.values;
+  const [command, ...rest] = parsed.positionals;
+  if (v.database !== undefined && v.database.toUpperCase() !== "PSQL") {
+    throw new UsageError(`invalid --database ${JSON.stringify(v.database)}: use PSQL, or omit it for SQLite`);
+  }
+  if (v.database && !v.connection) throw new UsageError("--database PSQL needs --connection <url>");
+  const config: AppConfig = {
+    dataDir: v.dataDir,
+    database: v.database?.toUpperCase(),
+    connection: v.connection,
+    publicDir: v.publicDir,
+    scriptsDir: v.scriptsDir,
+    dev: v.dev,
+    tokenTtl: int(v.tokenTtl, "tokenTtl", 60, 31_536_000),
+    corsOrigins: v.corsOrigins?.split(",").map((s) => s.trim()).filter(Boolean),
+    maxBodySize: int(v.maxBodySize, "maxBodySize", 1024, 1024 ** 3),
+    maxUploadSize: int(v.maxUploadSize, "maxUploadSize", 1024, 64 * 1024 ** 3),
+    trustProxy: v.trustProxy,
+  };
+  const port = int(v.port, "port", 0, 65535) ?? 7070;
+  return { command, rest, values: v, config, port, host: v.host ?? "0.0.0.0" };
+}
+
+async function serve(config: AppConfig, port: number, host: string): Promise<void> {
+  const app = await createApp(config);
+  for (const n of app.notices) console.error(n);
+  const server = await app.serve({ port, hostname: host });
+  const shown = host === "0.0.0.0" ? "localhost" : host;
+  const base = `http://${shown}:${server.addr.port}`;
+  const db = app.storage.dialect.name === "sqlite" ? `SQLite in ${app.config.dataDir}` : "PostgreSQL";
+  console.log(`Moonbase ${VERSION} listening on ${base} (${db})`);
+  if (app.setupToken) {
+    console.log(`No admin yet. Create one at ${base}/mb/setup?token=${app.setupToken}`);
+    console.log(`  or: moonbase admins --add <email> <password>`);
+  }
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await server.shutdown();
+    await app.close();
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+  await server.finished;
+}
+
+async function admins(config: AppConfig, values: Record<string, unknown>, rest: string[]): Promise<void> {
+  const core = await createCore({ ...config, quiet: true });
+  try {
+    const entity = core.schemas.get("mb_admins")!;
+    if (typeof values.add === "string") {
+      if (rest.length !== 1) throw new UsageError("admins --add needs <email> <password>");
+      const rec = await entity.create({ email: values.add, password: rest[0] });
+      console.log(`Created admin ${rec.email} (${rec.id})`);
+    } else if (values.ls) {
+      const page = await entity.list("limit=500&sort=created");
+      for (const a of page.items) console.log(`${a.id}\t${a.email}\t${a.created}`);
+      if (!(await hasAdmin(core.storage))) console.log("(no admins)");
+    } else if (typeof values.rm === "string") {
+      const rec = await entity.queryFromCols(values.rm.toLowerCase().includes("@") ? values.rm.toLowerCase() : values.rm, ["id", "email"]);
+      if (!rec) throw new MoonbaseError("not_found", `Cannot remove admin: no admin ${values.rm}`);
+      if ((await entity.countRecords()) <= 1) throw new MoonbaseError("conflict", "Cannot remove admin: it is the last one");
+      await entity.remove(String(rec.id));
+      console.log(`Removed admin ${rec.email}`);
+    } else {
+      throw new UsageError("admins needs --add <email> <password>, --ls or --rm <email|id>");
+    }
+  } finally {
+    await core.close();
+  }
+}
+
+/** Runs the CLI; returns the exit code. */
+export async function main(args: string[]): Promise<number> {
+  try {
+    const cli = parseCli(args);
+    if (cli.values.help) {
+      console.log(USAGE);
+      return 0;
+    }
+    if (cli.values.version) {
+      console.log(VERSION);
+      return 0;
+    }
+    if (cli.command === "serve" && cli.rest.length === 0) {
+      await serve(cli.config, cli.port, cli.host);
+      return 0;
+    }
+    if (cli.command === "admins") {
+      await admins(cli.config, cli.values, cli.rest);
+      return 0;
+    }
+    throw new UsageError(cli.command ? `unknown command ${JSON.stringify([cli.command, ...cli.rest].join(" "))}` : "missing command");
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`moonbase: ${err.message}\n\n${USAGE}`);
+    } else if (err instanceof MoonbaseError) {
+      const fields = (err.data as { fields?: Record<string, { message: string }> } | null)?.fields;
+      const detail = fields ? `: ${Object.entries(fields).map(([k, f]) => `${k} ${f.message}`).join(", ")}` : "";
+      console.error(`moonbase: ${err.message}${detail}`);
+    } else if (err instanceof StorageUnavailableError || err instanceof Error) {
+      console.error(`moonbase: ${err.message.split("\n")[0]}`);
+    } else console.error(`moonbase: ${String(err)}`);
+    return 2;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,77 @@
+/**
+ * Moonbase as a library: create an app, extend it with routes, serve it.
+ *
+ * @example
+ * ```ts
+ * import { createApp } from "./mod.ts";
+ * const app = await createApp({ dataDir: await Deno.makeTempDir(), quiet: true });
+ * app.route("GET", "/api/hello", () => new Response("hi"));
+ * const res = await app.handler(new Request("http://localhost/api/hello"));
+ * console.assert(await res.text() === "hi");
+ * await app.close();
+ * ```
+ *
+ * @module
+ */
+
+import { type Core, createCore, VERSION } from "./lib/core.ts";
+import type { AppConfig } from "./lib/config.ts";
+import type { Handler } from "./lib/http/context.ts";
+import { createHandler, type ConnInfo } from "./lib/http/handler.ts";
+import { buildRouter } from "./routes/mod.ts";
+
+export { Entity } from "./lib/schema/entity.ts";
+export { MoonbaseError } from "./lib/errors.ts";
+export { json, noContent } from "./lib/http/envelope.ts";
+export type { AppConfig } from "./lib/config.ts";
+export type { Context, Handler } from "./lib/http/context.ts";
+export type { AuthValue } from "./lib/auth/sessions.ts";
+export type { EntitySchema, FieldDef, FieldType, Rule, Rules } from "./lib/schema/types.ts";
+export type { Registry } from "./lib/schema/registry.ts";
+export { VERSION };
+
+/** A Moonbase app. */
+export interface App extends Core {
+  /** The request handler (usable with `Deno.serve` or called directly). */
+  handler(req: Request, info?: ConnInfo): Promise<Response>;
+  /** Adds a custom route (`:params` allowed); it may replace a built-in one. */
+  route(method: string, path: string, handler: Handler<Core>): void;
+  /** Starts listening; resolves once the server is up. */
+  serve(options?: { port?: number; hostname?: string; signal?: AbortSignal }): Promise<Deno.HttpServer<Deno.NetAddr>>;
+}
+
+/** Reports an unexpected error without exposing it to the client. */
+function report(err: unknown, where: { method: string; path: string; requestId: string }): void {
+  console.error(JSON.stringify({
+    level: "error",
+    time: new Date().toISOString(),
+    msg: "unhandled error",
+    ...where,
+    error: err instanceof Error ? err.stack ?? err.message : String(err),
+  }));
+}
+
+/** Creates an app: opens the database, loads schemas, builds the routes. */
+export async function createApp(config: AppConfig = {}): Promise<App> {
+  const core = await createCore(config);
+  const router = buildRouter(core);
+  const handler = createHandler(core, router, report);
+  const app: App = Object.assign(core, {
+    handler,
+    route(method: string, path: string, h: Handler<Core>) {
+      router.add(method.toUpperCase(), path, h);
+    },
+    serve(options: { port?: number; hostname?: string; signal?: AbortSignal } = {}) {
+      return new Promise<Deno.HttpServer<Deno.NetAddr>>((resolve) => {
+        const server = Deno.serve({
+          port: options.port ?? 7070,
+          hostname: options.hostname ?? "0.0.0.0",
+          signal: options.signal,
+          onListen: () => queueMicrotask(() => resolve(server)),
+        }, (req, info) => handler(req, info as ConnInfo));
+      });
+    },
+  });
+  return app;
+}
+

@@ -1,0 +1,18 @@
+/**
+ * Small checks shared by route handlers.
+ *
+ * @module
+ */
+
+import type { Core } from "../lib/core.ts";
+import { MoonbaseError } from "../lib/errors.ts";
+import type { AuthValue } from "../lib/auth/sessions.ts";
+import type { Context } from "../lib/http/context.ts";
+
+/** Resolves the caller and requires an admin (guest → 401, user → 403). */
+export async function requireAdmin(ctx: Context<Core>): Promise<AuthValue> {
+  const auth = await ctx.auth();
+  if (auth.type === "admin") return auth;
+  if (auth.type === "guest") throw new MoonbaseError("unauthenticated", "Cannot continue: admin authentication required");
+  throw new MoonbaseError("forbidden", "Cannot continue: admins only");
+}

@@ -1,0 +1,31 @@
+/**
+ * Every route of Moonbase, in one list.
+ *
+ * @module
+ */
+
+import type { Core } from "../lib/core.ts";
+import type { Handler } from "../lib/http/context.ts";
+import { Router } from "../lib/http/router.ts";
+import { RecordService } from "../lib/records/service.ts";
+import { adminRoutes } from "./admins.ts";
+import { healthRoutes } from "./health.ts";
+import { recordRoutes } from "./records.ts";
+import { schemaRoutes } from "./schemas.ts";
+
+/**
+ * Builds the router with all built-in routes.
+ *
+ * @example
+ * ```ts ignore
+ * const router = buildRouter(core);
+ * ```
+ */
+export function buildRouter(core: Core): Router<Handler<Core>> {
+  const r = new Router<Handler<Core>>();
+  healthRoutes(r);
+  adminRoutes(r);
+  schemaRoutes(r);
+  recordRoutes(r, new RecordService(core.schemas));
+  return r;
+}

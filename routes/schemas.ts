@@ -1,0 +1,48 @@
+/**
+ * Schemas API (spec §4.4), admin only.
+ *
+ * @module
+ */
+
+import type { Core } from "../lib/core.ts";
+import { MoonbaseError } from "../lib/errors.ts";
+import { readJsonObject } from "../lib/http/body.ts";
+import type { Handler } from "../lib/http/context.ts";
+import { json, noContent } from "../lib/http/envelope.ts";
+import type { Router } from "../lib/http/router.ts";
+import { requireAdmin } from "./guards.ts";
+
+function notFound(id: string): MoonbaseError {
+  return new MoonbaseError("not_found", `Cannot find entity: no entity ${JSON.stringify(id.slice(0, 80))}`);
+}
+
+/** Registers the schema routes. */
+export function schemaRoutes(r: Router<Handler<Core>>): void {
+  r.add("GET", "/api/v1/schemas", async (ctx) => {
+    await requireAdmin(ctx);
+    return json(200, ctx.app.schemas.all().map((e) => e.schema));
+  });
+  r.add("GET", "/api/v1/schemas/:id", async (ctx) => {
+    await requireAdmin(ctx);
+    const e = ctx.app.schemas.get(ctx.params.id);
+    if (!e) throw notFound(ctx.params.id);
+    return json(200, e.schema);
+  });
+  r.add("POST", "/api/v1/schemas", async (ctx) => {
+    await requireAdmin(ctx);
+    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    const e = await ctx.app.schemas.create(body);
+    return json(201, e.schema);
+  });
+  r.add("PATCH", "/api/v1/schemas/:id", async (ctx) => {
+    await requireAdmin(ctx);
+    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    const e = await ctx.app.schemas.update(ctx.params.id, body);
+    return json(200, e.schema);
+  });
+  r.add("DELETE", "/api/v1/schemas/:id", async (ctx) => {
+    await requireAdmin(ctx);
+    await ctx.app.schemas.remove(ctx.params.id);
+    return noContent();
+  });
+}
