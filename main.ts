@@ -43,10 +43,19 @@ Environment:
 
 class UsageError extends Error {}
 
-function int(value: string | undefined, name: string, min: number, max: number): number | undefined {
+function int(
+  value: string | undefined,
+  name: string,
+  min: number,
+  max: number,
+): number | undefined {
   if (value === undefined) return undefined;
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw new UsageError(`invalid --${name} ${JSON.stringify(value)}: expected an integer from ${min} to ${max}`);
+    throw new UsageError(
+      `invalid --${name} ${
+        JSON.stringify(value)
+      }: expected an integer from ${min} to ${max}`,
+    );
   }
   return Number(value);
 }
@@ -81,14 +90,22 @@ export function parseCli(args: string[]) {
       },
     });
   } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message.split("\n")[0] : String(err));
+    throw new UsageError(
+      err instanceof Error ? err.message.split("\n")[0] : String(err),
+    );
   }
   const v = parsed.values;
   const [command, ...rest] = parsed.positionals;
   if (v.database !== undefined && v.database.toUpperCase() !== "PSQL") {
-    throw new UsageError(`invalid --database ${JSON.stringify(v.database)}: use PSQL, or omit it for SQLite`);
+    throw new UsageError(
+      `invalid --database ${
+        JSON.stringify(v.database)
+      }: use PSQL, or omit it for SQLite`,
+    );
   }
-  if (v.database && !v.connection) throw new UsageError("--database PSQL needs --connection <url>");
+  if (v.database && !v.connection) {
+    throw new UsageError("--database PSQL needs --connection <url>");
+  }
   const config: AppConfig = {
     dataDir: v.dataDir,
     database: v.database?.toUpperCase(),
@@ -106,16 +123,24 @@ export function parseCli(args: string[]) {
   return { command, rest, values: v, config, port, host: v.host ?? "0.0.0.0" };
 }
 
-async function serve(config: AppConfig, port: number, host: string): Promise<void> {
+async function serve(
+  config: AppConfig,
+  port: number,
+  host: string,
+): Promise<void> {
   const app = await createApp(config);
   for (const n of app.notices) console.error(n);
   const server = await app.serve({ port, hostname: host });
   const shown = host === "0.0.0.0" ? "localhost" : host;
   const base = `http://${shown}:${server.addr.port}`;
-  const db = app.storage.dialect.name === "sqlite" ? `SQLite in ${app.config.dataDir}` : "PostgreSQL";
+  const db = app.storage.dialect.name === "sqlite"
+    ? `SQLite in ${app.config.dataDir}`
+    : "PostgreSQL";
   console.log(`Moonbase ${VERSION} listening on ${base} (${db})`);
   if (app.setupToken) {
-    console.log(`No admin yet. Create one at ${base}/mb/setup?token=${app.setupToken}`);
+    console.log(
+      `No admin yet. Create one at ${base}/mb/setup?token=${app.setupToken}`,
+    );
     console.log(`  or: moonbase admins --add <email> <password>`);
   }
   let stopping = false;
@@ -131,26 +156,51 @@ async function serve(config: AppConfig, port: number, host: string): Promise<voi
   await server.finished;
 }
 
-async function admins(config: AppConfig, values: Record<string, unknown>, rest: string[]): Promise<void> {
+async function admins(
+  config: AppConfig,
+  values: Record<string, unknown>,
+  rest: string[],
+): Promise<void> {
   const core = await createCore({ ...config, quiet: true });
   try {
     const entity = core.schemas.get("mb_admins")!;
     if (typeof values.add === "string") {
-      if (rest.length !== 1) throw new UsageError("admins --add needs <email> <password>");
+      if (rest.length !== 1) {
+        throw new UsageError("admins --add needs <email> <password>");
+      }
       const rec = await entity.create({ email: values.add, password: rest[0] });
       console.log(`Created admin ${rec.email} (${rec.id})`);
     } else if (values.ls) {
       const page = await entity.list("limit=500&sort=created");
-      for (const a of page.items) console.log(`${a.id}\t${a.email}\t${a.created}`);
+      for (const a of page.items) {
+        console.log(`${a.id}\t${a.email}\t${a.created}`);
+      }
       if (!(await hasAdmin(core.storage))) console.log("(no admins)");
     } else if (typeof values.rm === "string") {
-      const rec = await entity.queryFromCols(values.rm.toLowerCase().includes("@") ? values.rm.toLowerCase() : values.rm, ["id", "email"]);
-      if (!rec) throw new MoonbaseError("not_found", `Cannot remove admin: no admin ${values.rm}`);
-      if ((await entity.countRecords()) <= 1) throw new MoonbaseError("conflict", "Cannot remove admin: it is the last one");
+      const rec = await entity.queryFromCols(
+        values.rm.toLowerCase().includes("@")
+          ? values.rm.toLowerCase()
+          : values.rm,
+        ["id", "email"],
+      );
+      if (!rec) {
+        throw new MoonbaseError(
+          "not_found",
+          `Cannot remove admin: no admin ${values.rm}`,
+        );
+      }
+      if ((await entity.countRecords()) <= 1) {
+        throw new MoonbaseError(
+          "conflict",
+          "Cannot remove admin: it is the last one",
+        );
+      }
       await entity.remove(String(rec.id));
       console.log(`Removed admin ${rec.email}`);
     } else {
-      throw new UsageError("admins needs --add <email> <password>, --ls or --rm <email|id>");
+      throw new UsageError(
+        "admins needs --add <email> <password>, --ls or --rm <email|id>",
+      );
     }
   } finally {
     await core.close();
@@ -177,13 +227,25 @@ export async function main(args: string[]): Promise<number> {
       await admins(cli.config, cli.values, cli.rest);
       return 0;
     }
-    throw new UsageError(cli.command ? `unknown command ${JSON.stringify([cli.command, ...cli.rest].join(" "))}` : "missing command");
+    throw new UsageError(
+      cli.command
+        ? `unknown command ${
+          JSON.stringify([cli.command, ...cli.rest].join(" "))
+        }`
+        : "missing command",
+    );
   } catch (err) {
     if (err instanceof UsageError) {
       console.error(`moonbase: ${err.message}\n\n${USAGE}`);
     } else if (err instanceof MoonbaseError) {
-      const fields = (err.data as { fields?: Record<string, { message: string }> } | null)?.fields;
-      const detail = fields ? `: ${Object.entries(fields).map(([k, f]) => `${k} ${f.message}`).join(", ")}` : "";
+      const fields =
+        (err.data as { fields?: Record<string, { message: string }> } | null)
+          ?.fields;
+      const detail = fields
+        ? `: ${
+          Object.entries(fields).map(([k, f]) => `${k} ${f.message}`).join(", ")
+        }`
+        : "";
       console.error(`moonbase: ${err.message}${detail}`);
     } else if (err instanceof StorageUnavailableError || err instanceof Error) {
       console.error(`moonbase: ${err.message.split("\n")[0]}`);

@@ -17,7 +17,7 @@
 import { type Core, createCore, VERSION } from "./lib/core.ts";
 import type { AppConfig } from "./lib/config.ts";
 import type { Handler } from "./lib/http/context.ts";
-import { createHandler, type ConnInfo } from "./lib/http/handler.ts";
+import { type ConnInfo, createHandler } from "./lib/http/handler.ts";
 import { buildRouter } from "./routes/mod.ts";
 
 export { Entity } from "./lib/schema/entity.ts";
@@ -26,7 +26,13 @@ export { json, noContent } from "./lib/http/envelope.ts";
 export type { AppConfig } from "./lib/config.ts";
 export type { Context, Handler } from "./lib/http/context.ts";
 export type { AuthValue } from "./lib/auth/sessions.ts";
-export type { EntitySchema, FieldDef, FieldType, Rule, Rules } from "./lib/schema/types.ts";
+export type {
+  EntitySchema,
+  FieldDef,
+  FieldType,
+  Rule,
+  Rules,
+} from "./lib/schema/types.ts";
 export type { Registry } from "./lib/schema/registry.ts";
 export { VERSION };
 
@@ -37,11 +43,16 @@ export interface App extends Core {
   /** Adds a custom route (`:params` allowed); it may replace a built-in one. */
   route(method: string, path: string, handler: Handler<Core>): void;
   /** Starts listening; resolves once the server is up. */
-  serve(options?: { port?: number; hostname?: string; signal?: AbortSignal }): Promise<Deno.HttpServer<Deno.NetAddr>>;
+  serve(
+    options?: { port?: number; hostname?: string; signal?: AbortSignal },
+  ): Promise<Deno.HttpServer<Deno.NetAddr>>;
 }
 
 /** Reports an unexpected error without exposing it to the client. */
-function report(err: unknown, where: { method: string; path: string; requestId: string }): void {
+function report(
+  err: unknown,
+  where: { method: string; path: string; requestId: string },
+): void {
   console.error(JSON.stringify({
     level: "error",
     time: new Date().toISOString(),
@@ -61,7 +72,9 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     route(method: string, path: string, h: Handler<Core>) {
       router.add(method.toUpperCase(), path, h);
     },
-    serve(options: { port?: number; hostname?: string; signal?: AbortSignal } = {}) {
+    serve(
+      options: { port?: number; hostname?: string; signal?: AbortSignal } = {},
+    ) {
       return new Promise<Deno.HttpServer<Deno.NetAddr>>((resolve) => {
         const server = Deno.serve({
           port: options.port ?? 7070,
@@ -74,4 +87,3 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
   });
   return app;
 }
-

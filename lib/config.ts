@@ -37,11 +37,13 @@ export interface AppConfig {
 }
 
 /** Config with every default applied. */
-export type ResolvedConfig = Required<Omit<AppConfig, "connection" | "publicDir" | "jwtSecret">> & {
-  connection?: string;
-  publicDir?: string;
-  jwtSecret?: string;
-};
+export type ResolvedConfig =
+  & Required<Omit<AppConfig, "connection" | "publicDir" | "jwtSecret">>
+  & {
+    connection?: string;
+    publicDir?: string;
+    jwtSecret?: string;
+  };
 
 /** Applies defaults. */
 export function resolveConfig(c: AppConfig): ResolvedConfig {

@@ -6,7 +6,11 @@
  */
 
 import { join } from "node:path";
-import { type AppConfig, resolveConfig, type ResolvedConfig } from "./config.ts";
+import {
+  type AppConfig,
+  resolveConfig,
+  type ResolvedConfig,
+} from "./config.ts";
 import type { Storage } from "./db/storage.ts";
 import { SqliteStorage } from "./db/sqlite.ts";
 import { PostgresStorage } from "./db/postgres.ts";
@@ -40,13 +44,19 @@ export interface Core {
 /** Opens the storage the config names. */
 export async function openStorage(config: ResolvedConfig): Promise<Storage> {
   if (config.database.toUpperCase() === "PSQL") {
-    if (!config.connection) throw new Error("Cannot use --database PSQL: --connection <url> is required");
+    if (!config.connection) {
+      throw new Error(
+        "Cannot use --database PSQL: --connection <url> is required",
+      );
+    }
     const pg = new PostgresStorage(config.connection, config.poolSize);
     await pg.connect();
     return pg;
   }
   if (config.database.toUpperCase() !== "SQLITE") {
-    throw new Error(`Cannot use --database ${config.database}: use PSQL, or omit it for SQLite`);
+    throw new Error(
+      `Cannot use --database ${config.database}: use PSQL, or omit it for SQLite`,
+    );
   }
   await Deno.mkdir(config.dataDir, { recursive: true });
   return new SqliteStorage(join(config.dataDir, "moonbase.db"));
@@ -54,7 +64,8 @@ export async function openStorage(config: ResolvedConfig): Promise<Storage> {
 
 /** True when at least one admin account exists. */
 export async function hasAdmin(storage: Storage): Promise<boolean> {
-  return (await storage.query(`SELECT 1 AS one FROM "mb_admins" LIMIT 1`)).length > 0;
+  return (await storage.query(`SELECT 1 AS one FROM "mb_admins" LIMIT 1`))
+    .length > 0;
 }
 
 /**
@@ -76,10 +87,15 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     const schemas = new Registry(storage, checkRuleExpr);
     await schemas.load();
     const notices: string[] = [];
-    const secret = await resolveSecret(config.dataDir, config.jwtSecret ?? Deno.env.get("MB_JWT_SECRET"));
+    const secret = await resolveSecret(
+      config.dataDir,
+      config.jwtSecret ?? Deno.env.get("MB_JWT_SECRET"),
+    );
     if (secret.source !== "env") {
       notices.push(
-        `warning: MB_JWT_SECRET is not set; using the secret in ${join(config.dataDir, ".jwt_secret")}${
+        `warning: MB_JWT_SECRET is not set; using the secret in ${
+          join(config.dataDir, ".jwt_secret")
+        }${
           secret.source === "generated" ? " (newly generated)" : ""
         }. Set MB_JWT_SECRET in production.`,
       );
@@ -89,7 +105,10 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     const setupToken = (await hasAdmin(storage)) ? undefined : randomToken(24);
     let refresh: ReturnType<typeof setInterval> | undefined;
     if (storage.dialect.name === "postgres") {
-      refresh = setInterval(() => schemas.refreshIfChanged().catch(() => {}), 1000);
+      refresh = setInterval(
+        () => schemas.refreshIfChanged().catch(() => {}),
+        1000,
+      );
     }
     return {
       config,

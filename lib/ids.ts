@@ -4,7 +4,10 @@
  * @module
  */
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+const HEX = Array.from(
+  { length: 256 },
+  (_, i) => i.toString(16).padStart(2, "0"),
+);
 let lastMs = 0;
 let seq = 0;
 
@@ -57,7 +60,10 @@ export function uuidv7(): string {
  */
 export function randomToken(bytes = 32): string {
   const raw = crypto.getRandomValues(new Uint8Array(bytes));
-  return btoa(String.fromCharCode(...raw)).replaceAll("+", "-").replaceAll("/", "_")
+  return btoa(String.fromCharCode(...raw)).replaceAll("+", "-").replaceAll(
+    "/",
+    "_",
+  )
     .replace(/=+$/, "");
 }
 

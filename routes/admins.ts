@@ -24,11 +24,19 @@ export async function setupAdmin(ctx: Context<Core>): Promise<Response> {
   const run = setupLock.then(async () => {
     if (await hasAdmin(core.storage)) {
       core.setupToken = undefined;
-      throw new MoonbaseError("forbidden", "Cannot set up: an admin account already exists");
+      throw new MoonbaseError(
+        "forbidden",
+        "Cannot set up: an admin account already exists",
+      );
     }
-    const given = /^Bearer\s+(\S+)$/i.exec(ctx.req.headers.get("authorization") ?? "")?.[1];
+    const given = /^Bearer\s+(\S+)$/i.exec(
+      ctx.req.headers.get("authorization") ?? "",
+    )?.[1];
     if (!core.setupToken || given !== core.setupToken) {
-      throw new MoonbaseError("unauthenticated", "Cannot set up: the setup token printed at start is required");
+      throw new MoonbaseError(
+        "unauthenticated",
+        "Cannot set up: the setup token printed at start is required",
+      );
     }
     const body = await readJsonObject(ctx.req, core.config.maxBodySize);
     const { email, password } = body;

@@ -13,6 +13,11 @@ import type { Context } from "../lib/http/context.ts";
 export async function requireAdmin(ctx: Context<Core>): Promise<AuthValue> {
   const auth = await ctx.auth();
   if (auth.type === "admin") return auth;
-  if (auth.type === "guest") throw new MoonbaseError("unauthenticated", "Cannot continue: admin authentication required");
+  if (auth.type === "guest") {
+    throw new MoonbaseError(
+      "unauthenticated",
+      "Cannot continue: admin authentication required",
+    );
+  }
   throw new MoonbaseError("forbidden", "Cannot continue: admins only");
 }

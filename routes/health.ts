@@ -12,9 +12,14 @@ import type { Router } from "../lib/http/router.ts";
 
 async function databaseUp(core: Core): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<boolean>((r) => timer = setTimeout(() => r(false), 1000));
+  const timeout = new Promise<boolean>((r) =>
+    timer = setTimeout(() => r(false), 1000)
+  );
   try {
-    return await Promise.race([core.storage.ping().then(() => true, () => false), timeout]);
+    return await Promise.race([
+      core.storage.ping().then(() => true, () => false),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -30,6 +35,11 @@ export function healthRoutes(r: Router<Handler<Core>>): void {
       version: VERSION,
       database: up ? "ok" : "down",
     };
-    return json(up ? 200 : 503, data, { "cache-control": "no-store" }, up ? "" : "Database is not answering");
+    return json(
+      up ? 200 : 503,
+      data,
+      { "cache-control": "no-store" },
+      up ? "" : "Database is not answering",
+    );
   });
 }

@@ -13,7 +13,10 @@ import type { Router } from "../lib/http/router.ts";
 import { requireAdmin } from "./guards.ts";
 
 function notFound(id: string): MoonbaseError {
-  return new MoonbaseError("not_found", `Cannot find entity: no entity ${JSON.stringify(id.slice(0, 80))}`);
+  return new MoonbaseError(
+    "not_found",
+    `Cannot find entity: no entity ${JSON.stringify(id.slice(0, 80))}`,
+  );
 }
 
 /** Registers the schema routes. */

@@ -50,9 +50,18 @@ export class TokenSigner {
   }
 
   /** Issues a token for a user of an entity. */
-  async sign(sub: string, entity: string): Promise<{ token: string; claims: TokenClaims }> {
+  async sign(
+    sub: string,
+    entity: string,
+  ): Promise<{ token: string; claims: TokenClaims }> {
     const iat = Math.floor(Date.now() / 1000);
-    const claims: TokenClaims = { sub, entity, jti: uuidv7(), iat, exp: iat + this.#ttl };
+    const claims: TokenClaims = {
+      sub,
+      entity,
+      jti: uuidv7(),
+      iat,
+      exp: iat + this.#ttl,
+    };
     const token = await new SignJWT({ entity })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(sub)
@@ -80,7 +89,8 @@ export class TokenSigner {
       });
       const { sub, entity, jti, iat, exp } = payload;
       if (
-        typeof sub !== "string" || typeof entity !== "string" || typeof jti !== "string" ||
+        typeof sub !== "string" || typeof entity !== "string" ||
+        typeof jti !== "string" ||
         typeof iat !== "number" || typeof exp !== "number"
       ) return undefined;
       const claims: TokenClaims = { sub, entity, jti, iat, exp };

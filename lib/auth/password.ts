@@ -12,10 +12,20 @@ import { Buffer } from "node:buffer";
 const N = 32768, R = 8, P = 1, KEYLEN = 32;
 const MAXMEM = 128 * N * R * 2;
 
-function derive(password: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
+function derive(
+  password: string,
+  salt: Buffer,
+  n: number,
+  r: number,
+  p: number,
+): Promise<Buffer> {
   return new Promise((resolve, reject) =>
-    scrypt(password.normalize("NFC"), salt, KEYLEN, { N: n, r, p, maxmem: MAXMEM * 2 }, (err, key) =>
-      err ? reject(err) : resolve(key))
+    scrypt(password.normalize("NFC"), salt, KEYLEN, {
+      N: n,
+      r,
+      p,
+      maxmem: MAXMEM * 2,
+    }, (err, key) => err ? reject(err) : resolve(key))
   );
 }
 
@@ -33,7 +43,9 @@ function derive(password: string, salt: Buffer, n: number, r: number, p: number)
 export async function hashPassword(password: string): Promise<string> {
   const salt = Buffer.from(crypto.getRandomValues(new Uint8Array(16)));
   const key = await derive(password, salt, N, R, P);
-  return `scrypt$${N}$${R}$${P}$${salt.toString("base64")}$${key.toString("base64")}`;
+  return `scrypt$${N}$${R}$${P}$${salt.toString("base64")}$${
+    key.toString("base64")
+  }`;
 }
 
 /**
@@ -46,11 +58,16 @@ export async function hashPassword(password: string): Promise<string> {
  * console.assert(!(await verifyPassword("x", "not-a-hash")));
  * ```
  */
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+export async function verifyPassword(
+  password: string,
+  stored: string,
+): Promise<boolean> {
   const parts = stored.split("$");
   if (parts.length !== 6 || parts[0] !== "scrypt") return false;
   const [n, r, p] = parts.slice(1, 4).map(Number);
-  if (![n, r, p].every(Number.isSafeInteger) || n > 2 ** 20 || r > 32 || p > 4) return false;
+  if (
+    ![n, r, p].every(Number.isSafeInteger) || n > 2 ** 20 || r > 32 || p > 4
+  ) return false;
   const salt = Buffer.from(parts[4], "base64");
   const expected = Buffer.from(parts[5], "base64");
   const key = await derive(password, salt, n, r, p);

@@ -23,9 +23,16 @@ export interface Secret {
  * const s = await resolveSecret("./data", undefined);
  * ```
  */
-export async function resolveSecret(dataDir: string, env: string | undefined): Promise<Secret> {
+export async function resolveSecret(
+  dataDir: string,
+  env: string | undefined,
+): Promise<Secret> {
   if (env !== undefined && env !== "") {
-    if (env.length < 32) throw new Error("Cannot use MB_JWT_SECRET: it must have at least 32 characters");
+    if (env.length < 32) {
+      throw new Error(
+        "Cannot use MB_JWT_SECRET: it must have at least 32 characters",
+      );
+    }
     return { value: env, source: "env" };
   }
   const path = join(dataDir, ".jwt_secret");

@@ -23,7 +23,12 @@ export interface AuthValue {
 }
 
 /** The caller without a token. */
-export const GUEST: AuthValue = Object.freeze({ id: "", entity: "", type: "guest", user: null });
+export const GUEST: AuthValue = Object.freeze({
+  id: "",
+  entity: "",
+  type: "guest",
+  user: null,
+});
 
 /** A login result (spec §2.4). */
 export interface LoginResult {
@@ -47,23 +52,50 @@ export class Sessions {
   }
 
   /** Verifies identity (email or id) and password; one 401 message for every failure. */
-  async login(entity: Entity, body: Record<string, unknown>): Promise<LoginResult> {
+  async login(
+    entity: Entity,
+    body: Record<string, unknown>,
+  ): Promise<LoginResult> {
     const { identity, password } = body;
-    if (typeof identity !== "string" || identity === "" || identity.length > 320) {
-      throw new MoonbaseError("invalid", "Cannot log in: identity must be a non-empty string", {
-        fields: { identity: { code: "required", message: "Missing identity" } },
-      });
+    if (
+      typeof identity !== "string" || identity === "" || identity.length > 320
+    ) {
+      throw new MoonbaseError(
+        "invalid",
+        "Cannot log in: identity must be a non-empty string",
+        {
+          fields: {
+            identity: { code: "required", message: "Missing identity" },
+          },
+        },
+      );
     }
-    if (typeof password !== "string" || password === "" || password.length > 1024) {
-      throw new MoonbaseError("invalid", "Cannot log in: password must be a non-empty string", {
-        fields: { password: { code: "required", message: "Missing password" } },
-      });
+    if (
+      typeof password !== "string" || password === "" || password.length > 1024
+    ) {
+      throw new MoonbaseError(
+        "invalid",
+        "Cannot log in: password must be a non-empty string",
+        {
+          fields: {
+            password: { code: "required", message: "Missing password" },
+          },
+        },
+      );
     }
-    const row = await entity.rowFromCols(identity.includes("@") ? identity.toLowerCase() : identity, ["id", "email"]);
+    const row = await entity.rowFromCols(
+      identity.includes("@") ? identity.toLowerCase() : identity,
+      ["id", "email"],
+    );
     const hash = typeof row?.password === "string" ? row.password : undefined;
-    const ok = hash ? await verifyPassword(password, hash) : await verifyDummy(password);
+    const ok = hash
+      ? await verifyPassword(password, hash)
+      : await verifyDummy(password);
     if (!row || !ok) throw new MoonbaseError("unauthenticated", BAD_LOGIN);
-    return await this.issue(entity, decodeRow(entity.schema, row, this.#store.dialect));
+    return await this.issue(
+      entity,
+      decodeRow(entity.schema, row, this.#store.dialect),
+    );
   }
 
   /** Signs a token for a user record. */
@@ -76,15 +108,33 @@ export class Sessions {
   async resolve(header: string | null): Promise<AuthValue> {
     if (header === null || header === "") return GUEST;
     const m = /^Bearer\s+(\S+)$/i.exec(header);
-    if (!m) throw new MoonbaseError("unauthenticated", "Cannot authenticate: expected Authorization: Bearer <token>");
+    if (!m) {
+      throw new MoonbaseError(
+        "unauthenticated",
+        "Cannot authenticate: expected Authorization: Bearer <token>",
+      );
+    }
     const claims = await this.#signer.verify(m[1]);
-    if (!claims) throw new MoonbaseError("unauthenticated", "Cannot authenticate: invalid or expired token");
+    if (!claims) {
+      throw new MoonbaseError(
+        "unauthenticated",
+        "Cannot authenticate: invalid or expired token",
+      );
+    }
     const entity = this.#registry.byName(claims.entity);
     if (!entity || entity.type !== "auth" || entity.name !== claims.entity) {
-      throw new MoonbaseError("unauthenticated", "Cannot authenticate: invalid or expired token");
+      throw new MoonbaseError(
+        "unauthenticated",
+        "Cannot authenticate: invalid or expired token",
+      );
     }
     const user = await entity.read(claims.sub);
-    if (!user) throw new MoonbaseError("unauthenticated", "Cannot authenticate: invalid or expired token");
+    if (!user) {
+      throw new MoonbaseError(
+        "unauthenticated",
+        "Cannot authenticate: invalid or expired token",
+      );
+    }
     return {
       id: claims.sub,
       entity: entity.name,

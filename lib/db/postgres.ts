@@ -51,7 +51,9 @@ export const postgresDialect: Dialect = {
     const e = err as { code?: string; constraint_name?: string };
     const kind = e.code ? CODES[e.code] : undefined;
     if (!kind) return undefined;
-    return e.constraint_name ? { kind, constraint: e.constraint_name } : { kind };
+    return e.constraint_name
+      ? { kind, constraint: e.constraint_name }
+      : { kind };
   },
 };
 
@@ -74,14 +76,22 @@ type Sql = postgres.Sql | postgres.TransactionSql;
 function queryable(sql: Sql): Queryable {
   return {
     async query(text, params = []) {
-      return await sql.unsafe(toDollar(text), params as postgres.ParameterOrJSON<never>[], {
-        prepare: true,
-      }) as unknown as Row[];
+      return await sql.unsafe(
+        toDollar(text),
+        params as postgres.ParameterOrJSON<never>[],
+        {
+          prepare: true,
+        },
+      ) as unknown as Row[];
     },
     async run(text, params = []) {
-      const res = await sql.unsafe(toDollar(text), params as postgres.ParameterOrJSON<never>[], {
-        prepare: true,
-      });
+      const res = await sql.unsafe(
+        toDollar(text),
+        params as postgres.ParameterOrJSON<never>[],
+        {
+          prepare: true,
+        },
+      );
       return res.count;
     },
     async exec(text) {

@@ -40,7 +40,9 @@ export const sqliteDialect: Dialect = {
   decode(kind, value) {
     if (value === null || value === undefined) return null;
     if (kind === "bool") return value === 1 || value === true;
-    if (kind === "json") return typeof value === "string" ? JSON.parse(value) : value;
+    if (kind === "json") {
+      return typeof value === "string" ? JSON.parse(value) : value;
+    }
     return value;
   },
   constraintFailure(err) {
@@ -80,7 +82,9 @@ export class SqliteStorage implements Storage {
       this.#db.exec("PRAGMA journal_size_limit=67108864");
     } catch (err) {
       throw new StorageUnavailableError(
-        `Cannot open SQLite database ${path}: ${err instanceof Error ? err.message : err}`,
+        `Cannot open SQLite database ${path}: ${
+          err instanceof Error ? err.message : err
+        }`,
       );
     }
     const self = this;

@@ -78,7 +78,9 @@ export class StorageUnavailableError extends Error {
  */
 export function ident(name: string): string {
   if (!/^[A-Za-z0-9_]{1,63}$/.test(name)) {
-    throw new Error(`Cannot quote identifier: invalid name ${JSON.stringify(name)}`);
+    throw new Error(
+      `Cannot quote identifier: invalid name ${JSON.stringify(name)}`,
+    );
   }
   return `"${name}"`;
 }

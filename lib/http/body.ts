@@ -27,7 +27,10 @@ export function mediaType(req: Request): string {
  * console.assert(bytes.length === 2);
  * ```
  */
-export async function readBytes(req: Request, max: number): Promise<Uint8Array> {
+export async function readBytes(
+  req: Request,
+  max: number,
+): Promise<Uint8Array> {
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > max) throw tooLarge(max);
   if (!req.body) return new Uint8Array();
@@ -55,11 +58,16 @@ export async function readBytes(req: Request, max: number): Promise<Uint8Array> 
 }
 
 function tooLarge(max: number): MoonbaseError {
-  return new MoonbaseError("too_large", `Cannot read body: larger than ${max} bytes`);
+  return new MoonbaseError(
+    "too_large",
+    `Cannot read body: larger than ${max} bytes`,
+  );
 }
 
 function depthOf(value: unknown, depth: number): number {
-  if (depth > MAX_JSON_DEPTH || value === null || typeof value !== "object") return depth;
+  if (depth > MAX_JSON_DEPTH || value === null || typeof value !== "object") {
+    return depth;
+  }
   let max = depth;
   for (const v of Array.isArray(value) ? value : Object.values(value)) {
     max = Math.max(max, depthOf(v, depth + 1));
@@ -113,7 +121,9 @@ export async function readJsonObject(
   if (type !== "application/json") {
     throw new MoonbaseError(
       "unsupported_media_type",
-      `Cannot read body: expected application/json, got ${type || "no content type"}`,
+      `Cannot read body: expected application/json, got ${
+        type || "no content type"
+      }`,
     );
   }
   const bytes = await readBytes(req, max);
@@ -123,10 +133,15 @@ export async function readJsonObject(
   } catch {
     throw new MoonbaseError("invalid", "Cannot parse body: not valid UTF-8");
   }
-  if (text.trim() === "") throw new MoonbaseError("invalid", "Cannot parse body: empty");
+  if (text.trim() === "") {
+    throw new MoonbaseError("invalid", "Cannot parse body: empty");
+  }
   const value = parseJson(text);
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw new MoonbaseError("invalid", "Cannot parse body: expected a JSON object");
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot parse body: expected a JSON object",
+    );
   }
   return value as Record<string, unknown>;
 }

@@ -5,7 +5,10 @@
  */
 
 /** A layer: may act before and after `next()`. */
-export type Middleware<C> = (ctx: C, next: () => Promise<Response>) => Promise<Response>;
+export type Middleware<C> = (
+  ctx: C,
+  next: () => Promise<Response>,
+) => Promise<Response>;
 
 /**
  * Composes middleware around a final handler.
@@ -27,7 +30,9 @@ export function compose<C>(
 ): (ctx: C) => Promise<Response> {
   return (ctx) => {
     const dispatch = (i: number): Promise<Response> =>
-      i === layers.length ? handler(ctx) : layers[i](ctx, () => dispatch(i + 1));
+      i === layers.length
+        ? handler(ctx)
+        : layers[i](ctx, () => dispatch(i + 1));
     return dispatch(0);
   };
 }

@@ -4,7 +4,8 @@
  * @module
  */
 
-const ALLOW_HEADERS = "Authorization, Content-Type, X-Request-Id, Range, If-None-Match";
+const ALLOW_HEADERS =
+  "Authorization, Content-Type, X-Request-Id, Range, If-None-Match";
 const EXPOSE_HEADERS =
   "X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Content-Range, ETag";
 
@@ -34,7 +35,12 @@ export class Cors {
   headers(req: Request): Record<string, string> | undefined {
     const origin = req.headers.get("origin");
     if (!origin) return undefined;
-    if (this.#any) return { "access-control-allow-origin": "*", "access-control-expose-headers": EXPOSE_HEADERS };
+    if (this.#any) {
+      return {
+        "access-control-allow-origin": "*",
+        "access-control-expose-headers": EXPOSE_HEADERS,
+      };
+    }
     if (!this.#origins.has(origin)) return undefined;
     return {
       "access-control-allow-origin": origin,
@@ -46,12 +52,15 @@ export class Cors {
   /** The answer to a preflight (`OPTIONS` with `Access-Control-Request-Method`). */
   preflight(req: Request): Response {
     const base = this.headers(req);
-    if (!base) return new Response(null, { status: 204, headers: { vary: "Origin" } });
+    if (!base) {
+      return new Response(null, { status: 204, headers: { vary: "Origin" } });
+    }
     return new Response(null, {
       status: 204,
       headers: {
         ...base,
-        "access-control-allow-methods": "GET, HEAD, POST, PATCH, DELETE, OPTIONS",
+        "access-control-allow-methods":
+          "GET, HEAD, POST, PATCH, DELETE, OPTIONS",
         "access-control-allow-headers": ALLOW_HEADERS,
         "access-control-max-age": "600",
       },

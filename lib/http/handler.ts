@@ -22,7 +22,10 @@ const prefix = crypto.randomUUID().slice(0, 8);
 export type ConnInfo = { remoteAddr?: { hostname?: string } } | undefined;
 
 /** Something to report unexpected errors to. */
-export type ErrorReporter = (err: unknown, ctx: { method: string; path: string; requestId: string }) => void;
+export type ErrorReporter = (
+  err: unknown,
+  ctx: { method: string; path: string; requestId: string },
+) => void;
 
 function clientIp(req: Request, info: ConnInfo, trustProxy: boolean): string {
   if (trustProxy) {
@@ -50,28 +53,50 @@ export function createHandler(
   const cors = new Cors(core.config.corsOrigins);
   return async (req, info) => {
     const given = req.headers.get("x-request-id");
-    const requestId = given && REQUEST_ID.test(given) ? given : `${prefix}-${(++seq).toString(36)}`;
+    const requestId = given && REQUEST_ID.test(given)
+      ? given
+      : `${prefix}-${(++seq).toString(36)}`;
     let res: Response;
     const url = new URL(req.url);
-    if (req.method === "OPTIONS" && req.headers.has("access-control-request-method")) {
+    if (
+      req.method === "OPTIONS" &&
+      req.headers.has("access-control-request-method")
+    ) {
       res = cors.preflight(req);
     } else {
       try {
-        res = await dispatch(core, router, req, url, requestId, clientIp(req, info, core.config.trustProxy));
+        res = await dispatch(
+          core,
+          router,
+          req,
+          url,
+          requestId,
+          clientIp(req, info, core.config.trustProxy),
+        );
       } catch (err) {
-        res = errorResponse(err, (e) => report(e, { method: req.method, path: url.pathname, requestId }));
+        res = errorResponse(
+          err,
+          (e) =>
+            report(e, { method: req.method, path: url.pathname, requestId }),
+        );
       }
     }
     const extra = cors.headers(req);
     try {
       res.headers.set("x-request-id", requestId);
-      if (!res.headers.has("x-content-type-options")) res.headers.set("x-content-type-options", "nosniff");
-      if (extra) for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
+      if (!res.headers.has("x-content-type-options")) {
+        res.headers.set("x-content-type-options", "nosniff");
+      }
+      if (extra) {
+        for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
+      }
     } catch {
       // Immutable headers (e.g. a Response from fetch): copy.
       res = new Response(res.body, res);
       res.headers.set("x-request-id", requestId);
-      if (extra) for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
+      if (extra) {
+        for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
+      }
     }
     if (req.method === "HEAD" && res.body) {
       await res.body.cancel().catch(() => {});
@@ -99,19 +124,27 @@ async function dispatch(
       app: core,
       requestId,
       ip,
-      auth: () => auth ??= core.sessions.resolve(req.headers.get("authorization")),
+      auth: () =>
+        auth ??= core.sessions.resolve(req.headers.get("authorization")),
     };
     return await match.handler(ctx);
   }
   if (match.kind === "method_not_allowed") {
-    throw new MoonbaseError("method_not_allowed", `Cannot ${req.method} ${url.pathname.slice(0, 200)}: method not allowed`, null, {
-      Allow: match.allow.join(", "),
-    });
+    throw new MoonbaseError(
+      "method_not_allowed",
+      `Cannot ${req.method} ${url.pathname.slice(0, 200)}: method not allowed`,
+      null,
+      {
+        Allow: match.allow.join(", "),
+      },
+    );
   }
-  if ((req.method === "GET" || req.method === "HEAD") && core.config.publicDir && !url.pathname.startsWith("/api/")) {
+  if (
+    (req.method === "GET" || req.method === "HEAD") && core.config.publicDir &&
+    !url.pathname.startsWith("/api/")
+  ) {
     const res = await serveStatic(core.config.publicDir, req, url.pathname);
     if (res) return res;
   }
   throw new MoonbaseError("not_found", "Route Not Found");
 }
-

@@ -62,7 +62,12 @@ export class Router<H> {
   /** Finds the handler for a method and a (still percent-encoded) path. */
   match(method: string, path: string): Match<H> {
     const params: Record<string, string> = {};
-    const found = this.#walk(this.#root, path.split("/").filter(Boolean), 0, params);
+    const found = this.#walk(
+      this.#root,
+      path.split("/").filter(Boolean),
+      0,
+      params,
+    );
     if (!found) return { kind: "not_found" };
     const handler = found.handlers.get(method) ??
       (method === "HEAD" ? found.handlers.get("GET") : undefined);

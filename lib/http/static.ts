@@ -65,7 +65,10 @@ export function safeJoin(root: string, urlPath: string): string | undefined {
       return undefined;
     }
     if (seg === "" || seg === ".") continue;
-    if (seg === ".." || seg.includes("\0") || seg.includes("\\") || seg.includes("/")) return undefined;
+    if (
+      seg === ".." || seg.includes("\0") || seg.includes("\\") ||
+      seg.includes("/")
+    ) return undefined;
     parts.push(seg);
   }
   const base = resolve(root);
@@ -74,7 +77,11 @@ export function safeJoin(root: string, urlPath: string): string | undefined {
 }
 
 /** Serves a file from `root` for GET/HEAD, or returns undefined when none matches. */
-export async function serveStatic(root: string, req: Request, path: string): Promise<Response | undefined> {
+export async function serveStatic(
+  root: string,
+  req: Request,
+  path: string,
+): Promise<Response | undefined> {
   let full = safeJoin(root, path);
   if (!full) return undefined;
   try {

@@ -15,9 +15,15 @@ export type Decision = { kind: "allow" } | { kind: "custom"; expr: string };
 
 function deny(auth: AuthValue, op: Operation, entity: Entity): never {
   if (auth.type === "guest") {
-    throw new MoonbaseError("unauthenticated", `Cannot ${op} ${entity.name}: authentication required`);
+    throw new MoonbaseError(
+      "unauthenticated",
+      `Cannot ${op} ${entity.name}: authentication required`,
+    );
   }
-  throw new MoonbaseError("forbidden", `Cannot ${op} ${entity.name}: not allowed`);
+  throw new MoonbaseError(
+    "forbidden",
+    `Cannot ${op} ${entity.name}: not allowed`,
+  );
 }
 
 /**
@@ -29,7 +35,11 @@ function deny(auth: AuthValue, op: Operation, entity: Entity): never {
  * authorize(entity, "list", GUEST); // throws 401 unless the list rule is public
  * ```
  */
-export function authorize(entity: Entity, op: Operation, auth: AuthValue): Decision {
+export function authorize(
+  entity: Entity,
+  op: Operation,
+  auth: AuthValue,
+): Decision {
   if (auth.type === "admin") return { kind: "allow" };
   if (entity.isSystem) deny(auth, op, entity);
   const rule = entity.rules[op];

@@ -6,13 +6,22 @@
  */
 
 import { type FieldErrors, invalidFields, MoonbaseError } from "../errors.ts";
-import { type Dialect, physicalName, type Row, type SqlValue } from "../db/storage.ts";
+import {
+  type Dialect,
+  physicalName,
+  type Row,
+  type SqlValue,
+} from "../db/storage.ts";
 import { checkValue, kindOf } from "../schema/field_types.ts";
 import { builtinFields } from "../schema/builtin.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 
 /** Keys a client may send but that are never written. */
-export const READ_ONLY_KEYS: ReadonlySet<string> = new Set(["id", "created", "updated"]);
+export const READ_ONLY_KEYS: ReadonlySet<string> = new Set([
+  "id",
+  "created",
+  "updated",
+]);
 
 /** Shortest password accepted. */
 export const MIN_PASSWORD = 8;
@@ -24,7 +33,10 @@ export type RecordData = Record<string, unknown>;
 
 /** Every field of an entity: built-ins first, then declared ones. */
 export function allFields(schema: EntitySchema): FieldDef[] {
-  return [...builtinFields(schema.type), ...schema.fields.filter((f) => !f.system)];
+  return [
+    ...builtinFields(schema.type),
+    ...schema.fields.filter((f) => !f.system),
+  ];
 }
 
 /** Fields a client may write. */
@@ -50,11 +62,16 @@ export function checkInput(
   mode: "create" | "update",
 ): CheckedInput {
   const byName = new Map(writableFields(schema).map((f) => [f.name, f]));
-  const unknown = Object.keys(input).filter((k) => !READ_ONLY_KEYS.has(k) && !byName.has(k));
+  const unknown = Object.keys(input).filter((k) =>
+    !READ_ONLY_KEYS.has(k) && !byName.has(k)
+  );
   if (unknown.length > 0) {
     const fields: FieldErrors = {};
     for (const k of unknown.slice(0, 20)) {
-      fields[k.slice(0, 64)] = { code: "unknown_field", message: "No such field" };
+      fields[k.slice(0, 64)] = {
+        code: "unknown_field",
+        message: "No such field",
+      };
     }
     throw invalidFields(fields, "Cannot accept record: unknown fields");
   }
@@ -66,15 +83,23 @@ export function checkInput(
     let value = present ? input[field.name] : field.default;
     if (value === undefined) value = null;
     if (isBlank(value)) {
-      if (field.required) errors[field.name] = { code: "required", message: "Missing required value" };
-      else out.set(field.name, null);
+      if (field.required) {
+        errors[field.name] = {
+          code: "required",
+          message: "Missing required value",
+        };
+      } else out.set(field.name, null);
       continue;
     }
     if (field.name === "password" && field.system) {
-      if (typeof value !== "string" || value.length < MIN_PASSWORD || value.length > MAX_PASSWORD) {
+      if (
+        typeof value !== "string" || value.length < MIN_PASSWORD ||
+        value.length > MAX_PASSWORD
+      ) {
         errors.password = {
           code: "invalid_password",
-          message: `Must be a string of ${MIN_PASSWORD}-${MAX_PASSWORD} characters`,
+          message:
+            `Must be a string of ${MIN_PASSWORD}-${MAX_PASSWORD} characters`,
         };
       } else out.set("password", value);
       continue;
@@ -83,7 +108,9 @@ export function checkInput(
     if (checked.ok) out.set(field.name, checked.value);
     else errors[field.name] = { code: checked.code, message: checked.message };
   }
-  if (schema.type === "auth" && mode === "create" && !out.has("verified")) out.set("verified", false);
+  if (schema.type === "auth" && mode === "create" && !out.has("verified")) {
+    out.set("verified", false);
+  }
   if (Object.keys(errors).length > 0) throw invalidFields(errors);
   return out;
 }
@@ -98,7 +125,12 @@ export function encodeValues(
   const out = new Map<string, SqlValue>();
   for (const [name, value] of values) {
     const f = fields.get(name);
-    if (!f) throw new MoonbaseError("invalid", `Cannot accept record: no field ${name}`);
+    if (!f) {
+      throw new MoonbaseError(
+        "invalid",
+        `Cannot accept record: no field ${name}`,
+      );
+    }
     out.set(physicalName(name), dialect.encode(kindOf(f), value));
   }
   return out;
@@ -108,13 +140,19 @@ export function encodeValues(
  * Decodes a stored row to a JSON record (never with the password).
  * View rows are returned as the database gives them.
  */
-export function decodeRow(schema: EntitySchema, row: Row, dialect: Dialect): RecordData {
+export function decodeRow(
+  schema: EntitySchema,
+  row: Row,
+  dialect: Dialect,
+): RecordData {
   if (schema.type === "view") return { ...row };
   const out: RecordData = {};
   for (const f of allFields(schema)) {
     if (f.name === "password" && f.system) continue;
     const col = physicalName(f.name);
-    if (Object.hasOwn(row, col)) out[f.name] = dialect.decode(kindOf(f), row[col]);
+    if (Object.hasOwn(row, col)) {
+      out[f.name] = dialect.decode(kindOf(f), row[col]);
+    }
   }
   return out;
 }

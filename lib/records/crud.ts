@@ -7,7 +7,13 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import { physicalName, type Queryable, type Row, type SqlValue, type Storage } from "../db/storage.ts";
+import {
+  physicalName,
+  type Queryable,
+  type Row,
+  type SqlValue,
+  type Storage,
+} from "../db/storage.ts";
 import { columnOf, tableOf, uniqueIndexOf } from "../schema/ddl.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { uuidv7 } from "../ids.ts";
@@ -74,13 +80,23 @@ export async function readRow(
   where?: Where,
   lock = false,
 ): Promise<Row | undefined> {
-  const sql = and(`SELECT ${selectList(schema)} FROM ${tableOf(schema.name)} WHERE "id" = ?`, where);
-  const rows = await db.query(lock ? `${sql} FOR UPDATE` : sql, [id, ...(where?.params ?? [])]);
+  const sql = and(
+    `SELECT ${selectList(schema)} FROM ${tableOf(schema.name)} WHERE "id" = ?`,
+    where,
+  );
+  const rows = await db.query(lock ? `${sql} FOR UPDATE` : sql, [
+    id,
+    ...(where?.params ?? []),
+  ]);
   return rows[0];
 }
 
 /** Maps a constraint failure to a 409/400 naming the field. */
-export function constraintError(store: Storage, schema: EntitySchema, err: unknown): unknown {
+export function constraintError(
+  store: Storage,
+  schema: EntitySchema,
+  err: unknown,
+): unknown {
   const failure = store.dialect.constraintFailure(err);
   if (!failure) return err;
   if (failure.kind === "unique") {
@@ -89,9 +105,13 @@ export function constraintError(store: Storage, schema: EntitySchema, err: unkno
       failure.constraint === uniqueIndexOf(schema, f)
     );
     const name = field?.name ?? "record";
-    return new MoonbaseError("conflict", `Cannot save record: ${name} must be unique`, {
-      fields: { [name]: { code: "unique", message: "Value must be unique" } },
-    });
+    return new MoonbaseError(
+      "conflict",
+      `Cannot save record: ${name} must be unique`,
+      {
+        fields: { [name]: { code: "unique", message: "Value must be unique" } },
+      },
+    );
   }
   if (failure.kind === "foreign_key") {
     return new MoonbaseError(
@@ -99,7 +119,10 @@ export function constraintError(store: Storage, schema: EntitySchema, err: unkno
       "Cannot save record: a relation points to a missing record, or other records still reference it",
     );
   }
-  return new MoonbaseError("invalid", "Cannot save record: a value violates a constraint");
+  return new MoonbaseError(
+    "invalid",
+    "Cannot save record: a value violates a constraint",
+  );
 }
 
 async function checkRelations(
@@ -111,13 +134,26 @@ async function checkRelations(
   const errors: Record<string, { code: string; message: string }> = {};
   for (const f of schema.fields) {
     const v = values.get(f.name);
-    if (f.type !== "relation" || !f.foreign_key || typeof v !== "string") continue;
+    if (f.type !== "relation" || !f.foreign_key || typeof v !== "string") {
+      continue;
+    }
     const lock = dialect === "postgres" ? " FOR SHARE" : "";
-    const rows = await tx.query(`SELECT 1 AS ok FROM ${tableOf(f.foreign_key.entity)} WHERE "id" = ?${lock}`, [v]);
-    if (rows.length === 0) errors[f.name] = { code: "invalid_reference", message: "No such record" };
+    const rows = await tx.query(
+      `SELECT 1 AS ok FROM ${
+        tableOf(f.foreign_key.entity)
+      } WHERE "id" = ?${lock}`,
+      [v],
+    );
+    if (rows.length === 0) {
+      errors[f.name] = { code: "invalid_reference", message: "No such record" };
+    }
   }
   if (Object.keys(errors).length > 0) {
-    throw new MoonbaseError("invalid", "Cannot save record: relation to a missing record", { fields: errors });
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot save record: relation to a missing record",
+      { fields: errors },
+    );
   }
 }
 
@@ -129,11 +165,16 @@ export async function insertRecord(
   opts: OpOptions = {},
 ): Promise<RecordData> {
   const now = new Date().toISOString();
-  const full: CheckedInput = new Map([["id", uuidv7()], ["created", now], ["updated", now], ...values]);
+  const full: CheckedInput = new Map([["id", uuidv7()], ["created", now], [
+    "updated",
+    now,
+  ], ...values]);
   const cols = encodeValues(schema, full, store.dialect);
   const names = [...cols.keys()].map((c) => `"${c}"`).join(", ");
   const marks = [...cols.keys()].map(() => "?").join(", ");
-  const sql = `INSERT INTO ${tableOf(schema.name)} (${names}) VALUES (${marks})`;
+  const sql = `INSERT INTO ${
+    tableOf(schema.name)
+  } (${names}) VALUES (${marks})`;
   try {
     return await store.transaction(async (tx) => {
       await checkRelations(tx, store.dialect.name, schema, values);
@@ -161,13 +202,26 @@ export async function updateRecord(
     return await store.transaction(async (tx) => {
       const current = await readRow(tx, schema, id, opts.where, lock);
       if (!current) return undefined;
-      if (opts.keep && !(await opts.keep(decodeRow(schema, current, store.dialect)))) return undefined;
+      if (
+        opts.keep &&
+        !(await opts.keep(decodeRow(schema, current, store.dialect)))
+      ) return undefined;
       await checkRelations(tx, store.dialect.name, schema, values);
-      const cols = encodeValues(schema, new Map([...values, ["updated", new Date().toISOString()]]), store.dialect);
-      const next = decodeRow(schema, { ...current, ...Object.fromEntries(cols) }, store.dialect);
+      const cols = encodeValues(
+        schema,
+        new Map([...values, ["updated", new Date().toISOString()]]),
+        store.dialect,
+      );
+      const next = decodeRow(schema, {
+        ...current,
+        ...Object.fromEntries(cols),
+      }, store.dialect);
       await opts.check?.(next);
       const sets = [...cols.keys()].map((c) => `"${c}" = ?`).join(", ");
-      await tx.run(`UPDATE ${tableOf(schema.name)} SET ${sets} WHERE "id" = ?`, [...cols.values(), id]);
+      await tx.run(
+        `UPDATE ${tableOf(schema.name)} SET ${sets} WHERE "id" = ?`,
+        [...cols.values(), id],
+      );
       return next;
     });
   } catch (err) {
@@ -191,8 +245,12 @@ async function releaseRefs(
       await tx.run(`UPDATE ${table} SET ${col} = NULL WHERE ${col} = ?`, [id]);
       continue;
     }
-    const rows = await tx.query(`SELECT "id" FROM ${table} WHERE ${col} = ?`, [id]);
-    const children = rows.map((r) => String(r.id)).filter((c) => !seen.has(`${ref.schema.name}/${c}`));
+    const rows = await tx.query(`SELECT "id" FROM ${table} WHERE ${col} = ?`, [
+      id,
+    ]);
+    const children = rows.map((r) => String(r.id)).filter((c) =>
+      !seen.has(`${ref.schema.name}/${c}`)
+    );
     if (children.length === 0) continue;
     if (onDelete === "restrict") {
       throw new MoonbaseError(
@@ -200,7 +258,12 @@ async function releaseRefs(
         `Cannot delete record: records of ${ref.schema.name} reference it (${ref.field.name})`,
       );
     }
-    if (seen.size > 10_000) throw new MoonbaseError("conflict", "Cannot delete record: cascade too large");
+    if (seen.size > 10_000) {
+      throw new MoonbaseError(
+        "conflict",
+        "Cannot delete record: cascade too large",
+      );
+    }
     for (const child of children) {
       await releaseRefs(tx, ref.schema, child, refsOf, seen);
       await tx.run(`DELETE FROM ${table} WHERE "id" = ?`, [child]);
@@ -218,7 +281,13 @@ export async function deleteRecord(
 ): Promise<RecordData | undefined> {
   try {
     return await store.transaction(async (tx) => {
-      const current = await readRow(tx, schema, id, opts.where, store.dialect.name === "postgres");
+      const current = await readRow(
+        tx,
+        schema,
+        id,
+        opts.where,
+        store.dialect.name === "postgres",
+      );
       if (!current) return undefined;
       const record = decodeRow(schema, current, store.dialect);
       if (opts.keep && !(await opts.keep(record))) return undefined;
@@ -263,7 +332,9 @@ export async function listRecords(
   while (true) {
     const batch = opts.limit + 1;
     const rows = await store.query(
-      `SELECT ${selectList(schema)} FROM ${table}${cursorWhere} ORDER BY ${orderBy(keys)} LIMIT ${batch}`,
+      `SELECT ${selectList(schema)} FROM ${table}${cursorWhere} ORDER BY ${
+        orderBy(keys)
+      } LIMIT ${batch}`,
       cursorParams,
     );
     for (const row of rows) {
@@ -280,7 +351,10 @@ export async function listRecords(
       last = row;
     }
     scanned += rows.length;
-    if (hasMore || rows.length < batch || !hooks.keep || scanned >= 10_000 || !last) break;
+    if (
+      hasMore || rows.length < batch || !hooks.keep || scanned >= 10_000 ||
+      !last
+    ) break;
     const w = afterWhere(keys, cursorOf(keys, last));
     cursorWhere = base ? `${base} AND (${w.sql})` : ` WHERE ${w.sql}`;
     cursorParams = [...baseParams, ...w.params];
@@ -293,12 +367,17 @@ export async function listRecords(
     cursor: hasMore && last ? encodeCursor(cursorOf(keys, last)) : null,
   };
   if (opts.count) {
-    const rows = await store.query(`SELECT COUNT(*) AS n FROM ${table}${base}`, baseParams);
+    const rows = await store.query(
+      `SELECT COUNT(*) AS n FROM ${table}${base}`,
+      baseParams,
+    );
     page.total = Number(rows[0]?.n ?? 0);
   }
   return page;
 }
 
 function pick(record: RecordData, fields: string[]): RecordData {
-  return Object.fromEntries(fields.filter((f) => Object.hasOwn(record, f)).map((f) => [f, record[f]]));
+  return Object.fromEntries(
+    fields.filter((f) => Object.hasOwn(record, f)).map((f) => [f, record[f]]),
+  );
 }

@@ -37,7 +37,15 @@ export interface Where {
   params: SqlValue[];
 }
 
-const KNOWN = new Set(["limit", "after", "sort", "fields", "count", "filter", "token"]);
+const KNOWN = new Set([
+  "limit",
+  "after",
+  "sort",
+  "fields",
+  "count",
+  "filter",
+  "token",
+]);
 
 function bad(message: string): never {
   throw new MoonbaseError("invalid", message);
@@ -45,7 +53,9 @@ function bad(message: string): never {
 
 function fieldMap(schema: EntitySchema): Map<string, FieldDef> {
   const fields = schema.type === "view" ? schema.fields : allFields(schema);
-  return new Map(fields.filter((f) => f.name !== "password").map((f) => [f.name, f]));
+  return new Map(
+    fields.filter((f) => f.name !== "password").map((f) => [f.name, f]),
+  );
 }
 
 /**
@@ -61,17 +71,28 @@ function fieldMap(schema: EntitySchema): Map<string, FieldDef> {
  * console.assert(o.limit === 10 && o.sort[0].desc);
  * ```
  */
-export function parseListOptions(schema: EntitySchema, q: URLSearchParams): ListOptions {
+export function parseListOptions(
+  schema: EntitySchema,
+  q: URLSearchParams,
+): ListOptions {
   for (const key of q.keys()) {
-    if (!KNOWN.has(key)) bad(`Cannot list records: unknown parameter "${key.slice(0, 64)}"`);
-    if (q.getAll(key).length > 1) bad(`Cannot list records: parameter "${key}" given twice`);
+    if (!KNOWN.has(key)) {
+      bad(`Cannot list records: unknown parameter "${key.slice(0, 64)}"`);
+    }
+    if (q.getAll(key).length > 1) {
+      bad(`Cannot list records: parameter "${key}" given twice`);
+    }
   }
   const fields = fieldMap(schema);
   const opts: ListOptions = { limit: DEFAULT_LIMIT, sort: [], count: false };
   const limit = q.get("limit");
   if (limit !== null) {
-    if (!/^\d{1,6}$/.test(limit) || Number(limit) < 1 || Number(limit) > MAX_LIMIT) {
-      bad(`Cannot list records: limit must be an integer from 1 to ${MAX_LIMIT}`);
+    if (
+      !/^\d{1,6}$/.test(limit) || Number(limit) < 1 || Number(limit) > MAX_LIMIT
+    ) {
+      bad(
+        `Cannot list records: limit must be an integer from 1 to ${MAX_LIMIT}`,
+      );
     }
     opts.limit = Number(limit);
   }
@@ -82,8 +103,16 @@ export function parseListOptions(schema: EntitySchema, q: URLSearchParams): List
       const desc = part.startsWith("-");
       const name = part.replace(/^[-+]/, "");
       const f = fields.get(name);
-      if (!f) bad(`Cannot list records: cannot sort by unknown field "${name.slice(0, 64)}"`);
-      if (kindOf(f) === "json" && schema.type !== "view") bad(`Cannot list records: cannot sort by ${name}`);
+      if (!f) {
+        bad(
+          `Cannot list records: cannot sort by unknown field "${
+            name.slice(0, 64)
+          }"`,
+        );
+      }
+      if (kindOf(f) === "json" && schema.type !== "view") {
+        bad(`Cannot list records: cannot sort by ${name}`);
+      }
       if (seen.has(name)) bad(`Cannot list records: sort names ${name} twice`);
       seen.add(name);
       if (name !== "id") opts.sort.push({ field: name, desc });
@@ -95,25 +124,34 @@ export function parseListOptions(schema: EntitySchema, q: URLSearchParams): List
   if (pick !== null && pick !== "") {
     opts.fields = pick.split(",").map((s) => s.trim());
     for (const name of opts.fields) {
-      if (!fields.has(name)) bad(`Cannot list records: unknown field "${name.slice(0, 64)}" in fields`);
+      if (!fields.has(name)) {
+        bad(
+          `Cannot list records: unknown field "${name.slice(0, 64)}" in fields`,
+        );
+      }
     }
   }
   const count = q.get("count");
   if (count !== null) {
-    if (!["true", "false", "1", "0"].includes(count)) bad("Cannot list records: count must be true or false");
+    if (!["true", "false", "1", "0"].includes(count)) {
+      bad("Cannot list records: count must be true or false");
+    }
     opts.count = count === "true" || count === "1";
   }
   const filter = q.get("filter");
   if (filter !== null && filter.trim() !== "") opts.filter = filter;
   const after = q.get("after");
-  if (after !== null && after !== "") opts.after = decodeCursor(after, opts.sort.length + 1);
+  if (after !== null && after !== "") {
+    opts.after = decodeCursor(after, opts.sort.length + 1);
+  }
   return opts;
 }
 
 /** Encodes the keyset position after `row` (encoded column values). */
 export function encodeCursor(values: SqlValue[]): string {
   const json = JSON.stringify(values);
-  return btoa(String.fromCharCode(...new TextEncoder().encode(json))).replaceAll("+", "-")
+  return btoa(String.fromCharCode(...new TextEncoder().encode(json)))
+    .replaceAll("+", "-")
     .replaceAll("/", "_").replace(/=+$/, "");
 }
 
@@ -122,15 +160,20 @@ function decodeCursor(text: string, n: number): SqlValue[] {
     const b64 = text.replaceAll("-", "+").replaceAll("_", "/");
     const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
     const values = JSON.parse(new TextDecoder().decode(bytes));
-    const scalar = (v: unknown) => v === null || ["string", "number", "boolean"].includes(typeof v);
-    if (Array.isArray(values) && values.length === n && values.every(scalar)) return values;
+    const scalar = (v: unknown) =>
+      v === null || ["string", "number", "boolean"].includes(typeof v);
+    if (Array.isArray(values) && values.length === n && values.every(scalar)) {
+      return values;
+    }
   } catch { /* fall through */ }
   bad("Cannot list records: after is not a cursor from this list");
 }
 
 /** The effective order: the sort keys, then `id` ascending unless `id` is a key. */
 export function orderKeys(sort: SortKey[]): SortKey[] {
-  return sort.some((k) => k.field === "id") ? sort : [...sort, { field: "id", desc: false }];
+  return sort.some((k) => k.field === "id")
+    ? sort
+    : [...sort, { field: "id", desc: false }];
 }
 
 /** ORDER BY clause for the keys. */
@@ -181,7 +224,10 @@ export function afterWhere(keys: SortKey[], values: SqlValue[]): Where {
 }
 
 /** Keyset values of a stored row for the keys. */
-export function cursorOf(keys: SortKey[], row: Record<string, unknown>): SqlValue[] {
+export function cursorOf(
+  keys: SortKey[],
+  row: Record<string, unknown>,
+): SqlValue[] {
   return keys.map((k) => {
     const v = row[physicalName(k.field)];
     return (typeof v === "bigint" ? Number(v) : v ?? null) as SqlValue;

@@ -23,19 +23,36 @@ export interface RuleRequest {
 
 /** Turns a custom rule into operation hooks (or throws a denial). */
 export interface RuleEngine {
-  hooks(entity: Entity, op: Operation, expr: string, auth: AuthValue, req: RuleRequest): OpOptions;
+  hooks(
+    entity: Entity,
+    op: Operation,
+    expr: string,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): OpOptions;
 }
 
 /** Until custom rules are evaluated, they deny every non-admin. */
 export const denyCustom: RuleEngine = {
   hooks(entity, op, _expr, auth) {
-    if (auth.type === "guest") throw new MoonbaseError("unauthenticated", `Cannot ${op} ${entity.name}: authentication required`);
-    throw new MoonbaseError("forbidden", `Cannot ${op} ${entity.name}: not allowed`);
+    if (auth.type === "guest") {
+      throw new MoonbaseError(
+        "unauthenticated",
+        `Cannot ${op} ${entity.name}: authentication required`,
+      );
+    }
+    throw new MoonbaseError(
+      "forbidden",
+      `Cannot ${op} ${entity.name}: not allowed`,
+    );
   },
 };
 
 function notFound(entity: Entity): MoonbaseError {
-  return new MoonbaseError("not_found", `Cannot find record in ${entity.name}: no such id, or not visible to you`);
+  return new MoonbaseError(
+    "not_found",
+    `Cannot find record in ${entity.name}: no such id, or not visible to you`,
+  );
 }
 
 /** Rule-checked record operations. */
@@ -53,35 +70,65 @@ export class RecordService {
   entity(name: string): Entity {
     const e = this.#registry.byName(name);
     if (!e || !e.hasApi || e.name !== name) {
-      throw new MoonbaseError("not_found", `Cannot find entity: no entity ${JSON.stringify(name.slice(0, 80))}`);
+      throw new MoonbaseError(
+        "not_found",
+        `Cannot find entity: no entity ${JSON.stringify(name.slice(0, 80))}`,
+      );
     }
     return e;
   }
 
-  #hooks(entity: Entity, op: Operation, auth: AuthValue, req: RuleRequest): OpOptions {
+  #hooks(
+    entity: Entity,
+    op: Operation,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): OpOptions {
     if (entity.type === "view" && op !== "list" && op !== "get") {
-      throw new MoonbaseError("method_not_allowed", `Cannot ${op} ${entity.name}: views are read-only`, null, {
-        Allow: "GET, HEAD",
-      });
+      throw new MoonbaseError(
+        "method_not_allowed",
+        `Cannot ${op} ${entity.name}: views are read-only`,
+        null,
+        {
+          Allow: "GET, HEAD",
+        },
+      );
     }
     const d = authorize(entity, op, auth);
-    return d.kind === "allow" ? {} : this.#rules.hooks(entity, op, d.expr, auth, req);
+    return d.kind === "allow"
+      ? {}
+      : this.#rules.hooks(entity, op, d.expr, auth, req);
   }
 
   /** Lists records the caller may see. */
-  list(entity: Entity, query: URLSearchParams, auth: AuthValue, req: RuleRequest): Promise<ListResult> {
+  list(
+    entity: Entity,
+    query: URLSearchParams,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): Promise<ListResult> {
     return entity.list(query, this.#hooks(entity, "list", auth, req));
   }
 
   /** Reads a record the caller may see (404 otherwise). */
-  async get(entity: Entity, id: string, auth: AuthValue, req: RuleRequest): Promise<RecordData> {
+  async get(
+    entity: Entity,
+    id: string,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): Promise<RecordData> {
     const rec = await entity.read(id, this.#hooks(entity, "get", auth, req));
     if (!rec) throw notFound(entity);
     return rec;
   }
 
   /** Creates a record. */
-  create(entity: Entity, body: Record<string, unknown>, auth: AuthValue, req: RuleRequest): Promise<RecordData> {
+  create(
+    entity: Entity,
+    body: Record<string, unknown>,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): Promise<RecordData> {
     return entity.create(body, this.#hooks(entity, "add", auth, req));
   }
 
@@ -93,14 +140,26 @@ export class RecordService {
     auth: AuthValue,
     req: RuleRequest,
   ): Promise<RecordData> {
-    const rec = await entity.update(id, body, this.#hooks(entity, "update", auth, req));
+    const rec = await entity.update(
+      id,
+      body,
+      this.#hooks(entity, "update", auth, req),
+    );
     if (!rec) throw notFound(entity);
     return rec;
   }
 
   /** Deletes a record the caller may delete (404 otherwise). */
-  async remove(entity: Entity, id: string, auth: AuthValue, req: RuleRequest): Promise<void> {
-    const rec = await entity.remove(id, this.#hooks(entity, "delete", auth, req));
+  async remove(
+    entity: Entity,
+    id: string,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): Promise<void> {
+    const rec = await entity.remove(
+      id,
+      this.#hooks(entity, "delete", auth, req),
+    );
     if (!rec) throw notFound(entity);
   }
 }

@@ -19,10 +19,11 @@
 import type { Expr } from "./ast.ts";
 import {
   binary,
-  callMethod,
   getMember,
+  isPlainArray,
   negate,
   RuleEvalError,
+  toString,
   truthy,
 } from "./values.ts";
 
@@ -57,6 +58,41 @@ export interface RuleScope {
  * ```
  */
 export type RuleHelpers = ReadonlyMap<string, (...args: unknown[]) => unknown>;
+
+/**
+ * `object.method(argument)`: `includes`/`startsWith`/`endsWith` on strings
+ * (the argument converted with `ToString`), `includes` on arrays
+ * (SameValueZero). On any other receiver the call gives `undefined` instead of
+ * throwing a TypeError (like optional chaining).
+ *
+ * @example
+ * ```ts
+ * import { callMethod } from "./evaluate.ts";
+ * if (callMethod("hello", "startsWith", "he") !== true) throw new Error("string");
+ * if (callMethod(["a", 1], "includes", 1) !== true) throw new Error("array");
+ * if (callMethod(null, "includes", "x") !== undefined) throw new Error("null");
+ * ```
+ */
+export function callMethod(
+  object: unknown,
+  method: string,
+  argument: unknown,
+): unknown {
+  if (typeof object === "string") {
+    const s = toString(argument);
+    if (method === "includes") return object.includes(s);
+    if (method === "startsWith") return object.startsWith(s);
+    if (method === "endsWith") return object.endsWith(s);
+    return undefined;
+  }
+  if (method !== "includes" || !isPlainArray(object)) return undefined;
+  const array = object;
+  for (let i = 0; i < array.length; i++) {
+    const e = getMember(array, String(i));
+    if (e === argument || (e !== e && argument !== argument)) return true;
+  }
+  return false;
+}
 
 function callHelper(
   name: string,

@@ -276,38 +276,14 @@ export function negate(v: unknown): unknown {
 }
 
 /**
- * `object.method(argument)`: `includes`/`startsWith`/`endsWith` on strings
- * (the argument converted with `ToString`), `includes` on arrays
- * (SameValueZero). On any other receiver the call gives `undefined` instead of
- * throwing a TypeError (like optional chaining).
+ * True for a plain array (`Array.isArray` with the default prototype).
  *
  * @example
  * ```ts
- * import { callMethod } from "./values.ts";
- * if (callMethod("hello", "startsWith", "he") !== true) throw new Error("string");
- * if (callMethod(["a", 1], "includes", 1) !== true) throw new Error("array");
- * if (callMethod(null, "includes", "x") !== undefined) throw new Error("null");
+ * import { isPlainArray } from "./values.ts";
+ * if (!isPlainArray([1]) || isPlainArray("a") || isPlainArray({ length: 0 })) throw new Error("bad");
  * ```
  */
-export function callMethod(
-  object: unknown,
-  method: string,
-  argument: unknown,
-): unknown {
-  if (typeof object === "string") {
-    const s = toString(argument);
-    if (method === "includes") return object.includes(s);
-    if (method === "startsWith") return object.startsWith(s);
-    if (method === "endsWith") return object.endsWith(s);
-    return undefined;
-  }
-  if (
-    method !== "includes" || !isObject(object) || kindOf(object) !== "array"
-  ) return undefined;
-  const array = object as unknown[];
-  for (let i = 0; i < array.length; i++) {
-    const e = getMember(array, String(i));
-    if (e === argument || (e !== e && argument !== argument)) return true;
-  }
-  return false;
+export function isPlainArray(v: unknown): v is unknown[] {
+  return isObject(v) && kindOf(v) === "array";
 }

@@ -6,7 +6,12 @@
 
 import type { EntityType, FieldDef } from "./types.ts";
 
-function sys(name: string, type: FieldDef["type"], required: boolean, unique = false): FieldDef {
+function sys(
+  name: string,
+  type: FieldDef["type"],
+  required: boolean,
+  unique = false,
+): FieldDef {
   return { id: name, name, type, required, unique, system: true };
 }
 

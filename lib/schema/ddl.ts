@@ -26,7 +26,9 @@ function hex(id: string): string {
 
 /** Name of the unique index of a field. */
 export function uniqueIndexOf(schema: EntitySchema, field: FieldDef): string {
-  return field.system ? `mbu_${hex(schema.id)}_${field.name}` : `mbu_${hex(field.id)}`;
+  return field.system
+    ? `mbu_${hex(schema.id)}_${field.name}`
+    : `mbu_${hex(field.id)}`;
 }
 
 /** Name of the plain index of a relation field. */
@@ -40,7 +42,9 @@ export function columnSql(field: FieldDef, dialect: Dialect): string {
   if (field.system) {
     if (field.name === "id") return `${col} PRIMARY KEY`;
     if (field.name === "verified") {
-      return `${col} NOT NULL DEFAULT ${dialect.name === "sqlite" ? "0" : "false"}`;
+      return `${col} NOT NULL DEFAULT ${
+        dialect.name === "sqlite" ? "0" : "false"
+      }`;
     }
     return `${col} NOT NULL`;
   }
@@ -55,9 +59,15 @@ export function fieldIndexSql(schema: EntitySchema, field: FieldDef): string[] {
   const table = tableOf(schema.name);
   const col = columnOf(field.name);
   if (field.unique && field.name !== "id") {
-    out.push(`CREATE UNIQUE INDEX ${ident(uniqueIndexOf(schema, field))} ON ${table} (${col})`);
+    out.push(
+      `CREATE UNIQUE INDEX ${
+        ident(uniqueIndexOf(schema, field))
+      } ON ${table} (${col})`,
+    );
   } else if (field.type === "relation") {
-    out.push(`CREATE INDEX ${ident(relationIndexOf(field))} ON ${table} (${col})`);
+    out.push(
+      `CREATE INDEX ${ident(relationIndexOf(field))} ON ${table} (${col})`,
+    );
   }
   return out;
 }
@@ -78,11 +88,24 @@ export function fieldIndexSql(schema: EntitySchema, field: FieldDef): string[] {
  * console.assert(sql[0].startsWith('CREATE TABLE "posts"') && sql.length === 3);
  * ```
  */
-export function createSql(schema: EntitySchema, dialect: Dialect, tableName?: string): string[] {
+export function createSql(
+  schema: EntitySchema,
+  dialect: Dialect,
+  tableName?: string,
+): string[] {
   const table = tableName ? ident(tableName) : tableOf(schema.name);
-  if (schema.type === "view") return [`CREATE VIEW ${table} AS ${schema.view_query}`];
-  const fields = [...builtinFields(schema.type), ...schema.fields.filter((f) => !f.system)];
-  const out = [`CREATE TABLE ${table} (${fields.map((f) => columnSql(f, dialect)).join(", ")})`];
+  if (schema.type === "view") {
+    return [`CREATE VIEW ${table} AS ${schema.view_query}`];
+  }
+  const fields = [
+    ...builtinFields(schema.type),
+    ...schema.fields.filter((f) => !f.system),
+  ];
+  const out = [
+    `CREATE TABLE ${table} (${
+      fields.map((f) => columnSql(f, dialect)).join(", ")
+    })`,
+  ];
   if (tableName) return out;
   out.push(
     `CREATE INDEX ${ident(`mbc_${hex(schema.id)}`)} ON ${table} ("created")`,
@@ -93,5 +116,7 @@ export function createSql(schema: EntitySchema, dialect: Dialect, tableName?: st
 
 /** Statement that drops an entity's table or view. */
 export function dropSql(schema: EntitySchema): string {
-  return `DROP ${schema.type === "view" ? "VIEW" : "TABLE"} ${tableOf(schema.name)}`;
+  return `DROP ${schema.type === "view" ? "VIEW" : "TABLE"} ${
+    tableOf(schema.name)
+  }`;
 }

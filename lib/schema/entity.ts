@@ -8,7 +8,12 @@
 import type { Storage } from "../db/storage.ts";
 import { MoonbaseError } from "../errors.ts";
 import { hashPassword } from "../auth/password.ts";
-import { allFields, checkInput, decodeRow, type RecordData } from "../records/codec.ts";
+import {
+  allFields,
+  checkInput,
+  decodeRow,
+  type RecordData,
+} from "../records/codec.ts";
 import {
   deleteRecord,
   insertRecord,
@@ -21,7 +26,13 @@ import {
 } from "../records/crud.ts";
 import { parseListOptions } from "../records/list_query.ts";
 import { columnOf, tableOf } from "./ddl.ts";
-import type { EntitySchema, EntityType, FieldDef, Rule, Rules } from "./types.ts";
+import type {
+  EntitySchema,
+  EntityType,
+  FieldDef,
+  Rule,
+  Rules,
+} from "./types.ts";
 
 /**
  * An entity (table) with its schema and record operations.
@@ -78,7 +89,9 @@ export class Entity {
   }
   /** Every field, built-ins included. */
   get fields(): FieldDef[] {
-    return this.#schema.type === "view" ? [...this.#schema.fields] : allFields(this.#schema);
+    return this.#schema.type === "view"
+      ? [...this.#schema.fields]
+      : allFields(this.#schema);
   }
   /** The field with this name, if any. */
   field(name: string): FieldDef | undefined {
@@ -123,12 +136,16 @@ export class Entity {
 
   /** Number of records. */
   async countRecords(): Promise<number> {
-    const rows = await this.#store.query(`SELECT COUNT(*) AS n FROM ${tableOf(this.name)}`);
+    const rows = await this.#store.query(
+      `SELECT COUNT(*) AS n FROM ${tableOf(this.name)}`,
+    );
     return Number(rows[0]?.n ?? 0);
   }
   /** True when there are no records. */
   async isEmpty(): Promise<boolean> {
-    const rows = await this.#store.query(`SELECT 1 AS one FROM ${tableOf(this.name)} LIMIT 1`);
+    const rows = await this.#store.query(
+      `SELECT 1 AS one FROM ${tableOf(this.name)} LIMIT 1`,
+    );
     return rows.length === 0;
   }
   /** True when a record with this id exists. */
@@ -139,30 +156,49 @@ export class Entity {
    * The first record whose value in any of `columns` equals `value`
    * (e.g. `queryFromCols(identity, ["id", "email"])`), without its password.
    */
-  async queryFromCols(value: string, columns: string[]): Promise<RecordData | undefined> {
+  async queryFromCols(
+    value: string,
+    columns: string[],
+  ): Promise<RecordData | undefined> {
     const row = await this.rowFromCols(value, columns);
     return row ? decodeRow(this.#schema, row, this.#store.dialect) : undefined;
   }
   /** Like `queryFromCols`, but the raw stored row (password hash included). Internal use. */
-  async rowFromCols(value: string, columns: string[]): Promise<Record<string, unknown> | undefined> {
+  async rowFromCols(
+    value: string,
+    columns: string[],
+  ): Promise<Record<string, unknown> | undefined> {
     const cols = columns.filter((c) => this.hasField(c));
-    if (cols.length === 0) throw new MoonbaseError("invalid", "Cannot query: no such columns");
+    if (cols.length === 0) {
+      throw new MoonbaseError("invalid", "Cannot query: no such columns");
+    }
     const where = cols.map((c) => `${columnOf(c)} = ?`).join(" OR ");
     const sql = `SELECT * FROM ${tableOf(this.name)} WHERE ${where} LIMIT 1`;
     return (await this.#store.query(sql, cols.map(() => value)))[0];
   }
 
   /** Creates a record (no access rules). */
-  async create(data: Record<string, unknown>, opts?: OpOptions): Promise<RecordData> {
+  async create(
+    data: Record<string, unknown>,
+    opts?: OpOptions,
+  ): Promise<RecordData> {
     this.#writable();
     const values = checkInput(this.#schema, data, "create");
     await this.#hash(values);
     return await insertRecord(this.#store, this.#schema, values, opts);
   }
   /** Lists records; `query` takes the list parameters of the records API. */
-  async list(query: URLSearchParams | string = "", opts?: OpOptions): Promise<ListResult> {
+  async list(
+    query: URLSearchParams | string = "",
+    opts?: OpOptions,
+  ): Promise<ListResult> {
     const q = typeof query === "string" ? new URLSearchParams(query) : query;
-    return await listRecords(this.#store, this.#schema, parseListOptions(this.#schema, q), opts);
+    return await listRecords(
+      this.#store,
+      this.#schema,
+      parseListOptions(this.#schema, q),
+      opts,
+    );
   }
   /** Reads a record by id; undefined when it does not exist. */
   async read(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
@@ -173,7 +209,11 @@ export class Entity {
     return record;
   }
   /** Updates a record; undefined when it does not exist. */
-  async update(id: string, data: Record<string, unknown>, opts?: OpOptions): Promise<RecordData | undefined> {
+  async update(
+    id: string,
+    data: Record<string, unknown>,
+    opts?: OpOptions,
+  ): Promise<RecordData | undefined> {
     this.#writable();
     const values = checkInput(this.#schema, data, "update");
     await this.#hash(values);
@@ -182,19 +222,32 @@ export class Entity {
   /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
   async remove(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
     this.#writable();
-    return await deleteRecord(this.#store, this.#schema, id, this.#refsOf, opts);
+    return await deleteRecord(
+      this.#store,
+      this.#schema,
+      id,
+      this.#refsOf,
+      opts,
+    );
   }
 
   #writable(): void {
     if (this.type === "view") {
-      throw new MoonbaseError("method_not_allowed", `Cannot write to ${this.name}: views are read-only`, null, {
-        Allow: "GET, HEAD",
-      });
+      throw new MoonbaseError(
+        "method_not_allowed",
+        `Cannot write to ${this.name}: views are read-only`,
+        null,
+        {
+          Allow: "GET, HEAD",
+        },
+      );
     }
   }
 
   async #hash(values: Map<string, unknown>): Promise<void> {
     const pw = values.get("password");
-    if (this.type === "auth" && typeof pw === "string") values.set("password", await hashPassword(pw));
+    if (this.type === "auth" && typeof pw === "string") {
+      values.set("password", await hashPassword(pw));
+    }
   }
 }

@@ -24,22 +24,34 @@ interface TypeSpec {
   check(value: unknown, field: FieldDef): Checked;
 }
 
-const EMAIL = /^[^\s@"<>()[\]\\,;:]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+const EMAIL =
+  /^[^\s@"<>()[\]\\,;:]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+const ISO_DATE =
+  /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
 const MAX_TEXT = 1_000_000;
 
 const ok = (value: unknown): Checked => ({ ok: true, value });
-const bad = (code: string, message: string): Checked => ({ ok: false, code, message });
+const bad = (code: string, message: string): Checked => ({
+  ok: false,
+  code,
+  message,
+});
 
 function range(n: number, f: FieldDef, what: string): Checked | undefined {
-  if (f.min !== undefined && n < f.min) return bad("too_small", `Must be at least ${f.min}${what}`);
-  if (f.max !== undefined && n > f.max) return bad("too_large", `Must be at most ${f.max}${what}`);
+  if (f.min !== undefined && n < f.min) {
+    return bad("too_small", `Must be at least ${f.min}${what}`);
+  }
+  if (f.max !== undefined && n > f.max) {
+    return bad("too_large", `Must be at most ${f.max}${what}`);
+  }
   return undefined;
 }
 
 function text(value: unknown, f: FieldDef): Checked {
   if (typeof value !== "string") return bad("invalid_type", "Must be a string");
-  if (value.length > MAX_TEXT) return bad("too_large", `Must be at most ${MAX_TEXT} characters`);
+  if (value.length > MAX_TEXT) {
+    return bad("too_large", `Must be at most ${MAX_TEXT} characters`);
+  }
   const r = range([...value].length, f, " characters");
   if (r) return r;
   if (f.pattern !== undefined && !new RegExp(f.pattern, "u").test(value)) {
@@ -56,7 +68,9 @@ function email(value: unknown): Checked {
 }
 
 function url(value: unknown): Checked {
-  if (typeof value !== "string" || value.length > 2048) return bad("invalid_url", "Must be a URL");
+  if (typeof value !== "string" || value.length > 2048) {
+    return bad("invalid_url", "Must be a URL");
+  }
   try {
     const u = new URL(value);
     if (u.protocol !== "http:" && u.protocol !== "https:") {
@@ -93,12 +107,17 @@ function date(value: unknown): Checked {
 
 function jsonValue(value: unknown): Checked {
   const size = JSON.stringify(value)?.length ?? 0;
-  return size > MAX_TEXT ? bad("too_large", "JSON value is too large") : ok(value);
+  return size > MAX_TEXT
+    ? bad("too_large", "JSON value is too large")
+    : ok(value);
 }
 
 function select(value: unknown, f: FieldDef): Checked {
   if (typeof value !== "string" || !(f.values ?? []).includes(value)) {
-    return bad("invalid_choice", `Must be one of: ${(f.values ?? []).join(", ")}`);
+    return bad(
+      "invalid_choice",
+      `Must be one of: ${(f.values ?? []).join(", ")}`,
+    );
   }
   return ok(value);
 }
@@ -126,24 +145,62 @@ function fileNames(value: unknown, f: FieldDef): Checked {
 
 /** The table of field types. */
 export const FIELD_TYPES: Readonly<Record<FieldType, TypeSpec>> = {
-  string: { kind: "text", options: ["min", "max", "pattern"], uniqueable: true, check: text },
-  text: { kind: "text", options: ["min", "max", "pattern"], uniqueable: true, check: text },
+  string: {
+    kind: "text",
+    options: ["min", "max", "pattern"],
+    uniqueable: true,
+    check: text,
+  },
+  text: {
+    kind: "text",
+    options: ["min", "max", "pattern"],
+    uniqueable: true,
+    check: text,
+  },
   email: { kind: "text", options: [], uniqueable: true, check: email },
   url: { kind: "text", options: [], uniqueable: true, check: url },
   int: { kind: "int", options: ["min", "max"], uniqueable: true, check: int },
-  double: { kind: "double", options: ["min", "max"], uniqueable: true, check: double },
+  double: {
+    kind: "double",
+    options: ["min", "max"],
+    uniqueable: true,
+    check: double,
+  },
   bool: {
     kind: "bool",
     options: [],
     uniqueable: false,
-    check: (v) => typeof v === "boolean" ? ok(v) : bad("invalid_type", "Must be true or false"),
+    check: (v) =>
+      typeof v === "boolean"
+        ? ok(v)
+        : bad("invalid_type", "Must be true or false"),
   },
   date: { kind: "text", options: [], uniqueable: true, check: date },
   json: { kind: "json", options: [], uniqueable: false, check: jsonValue },
-  select: { kind: "text", options: ["values"], uniqueable: true, check: select },
-  file: { kind: "text", options: ["mime_types"], uniqueable: false, check: fileName },
-  files: { kind: "json", options: ["mime_types", "min", "max"], uniqueable: false, check: fileNames },
-  relation: { kind: "text", options: ["foreign_key"], uniqueable: true, check: relation },
+  select: {
+    kind: "text",
+    options: ["values"],
+    uniqueable: true,
+    check: select,
+  },
+  file: {
+    kind: "text",
+    options: ["mime_types"],
+    uniqueable: false,
+    check: fileName,
+  },
+  files: {
+    kind: "json",
+    options: ["mime_types", "min", "max"],
+    uniqueable: false,
+    check: fileNames,
+  },
+  relation: {
+    kind: "text",
+    options: ["foreign_key"],
+    uniqueable: true,
+    check: relation,
+  },
 };
 
 /** Keys every field object may carry. */

@@ -10,8 +10,22 @@ import { MoonbaseError } from "../errors.ts";
 import { newFieldId } from "../ids.ts";
 import { type Dialect, ident } from "../db/storage.ts";
 import type { Entity } from "./entity.ts";
-import { columnOf, columnSql, createSql, dropSql, fieldIndexSql, relationIndexOf, tableOf, uniqueIndexOf } from "./ddl.ts";
-import { checkName, type SchemaContext, validateField, validateRules } from "./validate.ts";
+import {
+  columnOf,
+  columnSql,
+  createSql,
+  dropSql,
+  fieldIndexSql,
+  relationIndexOf,
+  tableOf,
+  uniqueIndexOf,
+} from "./ddl.ts";
+import {
+  checkName,
+  type SchemaContext,
+  validateField,
+  validateRules,
+} from "./validate.ts";
 import type { EntitySchema, FieldDef } from "./types.ts";
 
 /** What a PATCH will do. */
@@ -20,7 +34,14 @@ export interface PatchPlan {
   statements: string[];
 }
 
-const PATCH_KEYS = new Set(["name", "type", "fields", "view_query", "rules", "has_api"]);
+const PATCH_KEYS = new Set([
+  "name",
+  "type",
+  "fields",
+  "view_query",
+  "rules",
+  "has_api",
+]);
 const READ_ONLY = new Set(["id", "is_system", "created", "updated"]);
 
 function bad(message: string): never {
@@ -40,40 +61,74 @@ export function planPatch(
   byName: (name: string) => Entity | undefined,
 ): PatchPlan {
   for (const key of Object.keys(input)) {
-    if (!PATCH_KEYS.has(key) && !READ_ONLY.has(key)) bad(`Cannot change entity: unknown key "${key.slice(0, 64)}"`);
+    if (!PATCH_KEYS.has(key) && !READ_ONLY.has(key)) {
+      bad(`Cannot change entity: unknown key "${key.slice(0, 64)}"`);
+    }
   }
-  if (input.type !== undefined && input.type !== current.type) bad("Cannot change entity: type cannot change");
-  const schema: EntitySchema = structuredClone({ ...current, fields: current.fields.filter((f) => !f.system) });
+  if (input.type !== undefined && input.type !== current.type) {
+    bad("Cannot change entity: type cannot change");
+  }
+  const schema: EntitySchema = structuredClone({
+    ...current,
+    fields: current.fields.filter((f) => !f.system),
+  });
   const statements: string[] = [];
   if (input.name !== undefined && input.name !== current.name) {
     const name = checkName(input.name, "entity");
     const other = byName(name);
-    if (other && other.id !== current.id) throw new MoonbaseError("conflict", `Cannot rename entity: "${name}" already exists`);
-    statements.push(`ALTER ${current.type === "view" ? "VIEW" : "TABLE"} ${tableOf(current.name)} RENAME TO ${tableOf(name)}`);
+    if (other && other.id !== current.id) {
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot rename entity: "${name}" already exists`,
+      );
+    }
+    statements.push(
+      `ALTER ${current.type === "view" ? "VIEW" : "TABLE"} ${
+        tableOf(current.name)
+      } RENAME TO ${tableOf(name)}`,
+    );
     schema.name = name;
     for (const f of schema.fields) {
-      if (f.foreign_key?.entity.toLowerCase() === current.name.toLowerCase()) f.foreign_key.entity = name;
+      if (f.foreign_key?.entity.toLowerCase() === current.name.toLowerCase()) {
+        f.foreign_key.entity = name;
+      }
     }
   }
   if (input.has_api !== undefined) {
-    if (typeof input.has_api !== "boolean") bad("Cannot accept has_api: must be true or false");
+    if (typeof input.has_api !== "boolean") {
+      bad("Cannot accept has_api: must be true or false");
+    }
     schema.has_api = input.has_api;
   }
-  if (input.rules !== undefined) schema.rules = validateRules(input.rules, ctx, current.rules);
+  if (input.rules !== undefined) {
+    schema.rules = validateRules(input.rules, ctx, current.rules);
+  }
   if (current.type === "view") {
-    if (input.fields !== undefined && Array.isArray(input.fields) && input.fields.length > 0) bad("Cannot change entity: a view has no fields");
+    if (
+      input.fields !== undefined && Array.isArray(input.fields) &&
+      input.fields.length > 0
+    ) bad("Cannot change entity: a view has no fields");
     if (input.view_query !== undefined) {
-      if (typeof input.view_query !== "string" || input.view_query.trim() === "" || input.view_query.length > 10_000) {
-        bad("Cannot change entity: view_query must be an SQL SELECT of at most 10000 characters");
+      if (
+        typeof input.view_query !== "string" ||
+        input.view_query.trim() === "" || input.view_query.length > 10_000
+      ) {
+        bad(
+          "Cannot change entity: view_query must be an SQL SELECT of at most 10000 characters",
+        );
       }
       schema.view_query = input.view_query.trim().replace(/;\s*$/, "");
       statements.push(dropSql({ ...schema }), ...createSql(schema, dialect));
     }
     return { schema, statements };
   }
-  if (input.view_query !== undefined && input.view_query !== "") bad("Cannot change entity: only views have view_query");
+  if (input.view_query !== undefined && input.view_query !== "") {
+    bad("Cannot change entity: only views have view_query");
+  }
   if (input.fields !== undefined) {
-    if (!Array.isArray(input.fields)) bad("Cannot change entity: fields must be an array");
+    if (!Array.isArray(input.fields)) {
+      bad("Cannot change entity: fields must be an array");
+    }
     planFields(schema, input.fields, ctx, dialect, statements);
   }
   return { schema, statements };
@@ -88,34 +143,72 @@ function planFields(
 ): void {
   const table = tableOf(schema.name);
   for (const raw of items) {
-    if (!raw || typeof raw !== "object" || Array.isArray(raw)) bad("Cannot change entity: every field must be an object");
+    if (!raw || typeof raw !== "object" || Array.isArray(raw)) {
+      bad("Cannot change entity: every field must be an object");
+    }
     const item = raw as Record<string, unknown>;
     if (item.system === true) continue;
-    if (item.op !== undefined && item.op !== "delete") bad(`Cannot change entity: unknown field op ${JSON.stringify(item.op)}`);
+    if (item.op !== undefined && item.op !== "delete") {
+      bad(`Cannot change entity: unknown field op ${JSON.stringify(item.op)}`);
+    }
     const id = typeof item.id === "string" ? item.id : undefined;
-    const index = id === undefined ? -1 : schema.fields.findIndex((f) => f.id === id);
-    if (id !== undefined && index < 0) bad(`Cannot change entity: no field with id ${JSON.stringify(id.slice(0, 64))}`);
+    const index = id === undefined
+      ? -1
+      : schema.fields.findIndex((f) => f.id === id);
+    if (id !== undefined && index < 0) {
+      bad(
+        `Cannot change entity: no field with id ${
+          JSON.stringify(id.slice(0, 64))
+        }`,
+      );
+    }
     if (item.op === "delete") {
-      if (index < 0) bad("Cannot change entity: a field to delete needs its id");
+      if (index < 0) {
+        bad("Cannot change entity: a field to delete needs its id");
+      }
       const old = schema.fields[index];
-      statements.push(...dropIndexes(schema, old), `ALTER TABLE ${table} DROP COLUMN ${columnOf(old.name)}`);
+      statements.push(
+        ...dropIndexes(schema, old),
+        `ALTER TABLE ${table} DROP COLUMN ${columnOf(old.name)}`,
+      );
       schema.fields.splice(index, 1);
       continue;
     }
     if (index < 0) {
       const f = validateField(item, newFieldId(), ctx, schema.name);
       schema.fields.push(f);
-      statements.push(`ALTER TABLE ${table} ADD COLUMN ${columnSql(f, dialect)}`, ...fieldIndexSql(schema, f));
+      statements.push(
+        `ALTER TABLE ${table} ADD COLUMN ${columnSql(f, dialect)}`,
+        ...fieldIndexSql(schema, f),
+      );
       continue;
     }
     const old = schema.fields[index];
-    const next = validateField({ ...stripUndefined(old), ...item }, old.id, ctx, schema.name);
-    if (next.type !== old.type) bad(`Cannot change field "${old.name}": its type cannot change (add a new field instead)`);
-    if (JSON.stringify(next.foreign_key) !== JSON.stringify(old.foreign_key) && next.foreign_key?.entity !== old.foreign_key?.entity) {
-      bad(`Cannot change field "${old.name}": its foreign_key entity cannot change`);
+    const next = validateField(
+      { ...stripUndefined(old), ...item },
+      old.id,
+      ctx,
+      schema.name,
+    );
+    if (next.type !== old.type) {
+      bad(
+        `Cannot change field "${old.name}": its type cannot change (add a new field instead)`,
+      );
+    }
+    if (
+      JSON.stringify(next.foreign_key) !== JSON.stringify(old.foreign_key) &&
+      next.foreign_key?.entity !== old.foreign_key?.entity
+    ) {
+      bad(
+        `Cannot change field "${old.name}": its foreign_key entity cannot change`,
+      );
     }
     if (next.name !== old.name) {
-      statements.push(`ALTER TABLE ${table} RENAME COLUMN ${columnOf(old.name)} TO ${columnOf(next.name)}`);
+      statements.push(
+        `ALTER TABLE ${table} RENAME COLUMN ${columnOf(old.name)} TO ${
+          columnOf(next.name)
+        }`,
+      );
     }
     if (next.unique !== old.unique) {
       statements.push(...dropIndexes(schema, old));
@@ -125,10 +218,14 @@ function planFields(
   }
   const seen = new Set<string>();
   for (const f of schema.fields) {
-    if (seen.has(f.name.toLowerCase())) bad(`Cannot change entity: field "${f.name}" is declared twice`);
+    if (seen.has(f.name.toLowerCase())) {
+      bad(`Cannot change entity: field "${f.name}" is declared twice`);
+    }
     seen.add(f.name.toLowerCase());
   }
-  if (schema.fields.length > 200) bad("Cannot change entity: at most 200 fields");
+  if (schema.fields.length > 200) {
+    bad("Cannot change entity: at most 200 fields");
+  }
 }
 
 function dropIndexes(schema: EntitySchema, f: FieldDef): string[] {
@@ -140,5 +237,7 @@ function dropIndexes(schema: EntitySchema, f: FieldDef): string[] {
 
 function stripUndefined(f: FieldDef): Record<string, unknown> {
   const { id: _id, system: _s, ...rest } = f;
-  return Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+  return Object.fromEntries(
+    Object.entries(rest).filter(([, v]) => v !== undefined),
+  );
 }

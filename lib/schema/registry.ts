@@ -15,16 +15,27 @@ import type { RelationRef } from "../records/crud.ts";
 import { createSql, dropSql } from "./ddl.ts";
 import { Entity } from "./entity.ts";
 import { planPatch } from "./migrate.ts";
-import { checkName, type SchemaContext, validateField, validateRules } from "./validate.ts";
+import {
+  checkName,
+  type SchemaContext,
+  validateField,
+  validateRules,
+} from "./validate.ts";
 import type { EntitySchema, EntityType } from "./types.ts";
 
-const CREATE_KEYS = new Set(["name", "type", "fields", "view_query", "rules", "has_api"]);
+const CREATE_KEYS = new Set([
+  "name",
+  "type",
+  "fields",
+  "view_query",
+  "rules",
+  "has_api",
+]);
 const READ_ONLY = new Set(["id", "is_system", "created", "updated"]);
 
 function bad(message: string): never {
   throw new MoonbaseError("invalid", message);
 }
-
 
 /** Holds every entity; the one way to change schemas. */
 export class Registry {
@@ -42,18 +53,26 @@ export class Registry {
 
   /** Loads every schema from the database. */
   async load(): Promise<void> {
-    const rows = await this.#store.query(`SELECT "schema" FROM "mb_tables" ORDER BY "created", "id"`);
-    const meta = await this.#store.query(`SELECT "value" FROM "mb_meta" WHERE "key" = 'schema_version'`);
+    const rows = await this.#store.query(
+      `SELECT "schema" FROM "mb_tables" ORDER BY "created", "id"`,
+    );
+    const meta = await this.#store.query(
+      `SELECT "value" FROM "mb_meta" WHERE "key" = 'schema_version'`,
+    );
     this.#byName.clear();
     this.#byId.clear();
     this.#put(ADMIN_SCHEMA);
-    for (const row of rows) this.#put(JSON.parse(String(row.schema)) as EntitySchema);
+    for (const row of rows) {
+      this.#put(JSON.parse(String(row.schema)) as EntitySchema);
+    }
     this.#version = String(meta[0]?.value ?? "0");
   }
 
   /** Reloads when another instance changed a schema. */
   async refreshIfChanged(): Promise<void> {
-    const meta = await this.#store.query(`SELECT "value" FROM "mb_meta" WHERE "key" = 'schema_version'`);
+    const meta = await this.#store.query(
+      `SELECT "value" FROM "mb_meta" WHERE "key" = 'schema_version'`,
+    );
     if (String(meta[0]?.value ?? "0") !== this.#version) await this.load();
   }
 
@@ -69,7 +88,10 @@ export class Registry {
     const lname = name.toLowerCase();
     for (const e of this.#byName.values()) {
       for (const field of e.schema.fields) {
-        if (field.type === "relation" && field.foreign_key?.entity.toLowerCase() === lname) {
+        if (
+          field.type === "relation" &&
+          field.foreign_key?.entity.toLowerCase() === lname
+        ) {
           out.push({ schema: e.schema, field });
         }
       }
@@ -80,7 +102,8 @@ export class Registry {
   /** Every entity, system ones first. */
   all(): Entity[] {
     return [...this.#byName.values()].sort((a, b) =>
-      Number(b.isSystem) - Number(a.isSystem) || a.schema.created.localeCompare(b.schema.created)
+      Number(b.isSystem) - Number(a.isSystem) ||
+      a.schema.created.localeCompare(b.schema.created)
     );
   }
 
@@ -96,7 +119,8 @@ export class Registry {
 
   #context(): SchemaContext {
     return {
-      entityType: (name: string): EntityType | undefined => this.byName(name)?.type,
+      entityType: (name: string): EntityType | undefined =>
+        this.byName(name)?.type,
       checkExpr: this.#checkExpr,
     };
   }
@@ -104,12 +128,21 @@ export class Registry {
   /** Creates an entity from a schema object (spec §2.1). */
   async create(input: Record<string, unknown>): Promise<Entity> {
     for (const key of Object.keys(input)) {
-      if (!CREATE_KEYS.has(key) && !READ_ONLY.has(key)) bad(`Cannot create entity: unknown key "${key.slice(0, 64)}"`);
+      if (!CREATE_KEYS.has(key) && !READ_ONLY.has(key)) {
+        bad(`Cannot create entity: unknown key "${key.slice(0, 64)}"`);
+      }
     }
     const name = checkName(input.name, "entity");
-    if (this.byName(name)) throw new MoonbaseError("conflict", `Cannot create entity: "${name}" already exists`);
+    if (this.byName(name)) {
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot create entity: "${name}" already exists`,
+      );
+    }
     const type = input.type;
-    if (type !== "base" && type !== "auth" && type !== "view") bad(`Cannot create entity: type must be base, auth or view`);
+    if (type !== "base" && type !== "auth" && type !== "view") {
+      bad(`Cannot create entity: type must be base, auth or view`);
+    }
     const ctx = this.#context();
     const now = new Date().toISOString();
     const schema: EntitySchema = {
@@ -119,55 +152,98 @@ export class Registry {
       fields: [],
       view_query: "",
       rules: validateRules(input.rules, ctx),
-      has_api: input.has_api === undefined ? true : checkBool(input.has_api, "has_api"),
+      has_api: input.has_api === undefined
+        ? true
+        : checkBool(input.has_api, "has_api"),
       is_system: false,
       created: now,
       updated: now,
     };
     if (type === "view") {
-      if (typeof input.view_query !== "string" || input.view_query.trim() === "" || input.view_query.length > 10_000) {
-        bad("Cannot create entity: a view needs view_query, an SQL SELECT of at most 10000 characters");
+      if (
+        typeof input.view_query !== "string" ||
+        input.view_query.trim() === "" || input.view_query.length > 10_000
+      ) {
+        bad(
+          "Cannot create entity: a view needs view_query, an SQL SELECT of at most 10000 characters",
+        );
       }
-      if (Array.isArray(input.fields) && input.fields.length > 0) bad("Cannot create entity: a view has no fields");
+      if (Array.isArray(input.fields) && input.fields.length > 0) {
+        bad("Cannot create entity: a view has no fields");
+      }
       schema.view_query = input.view_query.trim().replace(/;\s*$/, "");
     } else {
       const fields = input.fields ?? [];
-      if (!Array.isArray(fields)) bad("Cannot create entity: fields must be an array");
+      if (!Array.isArray(fields)) {
+        bad("Cannot create entity: fields must be an array");
+      }
       if (fields.length > 200) bad("Cannot create entity: at most 200 fields");
       const seen = new Set<string>();
       for (const raw of fields) {
-        if (raw && typeof raw === "object" && (raw as { system?: unknown }).system === true) continue;
+        if (
+          raw && typeof raw === "object" &&
+          (raw as { system?: unknown }).system === true
+        ) continue;
         const f = validateField(raw, newFieldId(), ctx, name);
-        if (seen.has(f.name.toLowerCase())) bad(`Cannot create entity: field "${f.name}" is declared twice`);
+        if (seen.has(f.name.toLowerCase())) {
+          bad(`Cannot create entity: field "${f.name}" is declared twice`);
+        }
         seen.add(f.name.toLowerCase());
         schema.fields.push(f);
       }
     }
     await this.#write(schema, async (tx) => {
       for (const s of createSql(schema, this.#store.dialect)) await tx.exec(s);
-      if (type === "view") schema.fields = await viewFields(tx, this.#store, name);
+      if (type === "view") {
+        schema.fields = await viewFields(tx, this.#store, name);
+      }
       await tx.run(
         `INSERT INTO "mb_tables" ("id", "name", "lname", "type", "schema", "created", "updated") VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        [schema.id, name, name.toLowerCase(), type, JSON.stringify(schema), now, now],
+        [
+          schema.id,
+          name,
+          name.toLowerCase(),
+          type,
+          JSON.stringify(schema),
+          now,
+          now,
+        ],
       );
     });
     return this.get(schema.id)!;
   }
 
   /** Applies a partial schema (PATCH). */
-  async update(idOrName: string, input: Record<string, unknown>): Promise<Entity> {
+  async update(
+    idOrName: string,
+    input: Record<string, unknown>,
+  ): Promise<Entity> {
     const current = this.#mutable(idOrName, "change");
-    const plan = planPatch(current.schema, input, this.#context(), this.#store.dialect, (n) => this.byName(n));
+    const plan = planPatch(
+      current.schema,
+      input,
+      this.#context(),
+      this.#store.dialect,
+      (n) => this.byName(n),
+    );
     await this.#write(plan.schema, async (tx) => {
       for (const s of plan.statements) await tx.exec(s);
-      if (plan.schema.type === "view") plan.schema.fields = await viewFields(tx, this.#store, plan.schema.name);
+      if (plan.schema.type === "view") {
+        plan.schema.fields = await viewFields(
+          tx,
+          this.#store,
+          plan.schema.name,
+        );
+      }
       if (plan.schema.name !== current.name) {
         for (const ref of this.refsOf(current.name)) {
           if (ref.schema.id === current.id) continue;
           const other = structuredClone(ref.schema);
           other.fields = other.fields.filter((f) => !f.system);
           for (const f of other.fields) {
-            if (f.foreign_key?.entity.toLowerCase() === current.name.toLowerCase()) f.foreign_key.entity = plan.schema.name;
+            if (
+              f.foreign_key?.entity.toLowerCase() === current.name.toLowerCase()
+            ) f.foreign_key.entity = plan.schema.name;
           }
           await saveSchema(tx, other);
         }
@@ -180,11 +256,15 @@ export class Registry {
   /** Drops an entity and its table. */
   async remove(idOrName: string): Promise<void> {
     const entity = this.#mutable(idOrName, "delete");
-    const refs = this.refsOf(entity.name).filter((r) => r.schema.id !== entity.id);
+    const refs = this.refsOf(entity.name).filter((r) =>
+      r.schema.id !== entity.id
+    );
     if (refs.length > 0) {
       throw new MoonbaseError(
         "conflict",
-        `Cannot delete entity ${entity.name}: referenced by ${refs.map((r) => `${r.schema.name}.${r.field.name}`).join(", ")}`,
+        `Cannot delete entity ${entity.name}: referenced by ${
+          refs.map((r) => `${r.schema.name}.${r.field.name}`).join(", ")
+        }`,
       );
     }
     await this.#write(entity.schema, async (tx) => {
@@ -195,12 +275,27 @@ export class Registry {
 
   #mutable(idOrName: string, action: string): Entity {
     const entity = this.get(idOrName);
-    if (!entity) throw new MoonbaseError("not_found", `Cannot ${action} entity: no entity ${JSON.stringify(idOrName.slice(0, 80))}`);
-    if (entity.isSystem) throw new MoonbaseError("forbidden", `Cannot ${action} entity ${entity.name}: it is a system entity`);
+    if (!entity) {
+      throw new MoonbaseError(
+        "not_found",
+        `Cannot ${action} entity: no entity ${
+          JSON.stringify(idOrName.slice(0, 80))
+        }`,
+      );
+    }
+    if (entity.isSystem) {
+      throw new MoonbaseError(
+        "forbidden",
+        `Cannot ${action} entity ${entity.name}: it is a system entity`,
+      );
+    }
     return entity;
   }
 
-  async #write(schema: EntitySchema, fn: (tx: Queryable) => Promise<void>): Promise<void> {
+  async #write(
+    schema: EntitySchema,
+    fn: (tx: Queryable) => Promise<void>,
+  ): Promise<void> {
     try {
       await this.#store.transaction(async (tx) => {
         await fn(tx);
@@ -214,17 +309,27 @@ export class Registry {
       if (err instanceof MoonbaseError) throw err;
       const failure = this.#store.dialect.constraintFailure(err);
       if (failure?.kind === "unique") {
-        throw new MoonbaseError("conflict", `Cannot change entity ${schema.name}: existing records have duplicate values`);
+        throw new MoonbaseError(
+          "conflict",
+          `Cannot change entity ${schema.name}: existing records have duplicate values`,
+        );
       }
-      const msg = err instanceof Error ? err.message.split("\n")[0].slice(0, 300) : "database error";
-      throw new MoonbaseError("invalid", `Cannot change entity ${schema.name}: ${msg}`);
+      const msg = err instanceof Error
+        ? err.message.split("\n")[0].slice(0, 300)
+        : "database error";
+      throw new MoonbaseError(
+        "invalid",
+        `Cannot change entity ${schema.name}: ${msg}`,
+      );
     }
     await this.load();
   }
 }
 
 function checkBool(v: unknown, key: string): boolean {
-  if (typeof v !== "boolean") bad(`Cannot accept ${key}: must be true or false`);
+  if (typeof v !== "boolean") {
+    bad(`Cannot accept ${key}: must be true or false`);
+  }
   return v;
 }
 
@@ -232,16 +337,34 @@ async function saveSchema(tx: Queryable, schema: EntitySchema): Promise<void> {
   schema.updated = new Date().toISOString();
   await tx.run(
     `UPDATE "mb_tables" SET "name" = ?, "lname" = ?, "schema" = ?, "updated" = ? WHERE "id" = ?`,
-    [schema.name, schema.name.toLowerCase(), JSON.stringify(schema), schema.updated, schema.id],
+    [
+      schema.name,
+      schema.name.toLowerCase(),
+      JSON.stringify(schema),
+      schema.updated,
+      schema.id,
+    ],
   );
 }
 
-async function viewFields(tx: Queryable, store: Storage, name: string): Promise<EntitySchema["fields"]> {
+async function viewFields(
+  tx: Queryable,
+  store: Storage,
+  name: string,
+): Promise<EntitySchema["fields"]> {
   const sql = store.dialect.name === "sqlite"
     ? `SELECT "name" FROM pragma_table_info(?)`
     : `SELECT column_name AS "name" FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position`;
   const rows = await tx.query(sql, [physicalName(name)]);
   const names = rows.map((r) => String(r.name));
-  if (!names.includes("id")) bad("Cannot create view: view_query must return an id column");
-  return names.map((n) => ({ id: n, name: n, type: "json", required: false, unique: false }));
+  if (!names.includes("id")) {
+    bad("Cannot create view: view_query must return an id column");
+  }
+  return names.map((n) => ({
+    id: n,
+    name: n,
+    type: "json",
+    required: false,
+    unique: false,
+  }));
 }

@@ -74,7 +74,13 @@ export interface EntitySchema {
 }
 
 /** The list of operations, in spec order. */
-export const OPERATIONS: readonly Operation[] = ["list", "get", "add", "update", "delete"];
+export const OPERATIONS: readonly Operation[] = [
+  "list",
+  "get",
+  "add",
+  "update",
+  "delete",
+];
 
 /** Rules that only admins pass. */
 export function adminOnlyRules(): Rules {

@@ -6,7 +6,12 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import { COMMON_KEYS, FIELD_TYPES, isFieldType, checkValue } from "./field_types.ts";
+import {
+  checkValue,
+  COMMON_KEYS,
+  FIELD_TYPES,
+  isFieldType,
+} from "./field_types.ts";
 import { RESERVED_FIELD_NAMES } from "./builtin.ts";
 import {
   type EntityType,
@@ -46,10 +51,14 @@ function fail(message: string): never {
  * ```
  */
 export function checkName(name: unknown, what: "entity" | "field"): string {
-  if (typeof name !== "string" || name === "") fail(`Cannot accept ${what} name: missing`);
+  if (typeof name !== "string" || name === "") {
+    fail(`Cannot accept ${what} name: missing`);
+  }
   if (!NAME.test(name)) {
     fail(
-      `Cannot accept ${what} name ${JSON.stringify(name.slice(0, 80))}: use 1-64 characters of a-z, A-Z, 0-9, _`,
+      `Cannot accept ${what} name ${
+        JSON.stringify(name.slice(0, 80))
+      }: use 1-64 characters of a-z, A-Z, 0-9, _`,
     );
   }
   if (what === "entity" && name.toLowerCase().startsWith("mb_")) {
@@ -62,17 +71,29 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
-function optNumber(f: Record<string, unknown>, key: string, where: string): number | undefined {
+function optNumber(
+  f: Record<string, unknown>,
+  key: string,
+  where: string,
+): number | undefined {
   const v = f[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isFinite(v)) fail(`Cannot accept ${where}.${key}: must be a number`);
+  if (typeof v !== "number" || !Number.isFinite(v)) {
+    fail(`Cannot accept ${where}.${key}: must be a number`);
+  }
   return v;
 }
 
-function optBool(f: Record<string, unknown>, key: string, where: string): boolean {
+function optBool(
+  f: Record<string, unknown>,
+  key: string,
+  where: string,
+): boolean {
   const v = f[key];
   if (v === undefined || v === null) return false;
-  if (typeof v !== "boolean") fail(`Cannot accept ${where}.${key}: must be true or false`);
+  if (typeof v !== "boolean") {
+    fail(`Cannot accept ${where}.${key}: must be true or false`);
+  }
   return v;
 }
 
@@ -85,7 +106,9 @@ function stringList(v: unknown, where: string, max: number): string[] {
       fail(`Cannot accept ${where}: every entry must be a non-empty string`);
     }
   }
-  if (new Set(v).size !== v.length) fail(`Cannot accept ${where}: entries must be unique`);
+  if (new Set(v).size !== v.length) {
+    fail(`Cannot accept ${where}: entries must be unique`);
+  }
   return v as string[];
 }
 
@@ -107,12 +130,16 @@ export function validateField(
   }
   if (!isFieldType(raw.type)) {
     fail(
-      `Cannot accept ${where}.type ${JSON.stringify(raw.type)}: use one of ${Object.keys(FIELD_TYPES).join(", ")}`,
+      `Cannot accept ${where}.type ${JSON.stringify(raw.type)}: use one of ${
+        Object.keys(FIELD_TYPES).join(", ")
+      }`,
     );
   }
   const spec = FIELD_TYPES[raw.type];
   for (const key of Object.keys(raw)) {
-    if (!COMMON_KEYS.includes(key) && !spec.options.includes(key) && key !== "op") {
+    if (
+      !COMMON_KEYS.includes(key) && !spec.options.includes(key) && key !== "op"
+    ) {
       fail(`Cannot accept ${where}: unknown key "${key}" for type ${raw.type}`);
     }
   }
@@ -123,14 +150,20 @@ export function validateField(
     required: optBool(raw, "required", where),
     unique: optBool(raw, "unique", where),
   };
-  if (field.unique && !spec.uniqueable) fail(`Cannot accept ${where}.unique: not for type ${raw.type}`);
+  if (field.unique && !spec.uniqueable) {
+    fail(`Cannot accept ${where}.unique: not for type ${raw.type}`);
+  }
   const min = optNumber(raw, "min", where), max = optNumber(raw, "max", where);
   if (min !== undefined) field.min = min;
   if (max !== undefined) field.max = max;
-  if (min !== undefined && max !== undefined && min > max) fail(`Cannot accept ${where}: min > max`);
+  if (min !== undefined && max !== undefined && min > max) {
+    fail(`Cannot accept ${where}: min > max`);
+  }
   if (raw.pattern !== undefined && raw.pattern !== null && raw.pattern !== "") {
     if (typeof raw.pattern !== "string" || raw.pattern.length > 512) {
-      fail(`Cannot accept ${where}.pattern: must be a regular expression of at most 512 characters`);
+      fail(
+        `Cannot accept ${where}.pattern: must be a regular expression of at most 512 characters`,
+      );
     }
     try {
       new RegExp(raw.pattern, "u");
@@ -139,13 +172,19 @@ export function validateField(
     }
     field.pattern = raw.pattern;
   }
-  if (raw.type === "select") field.values = stringList(raw.values, `${where}.values`, 500);
+  if (raw.type === "select") {
+    field.values = stringList(raw.values, `${where}.values`, 500);
+  }
   if (raw.mime_types !== undefined) {
     field.mime_types = stringList(raw.mime_types, `${where}.mime_types`, 100);
   }
-  if (raw.type === "relation") field.foreign_key = foreignKey(raw.foreign_key, where, ctx, self);
+  if (raw.type === "relation") {
+    field.foreign_key = foreignKey(raw.foreign_key, where, ctx, self);
+  }
   if (raw.default !== undefined && raw.default !== null) {
-    if (raw.type === "file" || raw.type === "files" || raw.type === "relation") {
+    if (
+      raw.type === "file" || raw.type === "files" || raw.type === "relation"
+    ) {
       fail(`Cannot accept ${where}.default: not for type ${raw.type}`);
     }
     const checked = checkValue(field, raw.default);
@@ -161,20 +200,32 @@ function foreignKey(
   ctx: SchemaContext,
   self: string,
 ): NonNullable<FieldDef["foreign_key"]> {
-  if (!isObject(raw)) fail(`Cannot accept ${where}.foreign_key: must be {entity, on_delete}`);
+  if (!isObject(raw)) {
+    fail(`Cannot accept ${where}.foreign_key: must be {entity, on_delete}`);
+  }
   for (const key of Object.keys(raw)) {
     if (key !== "entity" && key !== "on_delete") {
       fail(`Cannot accept ${where}.foreign_key: unknown key "${key}"`);
     }
   }
   const entity = typeof raw.entity === "string" ? raw.entity : "";
-  const type = entity.toLowerCase() === self.toLowerCase() ? "base" : ctx.entityType(entity);
+  const type = entity.toLowerCase() === self.toLowerCase()
+    ? "base"
+    : ctx.entityType(entity);
   if (!type || type === "view" || entity.toLowerCase().startsWith("mb_")) {
-    fail(`Cannot accept ${where}.foreign_key.entity: no base or auth entity named ${JSON.stringify(entity)}`);
+    fail(
+      `Cannot accept ${where}.foreign_key.entity: no base or auth entity named ${
+        JSON.stringify(entity)
+      }`,
+    );
   }
   const onDelete = raw.on_delete ?? "set null";
   if (!ON_DELETE.includes(onDelete as typeof ON_DELETE[number])) {
-    fail(`Cannot accept ${where}.foreign_key.on_delete: use one of ${ON_DELETE.join(", ")}`);
+    fail(
+      `Cannot accept ${where}.foreign_key.on_delete: use one of ${
+        ON_DELETE.join(", ")
+      }`,
+    );
   }
   return { entity, on_delete: onDelete as typeof ON_DELETE[number] };
 }
@@ -190,12 +241,20 @@ function foreignKey(
  * console.assert(rules.list.mode === "public" && rules.get.mode === "");
  * ```
  */
-export function validateRules(raw: unknown, ctx: SchemaContext, base?: Rules): Rules {
+export function validateRules(
+  raw: unknown,
+  ctx: SchemaContext,
+  base?: Rules,
+): Rules {
   if (raw === undefined || raw === null) raw = {};
   if (!isObject(raw)) fail("Cannot accept rules: must be an object");
   for (const key of Object.keys(raw)) {
     if (!OPERATIONS.includes(key as never)) {
-      fail(`Cannot accept rules: unknown operation "${key}" (use ${OPERATIONS.join(", ")})`);
+      fail(
+        `Cannot accept rules: unknown operation "${key}" (use ${
+          OPERATIONS.join(", ")
+        })`,
+      );
     }
   }
   const out = {} as Rules;
@@ -213,19 +272,33 @@ export function validateRules(raw: unknown, ctx: SchemaContext, base?: Rules): R
 function validateRule(r: unknown, op: string, ctx: SchemaContext): Rule {
   if (!isObject(r)) fail(`Cannot accept rules.${op}: must be {mode, expr}`);
   for (const key of Object.keys(r)) {
-    if (key !== "mode" && key !== "expr") fail(`Cannot accept rules.${op}: unknown key "${key}"`);
+    if (key !== "mode" && key !== "expr") {
+      fail(`Cannot accept rules.${op}: unknown key "${key}"`);
+    }
   }
   const mode = r.mode ?? "";
   if (!MODES.includes(mode as RuleMode)) {
-    fail(`Cannot accept rules.${op}.mode ${JSON.stringify(mode)}: use public, auth, "" or custom`);
+    fail(
+      `Cannot accept rules.${op}.mode ${
+        JSON.stringify(mode)
+      }: use public, auth, "" or custom`,
+    );
   }
   const expr = r.expr ?? "";
-  if (typeof expr !== "string") fail(`Cannot accept rules.${op}.expr: must be a string`);
+  if (typeof expr !== "string") {
+    fail(`Cannot accept rules.${op}.expr: must be a string`);
+  }
   if (mode !== "custom") {
-    if (expr.trim() !== "") fail(`Cannot accept rules.${op}.expr: only mode "custom" takes an expression`);
+    if (expr.trim() !== "") {
+      fail(
+        `Cannot accept rules.${op}.expr: only mode "custom" takes an expression`,
+      );
+    }
     return { mode: mode as RuleMode, expr: "" };
   }
-  if (expr.trim() === "") fail(`Cannot accept rules.${op}.expr: mode "custom" needs an expression`);
+  if (expr.trim() === "") {
+    fail(`Cannot accept rules.${op}.expr: mode "custom" needs an expression`);
+  }
   const problem = ctx.checkExpr(expr);
   if (problem) fail(`Cannot accept rules.${op}.expr: ${problem}`);
   return { mode: "custom", expr };

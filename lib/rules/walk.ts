@@ -1,0 +1,61 @@
+/**
+ * Questions about a parsed expression: does it read the record, the request?
+ * (Re-exported by `parser.ts`.)
+ *
+ * @module
+ */
+
+import type { Expr } from "./ast.ts";
+
+/** True when `expr` or one of its sub-expressions satisfies `test`. */
+function some(expr: Expr, test: (e: Expr) => boolean): boolean {
+  if (test(expr)) return true;
+  switch (expr.type) {
+    case "member":
+      return some(expr.object, test);
+    case "unary":
+      return some(expr.argument, test);
+    case "binary":
+    case "logical":
+      return some(expr.left, test) || some(expr.right, test);
+    case "method":
+      return some(expr.object, test) || some(expr.argument, test);
+    case "call":
+      return expr.args.some((a) => some(a, test));
+    default:
+      return false;
+  }
+}
+
+/**
+ * True when the expression reads the record (`record…`, or a bare field in
+ * filter mode), i.e. its outcome depends on the row.
+ *
+ * @example
+ * ```ts
+ * import { parseExpression } from "./parser.ts";
+ * import { readsRecord } from "./walk.ts";
+ * if (!readsRecord(parseExpression("record.a == 1", { mode: "rule" }))) throw new Error("bad");
+ * if (readsRecord(parseExpression("auth.id != ''", { mode: "rule" }))) throw new Error("bad");
+ * ```
+ */
+export function readsRecord(expr: Expr): boolean {
+  return some(
+    expr,
+    (e) => e.type === "field" || (e.type === "root" && e.name === "record"),
+  );
+}
+
+/**
+ * True when the expression reads the request (`req…`).
+ *
+ * @example
+ * ```ts
+ * import { parseExpression } from "./parser.ts";
+ * import { readsRequest } from "./walk.ts";
+ * if (!readsRequest(parseExpression("req.body.x == 1", { mode: "rule" }))) throw new Error("bad");
+ * ```
+ */
+export function readsRequest(expr: Expr): boolean {
+  return some(expr, (e) => e.type === "root" && e.name === "req");
+}

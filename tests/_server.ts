@@ -1,0 +1,199 @@
+/**
+ * Test harness: a real Moonbase server on an ephemeral port, on SQLite (a
+ * temp dataDir) or on a fresh database of the throwaway PostgreSQL cluster.
+ *
+ * @module
+ */
+
+import { type App, createApp } from "../mod.ts";
+import type { AppConfig } from "../lib/config.ts";
+import { hasPostgres, startPostgres } from "./_pg.ts";
+
+/** The databases every suite runs on (MB_TEST_DB=sqlite|postgres narrows it). */
+export const DATABASES: readonly ("sqlite" | "postgres")[] = (() => {
+  const only = Deno.env.get("MB_TEST_DB");
+  const all = ["sqlite", "postgres"] as const;
+  return all.filter((d) =>
+    (!only || only === d) && (d === "sqlite" || hasPostgres())
+  );
+})();
+
+/** A parsed envelope response. */
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: { status: number; data: unknown; error: string } | null;
+  text: string;
+  // deno-lint-ignore no-explicit-any
+  data: any;
+  error: string;
+}
+
+/** Options of one request. */
+export interface Call {
+  body?: unknown;
+  token?: string;
+  headers?: Record<string, string>;
+  raw?: BodyInit;
+}
+
+/** A running test server. */
+export interface TestServer {
+  url: string;
+  app: App;
+  db: "sqlite" | "postgres";
+  dataDir: string;
+  connection?: string;
+  /** Password used for the admin this harness creates. */
+  adminPassword: string;
+  request(method: string, path: string, call?: Call): Promise<Reply>;
+  /** A token of an admin (created once). */
+  adminToken(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Secret used by the harness (tests may check it never leaks). */
+export const TEST_JWT_SECRET = "test-secret-0123456789-abcdefghijklmnop";
+
+/** Starts a server for a database, with optional config overrides. */
+export async function startServer(
+  db: "sqlite" | "postgres",
+  config: AppConfig = {},
+): Promise<TestServer> {
+  const dataDir = config.dataDir ??
+    await Deno.makeTempDir({ prefix: "mb_test_" });
+  let connection = config.connection;
+  if (db === "postgres" && !connection) {
+    connection = await (await startPostgres()).createDatabase();
+  }
+  const app = await createApp({
+    quiet: true,
+    jwtSecret: TEST_JWT_SECRET,
+    ...config,
+    dataDir,
+    ...(db === "postgres" ? { database: "PSQL", connection } : {}),
+  });
+  const ac = new AbortController();
+  const server = await app.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    signal: ac.signal,
+  });
+  const url = `http://127.0.0.1:${server.addr.port}`;
+  let admin: Promise<string> | undefined;
+  const adminPassword = "admin-password-123";
+  const request = async (
+    method: string,
+    path: string,
+    call: Call = {},
+  ): Promise<Reply> => {
+    const headers: Record<string, string> = { ...call.headers };
+    let body: BodyInit | undefined = call.raw;
+    if (call.body !== undefined) {
+      body = typeof call.body === "string"
+        ? call.body
+        : JSON.stringify(call.body);
+      headers["content-type"] ??= "application/json";
+    }
+    if (call.token) headers.authorization = `Bearer ${call.token}`;
+    const res = await fetch(url + path, { method, headers, body });
+    const text = await res.text();
+    let parsed: Reply["body"] = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch { /* not JSON */ }
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: parsed,
+      text,
+      data: parsed?.data,
+      error: parsed?.error ?? "",
+    };
+  };
+  return {
+    url,
+    app,
+    db,
+    dataDir,
+    connection,
+    adminPassword,
+    request,
+    adminToken() {
+      admin ??= (async () => {
+        const email = "admin@example.com";
+        const admins = app.schemas.get("mb_admins")!;
+        if (!(await admins.queryFromCols(email, ["email"]))) {
+          await admins.create({ email, password: adminPassword });
+        }
+        const r = await request("POST", "/api/v1/sys/admins/login", {
+          body: { identity: email, password: adminPassword },
+        });
+        if (r.status !== 200) throw new Error(`admin login failed: ${r.text}`);
+        return r.data.token as string;
+      })();
+      return admin;
+    },
+    async close() {
+      ac.abort();
+      await server.finished;
+      await app.close();
+      if (!config.dataDir) {
+        await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+      }
+    },
+  };
+}
+
+/**
+ * Registers one `Deno.test` per database for a suite body.
+ *
+ * @example
+ * ```ts ignore
+ * forEachDb("records", async (t, db) => { const s = await startServer(db); ... });
+ * ```
+ */
+export function forEachDb(
+  name: string,
+  fn: (t: Deno.TestContext, db: "sqlite" | "postgres") => Promise<void>,
+): void {
+  for (const db of DATABASES) {
+    Deno.test({
+      name: `${name} [${db}]`,
+      sanitizeOps: false,
+      sanitizeResources: false,
+      fn: (t) => fn(t, db),
+    });
+  }
+}
+
+/** Tiny assertion helpers (jsr:@std/assert is not reachable here). */
+export function assertEquals(
+  actual: unknown,
+  expected: unknown,
+  msg = "",
+): void {
+  const a = JSON.stringify(actual), e = JSON.stringify(expected);
+  if (a !== e) {
+    throw new Error(`${msg ? msg + ": " : ""}expected ${e}, got ${a}`);
+  }
+}
+
+/** Asserts a condition. */
+export function assert(cond: unknown, msg = "assertion failed"): asserts cond {
+  if (!cond) throw new Error(msg);
+}
+
+/** Asserts a reply's status, with the body in the message. */
+export function assertStatus(r: Reply, status: number, msg = ""): void {
+  if (r.status !== status) {
+    throw new Error(
+      `${msg ? msg + ": " : ""}expected status ${status}, got ${r.status}: ${
+        r.text.slice(0, 500)
+      }`,
+    );
+  }
+  if (r.body && r.body.status !== r.status) {
+    throw new Error(`envelope status ${r.body.status} != ${r.status}`);
+  }
+}
