@@ -60,8 +60,18 @@ function int(
   return Number(value);
 }
 
+/** A parsed command line. */
+export interface Cli {
+  command: string | undefined;
+  rest: string[];
+  values: Record<string, string | boolean | undefined>;
+  config: AppConfig;
+  port: number;
+  host: string;
+}
+
 /** Parses argv into a command and a config. */
-export function parseCli(args: string[]) {
+export function parseCli(args: string[]): Cli {
   let parsed;
   try {
     parsed = parseArgs({

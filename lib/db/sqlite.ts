@@ -87,11 +87,10 @@ export class SqliteStorage implements Storage {
         }`,
       );
     }
-    const self = this;
     this.#direct = {
-      query: (sql, params) => Promise.resolve(self.#all(sql, params)),
-      run: (sql, params) => Promise.resolve(self.#run(sql, params)),
-      exec: (sql) => Promise.resolve(self.#db.exec(sql)),
+      query: (sql, params) => Promise.resolve(this.#all(sql, params)),
+      run: (sql, params) => Promise.resolve(this.#run(sql, params)),
+      exec: (sql) => Promise.resolve(this.#db.exec(sql)),
     };
   }
 

@@ -87,8 +87,18 @@ const positive = (op: CompareOperator): CompareOperator =>
 const sqlOp = (op: CompareOperator): string =>
   op === "==" || op === "===" ? "=" : op;
 
-/** A condition on a non-NULL boolean SQL value `x` from the results for true and false. */
-function byBoolean(x: Cond, ifTrue: boolean, ifFalse: boolean): Cond {
+/**
+ * A condition on a NULL-free boolean SQL value `x` from the results wanted
+ * for true and for false.
+ *
+ * @example
+ * ```ts
+ * import { byBoolean } from "./sql_compare.ts";
+ * const x = { sql: "x", params: [] };
+ * if (byBoolean(x, true, false) !== x || byBoolean(x, true, true) !== true) throw new Error("bad");
+ * ```
+ */
+export function byBoolean(x: Cond, ifTrue: boolean, ifFalse: boolean): Cond {
   if (ifTrue === ifFalse) return ifTrue;
   return ifTrue ? x : not(x);
 }
@@ -257,46 +267,4 @@ export function compareBools(op: CompareOperator, x: Cond, y: Cond): Cond {
   const o = negated(op) ? "<>" : sqlOp(op);
   // Both dialects order false before true, like JavaScript's 0 < 1.
   return sql("(", x, `) ${o} (`, y, ")");
-}
-
-/**
- * `array.includes(column)` for an array known at compile time (SameValueZero).
- *
- * @example
- * ```ts
- * import { includesColumn } from "./sql_compare.ts";
- * const c = includesColumn(["a", null], { sql: '"t"', fieldType: "string", family: "text" }, "sqlite");
- * if (typeof c === "boolean" || c.sql !== '("t" IS NULL OR "t" IN (?))') throw new Error("bad");
- * ```
- */
-export function includesColumn(
-  values: readonly unknown[],
-  c: Column,
-  d: Dialect,
-): Cond {
-  if (values.length > 100) throw new NotCompilable("array too long");
-  const onNull = values.includes(null);
-  let nonNull: Cond;
-  if (c.family === "bool") {
-    nonNull = byBoolean(
-      { sql: `${c.sql} IS TRUE`, params: [] },
-      values.includes(true),
-      values.includes(false),
-    );
-  } else {
-    const params = c.family === "text"
-      ? values.filter((v): v is string => typeof v === "string").map((v) =>
-        textParam(v, d)
-      )
-      : values.filter((v): v is number =>
-        typeof v === "number" && !Number.isNaN(v)
-      )
-        .map((v) => numberParam(v, c.fieldType, d));
-    nonNull = params.length === 0 ? false : sql(
-      `${c.sql} IN (`,
-      ...params.flatMap((p, i) => i ? [", ", p] : [p]),
-      ")",
-    );
-  }
-  return whenNull(c, onNull, nonNull);
 }

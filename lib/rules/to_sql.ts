@@ -29,10 +29,10 @@ import {
   compareColumnConst,
   compareColumns,
   type CompareOperator,
-  includesColumn,
   isCompareOperator,
   mirror,
 } from "./sql_compare.ts";
+import { includesColumn, textMethod } from "./sql_methods.ts";
 import {
   and,
   type Column,
@@ -269,39 +269,8 @@ class Compiler {
     if (a.kind !== "const") return fail("text method with a row argument");
     return {
       kind: "truthy",
-      cond: this.textMethod(name, o.column, toString(a.value)),
+      cond: textMethod(name, o.column, toString(a.value), this.#d),
     };
-  }
-
-  /** `column.method(s)`: undefined (falsy) for NULL, else the string test. */
-  textMethod(name: MethodName, c: Column, s: string): Cond {
-    const d = this.#d;
-    const text = textParam(s, d);
-    const n = [...s].length; // SQL lengths count code points
-    let cond: Cond;
-    if (s === "") {
-      cond = true;
-    } else if (name === "includes") {
-      cond = sql(
-        d === "postgres" ? `strpos(${c.sql}, ` : `instr(${c.sql}, `,
-        text,
-        ") > 0",
-      );
-    } else if (d === "postgres") {
-      cond = sql(
-        `${name === "startsWith" ? "left" : "right"}(${c.sql}, `,
-        intParam(n, d),
-        ") = ",
-        text,
-      );
-    } else {
-      // SQLite: substr(c, 1, n) is the first n characters, substr(c, -n) the last n.
-      const range = name === "startsWith"
-        ? sql("1, ", intParam(n, d))
-        : intParam(-n, d);
-      cond = sql(`substr(${c.sql}, `, range, ") = ", text);
-    }
-    return whenNull(c, false, cond);
   }
 }
 
