@@ -9,10 +9,7 @@ import { readJsonObject } from "../lib/http/body.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
-import {
-  type RecordService,
-  type RuleRequest,
-} from "../lib/records/service.ts";
+import type { RecordService, RuleRequest } from "../lib/records/service.ts";
 
 function ruleRequest(
   ctx: Context<Core>,

@@ -40,13 +40,9 @@ import {
   type Cond,
   type Dialect,
   familyOf,
-  intParam,
   not,
   NotCompilable,
   or,
-  sql,
-  textParam,
-  whenNull,
 } from "./sql_fragment.ts";
 import { getMember, toString, truthy } from "./values.ts";
 
