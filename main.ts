@@ -10,6 +10,7 @@ import type { AppConfig } from "./lib/config.ts";
 import { createCore, hasAdmin } from "./lib/core.ts";
 import { StorageUnavailableError } from "./lib/db/storage.ts";
 import { MoonbaseError } from "./lib/errors.ts";
+import { removeAdmin } from "./lib/auth/admins.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend

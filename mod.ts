@@ -3,7 +3,7 @@
  *
  * @example
  * ```ts
- * import { createApp } from "./mod.ts";
+ * import { createApp } from "moonbase/mod.ts";
  * const app = await createApp({ dataDir: await Deno.makeTempDir(), quiet: true });
  * app.route("GET", "/api/hello", () => new Response("hi"));
  * const res = await app.handler(new Request("http://localhost/api/hello"));

@@ -19,6 +19,8 @@ import { Registry } from "./schema/registry.ts";
 import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
 import { Sessions } from "./auth/sessions.ts";
+import { Revocations } from "./auth/revocation.ts";
+import { LoginLimiter } from "./auth/rate_limit.ts";
 import { randomToken } from "./ids.ts";
 import { checkRuleExpr } from "./rules/check.ts";
 import denoJson from "../deno.json" with { type: "json" };
@@ -33,6 +35,7 @@ export interface Core {
   readonly schemas: Registry;
   readonly sessions: Sessions;
   readonly signer: TokenSigner;
+  readonly limiter: LoginLimiter;
   readonly startedAt: number;
   /** One-time token for `POST /api/v1/sys/admins/setup`, while no admin exists. */
   setupToken: string | undefined;
@@ -73,7 +76,7 @@ export async function hasAdmin(storage: Storage): Promise<boolean> {
  *
  * @example
  * ```ts
- * import { createCore } from "./lib/core.ts";
+ * import { createCore } from "moonbase/lib/core.ts";
  * const core = await createCore({ dataDir: await Deno.makeTempDir(), quiet: true });
  * console.assert(core.schemas.get("mb_admins")?.isSystem === true);
  * await core.close();
@@ -101,7 +104,9 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       );
     }
     const signer = new TokenSigner(secret.value, config.tokenTtl);
-    const sessions = new Sessions(signer, schemas, storage);
+    const revocations = new Revocations(storage);
+    await revocations.start();
+    const sessions = new Sessions(signer, schemas, storage, revocations);
     const setupToken = (await hasAdmin(storage)) ? undefined : randomToken(24);
     let refresh: ReturnType<typeof setInterval> | undefined;
     if (storage.dialect.name === "postgres") {
@@ -116,11 +121,13 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       schemas,
       sessions,
       signer,
+      limiter: new LoginLimiter(storage),
       startedAt: Date.now(),
       setupToken,
       notices,
       async close() {
         if (refresh !== undefined) clearInterval(refresh);
+        revocations.stop();
         await storage.close();
       },
     };

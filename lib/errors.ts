@@ -26,7 +26,7 @@ export type FieldErrors = Record<string, { code: string; message: string }>;
  *
  * @example
  * ```ts
- * import { MoonbaseError } from "./lib/errors.ts";
+ * import { MoonbaseError } from "moonbase/lib/errors.ts";
  * const e = new MoonbaseError("not_found", "Cannot find record: no such id");
  * console.assert(e.code === "not_found");
  * ```
@@ -59,7 +59,7 @@ export class MoonbaseError extends Error {
  *
  * @example
  * ```ts
- * import { invalidFields } from "./lib/errors.ts";
+ * import { invalidFields } from "moonbase/lib/errors.ts";
  * const e = invalidFields({ title: { code: "required", message: "Missing required value" } });
  * console.assert(e.code === "invalid");
  * ```

@@ -16,7 +16,7 @@ let seq = 0;
  *
  * @example
  * ```ts
- * import { uuidv7 } from "./lib/ids.ts";
+ * import { uuidv7 } from "moonbase/lib/ids.ts";
  * const a = uuidv7(), b = uuidv7();
  * console.assert(a < b && /^[0-9a-f-]{36}$/.test(a));
  * ```
@@ -54,7 +54,7 @@ export function uuidv7(): string {
  *
  * @example
  * ```ts
- * import { randomToken } from "./lib/ids.ts";
+ * import { randomToken } from "moonbase/lib/ids.ts";
  * console.assert(randomToken(16).length === 22);
  * ```
  */
@@ -72,7 +72,7 @@ export function randomToken(bytes = 32): string {
  *
  * @example
  * ```ts
- * import { newFieldId } from "./lib/ids.ts";
+ * import { newFieldId } from "moonbase/lib/ids.ts";
  * console.assert(/^[0-9a-f]{16}$/.test(newFieldId()));
  * ```
  */

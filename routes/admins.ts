@@ -8,9 +8,12 @@ import { type Core, hasAdmin } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
 import { readJsonObject } from "../lib/http/body.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
-import { json } from "../lib/http/envelope.ts";
+import { json, noContent } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
 import type { Entity } from "../lib/schema/entity.ts";
+import { removeAdmin } from "../lib/auth/admins.ts";
+import { limitedLogin } from "./auth.ts";
+import { requireAdmin } from "./guards.ts";
 
 function admins(core: Core): Entity {
   return core.schemas.get("mb_admins")!;
@@ -48,14 +51,80 @@ export async function setupAdmin(ctx: Context<Core>): Promise<Response> {
   return json(201, await run);
 }
 
-/** `POST /api/v1/sys/admins/login`. */
-export async function loginAdmin(ctx: Context<Core>): Promise<Response> {
-  const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
-  return json(200, await ctx.app.sessions.login(admins(ctx.app), body));
+/** `POST /api/v1/sys/admins/login` (rate-limited like every login). */
+export function loginAdmin(ctx: Context<Core>): Promise<Response> {
+  return limitedLogin(ctx, async () => {
+    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    return await ctx.app.sessions.login(admins(ctx.app), body);
+  });
+}
+
+function adminNotFound(id: string): MoonbaseError {
+  return new MoonbaseError(
+    "not_found",
+    `Cannot find admin: no admin ${JSON.stringify(id.slice(0, 80))}`,
+  );
 }
 
 /** Registers admin routes. */
 export function adminRoutes(r: Router<Handler<Core>>): void {
   r.add("POST", "/api/v1/sys/admins/setup", setupAdmin);
   r.add("POST", "/api/v1/sys/admins/login", loginAdmin);
+  r.add("POST", "/api/v1/sys/admins/refresh", async (ctx) => {
+    return json(
+      200,
+      await ctx.app.sessions.refresh(
+        ctx.req.headers.get("authorization"),
+        admins(ctx.app),
+      ),
+    );
+  });
+  r.add("POST", "/api/v1/sys/admins/logout", async (ctx) => {
+    await ctx.app.sessions.logout(
+      ctx.req.headers.get("authorization"),
+      admins(ctx.app),
+    );
+    return json(200, null);
+  });
+  r.add("GET", "/api/v1/sys/admins", async (ctx) => {
+    await requireAdmin(ctx);
+    return json(200, await admins(ctx.app).list(ctx.url.searchParams));
+  });
+  r.add("POST", "/api/v1/sys/admins", async (ctx) => {
+    await requireAdmin(ctx);
+    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    return json(201, await admins(ctx.app).create(body));
+  });
+  r.add("GET", "/api/v1/sys/admins/:id", async (ctx) => {
+    await requireAdmin(ctx);
+    const rec = await admins(ctx.app).read(ctx.params.id);
+    if (!rec) throw adminNotFound(ctx.params.id);
+    return json(200, rec);
+  });
+  r.add("PATCH", "/api/v1/sys/admins/:id", async (ctx) => {
+    await requireAdmin(ctx);
+    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    const entity = admins(ctx.app);
+    const rec = await entity.update(ctx.params.id, body);
+    if (!rec) throw adminNotFound(ctx.params.id);
+    if (Object.hasOwn(body, "password")) {
+      await ctx.app.sessions.revokeOthers(
+        entity,
+        String(rec.id),
+        ctx.req.headers.get("authorization"),
+      );
+    }
+    return json(200, rec);
+  });
+  r.add("DELETE", "/api/v1/sys/admins/:id", async (ctx) => {
+    await requireAdmin(ctx);
+    const entity = admins(ctx.app);
+    if (!(await entity.recordExists(ctx.params.id))) {
+      throw adminNotFound(ctx.params.id);
+    }
+    if (!(await removeAdmin(entity, ctx.params.id))) {
+      throw adminNotFound(ctx.params.id);
+    }
+    return noContent();
+  });
 }

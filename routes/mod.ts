@@ -9,6 +9,7 @@ import type { Handler } from "../lib/http/context.ts";
 import { Router } from "../lib/http/router.ts";
 import { RecordService } from "../lib/records/service.ts";
 import { adminRoutes } from "./admins.ts";
+import { authRoutes } from "./auth.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
 import { schemaRoutes } from "./schemas.ts";
@@ -25,6 +26,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   const r = new Router<Handler<Core>>();
   healthRoutes(r);
   adminRoutes(r);
+  authRoutes(r);
   schemaRoutes(r);
   recordRoutes(r, new RecordService(core.schemas));
   return r;

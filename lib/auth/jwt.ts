@@ -25,7 +25,7 @@ const CACHE_MAX = 10_000;
  *
  * @example
  * ```ts
- * import { TokenSigner } from "./lib/auth/jwt.ts";
+ * import { TokenSigner } from "moonbase/lib/auth/jwt.ts";
  * const signer = new TokenSigner("a-secret-of-at-least-32-characters!!", 3600);
  * const { token } = await signer.sign("user-1", "users");
  * const claims = await signer.verify(token);

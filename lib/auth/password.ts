@@ -34,7 +34,7 @@ function derive(
  *
  * @example
  * ```ts
- * import { hashPassword, verifyPassword } from "./lib/auth/password.ts";
+ * import { hashPassword, verifyPassword } from "moonbase/lib/auth/password.ts";
  * const h = await hashPassword("correct horse");
  * console.assert(await verifyPassword("correct horse", h));
  * console.assert(!(await verifyPassword("wrong", h)));
@@ -54,7 +54,7 @@ export async function hashPassword(password: string): Promise<string> {
  *
  * @example
  * ```ts
- * import { verifyPassword } from "./lib/auth/password.ts";
+ * import { verifyPassword } from "moonbase/lib/auth/password.ts";
  * console.assert(!(await verifyPassword("x", "not-a-hash")));
  * ```
  */
@@ -82,7 +82,7 @@ let dummy: Promise<string> | undefined;
  *
  * @example
  * ```ts
- * import { verifyDummy } from "./lib/auth/password.ts";
+ * import { verifyDummy } from "moonbase/lib/auth/password.ts";
  * console.assert((await verifyDummy("anything")) === false);
  * ```
  */

@@ -19,7 +19,7 @@ export interface Secret {
  *
  * @example
  * ```ts ignore
- * import { resolveSecret } from "./lib/auth/secret.ts";
+ * import { resolveSecret } from "moonbase/lib/auth/secret.ts";
  * const s = await resolveSecret("./data", undefined);
  * ```
  */

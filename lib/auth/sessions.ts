@@ -11,7 +11,8 @@ import type { Registry } from "../schema/registry.ts";
 import type { Entity } from "../schema/entity.ts";
 import { decodeRow } from "../records/codec.ts";
 import type { Storage } from "../db/storage.ts";
-import type { TokenSigner } from "./jwt.ts";
+import type { TokenClaims, TokenSigner } from "./jwt.ts";
+import type { Revocations } from "./revocation.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
 
 /** Who is calling. */
@@ -43,12 +44,19 @@ export class Sessions {
   #signer: TokenSigner;
   #registry: Registry;
   #store: Storage;
+  #revoked: Revocations;
 
   /** Builds the session service. */
-  constructor(signer: TokenSigner, registry: Registry, store: Storage) {
+  constructor(
+    signer: TokenSigner,
+    registry: Registry,
+    store: Storage,
+    revoked: Revocations,
+  ) {
     this.#signer = signer;
     this.#registry = registry;
     this.#store = store;
+    this.#revoked = revoked;
   }
 
   /** Verifies identity (email or id) and password; one 401 message for every failure. */
@@ -104,10 +112,13 @@ export class Sessions {
     return { token, user };
   }
 
-  /** Resolves the `Authorization` header (absent → guest; bad → 401). */
-  async resolve(header: string | null): Promise<AuthValue> {
-    if (header === null || header === "") return GUEST;
-    const m = /^Bearer\s+(\S+)$/i.exec(header);
+  /** Verifies a bearer header into claims plus the user; throws 401 on anything wrong. */
+  async session(
+    header: string | null,
+  ): Promise<
+    { token: string; claims: TokenClaims; entity: Entity; user: RecordData }
+  > {
+    const m = /^Bearer\s+(\S+)$/i.exec(header ?? "");
     if (!m) {
       throw new MoonbaseError(
         "unauthenticated",
@@ -115,26 +126,20 @@ export class Sessions {
       );
     }
     const claims = await this.#signer.verify(m[1]);
-    if (!claims) {
-      throw new MoonbaseError(
-        "unauthenticated",
-        "Cannot authenticate: invalid or expired token",
-      );
-    }
+    if (!claims || this.#revoked.isRevoked(claims)) throw invalidToken();
     const entity = this.#registry.byName(claims.entity);
     if (!entity || entity.type !== "auth" || entity.name !== claims.entity) {
-      throw new MoonbaseError(
-        "unauthenticated",
-        "Cannot authenticate: invalid or expired token",
-      );
+      throw invalidToken();
     }
     const user = await entity.read(claims.sub);
-    if (!user) {
-      throw new MoonbaseError(
-        "unauthenticated",
-        "Cannot authenticate: invalid or expired token",
-      );
-    }
+    if (!user) throw invalidToken();
+    return { token: m[1], claims, entity, user };
+  }
+
+  /** Resolves the `Authorization` header (absent → guest; bad → 401). */
+  async resolve(header: string | null): Promise<AuthValue> {
+    if (header === null || header === "") return GUEST;
+    const { claims, entity, user } = await this.session(header);
     return {
       id: claims.sub,
       entity: entity.name,
@@ -142,4 +147,46 @@ export class Sessions {
       user,
     };
   }
+
+  /** Revokes the presented token and issues a fresh one for the same user. */
+  async refresh(
+    header: string | null,
+    expected?: Entity,
+  ): Promise<LoginResult> {
+    const s = await this.session(header);
+    if (expected && s.entity.id !== expected.id) throw invalidToken();
+    await this.#revoked.revoke(s.claims);
+    this.#signer.forget(s.token);
+    return await this.issue(s.entity, s.user);
+  }
+
+  /** Revokes the presented token. */
+  async logout(header: string | null, expected?: Entity): Promise<void> {
+    const s = await this.session(header);
+    if (expected && s.entity.id !== expected.id) throw invalidToken();
+    await this.#revoked.revoke(s.claims);
+    this.#signer.forget(s.token);
+  }
+
+  /** Revokes every token of a user except the one presented in `header` (if it is theirs). */
+  async revokeOthers(
+    entity: Entity,
+    userId: string,
+    header: string | null,
+  ): Promise<void> {
+    const m = /^Bearer\s+(\S+)$/i.exec(header ?? "");
+    const claims = m ? await this.#signer.verify(m[1]) : undefined;
+    const keep =
+      claims && claims.sub === userId && claims.entity === entity.name
+        ? claims.jti
+        : "";
+    await this.#revoked.revokeUser(entity.name, userId, keep);
+  }
+}
+
+function invalidToken(): MoonbaseError {
+  return new MoonbaseError(
+    "unauthenticated",
+    "Cannot authenticate: invalid, expired or revoked token",
+  );
 }

@@ -36,6 +36,7 @@ const CODES: Record<string, ConstraintFailure["kind"]> = {
 /** The PostgreSQL dialect. */
 export const postgresDialect: Dialect = {
   name: "postgres",
+  forUpdate: " FOR UPDATE",
   columnType: (kind) => TYPES[kind],
   encode(kind, value) {
     if (value === null || value === undefined) return null;

@@ -30,6 +30,7 @@ const TYPES: Record<ColumnKind, string> = {
 /** The SQLite dialect. */
 export const sqliteDialect: Dialect = {
   name: "sqlite",
+  forUpdate: "",
   columnType: (kind) => TYPES[kind],
   encode(kind, value) {
     if (value === null || value === undefined) return null;

@@ -33,6 +33,8 @@ export interface Queryable {
 /** The database-specific details that SQL builders need. */
 export interface Dialect {
   readonly name: "sqlite" | "postgres";
+  /** Suffix that locks selected rows until commit (" FOR UPDATE"; "" where writes are serialized). */
+  readonly forUpdate: string;
   /** Column type for a logical kind. */
   columnType(kind: ColumnKind): string;
   /** Encodes a JS value for a column of this kind. */
@@ -72,7 +74,7 @@ export class StorageUnavailableError extends Error {
  *
  * @example
  * ```ts
- * import { ident } from "./lib/db/storage.ts";
+ * import { ident } from "moonbase/lib/db/storage.ts";
  * console.assert(ident("posts") === '"posts"');
  * ```
  */
@@ -101,7 +103,7 @@ function fnv1a(text: string): string {
  *
  * @example
  * ```ts
- * import { physicalName } from "./lib/db/storage.ts";
+ * import { physicalName } from "moonbase/lib/db/storage.ts";
  * console.assert(physicalName("posts") === "posts");
  * console.assert(physicalName("a".repeat(64)).length === 63);
  * ```

@@ -1,7 +1,8 @@
 /**
  * System tables: `mb_tables` (schemas), `mb_admins` (admin accounts),
  * `mb_meta` (settings such as the schema version), `mb_revoked` (revoked
- * token ids).
+ * token ids), `mb_cutoffs` (per-user "tokens issued before"), `mb_ratelimit`
+ * (login attempt counters shared by every instance).
  *
  * @module
  */
@@ -29,8 +30,8 @@ export const ADMIN_SCHEMA: EntitySchema = {
  *
  * @example
  * ```ts
- * import { SqliteStorage } from "./lib/db/sqlite.ts";
- * import { ensureSystemTables } from "./lib/db/system.ts";
+ * import { SqliteStorage } from "moonbase/lib/db/sqlite.ts";
+ * import { ensureSystemTables } from "moonbase/lib/db/system.ts";
  * const db = new SqliteStorage(":memory:");
  * await ensureSystemTables(db);
  * await ensureSystemTables(db);
@@ -43,7 +44,10 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
   const stmts = [
     `CREATE TABLE IF NOT EXISTS "mb_tables" ("id" ${text} PRIMARY KEY, "name" ${text} NOT NULL, "lname" ${text} NOT NULL UNIQUE, "type" ${text} NOT NULL, "schema" ${text} NOT NULL, "created" ${text} NOT NULL, "updated" ${text} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS "mb_meta" ("key" ${text} PRIMARY KEY, "value" ${text} NOT NULL)`,
-    `CREATE TABLE IF NOT EXISTS "mb_revoked" ("jti" ${text} PRIMARY KEY, "exp" ${int} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS "mb_revoked" ("jti" ${text} PRIMARY KEY, "exp" ${int} NOT NULL, "created" ${int} NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS "mb_revoked_created" ON "mb_revoked" ("created")`,
+    `CREATE TABLE IF NOT EXISTS "mb_cutoffs" ("key" ${text} PRIMARY KEY, "cutoff" ${int} NOT NULL, "keep_jti" ${text} NOT NULL, "created" ${int} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS "mb_ratelimit" ("key" ${text} PRIMARY KEY, "window_start" ${int} NOT NULL, "count" ${int} NOT NULL)`,
     ...createSql(ADMIN_SCHEMA, d).map((s) =>
       s.replace(/^CREATE (UNIQUE )?(TABLE|INDEX)/, "CREATE $1$2 IF NOT EXISTS")
     ),

@@ -22,7 +22,7 @@ export function mediaType(req: Request): string {
  *
  * @example
  * ```ts
- * import { readBytes } from "./lib/http/body.ts";
+ * import { readBytes } from "moonbase/lib/http/body.ts";
  * const bytes = await readBytes(new Request("http://x", { method: "POST", body: "hi" }), 10);
  * console.assert(bytes.length === 2);
  * ```
@@ -81,7 +81,7 @@ function depthOf(value: unknown, depth: number): number {
  *
  * @example
  * ```ts
- * import { parseJson } from "./lib/http/body.ts";
+ * import { parseJson } from "moonbase/lib/http/body.ts";
  * console.assert((parseJson('{"a":1}') as { a: number }).a === 1);
  * ```
  */
@@ -106,7 +106,7 @@ export function parseJson(text: string): unknown {
  *
  * @example
  * ```ts
- * import { readJsonObject } from "./lib/http/body.ts";
+ * import { readJsonObject } from "moonbase/lib/http/body.ts";
  * const req = new Request("http://x", {
  *   method: "POST", body: '{"title":"hi"}', headers: { "content-type": "application/json" },
  * });

@@ -15,7 +15,7 @@ export type Middleware<C> = (
  *
  * @example
  * ```ts
- * import { compose } from "./lib/http/compose.ts";
+ * import { compose } from "moonbase/lib/http/compose.ts";
  * const order: string[] = [];
  * const run = compose<null>([
  *   async (_c, next) => { order.push("a"); const r = await next(); order.push("a'"); return r; },

@@ -14,7 +14,7 @@ const EXPOSE_HEADERS =
  *
  * @example
  * ```ts
- * import { Cors } from "./lib/http/cors.ts";
+ * import { Cors } from "moonbase/lib/http/cors.ts";
  * const cors = new Cors(["https://app.example"]);
  * const req = new Request("http://x/", { headers: { origin: "https://app.example" } });
  * console.assert(cors.headers(req)?.["access-control-allow-origin"] === "https://app.example");

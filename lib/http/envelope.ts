@@ -27,7 +27,7 @@ const JSON_TYPE = "application/json; charset=utf-8";
  *
  * @example
  * ```ts
- * import { json } from "./lib/http/envelope.ts";
+ * import { json } from "moonbase/lib/http/envelope.ts";
  * const res = json(200, { ok: true });
  * console.assert((await res.json()).data.ok === true);
  * ```
@@ -51,7 +51,7 @@ export function json(
  *
  * @example
  * ```ts
- * import { noContent } from "./lib/http/envelope.ts";
+ * import { noContent } from "moonbase/lib/http/envelope.ts";
  * console.assert(noContent().status === 204);
  * ```
  */
@@ -65,8 +65,8 @@ export function noContent(): Response {
  *
  * @example
  * ```ts
- * import { errorResponse } from "./lib/http/envelope.ts";
- * import { MoonbaseError } from "./lib/errors.ts";
+ * import { errorResponse } from "moonbase/lib/http/envelope.ts";
+ * import { MoonbaseError } from "moonbase/lib/errors.ts";
  * const res = errorResponse(new MoonbaseError("conflict", "Cannot create record: duplicate"));
  * console.assert(res.status === 409);
  * ```

@@ -25,7 +25,7 @@ function node<H>(): Node<H> {
  *
  * @example
  * ```ts
- * import { Router } from "./lib/http/router.ts";
+ * import { Router } from "moonbase/lib/http/router.ts";
  * const r = new Router<string>();
  * r.add("GET", "/api/v1/entities/:entity/:id", "get");
  * const m = r.match("GET", "/api/v1/entities/posts/42");

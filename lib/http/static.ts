@@ -35,7 +35,7 @@ const TYPES: Record<string, string> = {
  *
  * @example
  * ```ts
- * import { contentTypeOf } from "./lib/http/static.ts";
+ * import { contentTypeOf } from "moonbase/lib/http/static.ts";
  * console.assert(contentTypeOf("a.PNG") === "image/png");
  * ```
  */
@@ -49,7 +49,7 @@ export function contentTypeOf(name: string): string {
  *
  * @example
  * ```ts
- * import { safeJoin } from "./lib/http/static.ts";
+ * import { safeJoin } from "moonbase/lib/http/static.ts";
  * console.assert(safeJoin("/srv", "/a/b.txt") === "/srv/a/b.txt");
  * console.assert(safeJoin("/srv", "/../etc/passwd") === undefined);
  * console.assert(safeJoin("/srv", "/%2e%2e/etc") === undefined);

@@ -50,8 +50,8 @@ export interface OpOptions {
   where?: Where;
   /** Rows that match `where` in SQL may still be rejected by this per-row test. */
   keep?: (record: RecordData) => boolean | Promise<boolean>;
-  /** Throws to refuse a write given the record as it would be stored. */
-  check?: (next: RecordData) => void | Promise<void>;
+  /** Throws to refuse a write given the record as it would be stored (or, on delete, as it was). */
+  check?: (next: RecordData, tx: Queryable) => void | Promise<void>;
 }
 
 /** A relation field of some entity that points at another entity. */
@@ -180,7 +180,7 @@ export async function insertRecord(
       await checkRelations(tx, store.dialect.name, schema, values);
       const row: Row = Object.fromEntries(cols);
       const record = decodeRow(schema, row, store.dialect);
-      await opts.check?.(record);
+      await opts.check?.(record, tx);
       await tx.run(sql, [...cols.values()]);
       return record;
     });
@@ -216,7 +216,7 @@ export async function updateRecord(
         ...current,
         ...Object.fromEntries(cols),
       }, store.dialect);
-      await opts.check?.(next);
+      await opts.check?.(next, tx);
       const sets = [...cols.keys()].map((c) => `"${c}" = ?`).join(", ");
       await tx.run(
         `UPDATE ${tableOf(schema.name)} SET ${sets} WHERE "id" = ?`,
@@ -291,6 +291,7 @@ export async function deleteRecord(
       if (!current) return undefined;
       const record = decodeRow(schema, current, store.dialect);
       if (opts.keep && !(await opts.keep(record))) return undefined;
+      await opts.check?.(record, tx);
       await releaseRefs(tx, schema, id, refsOf, new Set());
       await tx.run(`DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?`, [id]);
       return record;

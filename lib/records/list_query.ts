@@ -63,8 +63,8 @@ function fieldMap(schema: EntitySchema): Map<string, FieldDef> {
  *
  * @example
  * ```ts
- * import { parseListOptions } from "./lib/records/list_query.ts";
- * import { adminOnlyRules } from "./lib/schema/types.ts";
+ * import { parseListOptions } from "moonbase/lib/records/list_query.ts";
+ * import { adminOnlyRules } from "moonbase/lib/schema/types.ts";
  * const schema = { id: "e", name: "posts", type: "base" as const, view_query: "", has_api: true,
  *   is_system: false, created: "", updated: "", rules: adminOnlyRules(), fields: [] };
  * const o = parseListOptions(schema, new URLSearchParams("limit=10&sort=-created"));
@@ -189,7 +189,7 @@ export function orderBy(keys: SortKey[]): string {
  *
  * @example
  * ```ts
- * import { afterWhere } from "./lib/records/list_query.ts";
+ * import { afterWhere } from "moonbase/lib/records/list_query.ts";
  * const w = afterWhere([{ field: "id", desc: false }], ["abc"]);
  * console.assert(w.sql === '("id" > ?)' && w.params[0] === "abc");
  * ```

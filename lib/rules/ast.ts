@@ -13,6 +13,7 @@ export type RootName = "auth" | "req" | "record";
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import type { BinaryOperator } from "./ast.ts";
  * const op: BinaryOperator = "!==";
  * if (op !== "!==") throw new Error("unreachable");
@@ -38,6 +39,7 @@ export type BinaryOperator =
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import type { MethodName } from "./ast.ts";
  * const m: MethodName = "startsWith";
  * if (m.length !== 10) throw new Error("unexpected");
@@ -58,6 +60,7 @@ export type MethodName = "includes" | "startsWith" | "endsWith";
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import type { Expr } from "./ast.ts";
  * const e: Expr = {
  *   type: "binary",
@@ -122,6 +125,7 @@ export type Expr =
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { LIMITS } from "./ast.ts";
  * if (LIMITS.maxSourceLength !== 4096) throw new Error("unexpected");
  * ```
@@ -145,6 +149,7 @@ export const LIMITS: {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { RuleSyntaxError } from "./ast.ts";
  * const e = new RuleSyntaxError('unexpected "}"', 12);
  * if (e.message !== 'Cannot parse rule: unexpected "}" at 12') throw new Error(e.message);

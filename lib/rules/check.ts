@@ -1,19 +1,36 @@
 /**
- * Save-time check of a custom rule expression.
+ * Save-time check of a custom rule expression: it must parse as a rule.
  *
  * @module
  */
 
+import { RuleSyntaxError } from "./ast.ts";
+import { parseExpression } from "./parser.ts";
+
 /**
- * Returns a problem with the expression, or undefined when it is acceptable.
+ * Returns a problem with the expression (the parser's message, with the
+ * position), or undefined when it is acceptable. `helpers` are the helper
+ * function names the rule may call.
  *
  * @example
  * ```ts
- * import { checkRuleExpr } from "./lib/rules/check.ts";
- * console.assert(checkRuleExpr("auth.id != ''") === undefined);
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
+ * import { checkRuleExpr } from "./check.ts";
+ * if (checkRuleExpr("auth.id != ''") !== undefined) throw new Error("rejected");
+ * if (checkRuleExpr("auth.id = 1") !== 'Cannot parse rule: unexpected "=" at 8') {
+ *   throw new Error("accepted");
+ * }
  * ```
  */
-export function checkRuleExpr(expr: string): string | undefined {
-  if (expr.length > 4096) return "expression longer than 4096 characters";
-  return undefined;
+export function checkRuleExpr(
+  expr: string,
+  helpers: ReadonlySet<string> = new Set(),
+): string | undefined {
+  try {
+    parseExpression(expr, { mode: "rule", helpers });
+    return undefined;
+  } catch (e) {
+    if (e instanceof RuleSyntaxError) return e.message;
+    throw e;
+  }
 }

@@ -35,6 +35,7 @@ export { MAX_STRING_LENGTH, RuleEvalError } from "./values.ts";
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import type { RuleScope } from "./evaluate.ts";
  * const scope: RuleScope = { auth: { id: "" }, req: { method: "GET" }, record: { title: "x" } };
  * if (scope.record === undefined) throw new Error("unreachable");
@@ -52,6 +53,7 @@ export interface RuleScope {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import type { RuleHelpers } from "./evaluate.ts";
  * const helpers: RuleHelpers = new Map([["double", (x: unknown) => Number(x) * 2]]);
  * if (!helpers.has("double")) throw new Error("unreachable");
@@ -67,6 +69,7 @@ export type RuleHelpers = ReadonlyMap<string, (...args: unknown[]) => unknown>;
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { callMethod } from "./evaluate.ts";
  * if (callMethod("hello", "startsWith", "he") !== true) throw new Error("string");
  * if (callMethod(["a", 1], "includes", 1) !== true) throw new Error("array");
@@ -170,6 +173,7 @@ function evalNode(
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { parseExpression } from "./parser.ts";
  * import { evaluate } from "./evaluate.ts";
  * const e = parseExpression('record.title + "!"', { mode: "rule" });
@@ -196,6 +200,7 @@ export function evaluate(
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { parseExpression } from "./parser.ts";
  * import { test } from "./evaluate.ts";
  * const e = parseExpression("record.owner == auth.id", { mode: "rule" });

@@ -42,6 +42,7 @@ const PUNCTUATORS = [
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import type { Token } from "./lexer.ts";
  * const t: Token = { kind: "name", value: "auth", pos: 0, end: 4 };
  * if (t.end - t.pos !== 4) throw new Error("bad");
@@ -78,6 +79,7 @@ function quote(text: string): string {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { tokenize } from "./lexer.ts";
  * const kinds = tokenize('auth.id == "x"').map((t) => t.kind).join(" ");
  * if (kinds !== "name punct name punct string eof") throw new Error(kinds);

@@ -23,6 +23,7 @@ import { type Token, tokenize } from "./lexer.ts";
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import type { ParseOptions } from "./parser.ts";
  * const options: ParseOptions = { mode: "filter", fields: new Set(["title"]) };
  * if (options.mode !== "filter") throw new Error("unreachable");
@@ -312,6 +313,7 @@ class Parser {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { parseExpression } from "./parser.ts";
  * const e = parseExpression('record.owner == auth.id && !record.hidden', { mode: "rule" });
  * if (e.type !== "logical") throw new Error(e.type);

@@ -55,6 +55,7 @@ const MIRROR: Readonly<Record<CompareOperator, CompareOperator>> = {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { isCompareOperator } from "./sql_compare.ts";
  * if (!isCompareOperator("<=") || isCompareOperator("+")) throw new Error("bad");
  * ```
@@ -68,6 +69,7 @@ export function isCompareOperator(op: BinaryOperator): op is CompareOperator {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { mirror } from "./sql_compare.ts";
  * if (mirror("<") !== ">" || mirror("==") !== "==") throw new Error("bad");
  * ```
@@ -93,6 +95,7 @@ const sqlOp = (op: CompareOperator): string =>
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { byBoolean } from "./sql_compare.ts";
  * const x = { sql: "x", params: [] };
  * if (byBoolean(x, true, false) !== x || byBoolean(x, true, true) !== true) throw new Error("bad");
@@ -163,6 +166,7 @@ function nonNullCompare(
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { compareColumnConst } from "./sql_compare.ts";
  * const c = compareColumnConst("!=", { sql: '"t"', fieldType: "string", family: "text" }, "a", "sqlite");
  * if (typeof c === "boolean" || c.sql !== '("t" IS NULL OR NOT ("t" = ?))') throw new Error(String(c));
@@ -192,6 +196,7 @@ function asNumber(c: Column, d: Dialect): string {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { compareColumns } from "./sql_compare.ts";
  * const a = { sql: '"a"', fieldType: "string", family: "text" } as const;
  * const b = { sql: '"b"', fieldType: "date", family: "text" } as const;
@@ -236,6 +241,7 @@ export function compareColumns(
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { compareBoolConst } from "./sql_compare.ts";
  * const x = { sql: "x", params: [] };
  * // true == 1 is true and false == 1 is false: the condition is x itself.
@@ -256,6 +262,7 @@ export function compareBoolConst(
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { compareBools } from "./sql_compare.ts";
  * const c = compareBools("!==", { sql: "x", params: [] }, { sql: "y", params: [] });
  * if (typeof c === "boolean" || c.sql !== "(x) <> (y)") throw new Error("bad");

@@ -44,13 +44,14 @@ import {
   NotCompilable,
   or,
 } from "./sql_fragment.ts";
-import { getMember, toString, truthy } from "./values.ts";
+import { getMember, isPlainArray, toString, truthy } from "./values.ts";
 
 /**
  * What the compiler needs to know about the table and the request.
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import type { SqlContext } from "./to_sql.ts";
  * const ctx: SqlContext = {
  *   dialect: "sqlite",
@@ -78,6 +79,7 @@ export interface SqlContext {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import type { SqlQuery } from "./to_sql.ts";
  * const q: SqlQuery = { sql: '"owner" = ?', params: ["u1"] };
  * if (q.params[0] !== "u1") throw new Error("bad");
@@ -245,16 +247,18 @@ class Compiler {
       if (typeof o.value === "string") {
         return fail("string constant method with a row argument");
       }
-      if (!Array.isArray(o.value)) return { kind: "const", value: undefined }; // callMethod gives undefined
-      if (name !== "includes") return { kind: "const", value: undefined };
+      const array = o.value;
+      // callMethod gives undefined for anything but strings and plain arrays.
+      if (!isPlainArray(array) || name !== "includes") {
+        return { kind: "const", value: undefined };
+      }
       if (a.kind !== "column") {
         return fail("array includes of a computed value");
       }
-      const length = Number(getMember(o.value, "length"));
-      if (length > 100) return fail("array too long");
+      if (array.length > 100) return fail("array too long");
       const values = Array.from(
-        { length },
-        (_, i) => getMember(o.value, String(i)),
+        { length: array.length },
+        (_, i) => getMember(array, String(i)),
       );
       return boolean(includesColumn(values, a.column, this.#d));
     }
@@ -279,6 +283,7 @@ class Compiler {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { parseExpression } from "./parser.ts";
  * import { compileToSql } from "./to_sql.ts";
  * const expr = parseExpression("record.owner == auth.id && !record.hidden", { mode: "rule" });

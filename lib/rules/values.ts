@@ -18,6 +18,7 @@ export const MAX_STRING_LENGTH = 64 * 1024;
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { RuleEvalError } from "./values.ts";
  * const e = new RuleEvalError("string too long");
  * if (!(e instanceof Error) || e.name !== "RuleEvalError") throw new Error("bad");
@@ -65,6 +66,7 @@ function isIndex(key: string): boolean {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { getMember } from "./values.ts";
  * if (getMember({ a: 1 }, "a") !== 1) throw new Error("own");
  * if (getMember({}, "constructor") !== undefined) throw new Error("inherited");
@@ -95,6 +97,7 @@ export function getMember(object: unknown, key: string): unknown {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { toPrimitive } from "./values.ts";
  * if (toPrimitive([1, [2, null]]) !== "1,2,") throw new Error("array");
  * if (toPrimitive({ a: 1 }) !== "[object Object]") throw new Error("object");
@@ -143,6 +146,7 @@ export function toPrimitive(
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { toString } from "./values.ts";
  * if (toString(null) !== "null" || toString(["a", 1]) !== "a,1") throw new Error("bad");
  * ```
@@ -160,6 +164,7 @@ export function toString(v: unknown, seen?: Set<object>): string {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { truthy } from "./values.ts";
  * if (truthy("") || truthy(0) || truthy(null) || !truthy([]) || !truthy("0")) throw new Error("bad");
  * ```
@@ -173,6 +178,7 @@ export function truthy(v: unknown): boolean {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { looseEquals } from "./values.ts";
  * if (!looseEquals("5", 5) || !looseEquals(null, undefined) || looseEquals(null, 0)) throw new Error("bad");
  * ```
@@ -226,6 +232,7 @@ function plus(a: unknown, b: unknown): unknown {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { binary } from "./values.ts";
  * if (binary("+", "1", 2) !== "12" || binary("<", "10", "9") !== true || binary("<", "10", 9) !== false) {
  *   throw new Error("bad");
@@ -262,6 +269,7 @@ export function binary(op: BinaryOperator, a: unknown, b: unknown): unknown {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { negate } from "./values.ts";
  * if (negate("5") !== -5 || !Object.is(negate(null), -0)) throw new Error("bad");
  * ```
@@ -280,6 +288,7 @@ export function negate(v: unknown): unknown {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { isPlainArray } from "./values.ts";
  * if (!isPlainArray([1]) || isPlainArray("a") || isPlainArray({ length: 0 })) throw new Error("bad");
  * ```

@@ -33,6 +33,7 @@ function some(expr: Expr, test: (e: Expr) => boolean): boolean {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { parseExpression } from "./parser.ts";
  * import { readsRecord } from "./walk.ts";
  * if (!readsRecord(parseExpression("record.a == 1", { mode: "rule" }))) throw new Error("bad");
@@ -51,6 +52,7 @@ export function readsRecord(expr: Expr): boolean {
  *
  * @example
  * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
  * import { parseExpression } from "./parser.ts";
  * import { readsRequest } from "./walk.ts";
  * if (!readsRequest(parseExpression("req.body.x == 1", { mode: "rule" }))) throw new Error("bad");

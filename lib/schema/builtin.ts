@@ -37,7 +37,7 @@ export const RESERVED_FIELD_NAMES: ReadonlySet<string> = new Set(
  *
  * @example
  * ```ts
- * import { builtinFields } from "./lib/schema/builtin.ts";
+ * import { builtinFields } from "moonbase/lib/schema/builtin.ts";
  * console.assert(builtinFields("auth").some((f) => f.name === "password"));
  * ```
  */

@@ -77,9 +77,9 @@ export function fieldIndexSql(schema: EntitySchema, field: FieldDef): string[] {
  *
  * @example
  * ```ts
- * import { createSql } from "./lib/schema/ddl.ts";
- * import { sqliteDialect } from "./lib/db/sqlite.ts";
- * import { adminOnlyRules } from "./lib/schema/types.ts";
+ * import { createSql } from "moonbase/lib/schema/ddl.ts";
+ * import { sqliteDialect } from "moonbase/lib/db/sqlite.ts";
+ * import { adminOnlyRules } from "moonbase/lib/schema/types.ts";
  * const sql = createSql({
  *   id: "0190", name: "posts", type: "base", view_query: "", has_api: true, is_system: false,
  *   created: "", updated: "", rules: adminOnlyRules(),

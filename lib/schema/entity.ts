@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Storage } from "../db/storage.ts";
+import type { Dialect, Storage } from "../db/storage.ts";
 import { MoonbaseError } from "../errors.ts";
 import { hashPassword } from "../auth/password.ts";
 import {
@@ -39,7 +39,7 @@ import type {
  *
  * @example
  * ```ts
- * import { createApp } from "./mod.ts";
+ * import { createApp } from "moonbase/mod.ts";
  * const app = await createApp({ dataDir: await Deno.makeTempDir(), quiet: true });
  * const posts = await app.schemas.create({
  *   name: "posts", type: "base", fields: [{ name: "title", type: "string", required: true }],
@@ -55,12 +55,18 @@ export class Entity {
   readonly #schema: EntitySchema;
   readonly #store: Storage;
   readonly #refsOf: RefsOf;
+  readonly #rules: Readonly<Rules>;
+  readonly #fields: FieldDef[];
 
   /** Wraps a validated schema; use `app.schemas` to create entities. */
   constructor(schema: EntitySchema, store: Storage, refsOf: RefsOf = () => []) {
     this.#schema = schema;
     this.#store = store;
     this.#refsOf = refsOf;
+    this.#rules = deepFreeze(structuredClone(schema.rules));
+    this.#fields = schema.type === "view"
+      ? [...schema.fields]
+      : allFields(schema);
   }
 
   /** Entity id. */
@@ -95,7 +101,7 @@ export class Entity {
   }
   /** The field with this name, if any. */
   field(name: string): FieldDef | undefined {
-    return this.fields.find((f) => f.name === name);
+    return this.#fields.find((f) => f.name === name);
   }
   /** Alias of `field`. */
   findField(name: string): FieldDef | undefined {
@@ -105,9 +111,9 @@ export class Entity {
   hasField(name: string): boolean {
     return this.field(name) !== undefined;
   }
-  /** The five access rules. */
-  get rules(): Rules {
-    return structuredClone(this.#schema.rules);
+  /** The five access rules (read-only). */
+  get rules(): Readonly<Rules> {
+    return this.#rules;
   }
   /** Rule of the list operation. */
   get listRule(): Rule {
@@ -132,6 +138,11 @@ export class Entity {
   /** The schema object as the schemas API returns it. */
   get schema(): EntitySchema {
     return { ...structuredClone(this.#schema), fields: this.fields };
+  }
+
+  /** The database dialect behind this entity. */
+  get dialect(): Dialect {
+    return this.#store.dialect;
   }
 
   /** Number of records. */
@@ -250,4 +261,12 @@ export class Entity {
       values.set("password", await hashPassword(pw));
     }
   }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object") {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
 }

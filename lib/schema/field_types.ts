@@ -224,7 +224,7 @@ export function isFieldType(type: unknown): type is FieldType {
  *
  * @example
  * ```ts
- * import { checkValue } from "./lib/schema/field_types.ts";
+ * import { checkValue } from "moonbase/lib/schema/field_types.ts";
  * const f = { id: "1", name: "n", type: "int" as const, required: false, unique: false, max: 5 };
  * console.assert(checkValue(f, 3).ok && !checkValue(f, 9).ok && !checkValue(f, "3").ok);
  * ```

@@ -43,7 +43,7 @@ function fail(message: string): never {
  *
  * @example
  * ```ts
- * import { checkName } from "./lib/schema/validate.ts";
+ * import { checkName } from "moonbase/lib/schema/validate.ts";
  * checkName("posts_2024", "entity");
  * let threw = false;
  * try { checkName("posts; DROP TABLE x", "entity"); } catch { threw = true; }
@@ -235,7 +235,7 @@ function foreignKey(
  *
  * @example
  * ```ts
- * import { validateRules } from "./lib/schema/validate.ts";
+ * import { validateRules } from "moonbase/lib/schema/validate.ts";
  * const ctx = { entityType: () => undefined, checkExpr: () => undefined };
  * const rules = validateRules({ list: { mode: "public", expr: "" } }, ctx);
  * console.assert(rules.list.mode === "public" && rules.get.mode === "");

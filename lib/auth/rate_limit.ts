@@ -1,0 +1,88 @@
+/**
+ * Login rate limit: a fixed one-minute window per client IP, counted in the
+ * database (`mb_ratelimit`) so every instance on one database shares it and
+ * memory stays bounded whatever the number of IPs.
+ *
+ * @module
+ */
+
+import type { Storage } from "../db/storage.ts";
+
+/** Attempts allowed per window, and the window. */
+export const LOGIN_LIMIT = 5, WINDOW_MS = 60_000;
+
+/** The outcome of counting one attempt. */
+export interface RateState {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Unix seconds when the window resets. */
+  reset: number;
+  /** Seconds to wait (when not allowed). */
+  retryAfter: number;
+}
+
+/**
+ * Counts login attempts per key.
+ *
+ * @example
+ * ```ts
+ * import { SqliteStorage } from "moonbase/lib/db/sqlite.ts";
+ * import { ensureSystemTables } from "moonbase/lib/db/system.ts";
+ * import { LoginLimiter } from "moonbase/lib/auth/rate_limit.ts";
+ * const db = new SqliteStorage(":memory:");
+ * await ensureSystemTables(db);
+ * const limiter = new LoginLimiter(db);
+ * for (let i = 0; i < 5; i++) console.assert((await limiter.hit("1.2.3.4")).allowed);
+ * console.assert(!(await limiter.hit("1.2.3.4")).allowed);
+ * await db.close();
+ * ```
+ */
+export class LoginLimiter {
+  #store: Storage;
+  #hits = 0;
+
+  /** Uses the storage's `mb_ratelimit`. */
+  constructor(store: Storage) {
+    this.#store = store;
+  }
+
+  /** Counts one attempt for `key` and says whether it may proceed. */
+  async hit(key: string, now = Date.now()): Promise<RateState> {
+    const rows = await this.#store.query(
+      `INSERT INTO "mb_ratelimit" ("key", "window_start", "count") VALUES (?, ?, 1)
+       ON CONFLICT ("key") DO UPDATE SET
+         "count" = CASE WHEN "mb_ratelimit"."window_start" > ? THEN "mb_ratelimit"."count" + 1 ELSE 1 END,
+         "window_start" = CASE WHEN "mb_ratelimit"."window_start" > ? THEN "mb_ratelimit"."window_start" ELSE excluded."window_start" END
+       RETURNING "count", "window_start"`,
+      [key.slice(0, 200), now, now - WINDOW_MS, now - WINDOW_MS],
+    );
+    if (++this.#hits % 500 === 0) {
+      await this.#store.run(
+        `DELETE FROM "mb_ratelimit" WHERE "window_start" < ?`,
+        [now - WINDOW_MS],
+      );
+    }
+    const count = Number(rows[0]?.count ?? 1);
+    const start = Number(rows[0]?.window_start ?? now);
+    const resetMs = start + WINDOW_MS;
+    return {
+      allowed: count <= LOGIN_LIMIT,
+      limit: LOGIN_LIMIT,
+      remaining: Math.max(0, LOGIN_LIMIT - count),
+      reset: Math.ceil(resetMs / 1000),
+      retryAfter: Math.max(1, Math.ceil((resetMs - now) / 1000)),
+    };
+  }
+}
+
+/** The `X-RateLimit-*` headers of a state. */
+export function rateHeaders(s: RateState): Record<string, string> {
+  const h: Record<string, string> = {
+    "X-RateLimit-Limit": String(s.limit),
+    "X-RateLimit-Remaining": String(s.remaining),
+    "X-RateLimit-Reset": String(s.reset),
+  };
+  if (!s.allowed) h["Retry-After"] = String(s.retryAfter);
+  return h;
+}

@@ -1,0 +1,235 @@
+import assert from "node:assert/strict";
+import { type Expr, LIMITS, RuleSyntaxError } from "./ast.ts";
+import { tokenize } from "./lexer.ts";
+import {
+  parseExpression,
+  type ParseOptions,
+  readsRecord,
+  readsRequest,
+} from "./parser.ts";
+
+const RULE: ParseOptions = { mode: "rule" };
+const FILTER: ParseOptions = {
+  mode: "filter",
+  fields: new Set(["title", "age", "req", "constructor"]),
+};
+
+/** Prints an AST back as fully parenthesized source, to check structure. */
+function show(e: Expr): string {
+  switch (e.type) {
+    case "literal":
+      return e.value === undefined ? "undefined" : JSON.stringify(e.value);
+    case "root":
+    case "field":
+      return e.name;
+    case "member":
+      return `${show(e.object)}[${JSON.stringify(e.property)}]`;
+    case "unary":
+      return `(${e.operator}${show(e.argument)})`;
+    case "binary":
+    case "logical":
+      return `(${show(e.left)} ${e.operator} ${show(e.right)})`;
+    case "method":
+      return `${show(e.object)}.${e.method}(${show(e.argument)})`;
+    case "call":
+      return `${e.name}(${e.args.map(show).join(", ")})`;
+  }
+}
+
+function rejects(
+  source: string,
+  detail: string | RegExp,
+  position?: number,
+  options = RULE,
+): void {
+  try {
+    parseExpression(source, options);
+  } catch (e) {
+    assert.ok(e instanceof RuleSyntaxError, `${source}: ${e}`);
+    if (typeof detail === "string") assert.equal(e.detail, detail, source);
+    else assert.match(e.detail, detail, source);
+    if (position !== undefined) assert.equal(e.position, position, source);
+    assert.equal(
+      e.message,
+      `Cannot parse ${options.mode}: ${e.detail} at ${e.position}`,
+    );
+    return;
+  }
+  assert.fail(`accepted: ${source}`);
+}
+
+Deno.test("parser: precedence and associativity follow JavaScript", () => {
+  const cases: [string, string][] = [
+    ["1 + 2 * 3", "(1 + (2 * 3))"],
+    ["1 - 2 - 3", "((1 - 2) - 3)"],
+    ["a", ""],
+    ["!auth.x == false", '((!auth["x"]) == false)'],
+    ["-auth.n * 2 < 3 === true", '((((-auth["n"]) * 2) < 3) === true)'],
+    ["auth.a || auth.b && auth.c", '(auth["a"] || (auth["b"] && auth["c"]))'],
+    ["(auth.a || auth.b) && auth.c", '((auth["a"] || auth["b"]) && auth["c"])'],
+    ["1 < 2 == 3 > 4", "((1 < 2) == (3 > 4))"],
+    ['record["a b"][0].length', 'record["a b"]["0"]["length"]'],
+    ["req.body?.x?.['y']", 'req["body"]["x"]["y"]'],
+    ["record.tags.includes(auth.id)", 'record["tags"].includes(auth["id"])'],
+    ["!record.t.startsWith('a') % 2", '((!record["t"].startsWith("a")) % 2)'],
+    ["null != undefined", "(null != undefined)"],
+  ];
+  for (const [source, expected] of cases) {
+    if (expected === "") continue;
+    assert.equal(show(parseExpression(source, RULE)), expected, source);
+  }
+});
+
+Deno.test("parser: literals", () => {
+  const value = (s: string) => {
+    const e = parseExpression(s, RULE);
+    assert.equal(e.type, "literal");
+    return e.type === "literal" ? e.value : null;
+  };
+  assert.equal(value("12"), 12);
+  assert.equal(value("1.5"), 1.5);
+  assert.equal(value(".5"), 0.5);
+  assert.equal(value("1e3"), 1000);
+  assert.equal(value("1e309"), Infinity);
+  assert.equal(
+    value(String.raw`"a\n\t\"\'\\\u00e9\x41\u{1F600}\0"`),
+    "a\n\t\"'\\éA😀\0",
+  );
+  assert.equal(value(String.raw`'it\'s'`), "it's");
+  assert.equal(value("true"), true);
+  assert.equal(value("null"), null);
+  assert.equal(value("undefined"), undefined);
+  rejects("01", "leading zero in number", 0);
+  rejects("1e", "malformed number", 0);
+  rejects("1x", 'unexpected "x"', 1);
+  rejects("'abc", "unterminated string", 0);
+  rejects("'a\nb'", "unterminated string", 0);
+  rejects(String.raw`'\1'`, "octal escape sequences are not allowed", 1);
+  rejects(String.raw`'\u12'`, "malformed escape sequence");
+  rejects(String.raw`'\u{110000}'`, "malformed escape sequence");
+});
+
+Deno.test("parser: error messages carry the position", () => {
+  rejects("auth.id == }", 'unexpected "}"', 11);
+  rejects("auth.id ==", "unexpected end of expression", 10);
+  rejects("", "unexpected end of expression", 0);
+  rejects("(auth.id", "unexpected end of expression", 8);
+  rejects("auth.id auth.id", 'unexpected "auth"', 8);
+  rejects("auth.id = 1", 'unexpected "="', 8);
+  rejects("record.x == 'a' ;", 'unexpected ";"', 16);
+  rejects("title == 1", 'unknown name "title"', 0);
+  rejects("title == nope", 'unknown name "nope"', 9, FILTER);
+  assert.equal(tokenize("a == 'b'").at(-1)?.kind, "eof");
+});
+
+Deno.test("parser: rule and filter roots", () => {
+  assert.equal(
+    show(parseExpression("record.a == auth.id", RULE)),
+    '(record["a"] == auth["id"])',
+  );
+  assert.equal(
+    show(parseExpression("title == auth.id && age > 3", FILTER)),
+    '((title == auth["id"]) && (age > 3))',
+  );
+  // In filter mode `req` is only a field when the schema has one.
+  assert.equal(parseExpression("req", FILTER).type, "field");
+  rejects("record.title", 'unknown name "record"', 0, FILTER);
+  rejects("req.body", 'unknown name "req"', 0, {
+    mode: "filter",
+    fields: new Set(),
+  });
+  // A field name that could reach internals is never a bare name.
+  rejects("constructor", 'unknown name "constructor"', 0, FILTER);
+});
+
+Deno.test("parser: methods and helpers", () => {
+  const helpers = new Set(["isOwner", "now"]);
+  const e = parseExpression("isOwner(record.owner, auth.id) && now() > 0", {
+    mode: "rule",
+    helpers,
+  });
+  assert.equal(
+    show(e),
+    '(isOwner(record["owner"], auth["id"]) && (now() > 0))',
+  );
+  rejects("isOwner(1)", 'unknown function "isOwner"', 0);
+  rejects("record.t.toUpperCase()", 'unknown method "toUpperCase"', 9);
+  rejects("record.t.includes()", "includes() needs one argument", 17);
+  rejects("record.t.includes(1, 2)", "includes() takes one argument", 19);
+  rejects('record.t["includes"]("a")', /^unexpected "\(": only helpers/, 20);
+  rejects("(record.t)(1)", /^unexpected "\("/, 10);
+  rejects(
+    "record[auth.id]",
+    "only a string or number literal may appear inside [ ]",
+    7,
+  );
+  rejects("auth?.(1)", 'unexpected "("', 6);
+});
+
+Deno.test("parser: everything outside the safe subset is rejected", () => {
+  const bad: [string, RegExp][] = [
+    ['this.constructor.constructor("return process")()', /unknown name "this"/],
+    ["auth.constructor", /forbidden property "constructor"/],
+    ["auth.__proto__", /forbidden property "__proto__"/],
+    ["auth.__defineGetter__", /forbidden property/],
+    ["auth.prototype", /forbidden property/],
+    ['record["constructor"]', /forbidden property "constructor"/],
+    ['record["__proto__"]', /forbidden property/],
+    ["req.body.__proto__.polluted", /forbidden property "__proto__"/],
+    ['(0, eval)("1")', /unexpected ","/],
+    ['import("x")', /unknown function "import"/],
+    ["globalThis", /unknown name "globalThis"/],
+    ["auth.id.constructor.constructor", /forbidden property "constructor"/],
+    ["new Object()", /unknown name "new"/],
+    ["Function('x')", /unknown function "Function"/],
+    ["eval('1')", /unknown function "eval"/],
+    ["typeof auth", /unknown name "typeof"/],
+    ["auth.x = 1", /unexpected "="/],
+    ["auth.x ? 1 : 2", /unexpected "\?"/],
+    ["auth.x ?? 1", /unexpected "\?"/],
+    ["`a${auth}`", /unexpected "`"/],
+    ["/a/.test('a')", /unexpected "\/"/],
+    ["(x) => 1", /unexpected "="/],
+    ["auth.n++", /unexpected "\+"/],
+    ["'a' in auth", /unexpected "in"/],
+    ["auth instanceof Object", /unexpected "instanceof"/],
+    ["auth.x; 1", /unexpected ";"/],
+    ["auth.x // comment", /unexpected "\/"/],
+    ["auth.x & 1", /unexpected "&"/],
+    ["auth.x ** 2", /unexpected "\*"/],
+    ["[1, 2]", /unexpected "\["/],
+    ["{}", /unexpected "\{"/],
+    ["auth.π", /unexpected "π"/],
+  ];
+  for (const [source, detail] of bad) rejects(source, detail);
+});
+
+Deno.test("parser: limits", () => {
+  rejects(
+    `'${"a".repeat(10_000)}'`,
+    /longer than 4096 characters/,
+    LIMITS.maxSourceLength,
+  );
+  rejects(`'${"a".repeat(1025)}'`, /string literal longer than 1024/, 0);
+  parseExpression(`'${"a".repeat(1024)}'`, RULE);
+  rejects("(".repeat(100) + "1" + ")".repeat(100), /nested deeper than 32/, 32);
+  parseExpression("(".repeat(32) + "1" + ")".repeat(32), RULE);
+  rejects("!".repeat(40) + "1", /nested deeper than 32/);
+  rejects(Array(300).fill("1").join(" + "), /more than 500 nodes/);
+  parseExpression(Array(250).fill("1").join(" + "), RULE);
+});
+
+Deno.test("parser: readsRecord / readsRequest", () => {
+  const p = (s: string, o = RULE) => parseExpression(s, o);
+  assert.equal(readsRecord(p("record.a == 1")), true);
+  assert.equal(readsRecord(p("auth.id == req.body.owner")), false);
+  assert.equal(readsRecord(p("auth.x || 'a'.includes(record.a)")), true);
+  assert.equal(readsRecord(p("title == 'x'", FILTER)), true);
+  assert.equal(readsRecord(p("auth.id == 'x'", FILTER)), false);
+  assert.equal(readsRequest(p("req.method == 'GET'")), true);
+  assert.equal(readsRequest(p("record.a == auth.id")), false);
+  assert.equal(
+    readsRequest(p("f(req.body)", { mode: "rule", helpers: new Set(["f"]) })),
+    true,
+  );
+});

@@ -1,0 +1,111 @@
+/**
+ * Compiles the method calls of the language on record columns:
+ * `.includes/.startsWith/.endsWith` of a text column with a string known at
+ * compile time, and `array.includes(column)` of an array known at compile
+ * time. Conditions are NULL-free, like every condition of the compiler.
+ *
+ * @module
+ */
+
+import type { MethodName } from "./ast.ts";
+import { byBoolean } from "./sql_compare.ts";
+import {
+  type Column,
+  type Cond,
+  type Dialect,
+  intParam,
+  NotCompilable,
+  numberParam,
+  sql,
+  textParam,
+  whenNull,
+} from "./sql_fragment.ts";
+
+/**
+ * `column.method(s)` for a text column: falsy (`undefined`) for NULL, else
+ * the string test on code points (the same as UTF-16 for well-formed text).
+ *
+ * @example
+ * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
+ * import { textMethod } from "./sql_methods.ts";
+ * const c = textMethod("includes", { sql: '"t"', fieldType: "string", family: "text" }, "a%", "postgres");
+ * if (typeof c === "boolean" || c.sql !== '("t" IS NOT NULL AND strpos("t", ?::text) > 0)') throw new Error("bad");
+ * ```
+ */
+export function textMethod(
+  name: MethodName,
+  c: Column,
+  s: string,
+  d: Dialect,
+): Cond {
+  const text = textParam(s, d);
+  const n = [...s].length; // SQL lengths count code points
+  let cond: Cond;
+  if (s === "") {
+    cond = true;
+  } else if (name === "includes") {
+    cond = sql(
+      d === "postgres" ? `strpos(${c.sql}, ` : `instr(${c.sql}, `,
+      text,
+      ") > 0",
+    );
+  } else if (d === "postgres") {
+    cond = sql(
+      `${name === "startsWith" ? "left" : "right"}(${c.sql}, `,
+      intParam(n, d),
+      ") = ",
+      text,
+    );
+  } else {
+    // SQLite: substr(c, 1, n) is the first n characters, substr(c, -n) the last n.
+    const range = name === "startsWith"
+      ? sql("1, ", intParam(n, d))
+      : intParam(-n, d);
+    cond = sql(`substr(${c.sql}, `, range, ") = ", text);
+  }
+  return whenNull(c, false, cond);
+}
+
+/**
+ * `array.includes(column)` for an array known at compile time (SameValueZero).
+ *
+ * @example
+ * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
+ * import { includesColumn } from "./sql_methods.ts";
+ * const c = includesColumn(["a", null], { sql: '"t"', fieldType: "string", family: "text" }, "sqlite");
+ * if (typeof c === "boolean" || c.sql !== '("t" IS NULL OR "t" IN (?))') throw new Error("bad");
+ * ```
+ */
+export function includesColumn(
+  values: readonly unknown[],
+  c: Column,
+  d: Dialect,
+): Cond {
+  if (values.length > 100) throw new NotCompilable("array too long");
+  const onNull = values.includes(null);
+  let nonNull: Cond;
+  if (c.family === "bool") {
+    nonNull = byBoolean(
+      { sql: `${c.sql} IS TRUE`, params: [] },
+      values.includes(true),
+      values.includes(false),
+    );
+  } else {
+    const params = c.family === "text"
+      ? values.filter((v): v is string => typeof v === "string").map((v) =>
+        textParam(v, d)
+      )
+      : values.filter((v): v is number =>
+        typeof v === "number" && !Number.isNaN(v)
+      )
+        .map((v) => numberParam(v, c.fieldType, d));
+    nonNull = params.length === 0 ? false : sql(
+      `${c.sql} IN (`,
+      ...params.flatMap((p, i) => i ? [", ", p] : [p]),
+      ")",
+    );
+  }
+  return whenNull(c, onNull, nonNull);
+}

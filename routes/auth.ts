@@ -1,0 +1,108 @@
+/**
+ * Entity-scoped authentication (spec §4.2) and its legacy non-scoped forms,
+ * with the login rate limit on every login route.
+ *
+ * @module
+ */
+
+import type { Core } from "../lib/core.ts";
+import { MoonbaseError } from "../lib/errors.ts";
+import { readJsonObject } from "../lib/http/body.ts";
+import type { Context, Handler } from "../lib/http/context.ts";
+import { json } from "../lib/http/envelope.ts";
+import type { Router } from "../lib/http/router.ts";
+import { rateHeaders } from "../lib/auth/rate_limit.ts";
+import type { Entity } from "../lib/schema/entity.ts";
+import { setupAdmin } from "./admins.ts";
+
+/** The one answer for an auth route whose entity cannot be used (spec §4.2). */
+function routeNotFound(): MoonbaseError {
+  return new MoonbaseError("not_found", "Route Not Found");
+}
+
+/** The auth entity named in a path, or the identical 404. */
+export function authEntity(core: Core, name: unknown): Entity {
+  const e = typeof name === "string" ? core.schemas.byName(name) : undefined;
+  if (!e || e.name !== name || e.type !== "auth" || e.isSystem || !e.hasApi) {
+    throw routeNotFound();
+  }
+  return e;
+}
+
+/** Runs a login under the rate limit; every answer carries the X-RateLimit headers. */
+export async function limitedLogin(
+  ctx: Context<Core>,
+  login: () => Promise<unknown>,
+): Promise<Response> {
+  const state = await ctx.app.limiter.hit(`login:${ctx.ip}`);
+  const headers = rateHeaders(state);
+  if (!state.allowed) {
+    throw new MoonbaseError(
+      "rate_limited",
+      "Cannot log in: too many attempts, try again later",
+      null,
+      headers,
+    );
+  }
+  try {
+    return json(200, await login(), headers);
+  } catch (err) {
+    if (err instanceof MoonbaseError) {
+      throw new MoonbaseError(err.code, err.message, err.data, {
+        ...err.headers,
+        ...headers,
+      });
+    }
+    throw err;
+  }
+}
+
+/** Registers the auth routes. */
+export function authRoutes(r: Router<Handler<Core>>): void {
+  r.add(
+    "POST",
+    "/api/v1/auth/:entity/login",
+    (ctx) =>
+      limitedLogin(ctx, async () => {
+        const entity = authEntity(ctx.app, ctx.params.entity);
+        const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+        return await ctx.app.sessions.login(entity, body);
+      }),
+  );
+  r.add("POST", "/api/v1/auth/:entity/refresh", async (ctx) => {
+    const entity = authEntity(ctx.app, ctx.params.entity);
+    return json(
+      200,
+      await ctx.app.sessions.refresh(
+        ctx.req.headers.get("authorization"),
+        entity,
+      ),
+    );
+  });
+  r.add("POST", "/api/v1/auth/:entity/logout", async (ctx) => {
+    const entity = authEntity(ctx.app, ctx.params.entity);
+    await ctx.app.sessions.logout(ctx.req.headers.get("authorization"), entity);
+    return json(200, null);
+  });
+  // Legacy non-scoped forms (spec §4.2, last paragraph).
+  r.add("POST", "/api/v1/auth/login", (ctx) =>
+    limitedLogin(ctx, async () => {
+      const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+      const { entity: name, ...credentials } = body;
+      return await ctx.app.sessions.login(
+        authEntity(ctx.app, name),
+        credentials,
+      );
+    }));
+  r.add("POST", "/api/v1/auth/refresh", async (ctx) => {
+    return json(
+      200,
+      await ctx.app.sessions.refresh(ctx.req.headers.get("authorization")),
+    );
+  });
+  r.add("POST", "/api/v1/auth/logout", async (ctx) => {
+    await ctx.app.sessions.logout(ctx.req.headers.get("authorization"));
+    return json(200, null);
+  });
+  r.add("POST", "/api/v1/auth/setup/admin", setupAdmin);
+}
