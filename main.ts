@@ -200,13 +200,7 @@ async function admins(
           `Cannot remove admin: no admin ${values.rm}`,
         );
       }
-      if ((await entity.countRecords()) <= 1) {
-        throw new MoonbaseError(
-          "conflict",
-          "Cannot remove admin: it is the last one",
-        );
-      }
-      await entity.remove(String(rec.id));
+      await removeAdmin(entity, String(rec.id));
       console.log(`Removed admin ${rec.email}`);
     } else {
       throw new UsageError(

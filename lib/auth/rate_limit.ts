@@ -48,7 +48,7 @@ export class LoginLimiter {
   }
 
   /** Counts one attempt for `key` and says whether it may proceed. */
-  async hit(key: string, now = Date.now()): Promise<RateState> {
+  async hit(key: string, now: number = Date.now()): Promise<RateState> {
     const rows = await this.#store.query(
       `INSERT INTO "mb_ratelimit" ("key", "window_start", "count") VALUES (?, ?, 1)
        ON CONFLICT ("key") DO UPDATE SET

@@ -224,6 +224,47 @@ Deno.test("list_query: afterWhere shape, descending, NULL value", () => {
   assertEquals(afterWhere([], []).sql, "1 = 0");
 });
 
+Deno.test("list_query: afterWhere, NULL on a later descending key after a tie", () => {
+  // sort=-views,-title: the cursor row has views 5 and a NULL title. The
+  // placeholders and the parameters must line up.
+  const keys: SortKey[] = [
+    { field: "views", desc: true },
+    { field: "title", desc: true },
+    { field: "id", desc: false },
+  ];
+  const w = afterWhere(keys, [5, null, "x"]);
+  assertEquals(
+    w.sql,
+    '(("views" < ? OR "views" IS NULL)) OR ("views" = ? AND "title" IS NULL AND "id" > ?)',
+  );
+  assertEquals(w.params, [5, 5, "x"]);
+  assertEquals(w.sql.split("?").length - 1, w.params.length);
+});
+
+Deno.test("list_query: afterWhere placeholders always match parameters", () => {
+  const values: SqlValue[] = [null, 1, "a"];
+  const fields = ["a", "b", "c"];
+  for (let mask = 0; mask < 8; mask++) {
+    for (let v = 0; v < 27; v++) {
+      const keys = fields.map((f, i) => ({
+        field: f,
+        desc: !!(mask & 1 << i),
+      }));
+      const vals = [v % 3, Math.floor(v / 3) % 3, Math.floor(v / 9)].map((
+        k,
+      ) => values[k]);
+      const w = afterWhere(keys, vals);
+      assertEquals(
+        w.sql.split("?").length - 1,
+        w.params.length,
+        `${JSON.stringify(keys)} ${JSON.stringify(vals)}: ${w.sql} ${
+          JSON.stringify(w.params)
+        }`,
+      );
+    }
+  }
+});
+
 Deno.test("list_query: afterWhere uses physical names for long fields", () => {
   const long = "f".repeat(64);
   const w = afterWhere([{ field: long, desc: false }], [1]);
