@@ -10,6 +10,7 @@ import { Router } from "../lib/http/router.ts";
 import { RecordService } from "../lib/records/service.ts";
 import { adminRoutes } from "./admins.ts";
 import { authRoutes } from "./auth.ts";
+import { dashboardRoutes } from "./dashboard.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
 import { schemaRoutes } from "./schemas.ts";
@@ -27,6 +28,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   healthRoutes(r);
   adminRoutes(r);
   authRoutes(r);
+  dashboardRoutes(r);
   schemaRoutes(r);
   recordRoutes(r, new RecordService(core.schemas));
   return r;
