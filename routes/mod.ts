@@ -8,6 +8,7 @@ import type { Core } from "../lib/core.ts";
 import type { Handler } from "../lib/http/context.ts";
 import { Router } from "../lib/http/router.ts";
 import { RecordService } from "../lib/records/service.ts";
+import { ExpressionRules } from "../lib/records/rule_engine.ts";
 import { adminRoutes } from "./admins.ts";
 import { authRoutes } from "./auth.ts";
 import { dashboardRoutes } from "./dashboard.ts";
@@ -30,6 +31,6 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   authRoutes(r);
   dashboardRoutes(r);
   schemaRoutes(r);
-  recordRoutes(r, new RecordService(core.schemas));
+  recordRoutes(r, new RecordService(core.schemas, new ExpressionRules()));
   return r;
 }

@@ -50,6 +50,8 @@ export interface OpOptions {
   where?: Where;
   /** Rows that match `where` in SQL may still be rejected by this per-row test. */
   keep?: (record: RecordData) => boolean | Promise<boolean>;
+  /** The list `filter` parameter was already applied by the caller. */
+  filtered?: boolean;
   /** Throws to refuse a write given the record as it would be stored (or, on delete, as it was). */
   check?: (next: RecordData, tx: Queryable) => void | Promise<void>;
 }
@@ -367,7 +369,18 @@ export async function listRecords(
     has_more: hasMore,
     cursor: hasMore && last ? encodeCursor(cursorOf(keys, last)) : null,
   };
-  if (opts.count) {
+  if (opts.count && hooks.keep) {
+    // Rows must pass a per-row check: count them (bounded).
+    const rows = await store.query(
+      `SELECT ${selectList(schema)} FROM ${table}${base} LIMIT 10000`,
+      baseParams,
+    );
+    let n = 0;
+    for (const row of rows) {
+      if (await hooks.keep(decodeRow(schema, row, store.dialect))) n++;
+    }
+    page.total = n;
+  } else if (opts.count) {
     const rows = await store.query(
       `SELECT COUNT(*) AS n FROM ${table}${base}`,
       baseParams,

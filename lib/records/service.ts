@@ -13,6 +13,7 @@ import type { Operation } from "../schema/types.ts";
 import { authorize } from "./access.ts";
 import type { RecordData } from "./codec.ts";
 import type { ListResult, OpOptions } from "./crud.ts";
+import { both } from "./hooks.ts";
 
 /** Request data a custom rule may read. */
 export interface RuleRequest {
@@ -21,7 +22,7 @@ export interface RuleRequest {
   method: string;
 }
 
-/** Turns a custom rule into operation hooks (or throws a denial). */
+/** Turns a custom rule (and a list filter) into operation hooks, or throws a denial. */
 export interface RuleEngine {
   hooks(
     entity: Entity,
@@ -30,23 +31,13 @@ export interface RuleEngine {
     auth: AuthValue,
     req: RuleRequest,
   ): OpOptions;
+  filter(
+    entity: Entity,
+    source: string,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): OpOptions;
 }
-
-/** Until custom rules are evaluated, they deny every non-admin. */
-export const denyCustom: RuleEngine = {
-  hooks(entity, op, _expr, auth) {
-    if (auth.type === "guest") {
-      throw new MoonbaseError(
-        "unauthenticated",
-        `Cannot ${op} ${entity.name}: authentication required`,
-      );
-    }
-    throw new MoonbaseError(
-      "forbidden",
-      `Cannot ${op} ${entity.name}: not allowed`,
-    );
-  },
-};
 
 function notFound(entity: Entity): MoonbaseError {
   return new MoonbaseError(
@@ -61,7 +52,7 @@ export class RecordService {
   #rules: RuleEngine;
 
   /** Builds the service. */
-  constructor(registry: Registry, rules: RuleEngine = denyCustom) {
+  constructor(registry: Registry, rules: RuleEngine) {
     this.#registry = registry;
     this.#rules = rules;
   }
@@ -107,7 +98,13 @@ export class RecordService {
     auth: AuthValue,
     req: RuleRequest,
   ): Promise<ListResult> {
-    return entity.list(query, this.#hooks(entity, "list", auth, req));
+    const hooks = this.#hooks(entity, "list", auth, req);
+    const filter = query.get("filter");
+    if (filter === null || filter.trim() === "") {
+      return entity.list(query, hooks);
+    }
+    const filtered = both(hooks, this.#rules.filter(entity, filter, auth, req));
+    return entity.list(query, { ...filtered, filtered: true });
   }
 
   /** Reads a record the caller may see (404 otherwise). */

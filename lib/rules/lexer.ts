@@ -71,10 +71,107 @@ function quote(text: string): string {
 }
 
 /**
+ * A lazy token stream over `source` with the cursor operations of a
+ * recursive-descent parser. Tokens are scanned on demand, so the first error
+ * reported is the first in source order.
+ *
+ * @example
+ * ```ts
+ * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
+ * import { TokenStream } from "./lexer.ts";
+ * const s = new TokenStream("auth.id");
+ * if (s.next().value !== "auth" || !s.isPunct(".")) throw new Error("bad");
+ * ```
+ */
+export class TokenStream {
+  readonly #source: string;
+  readonly #what: string;
+  #pos = 0;
+  #peeked: Token | undefined;
+
+  /**
+   * @param source the expression text
+   * @param what `"rule"` or `"filter"`, used in error messages
+   */
+  constructor(source: string, what = "rule") {
+    this.#source = source;
+    this.#what = what;
+  }
+
+  /** Throws a {@link RuleSyntaxError} at `pos`. */
+  fail(detail: string, pos: number): never {
+    throw new RuleSyntaxError(detail, pos, this.#what);
+  }
+
+  /** The next token, not consumed. */
+  get peek(): Token {
+    this.#peeked ??= this.#scan();
+    return this.#peeked;
+  }
+
+  /** Consumes and returns the next token (`eof` stays). */
+  next(): Token {
+    const t = this.peek;
+    if (t.kind !== "eof") this.#peeked = undefined;
+    return t;
+  }
+
+  /** True when the next token is the punctuator `value`. */
+  isPunct(value: string): boolean {
+    return this.peek.kind === "punct" && this.peek.value === value;
+  }
+
+  /** Consumes the punctuator `value` or fails. */
+  expect(value: string): Token {
+    if (!this.isPunct(value)) this.unexpected();
+    return this.next();
+  }
+
+  /** Fails on token `t` (default: the next one). */
+  unexpected(t: Token = this.peek): never {
+    if (t.kind === "eof") this.fail("unexpected end of expression", t.pos);
+    const text = t.kind === "string" || t.kind === "number" ? t.kind : t.value;
+    return this.fail(`unexpected ${JSON.stringify(text)}`, t.pos);
+  }
+
+  #scan(): Token {
+    const source = this.#source;
+    const fail = (detail: string, pos: number) => this.fail(detail, pos);
+    let i = this.#pos;
+    while (
+      i < source.length && (isSpace(source[i]) || isLineBreak(source[i]))
+    ) i++;
+    const c = source[i] ?? "";
+    let t: Token;
+    if (i >= source.length) {
+      t = { kind: "eof", value: "", pos: i, end: i };
+    } else if (isDigit(c) || (c === "." && isDigit(source[i + 1] ?? ""))) {
+      const end = scanNumber(source, i, fail);
+      t = { kind: "number", value: Number(source.slice(i, end)), pos: i, end };
+    } else if (c === '"' || c === "'") {
+      const [value, end] = scanString(source, i, fail);
+      t = { kind: "string", value, pos: i, end };
+    } else if (isNameStart(c)) {
+      let end = i + 1;
+      while (end < source.length && isNamePart(source[end])) end++;
+      t = { kind: "name", value: source.slice(i, end), pos: i, end };
+    } else {
+      const p = PUNCTUATORS.find((q) => source.startsWith(q, i));
+      // `?.5` is `?` then `.5` in JavaScript, not optional chaining.
+      if (p === undefined || (p === "?." && isDigit(source[i + 2] ?? ""))) {
+        const cp = source.codePointAt(i) ?? 0;
+        return fail(`unexpected ${quote(String.fromCodePoint(cp))}`, i);
+      }
+      t = { kind: "punct", value: p, pos: i, end: i + p.length };
+    }
+    this.#pos = t.end;
+    return t;
+  }
+}
+
+/**
  * Splits `source` into tokens, ending with an `eof` token.
  *
- * @param source the expression text
- * @param what `"rule"` or `"filter"`, used in error messages
  * @throws {RuleSyntaxError} on a character or literal outside the grammar
  *
  * @example
@@ -86,51 +183,9 @@ function quote(text: string): string {
  * ```
  */
 export function tokenize(source: string, what = "rule"): Token[] {
-  const fail = (detail: string, pos: number): never => {
-    throw new RuleSyntaxError(detail, pos, what);
-  };
-  const tokens: Token[] = [];
-  let i = 0;
-  while (i < source.length) {
-    const c = source[i];
-    if (isSpace(c) || isLineBreak(c)) {
-      i++;
-    } else if (isDigit(c) || (c === "." && isDigit(source[i + 1] ?? ""))) {
-      const end = scanNumber(source, i, fail);
-      tokens.push({
-        kind: "number",
-        value: Number(source.slice(i, end)),
-        pos: i,
-        end,
-      });
-      i = end;
-    } else if (c === '"' || c === "'") {
-      const [value, end] = scanString(source, i, fail);
-      tokens.push({ kind: "string", value, pos: i, end });
-      i = end;
-    } else if (isNameStart(c)) {
-      let end = i + 1;
-      while (end < source.length && isNamePart(source[end])) end++;
-      tokens.push({ kind: "name", value: source.slice(i, end), pos: i, end });
-      i = end;
-    } else {
-      const p = PUNCTUATORS.find((q) => source.startsWith(q, i));
-      // `?.5` is `?` then `.5` in JavaScript, not optional chaining.
-      if (p === undefined || (p === "?." && isDigit(source[i + 2] ?? ""))) {
-        const cp = source.codePointAt(i) ?? 0;
-        fail(`unexpected ${quote(String.fromCodePoint(cp))}`, i);
-      } else {
-        tokens.push({ kind: "punct", value: p, pos: i, end: i + p.length });
-        i += p.length;
-      }
-    }
-  }
-  tokens.push({
-    kind: "eof",
-    value: "",
-    pos: source.length,
-    end: source.length,
-  });
+  const stream = new TokenStream(source, what);
+  const tokens = [stream.next()];
+  while (tokens[tokens.length - 1].kind !== "eof") tokens.push(stream.next());
   return tokens;
 }
 

@@ -1,6 +1,6 @@
 /**
  * Parser of the rule/filter expression language: a recursive-descent parser
- * over {@link tokenize}'s tokens producing an {@link Expr}. Every name is
+ * over a {@link TokenStream} producing an {@link Expr}. Every name is
  * resolved at parse time (roots, filter fields, helpers, methods), so an
  * expression that parses can only read scope data.
  *
@@ -14,7 +14,7 @@ import {
   type MethodName,
   RuleSyntaxError,
 } from "./ast.ts";
-import { type Token, tokenize } from "./lexer.ts";
+import { type Token, TokenStream } from "./lexer.ts";
 
 /**
  * How to parse: `mode: "rule"` knows the roots `auth`, `req`, `record`;
@@ -44,8 +44,10 @@ const LITERALS: ReadonlyMap<string, boolean | null | undefined> = new Map<
   string,
   boolean | null | undefined
 >([["true", true], ["false", false], ["null", null], ["undefined", undefined]]);
-/** Binary operator precedence levels, loosest first (`&&`/`||` handled apart). */
-const LEVELS: readonly (readonly BinaryOperator[])[] = [
+/** Binary operator precedence levels, loosest first. */
+const LEVELS: readonly (readonly (BinaryOperator | "&&" | "||")[])[] = [
+  ["||"],
+  ["&&"],
   ["==", "!=", "===", "!=="],
   ["<", "<=", ">", ">="],
   ["+", "-"],
@@ -58,51 +60,14 @@ function isForbiddenProperty(name: string): boolean {
     name === "prototype";
 }
 
-class Parser {
-  #tokens: Token[];
-  #i = 0;
+class Parser extends TokenStream {
   #depth = 0;
   #nodes = 0;
   #options: ParseOptions;
-  #what: string;
 
   constructor(source: string, options: ParseOptions) {
+    super(source, options.mode === "filter" ? "filter" : "rule");
     this.#options = options;
-    this.#what = options.mode === "filter" ? "filter" : "rule";
-    this.#tokens = tokenize(source, this.#what);
-  }
-
-  fail(detail: string, pos: number): never {
-    throw new RuleSyntaxError(detail, pos, this.#what);
-  }
-
-  get peek(): Token {
-    return this.#tokens[this.#i];
-  }
-
-  next(): Token {
-    const t = this.#tokens[this.#i];
-    if (t.kind !== "eof") this.#i++;
-    return t;
-  }
-
-  isPunct(value: string): boolean {
-    return this.peek.kind === "punct" && this.peek.value === value;
-  }
-
-  unexpected(t: Token = this.peek): never {
-    if (t.kind === "eof") this.fail("unexpected end of expression", t.pos);
-    const text = t.kind === "string"
-      ? "string"
-      : t.kind === "number"
-      ? "number"
-      : t.value;
-    return this.fail(`unexpected ${JSON.stringify(text)}`, t.pos);
-  }
-
-  expect(value: string): Token {
-    if (!this.isPunct(value)) this.unexpected();
-    return this.next();
   }
 
   node<T extends Expr>(n: T): T {
@@ -129,33 +94,7 @@ class Parser {
   }
 
   parseOr(): Expr {
-    let left = this.parseAnd();
-    while (this.isPunct("||")) {
-      const pos = this.next().pos;
-      left = this.node({
-        type: "logical",
-        pos,
-        operator: "||",
-        left,
-        right: this.parseAnd(),
-      });
-    }
-    return left;
-  }
-
-  parseAnd(): Expr {
-    let left = this.parseBinary(0);
-    while (this.isPunct("&&")) {
-      const pos = this.next().pos;
-      left = this.node({
-        type: "logical",
-        pos,
-        operator: "&&",
-        left,
-        right: this.parseBinary(0),
-      });
-    }
-    return left;
+    return this.parseBinary(0);
   }
 
   parseBinary(level: number): Expr {
@@ -167,13 +106,12 @@ class Parser {
       if (op === undefined) return left;
       this.next();
       const right = this.parseBinary(level + 1);
-      left = this.node({
-        type: "binary",
-        pos: t.pos,
-        operator: op,
-        left,
-        right,
-      });
+      const pos = t.pos;
+      left = this.node(
+        op === "&&" || op === "||"
+          ? { type: "logical", pos, operator: op, left, right }
+          : { type: "binary", pos, operator: op, left, right },
+      );
     }
   }
 
@@ -211,7 +149,7 @@ class Parser {
         value: LITERALS.get(name),
       });
     }
-    if (this.isPunct("(")) return this.parseCall(t);
+    if (this.#nextIsCall()) return this.parseCall(t);
     const { mode, fields } = this.#options;
     if (
       name === "auth" ||
@@ -223,6 +161,15 @@ class Parser {
       return this.node({ type: "field", pos: t.pos, name });
     }
     return this.fail(`unknown name ${JSON.stringify(name)}`, t.pos);
+  }
+
+  /** Whether a `(` follows; a lexical error after the name is reported later. */
+  #nextIsCall(): boolean {
+    try {
+      return this.isPunct("(");
+    } catch {
+      return false;
+    }
   }
 
   parseCall(t: Token): Expr {

@@ -117,6 +117,9 @@ Deno.test("parser: error messages carry the position", () => {
   rejects("auth.id auth.id", 'unexpected "auth"', 8);
   rejects("auth.id = 1", 'unexpected "="', 8);
   rejects("record.x == 'a' ;", 'unexpected ";"', 16);
+  // The first problem in source order is reported.
+  rejects("globalThis = 1", 'unknown name "globalThis"', 0);
+  rejects("auth.x = globalThis", 'unexpected "="', 7);
   rejects("title == 1", 'unknown name "title"', 0);
   rejects("title == nope", 'unknown name "nope"', 9, FILTER);
   assert.equal(tokenize("a == 'b'").at(-1)?.kind, "eof");
@@ -189,7 +192,7 @@ Deno.test("parser: everything outside the safe subset is rejected", () => {
     ["auth.x ?? 1", /unexpected "\?"/],
     ["`a${auth}`", /unexpected "`"/],
     ["/a/.test('a')", /unexpected "\/"/],
-    ["(x) => 1", /unexpected "="/],
+    ["(x) => 1", /unknown name "x"/],
     ["auth.n++", /unexpected "\+"/],
     ["'a' in auth", /unexpected "in"/],
     ["auth instanceof Object", /unexpected "instanceof"/],

@@ -25,6 +25,10 @@ import {
   updateRecord,
 } from "../records/crud.ts";
 import { parseListOptions } from "../records/list_query.ts";
+import { both } from "../records/hooks.ts";
+import { ExpressionRules } from "../records/rule_engine.ts";
+import type { AuthValue } from "../auth/sessions.ts";
+
 import { columnOf, tableOf } from "./ddl.ts";
 import type {
   EntitySchema,
@@ -33,6 +37,9 @@ import type {
   Rule,
   Rules,
 } from "./types.ts";
+
+const libraryRules = new ExpressionRules();
+const ADMIN_AUTH: AuthValue = { id: "", entity: "", type: "admin", user: null };
 
 /**
  * An entity (table) with its schema and record operations.
@@ -204,12 +211,17 @@ export class Entity {
     opts?: OpOptions,
   ): Promise<ListResult> {
     const q = typeof query === "string" ? new URLSearchParams(query) : query;
-    return await listRecords(
-      this.#store,
-      this.#schema,
-      parseListOptions(this.#schema, q),
-      opts,
-    );
+    const options = parseListOptions(this.#schema, q);
+    let hooks = opts ?? {};
+    if (options.filter !== undefined && !hooks.filtered) {
+      // Library callers: the filter runs as an admin would run it.
+      const req = { body: {}, query: Object.fromEntries(q), method: "GET" };
+      hooks = both(
+        hooks,
+        libraryRules.filter(this, options.filter, ADMIN_AUTH, req),
+      );
+    }
+    return await listRecords(this.#store, this.#schema, options, hooks);
   }
   /** Reads a record by id; undefined when it does not exist. */
   async read(id: string, opts?: OpOptions): Promise<RecordData | undefined> {

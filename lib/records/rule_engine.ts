@@ -1,0 +1,184 @@
+/**
+ * Custom rules and list filters at request time: parsed once per
+ * expression, compiled to SQL when they only read `record.*`, `auth.*` and
+ * literals, else evaluated per row in JavaScript.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import { physicalName, type SqlValue } from "../db/storage.ts";
+import type { AuthValue } from "../auth/sessions.ts";
+import type { Entity } from "../schema/entity.ts";
+import type { Operation } from "../schema/types.ts";
+import type { Expr } from "../rules/ast.ts";
+import { RuleSyntaxError } from "../rules/ast.ts";
+import { parseExpression, readsRecord } from "../rules/parser.ts";
+import { type RuleHelpers, test } from "../rules/evaluate.ts";
+import { compileToSql, type SqlContext } from "../rules/to_sql.ts";
+import type { RecordData } from "./codec.ts";
+import type { OpOptions } from "./crud.ts";
+import type { RuleEngine, RuleRequest } from "./service.ts";
+
+const MAX_CACHE = 2000;
+
+function deny(entity: Entity, op: string, auth: AuthValue): never {
+  if (auth.type === "guest") {
+    throw new MoonbaseError(
+      "unauthenticated",
+      `Cannot ${op} ${entity.name}: authentication required`,
+    );
+  }
+  throw new MoonbaseError(
+    "forbidden",
+    `Cannot ${op} ${entity.name}: not allowed`,
+  );
+}
+
+/** Evaluates custom rules and filters for the record service. */
+export class ExpressionRules implements RuleEngine {
+  #cache = new Map<string, Expr>();
+  #helpers: RuleHelpers;
+  #onError: (err: unknown) => void;
+
+  /** `helpers` are callable from rules; `onError` hears evaluation failures. */
+  constructor(
+    helpers: RuleHelpers = new Map(),
+    onError: (err: unknown) => void = () => {},
+  ) {
+    this.#helpers = helpers;
+    this.#onError = onError;
+  }
+
+  #parse(
+    key: string,
+    source: string,
+    mode: "rule" | "filter",
+    fields?: ReadonlySet<string>,
+  ): Expr {
+    let ast = this.#cache.get(key);
+    if (!ast) {
+      ast = parseExpression(source, {
+        mode,
+        fields,
+        helpers: new Set(this.#helpers.keys()),
+      });
+      if (this.#cache.size >= MAX_CACHE) this.#cache.clear();
+      this.#cache.set(key, ast);
+    }
+    return ast;
+  }
+
+  #sqlContext(entity: Entity, auth: AuthValue, req: RuleRequest): SqlContext {
+    return {
+      dialect: entity.dialect.name,
+      column: (name) => {
+        const f = entity.field(name);
+        return f && name !== "password" ? `"${physicalName(name)}"` : undefined;
+      },
+      fieldType: (
+        name,
+      ) => (name === "password" ? undefined : entity.field(name)?.type),
+      scope: { auth, req },
+      helpers: this.#helpers,
+    };
+  }
+
+  #test(
+    ast: Expr,
+    scope: { auth: AuthValue; req: RuleRequest; record?: RecordData },
+  ): boolean {
+    try {
+      return test(ast, scope, this.#helpers);
+    } catch (err) {
+      this.#onError(err);
+      return false;
+    }
+  }
+
+  /** Hooks for one operation under a custom rule (throws when the rule denies outright). */
+  hooks(
+    entity: Entity,
+    op: Operation,
+    expr: string,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): OpOptions {
+    let ast: Expr;
+    try {
+      ast = this.#parse(`r\0${expr}`, expr, "rule");
+    } catch (err) {
+      this.#onError(err);
+      return deny(entity, op, auth);
+    }
+    if (!readsRecord(ast)) {
+      return this.#test(ast, { auth, req }) ? {} : deny(entity, op, auth);
+    }
+    const keep = (record: RecordData) => this.#test(ast, { auth, req, record });
+    if (op === "add") {
+      return {
+        check: (next) => (keep(next) ? undefined : deny(entity, "add", auth)),
+      };
+    }
+    const compiled = compileToSql(ast, this.#sqlContext(entity, auth, req));
+    const opts: OpOptions = compiled
+      ? { where: { sql: compiled.sql, params: compiled.params as SqlValue[] } }
+      : { keep };
+    if (op === "update") {
+      opts.check = (
+        next,
+      ) => (keep(next) ? undefined : deny(entity, "update", auth));
+    }
+    return opts;
+  }
+
+  /** Hooks for the `filter` list parameter (bare field names and `auth.*`). */
+  filter(
+    entity: Entity,
+    source: string,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): OpOptions {
+    if (source.length > 4096) {
+      throw new MoonbaseError(
+        "invalid",
+        "Cannot list records: filter is too long",
+      );
+    }
+    const fields = new Set(
+      entity.fields.map((f) => f.name).filter((n) => n !== "password"),
+    );
+    let ast: Expr;
+    try {
+      ast = this.#parse(
+        `f\0${entity.id}\0${entity.schema.updated}\0${source}`,
+        source,
+        "filter",
+        fields,
+      );
+    } catch (err) {
+      if (err instanceof RuleSyntaxError) {
+        throw new MoonbaseError(
+          "invalid",
+          `Cannot list records: filter: ${err.message}`,
+        );
+      }
+      throw err;
+    }
+    const compiled = compileToSql(ast, this.#sqlContext(entity, auth, req));
+    if (compiled) {
+      return {
+        where: { sql: compiled.sql, params: compiled.params as SqlValue[] },
+      };
+    }
+    return {
+      keep: (record) => {
+        try {
+          return test(ast, { ...record, auth }, this.#helpers);
+        } catch {
+          return false;
+        }
+      },
+    };
+  }
+}
