@@ -22,6 +22,8 @@ import { Sessions } from "./auth/sessions.ts";
 import { Revocations } from "./auth/revocation.ts";
 import { LoginLimiter } from "./auth/rate_limit.ts";
 import { randomToken } from "./ids.ts";
+import { FileStore } from "./files/store.ts";
+import { sweepAll } from "./files/sweep.ts";
 import { checkRuleExpr } from "./rules/check.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
@@ -36,6 +38,7 @@ export interface Core {
   readonly sessions: Sessions;
   readonly signer: TokenSigner;
   readonly limiter: LoginLimiter;
+  readonly files: FileStore;
   readonly startedAt: number;
   /** One-time token for `POST /api/v1/sys/admins/setup`, while no admin exists. */
   setupToken: string | undefined;
@@ -87,8 +90,15 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
   const storage = await openStorage(config);
   try {
     await ensureSystemTables(storage);
-    const schemas = new Registry(storage, checkRuleExpr);
+    const files = new FileStore(config.dataDir);
+    const schemas = new Registry(storage, checkRuleExpr, files);
     await schemas.load();
+    // Another instance on the same PostgreSQL may have uploads in flight: spare recent files.
+    await sweepAll(
+      schemas,
+      files,
+      storage.dialect.name === "postgres" ? 15 * 60_000 : 0,
+    );
     const notices: string[] = [];
     const secret = await resolveSecret(
       config.dataDir,
@@ -122,6 +132,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       sessions,
       signer,
       limiter: new LoginLimiter(storage),
+      files,
       startedAt: Date.now(),
       setupToken,
       notices,

@@ -24,7 +24,9 @@ const cache = new Map<string, string>();
 async function asset(name: string): Promise<string> {
   let text = cache.get(name);
   if (text === undefined) {
-    text = await Deno.readTextFile(new URL(`../dashboard/${name}`, import.meta.url));
+    text = await Deno.readTextFile(
+      new URL(`../dashboard/${name}`, import.meta.url),
+    );
     cache.set(name, text);
   }
   return text;
@@ -45,5 +47,12 @@ async function page(name: string): Promise<Response> {
 /** Registers the dashboard routes. */
 export function dashboardRoutes(r: Router<Handler<Core>>): void {
   r.add("GET", "/mb", () => page("index.html"));
-  r.add("GET", "/mb/:page", (ctx) => page(Object.hasOwn(ASSETS, ctx.params.page) ? ctx.params.page : "index.html"));
+  r.add(
+    "GET",
+    "/mb/:page",
+    (ctx) =>
+      page(
+        Object.hasOwn(ASSETS, ctx.params.page) ? ctx.params.page : "index.html",
+      ),
+  );
 }

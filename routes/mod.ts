@@ -12,6 +12,7 @@ import { ExpressionRules } from "../lib/records/rule_engine.ts";
 import { adminRoutes } from "./admins.ts";
 import { authRoutes } from "./auth.ts";
 import { dashboardRoutes } from "./dashboard.ts";
+import { fileRoutes } from "./files.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
 import { schemaRoutes } from "./schemas.ts";
@@ -31,6 +32,8 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   authRoutes(r);
   dashboardRoutes(r);
   schemaRoutes(r);
-  recordRoutes(r, new RecordService(core.schemas, new ExpressionRules()));
+  const records = new RecordService(core.schemas, new ExpressionRules());
+  recordRoutes(r, records);
+  fileRoutes(r, records);
   return r;
 }

@@ -5,11 +5,17 @@
  */
 
 import type { Core } from "../lib/core.ts";
-import { readJsonObject } from "../lib/http/body.ts";
+import { mediaType, readJsonObject } from "../lib/http/body.ts";
+import { readMultipartWrite } from "../lib/files/upload.ts";
+import type { Entity } from "../lib/schema/entity.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
-import type { RecordService, RuleRequest } from "../lib/records/service.ts";
+import type {
+  RecordService,
+  RecordWrite,
+  RuleRequest,
+} from "../lib/records/service.ts";
 
 function ruleRequest(
   ctx: Context<Core>,
@@ -20,6 +26,23 @@ function ruleRequest(
     query: Object.fromEntries(ctx.url.searchParams),
     method: ctx.req.method,
   };
+}
+
+/** Reads a JSON or multipart write body. */
+async function readWrite(
+  ctx: Context<Core>,
+  entity: Entity,
+): Promise<RecordWrite> {
+  if (mediaType(ctx.req) === "multipart/form-data" && entity.type !== "view") {
+    return await readMultipartWrite(
+      ctx.req,
+      entity,
+      ctx.app.files,
+      ctx.app.config.maxUploadSize,
+    );
+  }
+  const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+  return { body, uploads: new Map(), cleanup: () => Promise.resolve() };
 }
 
 /** Registers the record routes. */
@@ -53,26 +76,29 @@ export function recordRoutes(
   r.add("POST", base, async (ctx) => {
     const entity = records.entity(ctx.params.entity);
     const auth = await ctx.auth();
-    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
-    return json(
-      201,
-      await records.create(entity, body, auth, ruleRequest(ctx, body)),
+    records.precheck(entity, "add", auth);
+    const write = await readWrite(ctx, entity);
+    const rec = await records.create(
+      entity,
+      write,
+      auth,
+      ruleRequest(ctx, write.body),
     );
+    return json(201, rec);
   });
   r.add("PATCH", `${base}/:id`, async (ctx) => {
     const entity = records.entity(ctx.params.entity);
     const auth = await ctx.auth();
-    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
-    return json(
-      200,
-      await records.update(
-        entity,
-        ctx.params.id,
-        body,
-        auth,
-        ruleRequest(ctx, body),
-      ),
+    records.precheck(entity, "update", auth);
+    const write = await readWrite(ctx, entity);
+    const rec = await records.update(
+      entity,
+      ctx.params.id,
+      write,
+      auth,
+      ruleRequest(ctx, write.body),
     );
+    return json(200, rec);
   });
   r.add("DELETE", `${base}/:id`, async (ctx) => {
     const entity = records.entity(ctx.params.entity);

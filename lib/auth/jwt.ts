@@ -16,6 +16,8 @@ export interface TokenClaims {
   jti: string;
   iat: number;
   exp: number;
+  /** `"file"` for short-lived file-download tokens (accepted only on file routes). */
+  scope?: string;
 }
 
 const CACHE_MAX = 10_000;
@@ -53,6 +55,7 @@ export class TokenSigner {
   async sign(
     sub: string,
     entity: string,
+    options: { ttl?: number; scope?: string } = {},
   ): Promise<{ token: string; claims: TokenClaims }> {
     const iat = Math.floor(Date.now() / 1000);
     const claims: TokenClaims = {
@@ -60,9 +63,11 @@ export class TokenSigner {
       entity,
       jti: uuidv7(),
       iat,
-      exp: iat + this.#ttl,
+      exp: iat + (options.ttl ?? this.#ttl),
     };
-    const token = await new SignJWT({ entity })
+    if (options.scope) claims.scope = options.scope;
+    const extra = options.scope ? { entity, scope: options.scope } : { entity };
+    const token = await new SignJWT(extra)
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(sub)
       .setJti(claims.jti)
@@ -87,13 +92,15 @@ export class TokenSigner {
         algorithms: ["HS256"],
         requiredClaims: ["sub", "jti", "iat", "exp"],
       });
-      const { sub, entity, jti, iat, exp } = payload;
+      const { sub, entity, jti, iat, exp, scope } = payload;
       if (
         typeof sub !== "string" || typeof entity !== "string" ||
         typeof jti !== "string" ||
         typeof iat !== "number" || typeof exp !== "number"
       ) return undefined;
+      if (scope !== undefined && typeof scope !== "string") return undefined;
       const claims: TokenClaims = { sub, entity, jti, iat, exp };
+      if (scope) claims.scope = scope;
       if (this.#cache.size >= CACHE_MAX) this.#cache.clear();
       this.#cache.set(token, claims);
       return claims;

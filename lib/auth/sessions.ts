@@ -115,6 +115,7 @@ export class Sessions {
   /** Verifies a bearer header into claims plus the user; throws 401 on anything wrong. */
   async session(
     header: string | null,
+    scope?: "file",
   ): Promise<
     { token: string; claims: TokenClaims; entity: Entity; user: RecordData }
   > {
@@ -127,6 +128,10 @@ export class Sessions {
     }
     const claims = await this.#signer.verify(m[1]);
     if (!claims || this.#revoked.isRevoked(claims)) throw invalidToken();
+    // A file token opens files only; an API token also opens files.
+    if (claims.scope !== undefined && claims.scope !== scope) {
+      throw invalidToken();
+    }
     const entity = this.#registry.byName(claims.entity);
     if (!entity || entity.type !== "auth" || entity.name !== claims.entity) {
       throw invalidToken();
@@ -137,15 +142,33 @@ export class Sessions {
   }
 
   /** Resolves the `Authorization` header (absent → guest; bad → 401). */
-  async resolve(header: string | null): Promise<AuthValue> {
+  async resolve(header: string | null, scope?: "file"): Promise<AuthValue> {
     if (header === null || header === "") return GUEST;
-    const { claims, entity, user } = await this.session(header);
+    const { claims, entity, user } = await this.session(header, scope);
     return {
       id: claims.sub,
       entity: entity.name,
       type: entity.isSystem ? "admin" : "user",
       user,
     };
+  }
+
+  /** Issues a short-lived token that only opens files (for `<img src>`). */
+  async fileToken(
+    auth: AuthValue,
+    ttl = 120,
+  ): Promise<{ token: string; expires: string }> {
+    if (auth.type === "guest") {
+      throw new MoonbaseError(
+        "unauthenticated",
+        "Cannot issue a file token: authentication required",
+      );
+    }
+    const { token, claims } = await this.#signer.sign(auth.id, auth.entity, {
+      ttl,
+      scope: "file",
+    });
+    return { token, expires: new Date(claims.exp * 1000).toISOString() };
   }
 
   /** Revokes the presented token and issues a fresh one for the same user. */

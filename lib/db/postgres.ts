@@ -37,10 +37,12 @@ const CODES: Record<string, ConstraintFailure["kind"]> = {
 export const postgresDialect: Dialect = {
   name: "postgres",
   forUpdate: " FOR UPDATE",
+  jsonArrayContains: (col) => `${col} @> jsonb_build_array(?::text)`,
   columnType: (kind) => TYPES[kind],
   encode(kind, value) {
     if (value === null || value === undefined) return null;
-    if (kind === "json") return JSON.stringify(value);
+    // postgres.js serializes JSONB parameters itself (it learns their type when preparing).
+    if (kind === "json") return value as SqlValue;
     return value as SqlValue;
   },
   decode(kind, value) {

@@ -31,6 +31,8 @@ const TYPES: Record<ColumnKind, string> = {
 export const sqliteDialect: Dialect = {
   name: "sqlite",
   forUpdate: "",
+  jsonArrayContains: (col) =>
+    `EXISTS (SELECT 1 FROM json_each(${col}) WHERE json_each.value = ?)`,
   columnType: (kind) => TYPES[kind],
   encode(kind, value) {
     if (value === null || value === undefined) return null;

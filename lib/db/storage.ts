@@ -35,6 +35,8 @@ export interface Dialect {
   readonly name: "sqlite" | "postgres";
   /** Suffix that locks selected rows until commit (" FOR UPDATE"; "" where writes are serialized). */
   readonly forUpdate: string;
+  /** Condition "the JSON array in column `col` contains the string `?`". */
+  jsonArrayContains(col: string): string;
   /** Column type for a logical kind. */
   columnType(kind: ColumnKind): string;
   /** Encodes a JS value for a column of this kind. */

@@ -83,7 +83,9 @@ export function checkInput(
     let value = present ? input[field.name] : field.default;
     if (value === undefined) value = null;
     if (isBlank(value)) {
-      if (field.required) {
+      // Required files are checked once uploads are known (lib/files/merge.ts).
+      const isFile = field.type === "file" || field.type === "files";
+      if (field.required && !isFile) {
         errors[field.name] = {
           code: "required",
           message: "Missing required value",

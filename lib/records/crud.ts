@@ -17,6 +17,7 @@ import {
 import { columnOf, tableOf, uniqueIndexOf } from "../schema/ddl.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { uuidv7 } from "../ids.ts";
+import { mergeFiles, type Uploads } from "../files/merge.ts";
 import {
   allFields,
   type CheckedInput,
@@ -54,6 +55,12 @@ export interface OpOptions {
   filtered?: boolean;
   /** Throws to refuse a write given the record as it would be stored (or, on delete, as it was). */
   check?: (next: RecordData, tx: Queryable) => void | Promise<void>;
+  /** Files uploaded with this write (field → stored names). */
+  uploads?: Uploads;
+  /** Filled by a write: stored names the record no longer references. */
+  removedFiles?: string[];
+  /** Filled by a delete: every record deleted (cascades included). */
+  deleted?: { schema: EntitySchema; record: RecordData }[];
 }
 
 /** A relation field of some entity that points at another entity. */
@@ -167,6 +174,9 @@ export async function insertRecord(
   opts: OpOptions = {},
 ): Promise<RecordData> {
   const now = new Date().toISOString();
+  if (hasFiles(schema)) {
+    mergeFiles(schema, undefined, values, opts.uploads ?? new Map());
+  }
   const full: CheckedInput = new Map([["id", uuidv7()], ["created", now], [
     "updated",
     now,
@@ -204,10 +214,17 @@ export async function updateRecord(
     return await store.transaction(async (tx) => {
       const current = await readRow(tx, schema, id, opts.where, lock);
       if (!current) return undefined;
-      if (
-        opts.keep &&
-        !(await opts.keep(decodeRow(schema, current, store.dialect)))
-      ) return undefined;
+      const before = decodeRow(schema, current, store.dialect);
+      if (opts.keep && !(await opts.keep(before))) return undefined;
+      if (hasFiles(schema)) {
+        const removed = mergeFiles(
+          schema,
+          before,
+          values,
+          opts.uploads ?? new Map(),
+        );
+        opts.removedFiles?.push(...removed);
+      }
       await checkRelations(tx, store.dialect.name, schema, values);
       const cols = encodeValues(
         schema,
@@ -231,13 +248,22 @@ export async function updateRecord(
   }
 }
 
+/** True when the entity has file fields. */
+export function hasFiles(schema: EntitySchema): boolean {
+  return schema.fields.some((f) => f.type === "file" || f.type === "files");
+}
+
+type Deleted = { schema: EntitySchema; record: RecordData }[];
+
 /** Applies the `on_delete` of every relation pointing at a record being deleted. */
 async function releaseRefs(
   tx: Queryable,
+  store: Storage,
   schema: EntitySchema,
   id: string,
   refsOf: RefsOf,
   seen: Set<string>,
+  deleted: Deleted,
 ): Promise<void> {
   seen.add(`${schema.name}/${id}`);
   for (const ref of refsOf(schema.name)) {
@@ -247,11 +273,12 @@ async function releaseRefs(
       await tx.run(`UPDATE ${table} SET ${col} = NULL WHERE ${col} = ?`, [id]);
       continue;
     }
-    const rows = await tx.query(`SELECT "id" FROM ${table} WHERE ${col} = ?`, [
-      id,
-    ]);
-    const children = rows.map((r) => String(r.id)).filter((c) =>
-      !seen.has(`${ref.schema.name}/${c}`)
+    const rows = await tx.query(
+      `SELECT ${selectList(ref.schema)} FROM ${table} WHERE ${col} = ?`,
+      [id],
+    );
+    const children = rows.filter((r) =>
+      !seen.has(`${ref.schema.name}/${r.id}`)
     );
     if (children.length === 0) continue;
     if (onDelete === "restrict") {
@@ -267,8 +294,13 @@ async function releaseRefs(
       );
     }
     for (const child of children) {
-      await releaseRefs(tx, ref.schema, child, refsOf, seen);
-      await tx.run(`DELETE FROM ${table} WHERE "id" = ?`, [child]);
+      const childId = String(child.id);
+      await releaseRefs(tx, store, ref.schema, childId, refsOf, seen, deleted);
+      await tx.run(`DELETE FROM ${table} WHERE "id" = ?`, [childId]);
+      deleted.push({
+        schema: ref.schema,
+        record: decodeRow(ref.schema, child, store.dialect),
+      });
     }
   }
 }
@@ -294,8 +326,10 @@ export async function deleteRecord(
       const record = decodeRow(schema, current, store.dialect);
       if (opts.keep && !(await opts.keep(record))) return undefined;
       await opts.check?.(record, tx);
-      await releaseRefs(tx, schema, id, refsOf, new Set());
+      const deleted: Deleted = [];
+      await releaseRefs(tx, store, schema, id, refsOf, new Set(), deleted);
       await tx.run(`DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?`, [id]);
+      opts.deleted?.push({ schema, record }, ...deleted);
       return record;
     });
   } catch (err) {

@@ -15,6 +15,13 @@ import type { RecordData } from "./codec.ts";
 import type { ListResult, OpOptions } from "./crud.ts";
 import { both } from "./hooks.ts";
 
+/** The body of a write: values, uploaded files, and how to undo the uploads. */
+export interface RecordWrite {
+  body: Record<string, unknown>;
+  uploads: ReadonlyMap<string, readonly string[]>;
+  cleanup(): Promise<void>;
+}
+
 /** Request data a custom rule may read. */
 export interface RuleRequest {
   body: Record<string, unknown>;
@@ -37,6 +44,19 @@ export interface RuleEngine {
     auth: AuthValue,
     req: RuleRequest,
   ): OpOptions;
+}
+
+function readOnlyCheck(entity: Entity, op: Operation): void {
+  if (entity.type === "view" && op !== "list" && op !== "get") {
+    throw new MoonbaseError(
+      "method_not_allowed",
+      `Cannot ${op} ${entity.name}: views are read-only`,
+      null,
+      {
+        Allow: "GET, HEAD",
+      },
+    );
+  }
 }
 
 function notFound(entity: Entity): MoonbaseError {
@@ -75,16 +95,7 @@ export class RecordService {
     auth: AuthValue,
     req: RuleRequest,
   ): OpOptions {
-    if (entity.type === "view" && op !== "list" && op !== "get") {
-      throw new MoonbaseError(
-        "method_not_allowed",
-        `Cannot ${op} ${entity.name}: views are read-only`,
-        null,
-        {
-          Allow: "GET, HEAD",
-        },
-      );
-    }
+    readOnlyCheck(entity, op);
     const d = authorize(entity, op, auth);
     return d.kind === "allow"
       ? {}
@@ -120,29 +131,57 @@ export class RecordService {
   }
 
   /** Creates a record. */
-  create(
+  /**
+   * Refuses early (before a body is read) when the rule mode alone denies:
+   * uploads are not written to disk for callers who may not write.
+   */
+  precheck(entity: Entity, op: Operation, auth: AuthValue): void {
+    readOnlyCheck(entity, op);
+    authorize(entity, op, auth);
+  }
+
+  /** Creates a record; uploaded files are deleted when the create fails. */
+  async create(
     entity: Entity,
-    body: Record<string, unknown>,
+    write: RecordWrite,
     auth: AuthValue,
     req: RuleRequest,
   ): Promise<RecordData> {
-    return entity.create(body, this.#hooks(entity, "add", auth, req));
+    try {
+      const hooks = this.#hooks(entity, "add", auth, req);
+      return await entity.create(write.body, {
+        ...hooks,
+        uploads: write.uploads,
+      });
+    } catch (err) {
+      await write.cleanup();
+      throw err;
+    }
   }
 
   /** Updates a record the caller may change (404 otherwise). */
   async update(
     entity: Entity,
     id: string,
-    body: Record<string, unknown>,
+    write: RecordWrite,
     auth: AuthValue,
     req: RuleRequest,
   ): Promise<RecordData> {
-    const rec = await entity.update(
-      id,
-      body,
-      this.#hooks(entity, "update", auth, req),
-    );
-    if (!rec) throw notFound(entity);
+    let rec: RecordData | undefined;
+    try {
+      const hooks = this.#hooks(entity, "update", auth, req);
+      rec = await entity.update(id, write.body, {
+        ...hooks,
+        uploads: write.uploads,
+      });
+    } catch (err) {
+      await write.cleanup();
+      throw err;
+    }
+    if (!rec) {
+      await write.cleanup();
+      throw notFound(entity);
+    }
     return rec;
   }
 

@@ -13,8 +13,7 @@ export type RootName = "auth" | "req" | "record";
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import type { BinaryOperator } from "./ast.ts";
+ * import type { BinaryOperator } from "moonbase/lib/rules/ast.ts";
  * const op: BinaryOperator = "!==";
  * if (op !== "!==") throw new Error("unreachable");
  * ```
@@ -39,8 +38,7 @@ export type BinaryOperator =
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import type { MethodName } from "./ast.ts";
+ * import type { MethodName } from "moonbase/lib/rules/ast.ts";
  * const m: MethodName = "startsWith";
  * if (m.length !== 10) throw new Error("unexpected");
  * ```
@@ -52,7 +50,7 @@ export type MethodName = "includes" | "startsWith" | "endsWith";
  *
  * - `literal`: a string, number, boolean, `null` or `undefined`;
  * - `root`: `auth`, `req` or `record`;
- * - `field`: a bare record field name (filter mode), read from `record`;
+ * - `field`: a bare record field name (filter mode), read from the scope;
  * - `member`: `object.property` / `object["property"]` (literal keys only);
  * - `unary`, `binary`, `logical`: operators;
  * - `method`: `object.includes(x)`, `.startsWith(x)`, `.endsWith(x)`;
@@ -60,8 +58,7 @@ export type MethodName = "includes" | "startsWith" | "endsWith";
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import type { Expr } from "./ast.ts";
+ * import type { Expr } from "moonbase/lib/rules/ast.ts";
  * const e: Expr = {
  *   type: "binary",
  *   pos: 10,
@@ -125,8 +122,7 @@ export type Expr =
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { LIMITS } from "./ast.ts";
+ * import { LIMITS } from "moonbase/lib/rules/ast.ts";
  * if (LIMITS.maxSourceLength !== 4096) throw new Error("unexpected");
  * ```
  */
@@ -149,8 +145,7 @@ export const LIMITS: {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { RuleSyntaxError } from "./ast.ts";
+ * import { RuleSyntaxError } from "moonbase/lib/rules/ast.ts";
  * const e = new RuleSyntaxError('unexpected "}"', 12);
  * if (e.message !== 'Cannot parse rule: unexpected "}" at 12') throw new Error(e.message);
  * if (e.position !== 12 || !(e instanceof Error)) throw new Error("bad");

@@ -14,8 +14,7 @@ import { parseExpression } from "./parser.ts";
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { checkRuleExpr } from "./check.ts";
+ * import { checkRuleExpr } from "moonbase/lib/rules/check.ts";
  * if (checkRuleExpr("auth.id != ''") !== undefined) throw new Error("rejected");
  * if (checkRuleExpr("auth.id = 1") !== 'Cannot parse rule: unexpected "=" at 8') {
  *   throw new Error("accepted");

@@ -30,21 +30,25 @@ import {
 export { MAX_STRING_LENGTH, RuleEvalError } from "./values.ts";
 
 /**
- * What an expression can read: `auth`, `req` and `record` (in filter mode the
- * bare field names are read from `record`).
+ * What an expression can read. Rule mode: `{auth, req, record}`. Filter mode:
+ * the record's fields as bare names plus `auth`, i.e. `{...record, auth}`
+ * (a field named `auth` is not reachable from a filter). Only own data
+ * properties of the scope are read.
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import type { RuleScope } from "./evaluate.ts";
- * const scope: RuleScope = { auth: { id: "" }, req: { method: "GET" }, record: { title: "x" } };
- * if (scope.record === undefined) throw new Error("unreachable");
+ * import type { RuleScope } from "moonbase/lib/rules/evaluate.ts";
+ * const rule: RuleScope = { auth: { id: "" }, req: { method: "GET" }, record: { title: "x" } };
+ * const filter: RuleScope = { title: "x", auth: { id: "" } };
+ * if (rule.record === undefined || filter.title !== "x") throw new Error("unreachable");
  * ```
  */
 export interface RuleScope {
   readonly auth?: unknown;
   readonly req?: unknown;
   readonly record?: unknown;
+  /** Filter mode: the record's fields. */
+  readonly [field: string]: unknown;
 }
 
 /**
@@ -53,8 +57,7 @@ export interface RuleScope {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import type { RuleHelpers } from "./evaluate.ts";
+ * import type { RuleHelpers } from "moonbase/lib/rules/evaluate.ts";
  * const helpers: RuleHelpers = new Map([["double", (x: unknown) => Number(x) * 2]]);
  * if (!helpers.has("double")) throw new Error("unreachable");
  * ```
@@ -69,8 +72,7 @@ export type RuleHelpers = ReadonlyMap<string, (...args: unknown[]) => unknown>;
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { callMethod } from "./evaluate.ts";
+ * import { callMethod } from "moonbase/lib/rules/evaluate.ts";
  * if (callMethod("hello", "startsWith", "he") !== true) throw new Error("string");
  * if (callMethod(["a", 1], "includes", 1) !== true) throw new Error("array");
  * if (callMethod(null, "includes", "x") !== undefined) throw new Error("null");
@@ -136,7 +138,7 @@ function evalNode(
     case "root":
       return getMember(scope, e.name);
     case "field":
-      return getMember(getMember(scope, "record"), e.name);
+      return getMember(scope, e.name);
     case "member":
       return getMember(evalNode(e.object, scope, helpers), e.property);
     case "unary": {
@@ -173,9 +175,8 @@ function evalNode(
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { parseExpression } from "./parser.ts";
- * import { evaluate } from "./evaluate.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * import { evaluate } from "moonbase/lib/rules/evaluate.ts";
  * const e = parseExpression('record.title + "!"', { mode: "rule" });
  * if (evaluate(e, { record: { title: "hi" } }) !== "hi!") throw new Error("bad");
  * ```
@@ -200,9 +201,8 @@ export function evaluate(
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { parseExpression } from "./parser.ts";
- * import { test } from "./evaluate.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * import { test } from "moonbase/lib/rules/evaluate.ts";
  * const e = parseExpression("record.owner == auth.id", { mode: "rule" });
  * if (!test(e, { auth: { id: "u1" }, record: { owner: "u1" } })) throw new Error("owner");
  * if (test(e, { auth: { id: "u1" }, record: { owner: "u2" } })) throw new Error("other");

@@ -11,26 +11,12 @@ import {
 import { parseExpression, type ParseOptions } from "./parser.ts";
 
 const RULE: ParseOptions = { mode: "rule" };
-const run = (
-  source: string,
-  scope: RuleScope = {},
-  helpers?: RuleHelpers,
-  options = RULE,
-) =>
-  evaluate(
-    parseExpression(source, { ...options, helpers: new Set(helpers?.keys()) }),
-    scope,
-    helpers,
-  );
+const parse = (source: string, helpers?: RuleHelpers) =>
+  parseExpression(source, { mode: "rule", helpers: new Set(helpers?.keys()) });
+const run = (source: string, scope: RuleScope = {}, helpers?: RuleHelpers) =>
+  evaluate(parse(source, helpers), scope, helpers);
 const ok = (source: string, scope: RuleScope = {}, helpers?: RuleHelpers) =>
-  test(
-    parseExpression(source, {
-      mode: "rule",
-      helpers: new Set(helpers?.keys()),
-    }),
-    scope,
-    helpers,
-  );
+  test(parse(source, helpers), scope, helpers);
 
 /** Native JavaScript operators, the reference for the evaluator. */
 const NATIVE: Record<BinaryOperator, (a: unknown, b: unknown) => unknown> = {
@@ -179,24 +165,20 @@ Deno.test("evaluate: methods", () => {
   assert.equal(run("record.tags.startsWith('a')", scope), undefined);
 });
 
-Deno.test("evaluate: filter mode reads bare fields from the record", () => {
+Deno.test("evaluate: filter mode reads bare fields from the scope", () => {
   const options: ParseOptions = {
     mode: "filter",
-    fields: new Set(["title", "age"]),
+    fields: new Set(["title", "age", "req", "record"]),
   };
   const expr = parseExpression(
-    "title == 'x' && age >= 18 && auth.id != ''",
+    "title == 'x' && age >= 18 && auth.id != '' && req == 1 && record == 2",
     options,
   );
-  assert.equal(
-    test(expr, { auth: { id: "u" }, record: { title: "x", age: 20 } }),
-    true,
-  );
-  assert.equal(
-    test(expr, { auth: { id: "u" }, record: { title: "x", age: 2 } }),
-    false,
-  );
-  assert.equal(test(expr, { auth: { id: "u" } }), false);
+  const auth = { id: "u" };
+  const record = { title: "x", age: 20, req: 1, record: 2 };
+  assert.equal(test(expr, { ...record, auth }), true);
+  assert.equal(test(expr, { ...record, age: 2, auth }), false);
+  assert.equal(test(expr, { auth, record }), false);
 });
 
 Deno.test("evaluate: helpers", () => {

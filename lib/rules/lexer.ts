@@ -42,8 +42,7 @@ const PUNCTUATORS = [
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import type { Token } from "./lexer.ts";
+ * import type { Token } from "moonbase/lib/rules/lexer.ts";
  * const t: Token = { kind: "name", value: "auth", pos: 0, end: 4 };
  * if (t.end - t.pos !== 4) throw new Error("bad");
  * ```
@@ -77,8 +76,7 @@ function quote(text: string): string {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { TokenStream } from "./lexer.ts";
+ * import { TokenStream } from "moonbase/lib/rules/lexer.ts";
  * const s = new TokenStream("auth.id");
  * if (s.next().value !== "auth" || !s.isPunct(".")) throw new Error("bad");
  * ```
@@ -176,8 +174,7 @@ export class TokenStream {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { tokenize } from "./lexer.ts";
+ * import { tokenize } from "moonbase/lib/rules/lexer.ts";
  * const kinds = tokenize('auth.id == "x"').map((t) => t.kind).join(" ");
  * if (kinds !== "name punct name punct string eof") throw new Error(kinds);
  * ```

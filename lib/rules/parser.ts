@@ -23,8 +23,7 @@ import { type Token, TokenStream } from "./lexer.ts";
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import type { ParseOptions } from "./parser.ts";
+ * import type { ParseOptions } from "moonbase/lib/rules/parser.ts";
  * const options: ParseOptions = { mode: "filter", fields: new Set(["title"]) };
  * if (options.mode !== "filter") throw new Error("unreachable");
  * ```
@@ -260,8 +259,7 @@ class Parser extends TokenStream {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { parseExpression } from "./parser.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
  * const e = parseExpression('record.owner == auth.id && !record.hidden', { mode: "rule" });
  * if (e.type !== "logical") throw new Error(e.type);
  * try {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { type Expr, LIMITS, RuleSyntaxError } from "./ast.ts";
+import { test } from "./evaluate.ts";
 import { tokenize } from "./lexer.ts";
 import {
   parseExpression,
@@ -235,4 +236,39 @@ Deno.test("parser: readsRecord / readsRequest", () => {
     readsRequest(p("f(req.body)", { mode: "rule", helpers: new Set(["f"]) })),
     true,
   );
+});
+
+Deno.test("security: hostile inputs are rejected or harmless", () => {
+  const body = JSON.parse('{"__proto__": {"x": 1}}');
+  const scope = { auth: { id: "u1" }, req: { body }, record: { id: "r" } };
+  const hostile = [
+    'this.constructor.constructor("return process")()',
+    "auth.constructor",
+    "auth.__proto__",
+    'record["constructor"]',
+    "req.body.__proto__.polluted",
+    '(0, eval)("1")',
+    'import("x")',
+    "globalThis",
+    "auth.id.constructor.constructor",
+    "req.body.x", // own "__proto__" key: x is not inherited
+    "req.body.x.constructor",
+    "auth.toString",
+    "auth.id.toString",
+    "record.valueOf",
+    `'${"a".repeat(10_000)}'`,
+    "(".repeat(100) + "1" + ")".repeat(100),
+  ];
+  for (const source of hostile) {
+    let accepted = false;
+    try {
+      const expr = parseExpression(source, RULE);
+      accepted = true;
+      assert.equal(test(expr, scope), false, source);
+    } catch (e) {
+      assert.ok(!accepted && e instanceof RuleSyntaxError, `${source}: ${e}`);
+    }
+  }
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  assert.equal(({} as Record<string, unknown>).x, undefined);
 });

@@ -55,8 +55,7 @@ const MIRROR: Readonly<Record<CompareOperator, CompareOperator>> = {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { isCompareOperator } from "./sql_compare.ts";
+ * import { isCompareOperator } from "moonbase/lib/rules/sql_compare.ts";
  * if (!isCompareOperator("<=") || isCompareOperator("+")) throw new Error("bad");
  * ```
  */
@@ -69,8 +68,7 @@ export function isCompareOperator(op: BinaryOperator): op is CompareOperator {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { mirror } from "./sql_compare.ts";
+ * import { mirror } from "moonbase/lib/rules/sql_compare.ts";
  * if (mirror("<") !== ">" || mirror("==") !== "==") throw new Error("bad");
  * ```
  */
@@ -95,8 +93,7 @@ const sqlOp = (op: CompareOperator): string =>
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { byBoolean } from "./sql_compare.ts";
+ * import { byBoolean } from "moonbase/lib/rules/sql_compare.ts";
  * const x = { sql: "x", params: [] };
  * if (byBoolean(x, true, false) !== x || byBoolean(x, true, true) !== true) throw new Error("bad");
  * ```
@@ -166,8 +163,7 @@ function nonNullCompare(
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { compareColumnConst } from "./sql_compare.ts";
+ * import { compareColumnConst } from "moonbase/lib/rules/sql_compare.ts";
  * const c = compareColumnConst("!=", { sql: '"t"', fieldType: "string", family: "text" }, "a", "sqlite");
  * if (typeof c === "boolean" || c.sql !== '("t" IS NULL OR NOT ("t" = ?))') throw new Error(String(c));
  * ```
@@ -196,8 +192,7 @@ function asNumber(c: Column, d: Dialect): string {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { compareColumns } from "./sql_compare.ts";
+ * import { compareColumns } from "moonbase/lib/rules/sql_compare.ts";
  * const a = { sql: '"a"', fieldType: "string", family: "text" } as const;
  * const b = { sql: '"b"', fieldType: "date", family: "text" } as const;
  * const c = compareColumns("==", a, b, "postgres");
@@ -241,8 +236,7 @@ export function compareColumns(
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { compareBoolConst } from "./sql_compare.ts";
+ * import { compareBoolConst } from "moonbase/lib/rules/sql_compare.ts";
  * const x = { sql: "x", params: [] };
  * // true == 1 is true and false == 1 is false: the condition is x itself.
  * if (compareBoolConst("==", x, 1) !== x) throw new Error("bad");
@@ -262,8 +256,7 @@ export function compareBoolConst(
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { compareBools } from "./sql_compare.ts";
+ * import { compareBools } from "moonbase/lib/rules/sql_compare.ts";
  * const c = compareBools("!==", { sql: "x", params: [] }, { sql: "y", params: [] });
  * if (typeof c === "boolean" || c.sql !== "(x) <> (y)") throw new Error("bad");
  * ```

@@ -17,8 +17,7 @@ export type Dialect = "sqlite" | "postgres";
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import type { Frag } from "./sql_fragment.ts";
+ * import type { Frag } from "moonbase/lib/rules/sql_fragment.ts";
  * const f: Frag = { sql: '"title" = ?', params: ["x"] };
  * if (f.params.length !== 1) throw new Error("bad");
  * ```
@@ -34,8 +33,7 @@ export interface Frag {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { and, type Cond } from "./sql_fragment.ts";
+ * import { and, type Cond } from "moonbase/lib/rules/sql_fragment.ts";
  * const c: Cond = and(true, { sql: '"a" IS NULL', params: [] });
  * if (typeof c === "boolean" || c.sql !== '"a" IS NULL') throw new Error("bad");
  * ```
@@ -48,8 +46,7 @@ export type Cond = boolean | Frag;
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { NotCompilable } from "./sql_fragment.ts";
+ * import { NotCompilable } from "moonbase/lib/rules/sql_fragment.ts";
  * if (!(new NotCompilable("x") instanceof Error)) throw new Error("bad");
  * ```
  */
@@ -66,8 +63,7 @@ export class NotCompilable extends Error {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { sql } from "./sql_fragment.ts";
+ * import { sql } from "moonbase/lib/rules/sql_fragment.ts";
  * const f = sql("(", { sql: "? + ?", params: [1, 2] }, ")");
  * if (f.sql !== "(? + ?)" || f.params.length !== 2) throw new Error("bad");
  * ```
@@ -91,8 +87,7 @@ export function sql(...parts: (string | Frag)[]): Frag {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { and } from "./sql_fragment.ts";
+ * import { and } from "moonbase/lib/rules/sql_fragment.ts";
  * if (and(false, { sql: "x", params: [] }) !== false) throw new Error("bad");
  * ```
  */
@@ -108,8 +103,7 @@ export function and(a: Cond, b: Cond): Cond {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { or } from "./sql_fragment.ts";
+ * import { or } from "moonbase/lib/rules/sql_fragment.ts";
  * if (or({ sql: "x", params: [] }, true) !== true) throw new Error("bad");
  * ```
  */
@@ -125,8 +119,7 @@ export function or(a: Cond, b: Cond): Cond {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { not } from "./sql_fragment.ts";
+ * import { not } from "moonbase/lib/rules/sql_fragment.ts";
  * const c = not({ sql: "x = ?", params: [1] });
  * if (typeof c === "boolean" || c.sql !== "NOT (x = ?)") throw new Error("bad");
  * ```
@@ -141,8 +134,7 @@ export function not(a: Cond): Cond {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { textParam } from "./sql_fragment.ts";
+ * import { textParam } from "moonbase/lib/rules/sql_fragment.ts";
  * if (textParam("x", "postgres").sql !== "?::text") throw new Error("bad");
  * ```
  */
@@ -160,8 +152,7 @@ export function textParam(s: string, dialect: Dialect): Frag {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { numberParam } from "./sql_fragment.ts";
+ * import { numberParam } from "moonbase/lib/rules/sql_fragment.ts";
  * if (numberParam(5, "int", "postgres").sql !== "?::bigint") throw new Error("bad");
  * if (numberParam(0.5, "int", "postgres").sql !== "?::double precision") throw new Error("bad");
  * ```
@@ -185,8 +176,7 @@ export function numberParam(
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { intParam } from "./sql_fragment.ts";
+ * import { intParam } from "moonbase/lib/rules/sql_fragment.ts";
  * if (intParam(3, "postgres").sql !== "?::integer") throw new Error("bad");
  * ```
  */
@@ -202,8 +192,7 @@ export type Family = "text" | "number" | "bool";
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import type { Column } from "./sql_fragment.ts";
+ * import type { Column } from "moonbase/lib/rules/sql_fragment.ts";
  * const c: Column = { sql: '"age"', fieldType: "int", family: "number" };
  * if (c.family !== "number") throw new Error("bad");
  * ```
@@ -234,8 +223,7 @@ const FAMILIES: Readonly<Record<string, Family>> = {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { familyOf } from "./sql_fragment.ts";
+ * import { familyOf } from "moonbase/lib/rules/sql_fragment.ts";
  * if (familyOf("date") !== "text" || familyOf("json") !== undefined) throw new Error("bad");
  * ```
  */
@@ -248,8 +236,7 @@ export function familyOf(fieldType: string): Family | undefined {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { isNull } from "./sql_fragment.ts";
+ * import { isNull } from "moonbase/lib/rules/sql_fragment.ts";
  * if (isNull({ sql: '"a"', fieldType: "int", family: "number" }).sql !== '"a" IS NULL') throw new Error("bad");
  * ```
  */
@@ -263,8 +250,7 @@ export function isNull(c: Column): Frag {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { whenNull } from "./sql_fragment.ts";
+ * import { whenNull } from "moonbase/lib/rules/sql_fragment.ts";
  * const c = whenNull({ sql: '"a"', fieldType: "int", family: "number" }, false, { sql: '"a" = ?', params: [1] });
  * if (typeof c === "boolean" || c.sql !== '("a" IS NOT NULL AND "a" = ?)') throw new Error("bad");
  * ```
@@ -279,8 +265,7 @@ export function whenNull(c: Column, onNull: boolean, nonNull: Cond): Cond {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { columnTruthy } from "./sql_fragment.ts";
+ * import { columnTruthy } from "moonbase/lib/rules/sql_fragment.ts";
  * const c = columnTruthy({ sql: '"t"', fieldType: "string", family: "text" });
  * if (typeof c === "boolean" || c.sql !== `("t" IS NOT NULL AND "t" <> '')`) throw new Error("bad");
  * ```

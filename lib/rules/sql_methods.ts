@@ -27,8 +27,7 @@ import {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { textMethod } from "./sql_methods.ts";
+ * import { textMethod } from "moonbase/lib/rules/sql_methods.ts";
  * const c = textMethod("includes", { sql: '"t"', fieldType: "string", family: "text" }, "a%", "postgres");
  * if (typeof c === "boolean" || c.sql !== '("t" IS NOT NULL AND strpos("t", ?::text) > 0)') throw new Error("bad");
  * ```
@@ -72,8 +71,7 @@ export function textMethod(
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { includesColumn } from "./sql_methods.ts";
+ * import { includesColumn } from "moonbase/lib/rules/sql_methods.ts";
  * const c = includesColumn(["a", null], { sql: '"t"', fieldType: "string", family: "text" }, "sqlite");
  * if (typeof c === "boolean" || c.sql !== '("t" IS NULL OR "t" IN (?))') throw new Error("bad");
  * ```

@@ -21,38 +21,40 @@
  */
 
 import type { Expr, MethodName } from "./ast.ts";
-import { evaluate, type RuleHelpers } from "./evaluate.ts";
+import { callMethod, evaluate, type RuleHelpers } from "./evaluate.ts";
 import { readsRecord, readsRequest } from "./parser.ts";
-import {
-  compareBoolConst,
-  compareBools,
-  compareColumnConst,
-  compareColumns,
-  type CompareOperator,
-  isCompareOperator,
-  mirror,
-} from "./sql_compare.ts";
+import { isCompareOperator } from "./sql_compare.ts";
 import { includesColumn, textMethod } from "./sql_methods.ts";
 import {
   and,
   type Column,
-  columnTruthy,
-  type Cond,
   type Dialect,
   familyOf,
   not,
   NotCompilable,
   or,
 } from "./sql_fragment.ts";
-import { getMember, isPlainArray, toString, truthy } from "./values.ts";
+import {
+  boolean,
+  compareValues,
+  type Compiled,
+  truthyCond,
+} from "./sql_value.ts";
+import {
+  binary,
+  getMember,
+  isPlainArray,
+  negate,
+  toString,
+  truthy,
+} from "./values.ts";
 
 /**
  * What the compiler needs to know about the table and the request.
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import type { SqlContext } from "./to_sql.ts";
+ * import type { SqlContext } from "moonbase/lib/rules/to_sql.ts";
  * const ctx: SqlContext = {
  *   dialect: "sqlite",
  *   column: (name) => name === "title" ? '"title"' : undefined,
@@ -79,8 +81,7 @@ export interface SqlContext {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import type { SqlQuery } from "./to_sql.ts";
+ * import type { SqlQuery } from "moonbase/lib/rules/to_sql.ts";
  * const q: SqlQuery = { sql: '"owner" = ?', params: ["u1"] };
  * if (q.params[0] !== "u1") throw new Error("bad");
  * ```
@@ -90,37 +91,9 @@ export interface SqlQuery {
   params: unknown[];
 }
 
-/** A compiled sub-expression. */
-type Compiled =
-  /** Value known at compile time. */
-  | { kind: "const"; value: unknown }
-  /** A record column (nullable). */
-  | { kind: "column"; column: Column }
-  /** A JavaScript boolean: the NULL-free condition is its value. */
-  | { kind: "bool"; cond: Cond }
-  /** Some value whose JavaScript truthiness is the condition. */
-  | { kind: "truthy"; cond: Cond };
-
 const fail = (reason: string): never => {
   throw new NotCompilable(reason);
 };
-
-/** Normalizes a boolean result: a condition known at compile time is a constant. */
-const boolean = (cond: Cond): Compiled =>
-  typeof cond === "boolean"
-    ? { kind: "const", value: cond }
-    : { kind: "bool", cond };
-
-function truthyCond(c: Compiled): Cond {
-  switch (c.kind) {
-    case "const":
-      return truthy(c.value);
-    case "column":
-      return columnTruthy(c.column);
-    default:
-      return c.cond;
-  }
-}
 
 class Compiler {
   readonly #ctx: SqlContext;
@@ -157,17 +130,25 @@ class Compiler {
         return { kind: "column", column: this.column(e.name) };
       case "member":
         return this.member(e.object, e.property);
-      case "unary":
-        if (e.operator === "-") return fail("arithmetic on a column");
-        return boolean(not(truthyCond(this.compile(e.argument))));
+      case "unary": {
+        const argument = this.compile(e.argument);
+        if (e.operator === "!") return boolean(not(truthyCond(argument)));
+        if (argument.kind === "const") {
+          return { kind: "const", value: negate(argument.value) };
+        }
+        return fail("arithmetic on a column");
+      }
       case "binary": {
         const op = e.operator;
-        if (!isCompareOperator(op)) return fail("arithmetic on a column");
         const left = this.compile(e.left);
         const right = this.compile(e.right);
-        // Put the row-dependent side first: `v < x` is `x > v` in JavaScript.
-        if (left.kind === "const") return this.compare(mirror(op), right, left);
-        return this.compare(op, left, right);
+        if (isCompareOperator(op)) {
+          return compareValues(op, left, right, this.#d);
+        }
+        if (left.kind === "const" && right.kind === "const") {
+          return { kind: "const", value: binary(op, left.value, right.value) };
+        }
+        return fail("arithmetic on a column");
       }
       case "logical":
         return this.logical(e.operator, e.left, e.right);
@@ -184,6 +165,9 @@ class Compiler {
       return { kind: "column", column: this.column(property) };
     }
     const o = this.compile(object);
+    if (o.kind === "const") {
+      return { kind: "const", value: getMember(o.value, property) };
+    }
     if (o.kind === "truthy") return fail("member of an unknown value");
     if (
       o.kind === "column" && o.column.family === "text" &&
@@ -193,26 +177,6 @@ class Compiler {
     }
     // Numbers, booleans, null and (other members of) strings have no own data property.
     return { kind: "const", value: undefined };
-  }
-
-  compare(op: CompareOperator, left: Compiled, right: Compiled): Compiled {
-    const d = this.#d;
-    if (left.kind === "column" && right.kind === "const") {
-      return boolean(compareColumnConst(op, left.column, right.value, d));
-    }
-    if (left.kind === "column" && right.kind === "column") {
-      return boolean(compareColumns(op, left.column, right.column, d));
-    }
-    if (left.kind === "bool" && right.kind === "const") {
-      return boolean(compareBoolConst(op, left.cond, right.value));
-    }
-    if (left.kind === "bool" && right.kind === "bool") {
-      return boolean(compareBools(op, left.cond, right.cond));
-    }
-    if (left.kind === "column" && right.kind === "bool") {
-      return this.compare(mirror(op), right, left);
-    }
-    return fail(`comparison of ${left.kind} and ${right.kind}`);
   }
 
   logical(op: "&&" | "||", leftExpr: Expr, rightExpr: Expr): Compiled {
@@ -243,6 +207,9 @@ class Compiler {
   method(name: MethodName, objectExpr: Expr, argumentExpr: Expr): Compiled {
     const o = this.compile(objectExpr);
     const a = this.compile(argumentExpr);
+    if (o.kind === "const" && a.kind === "const") {
+      return { kind: "const", value: callMethod(o.value, name, a.value) };
+    }
     if (o.kind === "const") {
       if (typeof o.value === "string") {
         return fail("string constant method with a row argument");
@@ -276,16 +243,16 @@ class Compiler {
 
 /**
  * Compiles `expr` to a SQL condition selecting the rows for which
- * `test(expr, {auth, req, record: row})` is true, or `undefined` when the
- * expression (or part of it) cannot be compiled with identical semantics.
+ * `test(expr, {auth, req, record: row})` (filter mode: `{...row, auth}`) is
+ * true, or `undefined` when the expression (or part of it) cannot be
+ * compiled with identical semantics.
  * Placeholders are `?`; on PostgreSQL they carry explicit casts. Values are
  * always bound, never interpolated.
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { parseExpression } from "./parser.ts";
- * import { compileToSql } from "./to_sql.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * import { compileToSql } from "moonbase/lib/rules/to_sql.ts";
  * const expr = parseExpression("record.owner == auth.id && !record.hidden", { mode: "rule" });
  * const types: Record<string, string> = { owner: "relation", hidden: "bool" };
  * const q = compileToSql(expr, {

@@ -18,8 +18,7 @@ export const MAX_STRING_LENGTH = 64 * 1024;
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { RuleEvalError } from "./values.ts";
+ * import { RuleEvalError } from "moonbase/lib/rules/values.ts";
  * const e = new RuleEvalError("string too long");
  * if (!(e instanceof Error) || e.name !== "RuleEvalError") throw new Error("bad");
  * ```
@@ -66,8 +65,7 @@ function isIndex(key: string): boolean {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { getMember } from "./values.ts";
+ * import { getMember } from "moonbase/lib/rules/values.ts";
  * if (getMember({ a: 1 }, "a") !== 1) throw new Error("own");
  * if (getMember({}, "constructor") !== undefined) throw new Error("inherited");
  * if (getMember("abc", "length") !== 3 || getMember(null, "x") !== undefined) throw new Error("bad");
@@ -97,8 +95,7 @@ export function getMember(object: unknown, key: string): unknown {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { toPrimitive } from "./values.ts";
+ * import { toPrimitive } from "moonbase/lib/rules/values.ts";
  * if (toPrimitive([1, [2, null]]) !== "1,2,") throw new Error("array");
  * if (toPrimitive({ a: 1 }) !== "[object Object]") throw new Error("object");
  * ```
@@ -146,8 +143,7 @@ export function toPrimitive(
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { toString } from "./values.ts";
+ * import { toString } from "moonbase/lib/rules/values.ts";
  * if (toString(null) !== "null" || toString(["a", 1]) !== "a,1") throw new Error("bad");
  * ```
  */
@@ -164,8 +160,7 @@ export function toString(v: unknown, seen?: Set<object>): string {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { truthy } from "./values.ts";
+ * import { truthy } from "moonbase/lib/rules/values.ts";
  * if (truthy("") || truthy(0) || truthy(null) || !truthy([]) || !truthy("0")) throw new Error("bad");
  * ```
  */
@@ -178,8 +173,7 @@ export function truthy(v: unknown): boolean {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { looseEquals } from "./values.ts";
+ * import { looseEquals } from "moonbase/lib/rules/values.ts";
  * if (!looseEquals("5", 5) || !looseEquals(null, undefined) || looseEquals(null, 0)) throw new Error("bad");
  * ```
  */
@@ -232,8 +226,7 @@ function plus(a: unknown, b: unknown): unknown {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { binary } from "./values.ts";
+ * import { binary } from "moonbase/lib/rules/values.ts";
  * if (binary("+", "1", 2) !== "12" || binary("<", "10", "9") !== true || binary("<", "10", 9) !== false) {
  *   throw new Error("bad");
  * }
@@ -269,8 +262,7 @@ export function binary(op: BinaryOperator, a: unknown, b: unknown): unknown {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { negate } from "./values.ts";
+ * import { negate } from "moonbase/lib/rules/values.ts";
  * if (negate("5") !== -5 || !Object.is(negate(null), -0)) throw new Error("bad");
  * ```
  */
@@ -288,8 +280,7 @@ export function negate(v: unknown): unknown {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { isPlainArray } from "./values.ts";
+ * import { isPlainArray } from "moonbase/lib/rules/values.ts";
  * if (!isPlainArray([1]) || isPlainArray("a") || isPlainArray({ length: 0 })) throw new Error("bad");
  * ```
  */

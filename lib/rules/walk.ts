@@ -33,9 +33,8 @@ function some(expr: Expr, test: (e: Expr) => boolean): boolean {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { parseExpression } from "./parser.ts";
- * import { readsRecord } from "./walk.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * import { readsRecord } from "moonbase/lib/rules/walk.ts";
  * if (!readsRecord(parseExpression("record.a == 1", { mode: "rule" }))) throw new Error("bad");
  * if (readsRecord(parseExpression("auth.id != ''", { mode: "rule" }))) throw new Error("bad");
  * ```
@@ -52,9 +51,8 @@ export function readsRecord(expr: Expr): boolean {
  *
  * @example
  * ```ts
- * // @ts-nocheck: see denoland/deno#26900 (auto-imports vs noUnusedLocals)
- * import { parseExpression } from "./parser.ts";
- * import { readsRequest } from "./walk.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * import { readsRequest } from "moonbase/lib/rules/walk.ts";
  * if (!readsRequest(parseExpression("req.body.x == 1", { mode: "rule" }))) throw new Error("bad");
  * ```
  */

@@ -38,7 +38,22 @@ import type {
   Rules,
 } from "./types.ts";
 
+import type { FileStore } from "../files/store.ts";
+
 const libraryRules = new ExpressionRules();
+
+/** Stored file names a record references. */
+export function fileNames(schema: EntitySchema, record: RecordData): string[] {
+  const out: string[] = [];
+  for (const f of schema.fields) {
+    const v = record[f.name];
+    if (f.type === "file" && typeof v === "string") out.push(v);
+    if (f.type === "files" && Array.isArray(v)) {
+      out.push(...v.filter((x): x is string => typeof x === "string"));
+    }
+  }
+  return out;
+}
 const ADMIN_AUTH: AuthValue = { id: "", entity: "", type: "admin", user: null };
 
 /**
@@ -62,11 +77,18 @@ export class Entity {
   readonly #schema: EntitySchema;
   readonly #store: Storage;
   readonly #refsOf: RefsOf;
+  readonly #files: FileStore | undefined;
   readonly #rules: Readonly<Rules>;
   readonly #fields: FieldDef[];
 
   /** Wraps a validated schema; use `app.schemas` to create entities. */
-  constructor(schema: EntitySchema, store: Storage, refsOf: RefsOf = () => []) {
+  constructor(
+    schema: EntitySchema,
+    store: Storage,
+    refsOf: RefsOf = () => [],
+    files?: FileStore,
+  ) {
+    this.#files = files;
     this.#schema = schema;
     this.#store = store;
     this.#refsOf = refsOf;
@@ -240,18 +262,32 @@ export class Entity {
     this.#writable();
     const values = checkInput(this.#schema, data, "update");
     await this.#hash(values);
-    return await updateRecord(this.#store, this.#schema, id, values, opts);
+    const removed: string[] = [];
+    const rec = await updateRecord(this.#store, this.#schema, id, values, {
+      ...opts,
+      removedFiles: removed,
+    });
+    if (rec && removed.length > 0) await this.#files?.remove(this.id, removed);
+    return rec;
   }
   /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
   async remove(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
     this.#writable();
-    return await deleteRecord(
+    const deleted: { schema: EntitySchema; record: RecordData }[] = [];
+    const rec = await deleteRecord(
       this.#store,
       this.#schema,
       id,
       this.#refsOf,
-      opts,
+      {
+        ...opts,
+        deleted,
+      },
     );
+    for (const d of deleted) {
+      await this.#files?.remove(d.schema.id, fileNames(d.schema, d.record));
+    }
+    return rec;
   }
 
   #writable(): void {

@@ -14,6 +14,8 @@ import { newFieldId, uuidv7 } from "../ids.ts";
 import type { RelationRef } from "../records/crud.ts";
 import { createSql, dropSql } from "./ddl.ts";
 import { Entity } from "./entity.ts";
+import type { FileStore } from "../files/store.ts";
+import { sweepEntity } from "../files/sweep.ts";
 import { planPatch } from "./migrate.ts";
 import {
   checkName,
@@ -44,9 +46,15 @@ export class Registry {
   #byId = new Map<string, Entity>();
   #version = "";
   #checkExpr: (expr: string) => string | undefined;
+  #files: FileStore | undefined;
 
   /** `checkExpr` validates custom rule expressions (returns a problem or undefined). */
-  constructor(store: Storage, checkExpr: (expr: string) => string | undefined) {
+  constructor(
+    store: Storage,
+    checkExpr: (expr: string) => string | undefined,
+    files?: FileStore,
+  ) {
+    this.#files = files;
     this.#store = store;
     this.#checkExpr = checkExpr;
   }
@@ -77,7 +85,12 @@ export class Registry {
   }
 
   #put(schema: EntitySchema): void {
-    const entity = new Entity(schema, this.#store, (name) => this.refsOf(name));
+    const entity = new Entity(
+      schema,
+      this.#store,
+      (name) => this.refsOf(name),
+      this.#files,
+    );
     this.#byName.set(schema.name.toLowerCase(), entity);
     this.#byId.set(schema.id, entity);
   }
@@ -250,7 +263,13 @@ export class Registry {
       }
       await saveSchema(tx, plan.schema);
     });
-    return this.get(plan.schema.id)!;
+    const entity = this.get(plan.schema.id)!;
+    const fileFields = (e: { fields: { type: string }[] }) =>
+      e.fields.filter((f) => f.type === "file" || f.type === "files").length;
+    if (this.#files && fileFields(current.schema) > fileFields(entity.schema)) {
+      await sweepEntity(entity, this.#files);
+    }
+    return entity;
   }
 
   /** Drops an entity and its table. */
@@ -271,6 +290,7 @@ export class Registry {
       await tx.exec(dropSql(entity.schema));
       await tx.run(`DELETE FROM "mb_tables" WHERE "id" = ?`, [entity.id]);
     });
+    await this.#files?.removeEntity(entity.id);
   }
 
   #mutable(idOrName: string, action: string): Entity {

@@ -1,0 +1,182 @@
+/**
+ * Reading a record write sent as `multipart/form-data`: text parts become
+ * field values (converted by field type; a `@jsonPayload` part may carry a
+ * JSON object of values), file parts are streamed to disk. On any failure
+ * the files written so far are deleted.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import { parseJson } from "../http/body.ts";
+import type { Entity } from "../schema/entity.ts";
+import type { FieldDef } from "../schema/types.ts";
+import { boundaryOf, parseMultipart } from "./multipart.ts";
+import type { FileStore, StoredFile } from "./store.ts";
+
+/** A parsed multipart write. */
+export interface MultipartWrite {
+  body: Record<string, unknown>;
+  uploads: Map<string, string[]>;
+  files: StoredFile[];
+  /** Deletes the uploaded files (call when the write fails). */
+  cleanup(): Promise<void>;
+}
+
+const MAX_TEXT = 1024 * 1024;
+const OVERHEAD = 64 * 1024;
+
+function fromText(field: FieldDef, text: string): unknown {
+  switch (field.type) {
+    case "int":
+    case "double":
+      return text === ""
+        ? null
+        : /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(text)
+        ? Number(text)
+        : text;
+    case "bool":
+      return ["true", "1", "on"].includes(text)
+        ? true
+        : ["false", "0", "off", ""].includes(text)
+        ? false
+        : text;
+    case "json":
+      try {
+        return JSON.parse(text);
+      } catch {
+        return text;
+      }
+    default:
+      return text;
+  }
+}
+
+async function readText(
+  part: { body(): AsyncGenerator<Uint8Array> },
+  max: number,
+): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const c of part.body()) {
+    size += c.length;
+    if (size > max) {
+      throw new MoonbaseError(
+        "too_large",
+        "Cannot read multipart body: a text part is too large",
+      );
+    }
+    chunks.push(c);
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(
+      await new Blob(chunks as BlobPart[]).arrayBuffer(),
+    );
+  } catch {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot read multipart body: a text part is not valid UTF-8",
+    );
+  }
+}
+
+/**
+ * Parses a multipart write for an entity, enforcing `maxUpload` per file and
+ * per request (413 before reading when `Content-Length` already exceeds it).
+ */
+export async function readMultipartWrite(
+  req: Request,
+  entity: Entity,
+  store: FileStore,
+  maxUpload: number,
+): Promise<MultipartWrite> {
+  const declared = Number(req.headers.get("content-length") ?? "0");
+  if (declared > maxUpload + OVERHEAD) {
+    throw new MoonbaseError(
+      "too_large",
+      `Cannot accept upload: larger than ${maxUpload} bytes`,
+    );
+  }
+  if (!req.body) {
+    throw new MoonbaseError("invalid", "Cannot read multipart body: empty");
+  }
+  const boundary = boundaryOf(req.headers.get("content-type") ?? "");
+  const out: MultipartWrite = {
+    body: {},
+    uploads: new Map(),
+    files: [],
+    cleanup: () => store.remove(entity.id, out.files.map((f) => f.name)),
+  };
+  const budget = { maxFile: maxUpload, remaining: maxUpload };
+  const lists = new Map<string, string[]>();
+  let text = 0;
+  try {
+    for await (const part of parseMultipart(req.body, boundary)) {
+      const field = entity.field(part.name);
+      if (part.filename !== undefined) {
+        if (!field || (field.type !== "file" && field.type !== "files")) {
+          throw new MoonbaseError(
+            "invalid",
+            `Cannot accept upload: ${
+              part.name.slice(0, 64)
+            } is not a file field`,
+            {
+              fields: {
+                [part.name.slice(0, 64)]: {
+                  code: "not_a_file_field",
+                  message: "Not a file field",
+                },
+              },
+            },
+          );
+        }
+        if (part.filename === "") {
+          for await (const _ of part.body()) { /* an empty file input */ }
+          continue;
+        }
+        const stored = await store.write(
+          entity.id,
+          part,
+          budget,
+          field.mime_types,
+        );
+        out.files.push(stored);
+        const list = out.uploads.get(field.name) ?? [];
+        list.push(stored.name);
+        out.uploads.set(field.name, list);
+        continue;
+      }
+      const value = await readText(part, MAX_TEXT);
+      text += value.length;
+      if (text > MAX_TEXT) {
+        throw new MoonbaseError(
+          "too_large",
+          "Cannot read multipart body: text parts too large",
+        );
+      }
+      if (part.name === "@jsonPayload") {
+        const obj = parseJson(value);
+        if (!obj || typeof obj !== "object" || Array.isArray(obj)) {
+          throw new MoonbaseError(
+            "invalid",
+            "Cannot read multipart body: @jsonPayload must be a JSON object",
+          );
+        }
+        Object.assign(out.body, obj);
+      } else if (field?.type === "files") {
+        const list = lists.get(field.name) ?? [];
+        if (value !== "") list.push(value);
+        lists.set(field.name, list);
+      } else if (field?.type === "file") {
+        out.body[field.name] = value === "" ? null : value;
+      } else {
+        out.body[part.name] = field ? fromText(field, value) : value;
+      }
+    }
+    for (const [name, list] of lists) out.body[name] = list;
+    return out;
+  } catch (err) {
+    await out.cleanup();
+    throw err;
+  }
+}

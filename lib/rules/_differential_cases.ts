@@ -1,0 +1,273 @@
+/**
+ * Deterministic random cases for the rule differential test
+ * (`differential_test.ts`): a table of records with awkward values, auth
+ * scopes, a request, and random rule expressions over them. Test support only.
+ *
+ * @module
+ */
+
+/** A record as the evaluator sees it (decoded values). */
+type Row = Record<string, string | number | boolean | null>;
+
+/**
+ * Everything the differential test runs.
+ *
+ * @example
+ * ```ts
+ * import type { DifferentialCases } from "moonbase/lib/rules/_differential_cases.ts";
+ * const none: DifferentialCases = { types: {}, rows: [], auths: [], req: {}, sources: [] };
+ * if (none.sources.length !== 0) throw new Error("bad");
+ * ```
+ */
+export interface DifferentialCases {
+  /** Declared field type of each column (besides `id`, a string). */
+  readonly types: Readonly<Record<string, string>>;
+  /** Records, each with a unique `id`. */
+  readonly rows: readonly Row[];
+  /** `auth` scopes (guest, user, admin). */
+  readonly auths: readonly { readonly id: string }[];
+  /** The `req` scope. */
+  readonly req: unknown;
+  /** Rule-mode expressions reading `record.*`, `auth.*` and `req.*`. */
+  readonly sources: readonly string[];
+}
+
+/** mulberry32: a small deterministic PRNG. */
+function prng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+let rand = prng(0);
+const pick = <T>(items: readonly T[]): T =>
+  items[Math.floor(rand() * items.length)];
+const chance = (p: number) => rand() < p;
+
+const TYPES: Readonly<Record<string, string>> = {
+  s: "string",
+  s2: "string",
+  i: "int",
+  f: "double",
+  b: "bool",
+  dt: "date",
+};
+const TEXT = ["s", "s2", "dt"];
+const NUMBER = ["i", "f"];
+const STRINGS = [
+  ..."|a|A|b|ab|abc|abd|5|05|5.0| 5 |-3|1e3|0x10|Infinity|NaN|true|null".split(
+    "|",
+  ),
+  ..."ÀB|é|😀|a😀|\ue000|\uffff|%|_|a%b|a_b|\\|'|\"| |u1|Ann".split("|"),
+  "2026-01-02T03:04:05.000Z",
+];
+const DATES = [
+  "2025-12-31T23:59:59.999Z",
+  "2026-01-02T03:04:05.000Z",
+  "2026-01-02T03:04:05.001Z",
+  "2030-06-15T00:00:00.000Z",
+];
+const MAX = Number.MAX_SAFE_INTEGER;
+const INTS = [0, 1, -1, 2, 5, 10, 42, -42, 100, MAX, -MAX];
+const DOUBLES = [
+  ...[0, -0, 0.5, -0.5, 1, 1.5, 2.5, 5, 3.14],
+  ...[1e20, -1e-7, 1e308, Infinity, -Infinity],
+];
+
+function makeRows(): Row[] {
+  const rows: Row[] = [
+    { s: null, s2: null, i: null, f: null, b: null, dt: null },
+    { s: "", s2: "", i: 0, f: 0, b: false, dt: DATES[0] },
+    { s: "5", s2: "5", i: 5, f: 5, b: true, dt: DATES[1] },
+    { s: "u1", s2: "a", i: -1, f: -0, b: null, dt: DATES[2] },
+  ];
+  while (rows.length < 50) {
+    const maybe = <T>(v: T) => (chance(0.15) ? null : v);
+    rows.push({
+      s: maybe(pick(STRINGS)),
+      s2: maybe(pick(STRINGS)),
+      i: maybe(pick(INTS)),
+      f: maybe(pick(DOUBLES)),
+      b: maybe(chance(0.5)),
+      dt: maybe(pick(DATES)),
+    });
+  }
+  return rows.map((r, n) => ({ id: `r${String(n).padStart(2, "0")}`, ...r }));
+}
+
+const AUTHS = [
+  { id: "", entity: "users", type: "guest", user: null },
+  {
+    id: "u1",
+    entity: "users",
+    type: "user",
+    user: {
+      id: "u1",
+      name: "Ann",
+      age: 30,
+      score: 2.5,
+      tags: ["a", "5", null, "😀"],
+      nums: [5, -1, 0.5],
+      flags: [true],
+    },
+  },
+  {
+    id: "5",
+    entity: "users",
+    type: "admin",
+    user: {
+      id: "5",
+      name: "",
+      age: "10",
+      score: null,
+      tags: [],
+      nums: [],
+      flags: [false, true],
+    },
+  },
+];
+const REQ = {
+  method: "GET",
+  body: { x: "a", n: 5, s: "5", list: ["abc", 1, null] },
+  query: { q: "ab" },
+};
+
+const literal = (v: unknown): string => {
+  if (typeof v === "string") return JSON.stringify(v);
+  if (typeof v === "number") {
+    if (Number.isNaN(v)) return "(0 / 0)";
+    if (v === Infinity) return "1e309";
+    if (v === -Infinity) return "-1e309";
+    return Object.is(v, -0) ? "-0" : String(v);
+  }
+  return String(v);
+};
+
+const AUTH_VALUES = [
+  "auth.id",
+  "auth.user.name",
+  "auth.user.age",
+  "auth.user.score",
+  "auth.user.missing",
+  "auth.user",
+  "auth.type",
+];
+const REQ_VALUES = [
+  "req.body.x",
+  "req.body.n",
+  "req.body.s",
+  "req.query.q",
+  "req.body.list",
+];
+const ARRAYS = [
+  "auth.user.tags",
+  "auth.user.nums",
+  "auth.user.flags",
+  "req.body.list",
+  "auth.user",
+];
+
+/** A value known at request time, biased toward the family of `column`. */
+function constant(column: string): string {
+  const r = rand();
+  if (r < 0.15) return pick(AUTH_VALUES);
+  if (r < 0.22) return pick(REQ_VALUES);
+  if (r < 0.27) {
+    return pick([
+      "null",
+      "undefined",
+      "true",
+      "false",
+      "(0 / 0)",
+      "'a' + 'b'",
+      "2 * 3",
+      "-5",
+    ]);
+  }
+  if (TEXT.includes(column)) {
+    return literal(
+      chance(0.8)
+        ? pick(column === "dt" ? [...DATES, ...STRINGS] : STRINGS)
+        : pick(INTS),
+    );
+  }
+  if (NUMBER.includes(column)) {
+    return literal(chance(0.75) ? pick([...INTS, ...DOUBLES]) : pick(STRINGS));
+  }
+  return literal(chance(0.6) ? chance(0.5) : pick([0, 1, 2, "1", "", "true"]));
+}
+
+const column = (names = Object.keys(TYPES)) => `record.${pick(names)}`;
+const COMPARE = ["==", "!=", "===", "!==", "<", "<=", ">", ">="];
+
+function comparison(): string {
+  const c = column();
+  const k = constant(c.slice(7));
+  return chance(0.8)
+    ? `${c} ${pick(COMPARE)} ${k}`
+    : `${k} ${pick(COMPARE)} ${c}`;
+}
+
+function atom(): string {
+  const r = rand();
+  if (r < 0.4) return comparison();
+  if (r < 0.5) return `${column()} ${pick(COMPARE)} ${column()}`;
+  if (r < 0.6) {
+    const arg = chance(0.8) ? literal(pick(STRINGS)) : constant("s");
+    return `${column(chance(0.9) ? TEXT : NUMBER)}.${
+      pick(["includes", "startsWith", "endsWith"])
+    }(${arg})`;
+  }
+  if (r < 0.67) return `${pick(ARRAYS)}.includes(${column()})`;
+  if (r < 0.77) return chance(0.5) ? column() : `!${column()}`;
+  if (r < 0.85) {
+    return chance(0.5)
+      ? `(${comparison()}) ${pick(COMPARE)} ${
+        pick(["true", "false", "1", "0", "null"])
+      }`
+      : `(${comparison()}) ${pick(COMPARE)} (${comparison()})`;
+  }
+  if (r < 0.9) {
+    return `${column(NUMBER)} ${pick(["+", "-", "*", "%"])} ${
+      literal(pick(INTS))
+    } > ${literal(pick(INTS))}`;
+  }
+  if (r < 0.95) {
+    return `(${column()} ${pick(["||", "&&"])} ${constant("s")}) == ${
+      constant("s")
+    }`;
+  }
+  return `${pick(AUTH_VALUES)} ${pick(COMPARE)} ${literal(pick(STRINGS))}`;
+}
+
+function expression(depth: number): string {
+  const r = rand();
+  if (depth <= 0 || r < 0.45) return atom();
+  if (r < 0.7) return `(${expression(depth - 1)} && ${expression(depth - 1)})`;
+  if (r < 0.9) return `(${expression(depth - 1)} || ${expression(depth - 1)})`;
+  return `!(${expression(depth - 1)})`;
+}
+
+/**
+ * Generates the cases; the same `seed` always gives the same cases.
+ *
+ * @example
+ * ```ts
+ * import { differentialCases } from "moonbase/lib/rules/_differential_cases.ts";
+ * const a = differentialCases(1, 5);
+ * if (a.sources.length !== 5 || a.sources.join() !== differentialCases(1, 5).sources.join()) {
+ *   throw new Error("not deterministic");
+ * }
+ * ```
+ */
+export function differentialCases(
+  seed: number,
+  count: number,
+): DifferentialCases {
+  rand = prng(seed);
+  const rows = makeRows();
+  const sources = Array.from({ length: count }, () => expression(2));
+  return { types: TYPES, rows, auths: AUTHS, req: REQ, sources };
+}

@@ -1,0 +1,125 @@
+/**
+ * The compiler's view of a sub-expression: a value known at compile time, a
+ * record column, a JavaScript boolean computed in SQL, or a value of which
+ * only the JavaScript truthiness is known in SQL — and the comparison of two
+ * such values.
+ *
+ * @module
+ */
+
+import {
+  compareBoolConst,
+  compareBools,
+  compareColumnConst,
+  compareColumns,
+  type CompareOperator,
+  mirror,
+} from "./sql_compare.ts";
+import {
+  type Column,
+  columnTruthy,
+  type Cond,
+  type Dialect,
+  NotCompilable,
+} from "./sql_fragment.ts";
+import { binary, truthy } from "./values.ts";
+
+/**
+ * A compiled sub-expression.
+ *
+ * @example
+ * ```ts
+ * import type { Compiled } from "moonbase/lib/rules/sql_value.ts";
+ * const c: Compiled = { kind: "bool", cond: { sql: '"a" IS NULL', params: [] } };
+ * if (c.kind !== "bool") throw new Error("unreachable");
+ * ```
+ */
+export type Compiled =
+  /** Value known at compile time. */
+  | { readonly kind: "const"; readonly value: unknown }
+  /** A record column (nullable). */
+  | { readonly kind: "column"; readonly column: Column }
+  /** A JavaScript boolean: the NULL-free condition is its value. */
+  | { readonly kind: "bool"; readonly cond: Cond }
+  /** Some value whose JavaScript truthiness is the condition. */
+  | { readonly kind: "truthy"; readonly cond: Cond };
+
+/**
+ * A JavaScript boolean; a condition known at compile time becomes a constant.
+ *
+ * @example
+ * ```ts
+ * import { boolean } from "moonbase/lib/rules/sql_value.ts";
+ * if (boolean(true).kind !== "const") throw new Error("bad");
+ * ```
+ */
+export function boolean(cond: Cond): Compiled {
+  return typeof cond === "boolean"
+    ? { kind: "const", value: cond }
+    : { kind: "bool", cond };
+}
+
+/**
+ * The JavaScript truthiness of a compiled value, as a NULL-free condition.
+ *
+ * @example
+ * ```ts
+ * import { truthyCond } from "moonbase/lib/rules/sql_value.ts";
+ * if (truthyCond({ kind: "const", value: "0" }) !== true) throw new Error("bad");
+ * ```
+ */
+export function truthyCond(c: Compiled): Cond {
+  switch (c.kind) {
+    case "const":
+      return truthy(c.value);
+    case "column":
+      return columnTruthy(c.column);
+    default:
+      return c.cond;
+  }
+}
+
+/**
+ * `left op right` for two compiled values.
+ *
+ * @throws {NotCompilable} when the comparison cannot be compiled exactly
+ *
+ * @example
+ * ```ts
+ * import { compareValues } from "moonbase/lib/rules/sql_value.ts";
+ * const column = { sql: '"n"', fieldType: "int", family: "number" } as const;
+ * const c = compareValues("<", { kind: "const", value: 5 }, { kind: "column", column }, "sqlite");
+ * if (c.kind !== "bool" || typeof c.cond === "boolean" || c.cond.sql !== '("n" IS NOT NULL AND "n" > ?)') {
+ *   throw new Error("bad");
+ * }
+ * ```
+ */
+export function compareValues(
+  op: CompareOperator,
+  left: Compiled,
+  right: Compiled,
+  d: Dialect,
+): Compiled {
+  if (left.kind === "const" && right.kind === "const") {
+    return { kind: "const", value: binary(op, left.value, right.value) };
+  }
+  // Put the row-dependent side first: `v < x` is `x > v` in JavaScript.
+  if (
+    left.kind === "const" || (left.kind === "column" && right.kind === "bool")
+  ) {
+    return compareValues(mirror(op), right, left, d);
+  }
+  if (left.kind === "column" && right.kind === "const") {
+    return boolean(compareColumnConst(op, left.column, right.value, d));
+  }
+  if (left.kind === "column" && right.kind === "column") {
+    return boolean(compareColumns(op, left.column, right.column, d));
+  }
+  if (left.kind === "bool" && right.kind === "const") {
+    return boolean(compareBoolConst(op, left.cond, right.value));
+  }
+  if (left.kind === "bool" && right.kind === "bool") {
+    return boolean(compareBools(op, left.cond, right.cond));
+  }
+  throw new NotCompilable(`comparison of ${left.kind} and ${right.kind}`);
+}

@@ -1,0 +1,75 @@
+/**
+ * File routes (spec §4.5): `GET|HEAD /api/files/<entity>/<name>` (alias
+ * `/api/v1/files/...`) and `POST /api/v1/files/token` for short-lived
+ * file tokens (`?token=` in `<img src>`).
+ *
+ * @module
+ */
+
+import type { Core } from "../lib/core.ts";
+import { MoonbaseError } from "../lib/errors.ts";
+import type { Context, Handler } from "../lib/http/context.ts";
+import { json } from "../lib/http/envelope.ts";
+import type { Router } from "../lib/http/router.ts";
+import { fileOwner } from "../lib/files/owner.ts";
+import { serveFile } from "../lib/files/serve.ts";
+import type { RecordService } from "../lib/records/service.ts";
+
+function notFound(): MoonbaseError {
+  return new MoonbaseError("not_found", "Cannot find file");
+}
+
+async function download(
+  ctx: Context<Core>,
+  records: RecordService,
+): Promise<Response> {
+  const core = ctx.app;
+  const entity = core.schemas.byName(ctx.params.entity);
+  if (
+    !entity || entity.name !== ctx.params.entity || !entity.hasApi ||
+    entity.isSystem
+  ) throw notFound();
+  const path = core.files.path(entity.id, ctx.params.name);
+  if (!path) throw notFound();
+  const owner = await fileOwner(core.storage, entity, ctx.params.name);
+  if (!owner) throw notFound();
+  const open = entity.rules.get.mode === "public";
+  if (!open) {
+    // Any denial (no token, bad token, rule says no) looks like a missing file.
+    try {
+      const query = ctx.url.searchParams.get("token");
+      const header = ctx.req.headers.get("authorization") ??
+        (query ? `Bearer ${query}` : null);
+      const auth = await core.sessions.resolve(header, "file");
+      await records.get(entity, owner, auth, {
+        body: {},
+        query: {},
+        method: "GET",
+      });
+    } catch (err) {
+      if (err instanceof MoonbaseError) throw notFound();
+      throw err;
+    }
+  }
+  const res = await serveFile(
+    ctx.req,
+    path,
+    ctx.params.name,
+    open ? "public, max-age=3600" : "private, no-cache",
+  );
+  if (!res) throw notFound();
+  return res;
+}
+
+/** Registers the file routes. */
+export function fileRoutes(
+  r: Router<Handler<Core>>,
+  records: RecordService,
+): void {
+  for (const prefix of ["/api/files", "/api/v1/files"]) {
+    r.add("GET", `${prefix}/:entity/:name`, (ctx) => download(ctx, records));
+  }
+  r.add("POST", "/api/v1/files/token", async (ctx) => {
+    return json(200, await ctx.app.sessions.fileToken(await ctx.auth()));
+  });
+}
