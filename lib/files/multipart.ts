@@ -164,7 +164,7 @@ export async function* parseMultipart(
       const info = disposition(new TextDecoder().decode(buf.subarray(0, end)));
       buf = buf.subarray(end + 4);
       let finished = false;
-      async function* body(): AsyncGenerator<Uint8Array> {
+      const body = async function* (): AsyncGenerator<Uint8Array> {
         while (true) {
           const i = indexOf(buf, delim);
           if (i !== -1) {
@@ -181,7 +181,7 @@ export async function* parseMultipart(
           }
           if (!(await pull())) throw bad("truncated part body");
         }
-      }
+      };
       const part: Part = { ...info, body };
       yield part;
       if (!finished) {

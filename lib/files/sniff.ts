@@ -57,7 +57,10 @@ export function sniff(head: Uint8Array): string {
     return "text/html";
   }
   if (t.startsWith("<?xml")) return "application/xml";
-  if (/[\x00-\x08\x0e-\x1f]/.test(text)) return "application/octet-stream";
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 9 || (c > 13 && c < 32)) return "application/octet-stream";
+  }
   return "text/plain";
 }
 
