@@ -11,6 +11,7 @@ import { createCore, hasAdmin } from "./lib/core.ts";
 import { StorageUnavailableError } from "./lib/db/storage.ts";
 import { MoonbaseError } from "./lib/errors.ts";
 import { removeAdmin } from "./lib/auth/admins.ts";
+import { isLevel } from "./lib/logs/types.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
@@ -35,6 +36,9 @@ Options:
   --maxBodySize <bytes>    largest JSON body (default 1048576)
   --maxUploadSize <bytes>  largest upload (default 10485760)
   --trustProxy             take the client IP from X-Forwarded-For
+  --logLevel <level>       trace, debug, info (default), warn or error
+  --logRetentionDays <n>   days logs are kept (default 7)
+  --logMaxRows <n>         most log rows kept (default 100000)
   -h, --help               show this help
   -v, --version            show the version
 
@@ -43,6 +47,12 @@ Environment:
 `;
 
 class UsageError extends Error {}
+
+function logLevelOf(v: string | undefined): AppConfig["logLevel"] {
+  if (v === undefined) return undefined;
+  if (!isLevel(v)) throw new UsageError(`invalid --logLevel ${JSON.stringify(v)}: use trace, debug, info, warn or error`);
+  return v;
+}
 
 function int(
   value: string | undefined,
@@ -93,6 +103,9 @@ export function parseCli(args: string[]): Cli {
         maxBodySize: { type: "string" },
         maxUploadSize: { type: "string" },
         trustProxy: { type: "boolean" },
+        logLevel: { type: "string" },
+        logRetentionDays: { type: "string" },
+        logMaxRows: { type: "string" },
         add: { type: "string" },
         ls: { type: "boolean" },
         rm: { type: "string" },
@@ -129,6 +142,9 @@ export function parseCli(args: string[]): Cli {
     maxBodySize: int(v.maxBodySize, "maxBodySize", 1024, 1024 ** 3),
     maxUploadSize: int(v.maxUploadSize, "maxUploadSize", 1024, 64 * 1024 ** 3),
     trustProxy: v.trustProxy,
+    logLevel: logLevelOf(v.logLevel),
+    logRetentionDays: int(v.logRetentionDays, "logRetentionDays", 1, 3650),
+    logMaxRows: int(v.logMaxRows, "logMaxRows", 100, 100_000_000),
   };
   const port = int(v.port, "port", 0, 65535) ?? 7070;
   return { command, rest, values: v, config, port, host: v.host ?? "0.0.0.0" };
@@ -148,6 +164,7 @@ async function serve(
     ? `SQLite in ${app.config.dataDir}`
     : "PostgreSQL";
   console.log(`Moonbase ${VERSION} listening on ${base} (${db})`);
+  app.log.info("started", { version: VERSION, port: server.addr.port, database: app.storage.dialect.name });
   if (app.setupToken) {
     console.log(
       `No admin yet. Create one at ${base}/mb/setup?token=${app.setupToken}`,

@@ -48,25 +48,15 @@ export interface App extends Core {
   ): Promise<Deno.HttpServer<Deno.NetAddr>>;
 }
 
-/** Reports an unexpected error without exposing it to the client. */
-function report(
-  err: unknown,
-  where: { method: string; path: string; requestId: string },
-): void {
-  console.error(JSON.stringify({
-    level: "error",
-    time: new Date().toISOString(),
-    msg: "unhandled error",
-    ...where,
-    error: err instanceof Error ? err.stack ?? err.message : String(err),
-  }));
-}
-
 /** Creates an app: opens the database, loads schemas, builds the routes. */
 export async function createApp(config: AppConfig = {}): Promise<App> {
   const core = await createCore(config);
   const router = buildRouter(core);
-  const handler = createHandler(core, router, report);
+  const handler = createHandler(core, router, (err, where) =>
+    core.log.error("unhandled error", {
+      ...where,
+      stack: err instanceof Error ? err.stack ?? err.message : String(err),
+    }));
   const app: App = Object.assign(core, {
     handler,
     route(method: string, path: string, h: Handler<Core>) {

@@ -34,6 +34,12 @@ export interface AppConfig {
   quiet?: boolean;
   /** PostgreSQL pool size (default 10). */
   poolSize?: number;
+  /** Least severe level logged: trace, debug, info (default), warn, error. */
+  logLevel?: "trace" | "debug" | "info" | "warn" | "error";
+  /** Days logs are kept (default 7). */
+  logRetentionDays?: number;
+  /** Most log rows kept (default 100000). */
+  logMaxRows?: number;
 }
 
 /** Config with every default applied. */
@@ -62,5 +68,8 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     jwtSecret: c.jwtSecret,
     quiet: c.quiet ?? false,
     poolSize: c.poolSize ?? 10,
+    logLevel: c.logLevel ?? "info",
+    logRetentionDays: c.logRetentionDays ?? 7,
+    logMaxRows: c.logMaxRows ?? 100_000,
   };
 }

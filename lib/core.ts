@@ -24,6 +24,8 @@ import { LoginLimiter } from "./auth/rate_limit.ts";
 import { randomToken } from "./ids.ts";
 import { FileStore } from "./files/store.ts";
 import { sweepAll } from "./files/sweep.ts";
+import { Logger } from "./logs/logger.ts";
+import { LogStore } from "./logs/store.ts";
 import { checkRuleExpr } from "./rules/check.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
@@ -39,6 +41,8 @@ export interface Core {
   readonly signer: TokenSigner;
   readonly limiter: LoginLimiter;
   readonly files: FileStore;
+  readonly log: Logger;
+  readonly logs: LogStore;
   readonly startedAt: number;
   /** One-time token for `POST /api/v1/sys/admins/setup`, while no admin exists. */
   setupToken: string | undefined;
@@ -90,6 +94,15 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
   const storage = await openStorage(config);
   try {
     await ensureSystemTables(storage);
+    const logStorage = storage.dialect.name === "sqlite"
+      ? new SqliteStorage(join(config.dataDir, "logs.db"))
+      : storage;
+    const logs = new LogStore(logStorage);
+    await logs.init();
+    const log = new Logger(logs, config.logLevel, config.quiet ? "off" : config.dev ? "pretty" : "json");
+    const prune = () => logs.prune(config.logRetentionDays, config.logMaxRows).catch(() => {});
+    await prune();
+    const pruner = setInterval(prune, 60_000);
     const files = new FileStore(config.dataDir);
     const schemas = new Registry(storage, checkRuleExpr, files);
     await schemas.load();
@@ -133,11 +146,17 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       signer,
       limiter: new LoginLimiter(storage),
       files,
+      log,
+      logs,
       startedAt: Date.now(),
       setupToken,
       notices,
       async close() {
         if (refresh !== undefined) clearInterval(refresh);
+        clearInterval(pruner);
+        log.info("stopped");
+        await log.close();
+        if (logStorage !== storage) await logStorage.close();
         revocations.stop();
         await storage.close();
       },

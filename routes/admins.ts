@@ -56,7 +56,7 @@ export function loginAdmin(ctx: Context<Core>): Promise<Response> {
   return limitedLogin(ctx, async () => {
     const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
     return await ctx.app.sessions.login(admins(ctx.app), body);
-  });
+  }, "mb_admins");
 }
 
 function adminNotFound(id: string): MoonbaseError {

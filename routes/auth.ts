@@ -32,26 +32,24 @@ export function authEntity(core: Core, name: unknown): Entity {
 /** Runs a login under the rate limit; every answer carries the X-RateLimit headers. */
 export async function limitedLogin(
   ctx: Context<Core>,
-  login: () => Promise<unknown>,
+  login: () => Promise<{ user: Record<string, unknown> }>,
+  entity: string,
 ): Promise<Response> {
   const state = await ctx.app.limiter.hit(`login:${ctx.ip}`);
   const headers = rateHeaders(state);
+  const log = ctx.app.log;
   if (!state.allowed) {
-    throw new MoonbaseError(
-      "rate_limited",
-      "Cannot log in: too many attempts, try again later",
-      null,
-      headers,
-    );
+    log.warn("login rate limit hit", { ip: ctx.ip, entity, request_id: ctx.requestId });
+    throw new MoonbaseError("rate_limited", "Cannot log in: too many attempts, try again later", null, headers);
   }
   try {
-    return json(200, await login(), headers);
+    const result = await login();
+    log.info(entity === "mb_admins" ? "admin login" : "login", { entity, user: result.user.id, ip: ctx.ip });
+    return json(200, result, headers);
   } catch (err) {
     if (err instanceof MoonbaseError) {
-      throw new MoonbaseError(err.code, err.message, err.data, {
-        ...err.headers,
-        ...headers,
-      });
+      if (err.code === "unauthenticated") log.warn("failed login", { entity, ip: ctx.ip });
+      throw new MoonbaseError(err.code, err.message, err.data, { ...err.headers, ...headers });
     }
     throw err;
   }
@@ -67,7 +65,7 @@ export function authRoutes(r: Router<Handler<Core>>): void {
         const entity = authEntity(ctx.app, ctx.params.entity);
         const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
         return await ctx.app.sessions.login(entity, body);
-      }),
+      }, ctx.params.entity),
   );
   r.add("POST", "/api/v1/auth/:entity/refresh", async (ctx) => {
     const entity = authEntity(ctx.app, ctx.params.entity);
@@ -93,7 +91,7 @@ export function authRoutes(r: Router<Handler<Core>>): void {
         authEntity(ctx.app, name),
         credentials,
       );
-    }));
+    }, "legacy"));
   r.add("POST", "/api/v1/auth/refresh", async (ctx) => {
     return json(
       200,

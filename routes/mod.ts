@@ -13,6 +13,7 @@ import { adminRoutes } from "./admins.ts";
 import { authRoutes } from "./auth.ts";
 import { dashboardRoutes } from "./dashboard.ts";
 import { fileRoutes } from "./files.ts";
+import { logRoutes } from "./logs.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
 import { schemaRoutes } from "./schemas.ts";
@@ -32,8 +33,11 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   authRoutes(r);
   dashboardRoutes(r);
   schemaRoutes(r);
-  const records = new RecordService(core.schemas, new ExpressionRules());
+  const rules = new ExpressionRules(new Map(), (err) =>
+    core.log.warn("rule expression failed", { error: err instanceof Error ? err.message : String(err) }));
+  const records = new RecordService(core.schemas, rules);
   recordRoutes(r, records);
   fileRoutes(r, records);
+  logRoutes(r);
   return r;
 }

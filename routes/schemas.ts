@@ -35,17 +35,20 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
     await requireAdmin(ctx);
     const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
     const e = await ctx.app.schemas.create(body);
+    ctx.app.log.info("schema created", { entity: e.name, id: e.id });
     return json(201, e.schema);
   });
   r.add("PATCH", "/api/v1/schemas/:id", async (ctx) => {
     await requireAdmin(ctx);
     const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
     const e = await ctx.app.schemas.update(ctx.params.id, body);
+    ctx.app.log.info("schema changed", { entity: e.name, id: e.id });
     return json(200, e.schema);
   });
   r.add("DELETE", "/api/v1/schemas/:id", async (ctx) => {
     await requireAdmin(ctx);
     await ctx.app.schemas.remove(ctx.params.id);
+    ctx.app.log.info("schema deleted", { entity: ctx.params.id.slice(0, 64) });
     return noContent();
   });
 }

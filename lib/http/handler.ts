@@ -57,7 +57,10 @@ export function createHandler(
       ? given
       : `${prefix}-${(++seq).toString(36)}`;
     let res: Response;
+    const started = performance.now();
     const url = new URL(req.url);
+    const seen: Seen = {};
+    const ip = clientIp(req, info, core.config.trustProxy);
     if (
       req.method === "OPTIONS" &&
       req.headers.has("access-control-request-method")
@@ -65,14 +68,7 @@ export function createHandler(
       res = cors.preflight(req);
     } else {
       try {
-        res = await dispatch(
-          core,
-          router,
-          req,
-          url,
-          requestId,
-          clientIp(req, info, core.config.trustProxy),
-        );
+        res = await dispatch(core, router, req, url, requestId, ip, seen);
       } catch (err) {
         res = errorResponse(
           err,
@@ -98,12 +94,35 @@ export function createHandler(
         for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
       }
     }
+    const status = res.status;
+    const level = status >= 500 ? "error" : status >= 400 ? "warn" : "info";
+    if (core.log.enabled(level)) {
+      core.log.write({
+        level,
+        type: "request",
+        message: `${req.method} ${url.pathname.slice(0, 300)} ${status}`,
+        method: req.method,
+        path: url.pathname.slice(0, 500),
+        status,
+        duration_ms: Math.round((performance.now() - started) * 100) / 100,
+        ip,
+        auth_id: seen.auth?.id || null,
+        auth_entity: seen.auth?.entity || null,
+        request_id: requestId,
+        data: null,
+      });
+    }
     if (req.method === "HEAD" && res.body) {
       await res.body.cancel().catch(() => {});
       res = new Response(null, { status: res.status, headers: res.headers });
     }
     return res;
   };
+}
+
+/** What the pipeline learned while handling a request (for its log entry). */
+interface Seen {
+  auth?: AuthValue;
 }
 
 async function dispatch(
@@ -113,6 +132,7 @@ async function dispatch(
   url: URL,
   requestId: string,
   ip: string,
+  seen: Seen,
 ): Promise<Response> {
   const match = router.match(req.method, url.pathname);
   if (match.kind === "found") {
@@ -125,7 +145,7 @@ async function dispatch(
       requestId,
       ip,
       auth: () =>
-        auth ??= core.sessions.resolve(req.headers.get("authorization")),
+        auth ??= core.sessions.resolve(req.headers.get("authorization")).then((a) => seen.auth = a),
     };
     return await match.handler(ctx);
   }

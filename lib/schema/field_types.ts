@@ -101,7 +101,12 @@ function date(value: unknown): Checked {
     return bad("invalid_date", "Must be an ISO 8601 date");
   }
   const t = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
-  if (Number.isNaN(t)) return bad("invalid_date", "Must be an ISO 8601 date");
+  // Reject dates that JavaScript would roll over (2024-02-30 → March 1).
+  const [y, m, d] = value.slice(0, 10).split("-").map(Number);
+  const days = new Date(Date.UTC(y, m, 0)).getUTCDate();
+  if (Number.isNaN(t) || m < 1 || m > 12 || d < 1 || d > days) {
+    return bad("invalid_date", "Must be an ISO 8601 date");
+  }
   return ok(new Date(t).toISOString());
 }
 

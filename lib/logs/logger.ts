@@ -1,0 +1,159 @@
+/**
+ * The logger: entries are queued and written in batches off the request
+ * path (to the log store and to the console). Values that look like
+ * secrets are never written.
+ *
+ * @module
+ */
+
+import { uuidv7 } from "../ids.ts";
+import type { LogStore } from "./store.ts";
+import { type Level, type LogEntry, levelRank } from "./types.ts";
+
+const FLUSH_MS = 500;
+const MAX_QUEUE = 20_000;
+const SECRET_KEY = /pass|secret|token|authorization|hash|cookie/i;
+
+/** Console formats. */
+export type ConsoleMode = "json" | "pretty" | "off";
+
+const COLORS: Record<Level, string> = {
+  trace: "\x1b[90m",
+  debug: "\x1b[36m",
+  info: "\x1b[32m",
+  warn: "\x1b[33m",
+  error: "\x1b[31m",
+};
+
+/** Removes secret-looking keys (recursively) from log data. */
+export function scrub(data: Record<string, unknown> | undefined): Record<string, unknown> | null {
+  if (!data) return null;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(data)) {
+    if (SECRET_KEY.test(k)) continue;
+    out[k] = v && typeof v === "object" && !Array.isArray(v) ? scrub(v as Record<string, unknown>) : v;
+  }
+  return out;
+}
+
+/** Writes log entries. */
+export class Logger {
+  #store: LogStore | undefined;
+  #min: number;
+  #console: ConsoleMode;
+  #queue: LogEntry[] = [];
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #flushing: Promise<void> | undefined;
+  #dropped = 0;
+  #encoder = new TextEncoder();
+
+  /** `level` is the least severe level kept (store and console). */
+  constructor(store: LogStore | undefined, level: Level, consoleMode: ConsoleMode) {
+    this.#store = store;
+    this.#min = levelRank(level);
+    this.#console = consoleMode;
+    this.#timer = setInterval(() => void this.flush(), FLUSH_MS);
+  }
+
+  /** True when entries of `level` are kept. */
+  enabled(level: Level): boolean {
+    return levelRank(level) >= this.#min;
+  }
+
+  /** Queues an entry (cheap: no I/O here). */
+  write(entry: Omit<LogEntry, "id" | "time"> & { time?: string }): void {
+    if (!this.enabled(entry.level)) return;
+    if (this.#queue.length >= MAX_QUEUE) {
+      this.#dropped++;
+      return;
+    }
+    this.#queue.push({ ...entry, id: uuidv7(), time: entry.time ?? new Date().toISOString() });
+  }
+
+  /** An application event. */
+  app(level: Level, message: string, data?: Record<string, unknown>): void {
+    if (!this.enabled(level)) return;
+    this.write({
+      level,
+      type: "app",
+      message,
+      method: null,
+      path: null,
+      status: null,
+      duration_ms: null,
+      ip: null,
+      auth_id: null,
+      auth_entity: null,
+      request_id: null,
+      data: scrub(data),
+    });
+  }
+
+  /** Shorthands. */
+  info(message: string, data?: Record<string, unknown>): void {
+    this.app("info", message, data);
+  }
+  /** A warning event. */
+  warn(message: string, data?: Record<string, unknown>): void {
+    this.app("warn", message, data);
+  }
+  /** An error event. */
+  error(message: string, data?: Record<string, unknown>): void {
+    this.app("error", message, data);
+  }
+
+  /** Writes the queue to the store and the console. */
+  flush(): Promise<void> {
+    if (this.#flushing) return this.#flushing;
+    if (this.#queue.length === 0 && this.#dropped === 0) return Promise.resolve();
+    this.#flushing = (async () => {
+      try {
+        while (this.#queue.length > 0 || this.#dropped > 0) {
+          if (this.#dropped > 0) {
+            const n = this.#dropped;
+            this.#dropped = 0;
+            this.app("warn", "log queue full: entries dropped", { dropped: n });
+          }
+          const batch = this.#queue.splice(0, 1000);
+          this.#print(batch);
+          if (this.#store) await this.#store.insert(batch).catch((err) => this.#printError(err));
+        }
+      } finally {
+        this.#flushing = undefined;
+      }
+    })();
+    return this.#flushing;
+  }
+
+  #print(batch: LogEntry[]): void {
+    if (this.#console === "off" || batch.length === 0) return;
+    const lines = batch.map((e) => this.#console === "json" ? JSON.stringify(e) : pretty(e)).join("\n") + "\n";
+    try {
+      Deno.stdout.writeSync(this.#encoder.encode(lines));
+    } catch { /* stdout closed */ }
+  }
+
+  #printError(err: unknown): void {
+    try {
+      Deno.stderr.writeSync(this.#encoder.encode(`moonbase: cannot write logs: ${err instanceof Error ? err.message : err}\n`));
+    } catch { /* stderr closed */ }
+  }
+
+  /** Flushes and stops the timer. */
+  async close(): Promise<void> {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.flush();
+  }
+}
+
+function pretty(e: LogEntry): string {
+  const reset = "\x1b[0m";
+  const head = `${COLORS[e.level]}${e.level.toUpperCase().padEnd(5)}${reset} ${e.time.slice(11, 23)}`;
+  if (e.type === "request") {
+    return `${head} ${e.method} ${e.path} ${e.status} ${e.duration_ms?.toFixed(1)}ms ${e.ip ?? ""}${
+      e.auth_id ? ` ${e.auth_entity}/${e.auth_id}` : ""
+    }`;
+  }
+  return `${head} ${e.message}${e.data ? " " + JSON.stringify(e.data) : ""}`;
+}

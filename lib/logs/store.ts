@@ -1,0 +1,227 @@
+/**
+ * The log table `mb_logs`: batched inserts, filtered newest-first reads with
+ * a keyset cursor, and pruning by age and row count. On SQLite it lives in
+ * its own file so log writes never contend with data writes.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import type { SqlValue, Storage } from "../db/storage.ts";
+import { isLevel, LEVELS, type LogEntry, levelRank } from "./types.ts";
+
+const COLUMNS = [
+  "id",
+  "time",
+  "level",
+  "level_n",
+  "type",
+  "message",
+  "method",
+  "path",
+  "status",
+  "duration_ms",
+  "ip",
+  "auth_id",
+  "auth_entity",
+  "request_id",
+  "data",
+] as const;
+
+/** Parameters of the logs API. */
+export interface LogQuery {
+  limit: number;
+  after?: string;
+  level?: string;
+  min_level?: string;
+  search?: string;
+  start_date?: string;
+  end_date?: string;
+  type?: string;
+}
+
+/** A page of log entries. */
+export interface LogPage {
+  items: LogEntry[];
+  items_count: number;
+  limit: number;
+  has_more: boolean;
+  cursor: string | null;
+}
+
+const KNOWN = new Set(["limit", "after", "level", "min_level", "search", "start_date", "end_date", "type"]);
+
+function bad(message: string): never {
+  throw new MoonbaseError("invalid", `Cannot read logs: ${message}`);
+}
+
+function isoOrFail(v: string, name: string): string {
+  const t = Date.parse(v);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) bad(`${name} must be an ISO 8601 date`);
+  return new Date(t).toISOString();
+}
+
+/**
+ * Parses the logs API query; anything unknown or malformed is a 400.
+ *
+ * @example
+ * ```ts
+ * import { parseLogQuery } from "moonbase/lib/logs/store.ts";
+ * const q = parseLogQuery(new URLSearchParams("limit=10&min_level=warn"));
+ * console.assert(q.limit === 10 && q.min_level === "warn");
+ * ```
+ */
+export function parseLogQuery(p: URLSearchParams): LogQuery {
+  for (const k of p.keys()) if (!KNOWN.has(k)) bad(`unknown parameter "${k.slice(0, 64)}"`);
+  const q: LogQuery = { limit: 50 };
+  const limit = p.get("limit");
+  if (limit !== null) {
+    if (!/^\d{1,5}$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000) bad("limit must be 1-1000");
+    q.limit = Number(limit);
+  }
+  for (const key of ["level", "min_level"] as const) {
+    const v = p.get(key);
+    if (v !== null && v !== "") {
+      if (!isLevel(v)) bad(`${key} must be one of ${LEVELS.join(", ")}`);
+      q[key] = v;
+    }
+  }
+  const type = p.get("type");
+  if (type !== null && type !== "") {
+    if (type !== "request" && type !== "app") bad("type must be request or app");
+    q.type = type;
+  }
+  const after = p.get("after");
+  if (after !== null && after !== "") {
+    if (!/^[0-9a-f-]{36}$/.test(after)) bad("after is not a cursor from this list");
+    q.after = after;
+  }
+  const search = p.get("search");
+  if (search !== null && search !== "") {
+    if (search.length > 200) bad("search is longer than 200 characters");
+    q.search = search;
+  }
+  for (const key of ["start_date", "end_date"] as const) {
+    const v = p.get(key);
+    if (v !== null && v !== "") q[key] = isoOrFail(v, key);
+  }
+  return q;
+}
+
+/** The log table on one storage. */
+export class LogStore {
+  readonly storage: Storage;
+
+  /** Uses `storage` (call `init()` once). */
+  constructor(storage: Storage) {
+    this.storage = storage;
+  }
+
+  /** Creates the table and indexes. */
+  async init(): Promise<void> {
+    const d = this.storage.dialect;
+    const text = d.columnType("text"), int = d.columnType("int"), dbl = d.columnType("double");
+    await this.storage.exec(
+      `CREATE TABLE IF NOT EXISTS "mb_logs" ("id" ${text} PRIMARY KEY, "time" ${text} NOT NULL, "level" ${text} NOT NULL, "level_n" ${int} NOT NULL, "type" ${text} NOT NULL, "message" ${text} NOT NULL, "method" ${text}, "path" ${text}, "status" ${int}, "duration_ms" ${dbl}, "ip" ${text}, "auth_id" ${text}, "auth_entity" ${text}, "request_id" ${text}, "data" ${text})`,
+    );
+    await this.storage.exec(`CREATE INDEX IF NOT EXISTS "mb_logs_time" ON "mb_logs" ("time")`);
+  }
+
+  /** Inserts a batch in one transaction. */
+  async insert(batch: LogEntry[]): Promise<void> {
+    if (batch.length === 0) return;
+    const row = `(${COLUMNS.map(() => "?").join(", ")})`;
+    await this.storage.transaction(async (tx) => {
+      for (let i = 0; i < batch.length; i += 50) {
+        const chunk = batch.slice(i, i + 50);
+        const params: SqlValue[] = [];
+        for (const e of chunk) {
+          params.push(
+            e.id,
+            e.time,
+            e.level,
+            levelRank(e.level),
+            e.type,
+            e.message,
+            e.method,
+            e.path,
+            e.status,
+            e.duration_ms,
+            e.ip,
+            e.auth_id,
+            e.auth_entity,
+            e.request_id,
+            e.data ? JSON.stringify(e.data) : null,
+          );
+        }
+        await tx.run(
+          `INSERT INTO "mb_logs" (${COLUMNS.map((c) => `"${c}"`).join(", ")}) VALUES ${chunk.map(() => row).join(", ")}`,
+          params,
+        );
+      }
+    });
+  }
+
+  /** Reads a page, newest first. */
+  async query(q: LogQuery): Promise<LogPage> {
+    const conds: string[] = [];
+    const params: SqlValue[] = [];
+    const add = (sql: string, ...values: SqlValue[]) => {
+      conds.push(sql);
+      params.push(...values);
+    };
+    if (q.after) add(`"id" < ?`, q.after);
+    if (q.level) add(`"level" = ?`, q.level);
+    if (q.min_level && isLevel(q.min_level)) add(`"level_n" >= ?`, levelRank(q.min_level));
+    if (q.type) add(`"type" = ?`, q.type);
+    if (q.start_date) add(`"time" >= ?`, q.start_date);
+    if (q.end_date) add(`"time" <= ?`, q.end_date);
+    if (q.search) {
+      const like = `%${q.search.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`;
+      add(
+        `(LOWER("message") LIKE ? ESCAPE '\\' OR LOWER(COALESCE("path", '')) LIKE ? ESCAPE '\\')`,
+        like,
+        like,
+      );
+    }
+    const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
+    const rows = await this.storage.query(
+      `SELECT * FROM "mb_logs"${where} ORDER BY "id" DESC LIMIT ${q.limit + 1}`,
+      params,
+    );
+    const has_more = rows.length > q.limit;
+    const items = rows.slice(0, q.limit).map((r): LogEntry => ({
+      id: String(r.id),
+      time: String(r.time),
+      level: String(r.level) as LogEntry["level"],
+      type: String(r.type) as LogEntry["type"],
+      message: String(r.message),
+      method: (r.method ?? null) as string | null,
+      path: (r.path ?? null) as string | null,
+      status: r.status === null || r.status === undefined ? null : Number(r.status),
+      duration_ms: r.duration_ms === null || r.duration_ms === undefined ? null : Number(r.duration_ms),
+      ip: (r.ip ?? null) as string | null,
+      auth_id: (r.auth_id ?? null) as string | null,
+      auth_entity: (r.auth_entity ?? null) as string | null,
+      request_id: (r.request_id ?? null) as string | null,
+      data: typeof r.data === "string" ? JSON.parse(r.data) : null,
+    }));
+    return {
+      items,
+      items_count: items.length,
+      limit: q.limit,
+      has_more,
+      cursor: has_more && items.length ? items[items.length - 1].id : null,
+    };
+  }
+
+  /** Deletes entries older than `days` and beyond `maxRows`. */
+  async prune(days: number, maxRows: number): Promise<void> {
+    const cutoff = new Date(Date.now() - days * 86_400_000).toISOString();
+    await this.storage.run(`DELETE FROM "mb_logs" WHERE "time" < ?`, [cutoff]);
+    const rows = await this.storage.query(
+      `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1 OFFSET ${Math.max(0, Math.floor(maxRows))}`,
+    );
+    if (rows[0]) await this.storage.run(`DELETE FROM "mb_logs" WHERE "id" <= ?`, [String(rows[0].id)]);
+  }
+}
