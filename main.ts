@@ -50,7 +50,13 @@ class UsageError extends Error {}
 
 function logLevelOf(v: string | undefined): AppConfig["logLevel"] {
   if (v === undefined) return undefined;
-  if (!isLevel(v)) throw new UsageError(`invalid --logLevel ${JSON.stringify(v)}: use trace, debug, info, warn or error`);
+  if (!isLevel(v)) {
+    throw new UsageError(
+      `invalid --logLevel ${
+        JSON.stringify(v)
+      }: use trace, debug, info, warn or error`,
+    );
+  }
   return v;
 }
 
@@ -164,7 +170,11 @@ async function serve(
     ? `SQLite in ${app.config.dataDir}`
     : "PostgreSQL";
   console.log(`Moonbase ${VERSION} listening on ${base} (${db})`);
-  app.log.info("started", { version: VERSION, port: server.addr.port, database: app.storage.dialect.name });
+  app.log.info("started", {
+    version: VERSION,
+    port: server.addr.port,
+    database: app.storage.dialect.name,
+  });
   if (app.setupToken) {
     console.log(
       `No admin yet. Create one at ${base}/mb/setup?token=${app.setupToken}`,
@@ -175,8 +185,7 @@ async function serve(
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    await server.shutdown();
-    await app.close();
+    await app.stop(server);
     Deno.exit(0);
   };
   Deno.addSignalListener("SIGINT", stop);

@@ -19,6 +19,7 @@ import type { AppConfig } from "./lib/config.ts";
 import type { Handler } from "./lib/http/context.ts";
 import { type ConnInfo, createHandler } from "./lib/http/handler.ts";
 import { buildRouter } from "./routes/mod.ts";
+import { json } from "./lib/http/envelope.ts";
 
 export { Entity } from "./lib/schema/entity.ts";
 export { MoonbaseError } from "./lib/errors.ts";
@@ -46,19 +47,59 @@ export interface App extends Core {
   serve(
     options?: { port?: number; hostname?: string; signal?: AbortSignal },
   ): Promise<Deno.HttpServer<Deno.NetAddr>>;
+  /**
+   * Graceful stop: new requests get 503, requests in flight (bodies
+   * included) finish (up to `timeoutMs`), then the server shuts down and the
+   * database closes.
+   */
+  stop(server: Deno.HttpServer, timeoutMs?: number): Promise<void>;
 }
 
 /** Creates an app: opens the database, loads schemas, builds the routes. */
 export async function createApp(config: AppConfig = {}): Promise<App> {
   const core = await createCore(config);
   const router = buildRouter(core);
-  const handler = createHandler(core, router, (err, where) =>
-    core.log.error("unhandled error", {
-      ...where,
-      stack: err instanceof Error ? err.stack ?? err.message : String(err),
-    }));
+  const handler = createHandler(
+    core,
+    router,
+    (err, where) =>
+      core.log.error("unhandled error", {
+        ...where,
+        stack: err instanceof Error ? err.stack ?? err.message : String(err),
+      }),
+  );
+  let inFlight = 0;
+  let draining = false;
+  let idle: (() => void) | undefined;
+  const served = async (req: Request, info: ConnInfo): Promise<Response> => {
+    if (draining) {
+      return json(
+        503,
+        null,
+        { connection: "close", "retry-after": "1" },
+        "Server is stopping",
+      );
+    }
+    inFlight++;
+    try {
+      return await handler(req, info);
+    } finally {
+      if (--inFlight === 0) idle?.();
+    }
+  };
   const app: App = Object.assign(core, {
     handler,
+    async stop(server: Deno.HttpServer, timeoutMs = 10_000) {
+      draining = true;
+      if (inFlight > 0) {
+        await new Promise<void>((resolve) => {
+          idle = resolve;
+          setTimeout(resolve, timeoutMs);
+        });
+      }
+      await server.shutdown();
+      await core.close();
+    },
     route(method: string, path: string, h: Handler<Core>) {
       router.add(method.toUpperCase(), path, h);
     },
@@ -71,7 +112,7 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
           hostname: options.hostname ?? "0.0.0.0",
           signal: options.signal,
           onListen: () => queueMicrotask(() => resolve(server)),
-        }, (req, info) => handler(req, info as ConnInfo));
+        }, (req, info) => served(req, info as ConnInfo));
       });
     },
   });

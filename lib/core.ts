@@ -99,8 +99,13 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       : storage;
     const logs = new LogStore(logStorage);
     await logs.init();
-    const log = new Logger(logs, config.logLevel, config.quiet ? "off" : config.dev ? "pretty" : "json");
-    const prune = () => logs.prune(config.logRetentionDays, config.logMaxRows).catch(() => {});
+    const log = new Logger(
+      logs,
+      config.logLevel,
+      config.quiet ? "off" : config.dev ? "pretty" : "json",
+    );
+    const prune = () =>
+      logs.prune(config.logRetentionDays, config.logMaxRows).catch(() => {});
     await prune();
     const pruner = setInterval(prune, 60_000);
     const files = new FileStore(config.dataDir);

@@ -39,17 +39,35 @@ export async function limitedLogin(
   const headers = rateHeaders(state);
   const log = ctx.app.log;
   if (!state.allowed) {
-    log.warn("login rate limit hit", { ip: ctx.ip, entity, request_id: ctx.requestId });
-    throw new MoonbaseError("rate_limited", "Cannot log in: too many attempts, try again later", null, headers);
+    log.warn("login rate limit hit", {
+      ip: ctx.ip,
+      entity,
+      request_id: ctx.requestId,
+    });
+    throw new MoonbaseError(
+      "rate_limited",
+      "Cannot log in: too many attempts, try again later",
+      null,
+      headers,
+    );
   }
   try {
     const result = await login();
-    log.info(entity === "mb_admins" ? "admin login" : "login", { entity, user: result.user.id, ip: ctx.ip });
+    log.info(entity === "mb_admins" ? "admin login" : "login", {
+      entity,
+      user: result.user.id,
+      ip: ctx.ip,
+    });
     return json(200, result, headers);
   } catch (err) {
     if (err instanceof MoonbaseError) {
-      if (err.code === "unauthenticated") log.warn("failed login", { entity, ip: ctx.ip });
-      throw new MoonbaseError(err.code, err.message, err.data, { ...err.headers, ...headers });
+      if (err.code === "unauthenticated") {
+        log.warn("failed login", { entity, ip: ctx.ip });
+      }
+      throw new MoonbaseError(err.code, err.message, err.data, {
+        ...err.headers,
+        ...headers,
+      });
     }
     throw err;
   }

@@ -33,8 +33,13 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   authRoutes(r);
   dashboardRoutes(r);
   schemaRoutes(r);
-  const rules = new ExpressionRules(new Map(), (err) =>
-    core.log.warn("rule expression failed", { error: err instanceof Error ? err.message : String(err) }));
+  const rules = new ExpressionRules(
+    new Map(),
+    (err) =>
+      core.log.warn("rule expression failed", {
+        error: err instanceof Error ? err.message : String(err),
+      }),
+  );
   const records = new RecordService(core.schemas, rules);
   recordRoutes(r, records);
   fileRoutes(r, records);

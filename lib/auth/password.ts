@@ -65,13 +65,19 @@ export async function verifyPassword(
   const parts = stored.split("$");
   if (parts.length !== 6 || parts[0] !== "scrypt") return false;
   const [n, r, p] = parts.slice(1, 4).map(Number);
-  if (
-    ![n, r, p].every(Number.isSafeInteger) || n > 2 ** 20 || r > 32 || p > 4
-  ) return false;
+  const powerOfTwo = Number.isSafeInteger(n) && n >= 1024 && n <= 2 ** 20 &&
+    (n & (n - 1)) === 0;
+  if (!powerOfTwo || !(r >= 1 && r <= 32) || !(p >= 1 && p <= 4)) return false;
+  if (!Number.isInteger(r) || !Number.isInteger(p)) return false;
   const salt = Buffer.from(parts[4], "base64");
   const expected = Buffer.from(parts[5], "base64");
-  const key = await derive(password, salt, n, r, p);
-  return key.length === expected.length && timingSafeEqual(key, expected);
+  if (salt.length < 8 || expected.length < 16) return false;
+  try {
+    const key = await derive(password, salt, n, r, p);
+    return key.length === expected.length && timingSafeEqual(key, expected);
+  } catch {
+    return false;
+  }
 }
 
 let dummy: Promise<string> | undefined;

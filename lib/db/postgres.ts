@@ -17,6 +17,7 @@ import type {
   Storage,
 } from "./storage.ts";
 import { StorageUnavailableError } from "./storage.ts";
+import { MoonbaseError } from "../errors.ts";
 
 const TYPES: Record<ColumnKind, string> = {
   text: "TEXT",
@@ -76,26 +77,38 @@ function toDollar(sql: string): string {
 
 type Sql = postgres.Sql | postgres.TransactionSql;
 
+/** PostgreSQL cannot store NUL characters in text: a clear 400 instead of a 500. */
+function clientError(err: unknown): unknown {
+  const code = (err as { code?: string }).code;
+  if (code === "22021" || code === "22P05" || code === "22P02") {
+    return new MoonbaseError(
+      "invalid",
+      "Cannot use value: it contains characters the database cannot store",
+    );
+  }
+  return err;
+}
+
 function queryable(sql: Sql): Queryable {
-  return {
-    async query(text, params = []) {
+  const unsafe = async (text: string, params: readonly SqlValue[]) => {
+    try {
       return await sql.unsafe(
         toDollar(text),
         params as postgres.ParameterOrJSON<never>[],
         {
           prepare: true,
         },
-      ) as unknown as Row[];
+      );
+    } catch (err) {
+      throw clientError(err);
+    }
+  };
+  return {
+    async query(text, params = []) {
+      return await unsafe(text, params) as unknown as Row[];
     },
     async run(text, params = []) {
-      const res = await sql.unsafe(
-        toDollar(text),
-        params as postgres.ParameterOrJSON<never>[],
-        {
-          prepare: true,
-        },
-      );
-      return res.count;
+      return (await unsafe(text, params)).count;
     },
     async exec(text) {
       await sql.unsafe(text);
@@ -116,6 +129,21 @@ export class PostgresStorage implements Storage {
       idle_timeout: 30,
       connect_timeout: 5,
       onnotice: () => {},
+      // int8 and numeric as JSON numbers (Moonbase ints are safe integers).
+      types: {
+        int8: {
+          to: 20,
+          from: [20],
+          serialize: (x: unknown) => String(x),
+          parse: (x: string) => Number(x),
+        },
+        numeric: {
+          to: 1700,
+          from: [1700],
+          serialize: (x: unknown) => String(x),
+          parse: (x: string) => Number(x),
+        },
+      },
       transform: { undefined: null },
     });
     this.#q = queryable(this.#sql);

@@ -58,7 +58,14 @@ export const sqliteDialect: Dialect = {
       1299: "not_null",
       275: "check",
     };
-    const kind = code === undefined ? undefined : table[code];
+    const byMessage = /^UNIQUE constraint failed/.test(message)
+      ? "unique"
+      : /^FOREIGN KEY constraint failed/.test(message)
+      ? "foreign_key"
+      : /^NOT NULL constraint failed/.test(message)
+      ? "not_null"
+      : undefined;
+    const kind = (code === undefined ? undefined : table[code]) ?? byMessage;
     if (!kind) return undefined;
     const column = /failed: ([\w.]+)/.exec(message)?.[1];
     return column ? { kind, column } : { kind };

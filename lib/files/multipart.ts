@@ -129,7 +129,12 @@ export async function* parseMultipart(
   let done = false;
   const pull = async (): Promise<boolean> => {
     if (done) return false;
-    const r = await reader.read();
+    let r: ReadableStreamReadResult<Uint8Array>;
+    try {
+      r = await reader.read();
+    } catch {
+      throw bad("the connection was interrupted");
+    }
     if (r.done) {
       done = true;
       return false;

@@ -38,7 +38,16 @@ export async function readBytes(
   let size = 0;
   const reader = req.body.getReader();
   while (true) {
-    const { done, value } = await reader.read();
+    let step: ReadableStreamReadResult<Uint8Array>;
+    try {
+      step = await reader.read();
+    } catch {
+      throw new MoonbaseError(
+        "invalid",
+        "Cannot read body: the connection was interrupted",
+      );
+    }
+    const { done, value } = step;
     if (done) break;
     size += value.length;
     if (size > max) {

@@ -145,7 +145,9 @@ async function dispatch(
       requestId,
       ip,
       auth: () =>
-        auth ??= core.sessions.resolve(req.headers.get("authorization")).then((a) => seen.auth = a),
+        auth ??= core.sessions.resolve(req.headers.get("authorization")).then((
+          a,
+        ) => seen.auth = a),
     };
     return await match.handler(ctx);
   }

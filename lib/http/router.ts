@@ -96,6 +96,7 @@ export class Router<H> {
       } catch {
         return undefined;
       }
+      if (value.includes("\0")) return undefined;
       const hit = this.#walk(cur.param.node, segs, i + 1, params);
       if (hit) {
         params[cur.param.name] = value;

@@ -8,7 +8,7 @@
 
 import { uuidv7 } from "../ids.ts";
 import type { LogStore } from "./store.ts";
-import { type Level, type LogEntry, levelRank } from "./types.ts";
+import { type Level, levelRank, type LogEntry } from "./types.ts";
 
 const FLUSH_MS = 500;
 const MAX_QUEUE = 20_000;
@@ -26,12 +26,16 @@ const COLORS: Record<Level, string> = {
 };
 
 /** Removes secret-looking keys (recursively) from log data. */
-export function scrub(data: Record<string, unknown> | undefined): Record<string, unknown> | null {
+export function scrub(
+  data: Record<string, unknown> | undefined,
+): Record<string, unknown> | null {
   if (!data) return null;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(data)) {
     if (SECRET_KEY.test(k)) continue;
-    out[k] = v && typeof v === "object" && !Array.isArray(v) ? scrub(v as Record<string, unknown>) : v;
+    out[k] = v && typeof v === "object" && !Array.isArray(v)
+      ? scrub(v as Record<string, unknown>)
+      : v;
   }
   return out;
 }
@@ -48,7 +52,11 @@ export class Logger {
   #encoder = new TextEncoder();
 
   /** `level` is the least severe level kept (store and console). */
-  constructor(store: LogStore | undefined, level: Level, consoleMode: ConsoleMode) {
+  constructor(
+    store: LogStore | undefined,
+    level: Level,
+    consoleMode: ConsoleMode,
+  ) {
     this.#store = store;
     this.#min = levelRank(level);
     this.#console = consoleMode;
@@ -67,7 +75,11 @@ export class Logger {
       this.#dropped++;
       return;
     }
-    this.#queue.push({ ...entry, id: uuidv7(), time: entry.time ?? new Date().toISOString() });
+    this.#queue.push({
+      ...entry,
+      id: uuidv7(),
+      time: entry.time ?? new Date().toISOString(),
+    });
   }
 
   /** An application event. */
@@ -105,7 +117,9 @@ export class Logger {
   /** Writes the queue to the store and the console. */
   flush(): Promise<void> {
     if (this.#flushing) return this.#flushing;
-    if (this.#queue.length === 0 && this.#dropped === 0) return Promise.resolve();
+    if (this.#queue.length === 0 && this.#dropped === 0) {
+      return Promise.resolve();
+    }
     this.#flushing = (async () => {
       try {
         while (this.#queue.length > 0 || this.#dropped > 0) {
@@ -116,7 +130,11 @@ export class Logger {
           }
           const batch = this.#queue.splice(0, 1000);
           this.#print(batch);
-          if (this.#store) await this.#store.insert(batch).catch((err) => this.#printError(err));
+          if (this.#store) {
+            await this.#store.insert(batch).catch((err) =>
+              this.#printError(err)
+            );
+          }
         }
       } finally {
         this.#flushing = undefined;
@@ -127,7 +145,9 @@ export class Logger {
 
   #print(batch: LogEntry[]): void {
     if (this.#console === "off" || batch.length === 0) return;
-    const lines = batch.map((e) => this.#console === "json" ? JSON.stringify(e) : pretty(e)).join("\n") + "\n";
+    const lines =
+      batch.map((e) => this.#console === "json" ? JSON.stringify(e) : pretty(e))
+        .join("\n") + "\n";
     try {
       Deno.stdout.writeSync(this.#encoder.encode(lines));
     } catch { /* stdout closed */ }
@@ -135,7 +155,13 @@ export class Logger {
 
   #printError(err: unknown): void {
     try {
-      Deno.stderr.writeSync(this.#encoder.encode(`moonbase: cannot write logs: ${err instanceof Error ? err.message : err}\n`));
+      Deno.stderr.writeSync(
+        this.#encoder.encode(
+          `moonbase: cannot write logs: ${
+            err instanceof Error ? err.message : err
+          }\n`,
+        ),
+      );
     } catch { /* stderr closed */ }
   }
 
@@ -149,11 +175,13 @@ export class Logger {
 
 function pretty(e: LogEntry): string {
   const reset = "\x1b[0m";
-  const head = `${COLORS[e.level]}${e.level.toUpperCase().padEnd(5)}${reset} ${e.time.slice(11, 23)}`;
+  const head = `${COLORS[e.level]}${e.level.toUpperCase().padEnd(5)}${reset} ${
+    e.time.slice(11, 23)
+  }`;
   if (e.type === "request") {
-    return `${head} ${e.method} ${e.path} ${e.status} ${e.duration_ms?.toFixed(1)}ms ${e.ip ?? ""}${
-      e.auth_id ? ` ${e.auth_entity}/${e.auth_id}` : ""
-    }`;
+    return `${head} ${e.method} ${e.path} ${e.status} ${
+      e.duration_ms?.toFixed(1)
+    }ms ${e.ip ?? ""}${e.auth_id ? ` ${e.auth_entity}/${e.auth_id}` : ""}`;
   }
   return `${head} ${e.message}${e.data ? " " + JSON.stringify(e.data) : ""}`;
 }

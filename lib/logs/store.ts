@@ -8,7 +8,7 @@
 
 import { MoonbaseError } from "../errors.ts";
 import type { SqlValue, Storage } from "../db/storage.ts";
-import { isLevel, LEVELS, type LogEntry, levelRank } from "./types.ts";
+import { isLevel, levelRank, LEVELS, type LogEntry } from "./types.ts";
 
 const COLUMNS = [
   "id",
@@ -49,7 +49,16 @@ export interface LogPage {
   cursor: string | null;
 }
 
-const KNOWN = new Set(["limit", "after", "level", "min_level", "search", "start_date", "end_date", "type"]);
+const KNOWN = new Set([
+  "limit",
+  "after",
+  "level",
+  "min_level",
+  "search",
+  "start_date",
+  "end_date",
+  "type",
+]);
 
 function bad(message: string): never {
   throw new MoonbaseError("invalid", `Cannot read logs: ${message}`);
@@ -57,7 +66,9 @@ function bad(message: string): never {
 
 function isoOrFail(v: string, name: string): string {
   const t = Date.parse(v);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) bad(`${name} must be an ISO 8601 date`);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) {
+    bad(`${name} must be an ISO 8601 date`);
+  }
   return new Date(t).toISOString();
 }
 
@@ -72,11 +83,15 @@ function isoOrFail(v: string, name: string): string {
  * ```
  */
 export function parseLogQuery(p: URLSearchParams): LogQuery {
-  for (const k of p.keys()) if (!KNOWN.has(k)) bad(`unknown parameter "${k.slice(0, 64)}"`);
+  for (const k of p.keys()) {
+    if (!KNOWN.has(k)) bad(`unknown parameter "${k.slice(0, 64)}"`);
+  }
   const q: LogQuery = { limit: 50 };
   const limit = p.get("limit");
   if (limit !== null) {
-    if (!/^\d{1,5}$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000) bad("limit must be 1-1000");
+    if (!/^\d{1,5}$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000) {
+      bad("limit must be 1-1000");
+    }
     q.limit = Number(limit);
   }
   for (const key of ["level", "min_level"] as const) {
@@ -88,12 +103,16 @@ export function parseLogQuery(p: URLSearchParams): LogQuery {
   }
   const type = p.get("type");
   if (type !== null && type !== "") {
-    if (type !== "request" && type !== "app") bad("type must be request or app");
+    if (type !== "request" && type !== "app") {
+      bad("type must be request or app");
+    }
     q.type = type;
   }
   const after = p.get("after");
   if (after !== null && after !== "") {
-    if (!/^[0-9a-f-]{36}$/.test(after)) bad("after is not a cursor from this list");
+    if (!/^[0-9a-f-]{36}$/.test(after)) {
+      bad("after is not a cursor from this list");
+    }
     q.after = after;
   }
   const search = p.get("search");
@@ -120,11 +139,15 @@ export class LogStore {
   /** Creates the table and indexes. */
   async init(): Promise<void> {
     const d = this.storage.dialect;
-    const text = d.columnType("text"), int = d.columnType("int"), dbl = d.columnType("double");
+    const text = d.columnType("text"),
+      int = d.columnType("int"),
+      dbl = d.columnType("double");
     await this.storage.exec(
       `CREATE TABLE IF NOT EXISTS "mb_logs" ("id" ${text} PRIMARY KEY, "time" ${text} NOT NULL, "level" ${text} NOT NULL, "level_n" ${int} NOT NULL, "type" ${text} NOT NULL, "message" ${text} NOT NULL, "method" ${text}, "path" ${text}, "status" ${int}, "duration_ms" ${dbl}, "ip" ${text}, "auth_id" ${text}, "auth_entity" ${text}, "request_id" ${text}, "data" ${text})`,
     );
-    await this.storage.exec(`CREATE INDEX IF NOT EXISTS "mb_logs_time" ON "mb_logs" ("time")`);
+    await this.storage.exec(
+      `CREATE INDEX IF NOT EXISTS "mb_logs_time" ON "mb_logs" ("time")`,
+    );
   }
 
   /** Inserts a batch in one transaction. */
@@ -155,7 +178,9 @@ export class LogStore {
           );
         }
         await tx.run(
-          `INSERT INTO "mb_logs" (${COLUMNS.map((c) => `"${c}"`).join(", ")}) VALUES ${chunk.map(() => row).join(", ")}`,
+          `INSERT INTO "mb_logs" (${
+            COLUMNS.map((c) => `"${c}"`).join(", ")
+          }) VALUES ${chunk.map(() => row).join(", ")}`,
           params,
         );
       }
@@ -172,12 +197,16 @@ export class LogStore {
     };
     if (q.after) add(`"id" < ?`, q.after);
     if (q.level) add(`"level" = ?`, q.level);
-    if (q.min_level && isLevel(q.min_level)) add(`"level_n" >= ?`, levelRank(q.min_level));
+    if (q.min_level && isLevel(q.min_level)) {
+      add(`"level_n" >= ?`, levelRank(q.min_level));
+    }
     if (q.type) add(`"type" = ?`, q.type);
     if (q.start_date) add(`"time" >= ?`, q.start_date);
     if (q.end_date) add(`"time" <= ?`, q.end_date);
     if (q.search) {
-      const like = `%${q.search.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`;
+      const like = `%${
+        q.search.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)
+      }%`;
       add(
         `(LOWER("message") LIKE ? ESCAPE '\\' OR LOWER(COALESCE("path", '')) LIKE ? ESCAPE '\\')`,
         like,
@@ -198,8 +227,12 @@ export class LogStore {
       message: String(r.message),
       method: (r.method ?? null) as string | null,
       path: (r.path ?? null) as string | null,
-      status: r.status === null || r.status === undefined ? null : Number(r.status),
-      duration_ms: r.duration_ms === null || r.duration_ms === undefined ? null : Number(r.duration_ms),
+      status: r.status === null || r.status === undefined
+        ? null
+        : Number(r.status),
+      duration_ms: r.duration_ms === null || r.duration_ms === undefined
+        ? null
+        : Number(r.duration_ms),
       ip: (r.ip ?? null) as string | null,
       auth_id: (r.auth_id ?? null) as string | null,
       auth_entity: (r.auth_entity ?? null) as string | null,
@@ -220,8 +253,14 @@ export class LogStore {
     const cutoff = new Date(Date.now() - days * 86_400_000).toISOString();
     await this.storage.run(`DELETE FROM "mb_logs" WHERE "time" < ?`, [cutoff]);
     const rows = await this.storage.query(
-      `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1 OFFSET ${Math.max(0, Math.floor(maxRows))}`,
+      `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1 OFFSET ${
+        Math.max(0, Math.floor(maxRows))
+      }`,
     );
-    if (rows[0]) await this.storage.run(`DELETE FROM "mb_logs" WHERE "id" <= ?`, [String(rows[0].id)]);
+    if (rows[0]) {
+      await this.storage.run(`DELETE FROM "mb_logs" WHERE "id" <= ?`, [
+        String(rows[0].id),
+      ]);
+    }
   }
 }

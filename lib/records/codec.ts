@@ -147,7 +147,10 @@ export function decodeRow(
   row: Row,
   dialect: Dialect,
 ): RecordData {
-  if (schema.type === "view") return { ...row };
+  if (schema.type === "view") {
+    const { password: _hidden, ...rest } = row;
+    return rest;
+  }
   const out: RecordData = {};
   for (const f of allFields(schema)) {
     if (f.name === "password" && f.system) continue;

@@ -198,27 +198,29 @@ export function afterWhere(keys: SortKey[], values: SqlValue[]): Where {
   const ors: string[] = [];
   const params: SqlValue[] = [];
   for (let i = 0; i < keys.length; i++) {
-    const ands: string[] = [];
-    for (let j = 0; j < i; j++) {
-      const col = `"${physicalName(keys[j].field)}"`;
-      if (values[j] === null) ands.push(`${col} IS NULL`);
-      else {
-        ands.push(`${col} = ?`);
-        params.push(values[j]);
-      }
-    }
     const col = `"${physicalName(keys[i].field)}"`;
     const v = values[i];
+    if (keys[i].desc && v === null) continue; // nothing sorts after NULL descending
+    const ands: string[] = [];
+    const local: SqlValue[] = [];
+    for (let j = 0; j < i; j++) {
+      const prev = `"${physicalName(keys[j].field)}"`;
+      if (values[j] === null) ands.push(`${prev} IS NULL`);
+      else {
+        ands.push(`${prev} = ?`);
+        local.push(values[j]);
+      }
+    }
     if (keys[i].desc) {
-      if (v === null) continue; // nothing is below NULL
       ands.push(`(${col} < ? OR ${col} IS NULL)`);
-      params.push(v);
+      local.push(v);
     } else if (v === null) ands.push(`${col} IS NOT NULL`);
     else {
       ands.push(`${col} > ?`);
-      params.push(v);
+      local.push(v);
     }
     ors.push(`(${ands.join(" AND ")})`);
+    params.push(...local);
   }
   return { sql: ors.length ? ors.join(" OR ") : "1 = 0", params };
 }

@@ -49,6 +49,9 @@ function range(n: number, f: FieldDef, what: string): Checked | undefined {
 
 function text(value: unknown, f: FieldDef): Checked {
   if (typeof value !== "string") return bad("invalid_type", "Must be a string");
+  if (value.includes("\0")) {
+    return bad("invalid_string", "Must not contain NUL characters");
+  }
   if (value.length > MAX_TEXT) {
     return bad("too_large", `Must be at most ${MAX_TEXT} characters`);
   }
@@ -61,6 +64,9 @@ function text(value: unknown, f: FieldDef): Checked {
 }
 
 function email(value: unknown): Checked {
+  if (typeof value === "string" && value.includes("\0")) {
+    return bad("invalid_email", "Must be a valid email address");
+  }
   if (typeof value !== "string" || value.length > 254 || !EMAIL.test(value)) {
     return bad("invalid_email", "Must be a valid email address");
   }
@@ -111,7 +117,11 @@ function date(value: unknown): Checked {
 }
 
 function jsonValue(value: unknown): Checked {
-  const size = JSON.stringify(value)?.length ?? 0;
+  const text = JSON.stringify(value) ?? "";
+  if (text.includes("\\u0000")) {
+    return bad("invalid_string", "Must not contain NUL characters");
+  }
+  const size = text.length;
   return size > MAX_TEXT
     ? bad("too_large", "JSON value is too large")
     : ok(value);
@@ -128,14 +138,20 @@ function select(value: unknown, f: FieldDef): Checked {
 }
 
 function relation(value: unknown): Checked {
-  if (typeof value !== "string" || value.length === 0 || value.length > 64) {
+  if (
+    typeof value !== "string" || value.length === 0 || value.length > 64 ||
+    value.includes("\0")
+  ) {
     return bad("invalid_type", "Must be a record id");
   }
   return ok(value);
 }
 
 function fileName(value: unknown): Checked {
-  if (typeof value !== "string" || value.length === 0 || value.length > 255) {
+  if (
+    typeof value !== "string" || value.length === 0 || value.length > 255 ||
+    value.includes("\0")
+  ) {
     return bad("invalid_type", "Must be a stored file name");
   }
   return ok(value);

@@ -22,6 +22,7 @@ import {
 } from "./ddl.ts";
 import {
   checkName,
+  checkViewQuery,
   type SchemaContext,
   validateField,
   validateRules,
@@ -109,15 +110,7 @@ export function planPatch(
       input.fields.length > 0
     ) bad("Cannot change entity: a view has no fields");
     if (input.view_query !== undefined) {
-      if (
-        typeof input.view_query !== "string" ||
-        input.view_query.trim() === "" || input.view_query.length > 10_000
-      ) {
-        bad(
-          "Cannot change entity: view_query must be an SQL SELECT of at most 10000 characters",
-        );
-      }
-      schema.view_query = input.view_query.trim().replace(/;\s*$/, "");
+      schema.view_query = checkViewQuery(input.view_query);
       statements.push(dropSql({ ...schema }), ...createSql(schema, dialect));
     }
     return { schema, statements };

@@ -19,6 +19,7 @@ import { sweepEntity } from "../files/sweep.ts";
 import { planPatch } from "./migrate.ts";
 import {
   checkName,
+  checkViewQuery,
   type SchemaContext,
   validateField,
   validateRules,
@@ -173,18 +174,10 @@ export class Registry {
       updated: now,
     };
     if (type === "view") {
-      if (
-        typeof input.view_query !== "string" ||
-        input.view_query.trim() === "" || input.view_query.length > 10_000
-      ) {
-        bad(
-          "Cannot create entity: a view needs view_query, an SQL SELECT of at most 10000 characters",
-        );
-      }
       if (Array.isArray(input.fields) && input.fields.length > 0) {
         bad("Cannot create entity: a view has no fields");
       }
-      schema.view_query = input.view_query.trim().replace(/;\s*$/, "");
+      schema.view_query = checkViewQuery(input.view_query);
     } else {
       const fields = input.fields ?? [];
       if (!Array.isArray(fields)) {

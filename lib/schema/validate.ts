@@ -303,3 +303,45 @@ function validateRule(r: unknown, op: string, ctx: SchemaContext): Rule {
   if (problem) fail(`Cannot accept rules.${op}.expr: ${problem}`);
   return { mode: "custom", expr };
 }
+
+/**
+ * Checks a view's SQL: one `SELECT` (or `WITH … SELECT`) statement of at
+ * most 10 000 characters, no `;` (so nothing can follow it).
+ *
+ * @example
+ * ```ts
+ * import { checkViewQuery } from "moonbase/lib/schema/validate.ts";
+ * console.assert(checkViewQuery("SELECT id FROM posts;") === "SELECT id FROM posts");
+ * let threw = false;
+ * try { checkViewQuery("SELECT id FROM posts; DELETE FROM posts"); } catch { threw = true; }
+ * console.assert(threw);
+ * ```
+ */
+export function checkViewQuery(raw: unknown): string {
+  if (typeof raw !== "string" || raw.trim() === "" || raw.length > 10_000) {
+    fail(
+      "Cannot accept view_query: an SQL SELECT of at most 10000 characters is required",
+    );
+  }
+  const q = raw.trim().replace(/;\s*$/, "");
+  if (q.includes(";")) {
+    fail(
+      "Cannot accept view_query: a single statement without ';' is required",
+    );
+  }
+  if (!/^(select|with)\b/i.test(q)) {
+    fail("Cannot accept view_query: it must start with SELECT or WITH");
+  }
+  if (q.includes("\0")) {
+    fail("Cannot accept view_query: NUL characters are not allowed");
+  }
+  if (/\bmb_\w+/i.test(q)) {
+    fail(
+      "Cannot accept view_query: system tables (mb_*) cannot be read by views",
+    );
+  }
+  if (/\bpassword\b/i.test(q)) {
+    fail("Cannot accept view_query: password columns cannot be read by views");
+  }
+  return q;
+}
