@@ -142,7 +142,7 @@ export function parseListOptions(
   if (filter !== null && filter.trim() !== "") opts.filter = filter;
   const after = q.get("after");
   if (after !== null && after !== "") {
-    opts.after = decodeCursor(after, opts.sort.length + 1);
+    opts.after = decodeCursor(after, orderKeys(opts.sort).length);
   }
   return opts;
 }
