@@ -8,6 +8,7 @@
 import { type App, createApp } from "../mod.ts";
 import type { AppConfig } from "../lib/config.ts";
 import { hasPostgres, startPostgres } from "./_pg.ts";
+import { hashPassword } from "../lib/auth/password.ts";
 
 /** The databases every suite runs on (MB_TEST_DB=sqlite|postgres narrows it). */
 export const DATABASES: readonly ("sqlite" | "postgres")[] = (() => {
@@ -52,6 +53,16 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+let hashOnce: Promise<string> | undefined;
+/** The harness admin's password hash, computed once per process. */
+function adminHash(): Promise<string> {
+  hashOnce ??= hashPassword(ADMIN_PASSWORD);
+  return hashOnce;
+}
+
+/** Password of the admin `adminToken()` creates. */
+export const ADMIN_PASSWORD = "admin-password-123";
+
 /** Secret used by the harness (tests may check it never leaks). */
 export const TEST_JWT_SECRET = "test-secret-0123456789-abcdefghijklmnop";
 
@@ -81,7 +92,7 @@ export async function startServer(
   });
   const url = `http://127.0.0.1:${server.addr.port}`;
   let admin: Promise<string> | undefined;
-  const adminPassword = "admin-password-123";
+  const adminPassword = ADMIN_PASSWORD;
   const request = async (
     method: string,
     path: string,
@@ -120,17 +131,24 @@ export async function startServer(
     adminPassword,
     request,
     adminToken() {
+      // Speed: the admin row is written with a hash computed once per test
+      // process, and its token is issued directly (the login route itself is
+      // covered by the auth tests).
       admin ??= (async () => {
         const email = "admin@example.com";
         const admins = app.schemas.get("mb_admins")!;
-        if (!(await admins.queryFromCols(email, ["email"]))) {
-          await admins.create({ email, password: adminPassword });
+        let user = await admins.queryFromCols(email, ["email"]);
+        if (!user) {
+          const now = new Date().toISOString();
+          const id = crypto.randomUUID();
+          await app.storage.run(
+            `INSERT INTO "mb_admins" ("id", "created", "updated", "email", "password", "verified") VALUES (?, ?, ?, ?, ?, ?)`,
+            [id, now, now, email, await adminHash(), app.storage.dialect.encode("bool", false)],
+          );
+          user = await admins.read(id);
+          app.setupToken = undefined;
         }
-        const r = await request("POST", "/api/v1/sys/admins/login", {
-          body: { identity: email, password: adminPassword },
-        });
-        if (r.status !== 200) throw new Error(`admin login failed: ${r.text}`);
-        return r.data.token as string;
+        return (await app.sessions.issue(admins, user!)).token;
       })();
       return admin;
     },
