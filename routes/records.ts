@@ -21,9 +21,13 @@ function ruleRequest(
   ctx: Context<Core>,
   body: Record<string, unknown> = {},
 ): RuleRequest {
+  let query: Record<string, string> | undefined;
+  // `query` is built only if a custom rule needs it (the rule engine copies it).
   return {
     body,
-    query: Object.fromEntries(ctx.url.searchParams),
+    get query() {
+      return query ??= Object.fromEntries(ctx.url.searchParams);
+    },
     method: ctx.req.method,
   };
 }

@@ -143,7 +143,14 @@ export async function startServer(
           const id = crypto.randomUUID();
           await app.storage.run(
             `INSERT INTO "mb_admins" ("id", "created", "updated", "email", "password", "verified") VALUES (?, ?, ?, ?, ?, ?)`,
-            [id, now, now, email, await adminHash(), app.storage.dialect.encode("bool", false)],
+            [
+              id,
+              now,
+              now,
+              email,
+              await adminHash(),
+              app.storage.dialect.encode("bool", false),
+            ],
           );
           user = await admins.read(id);
           app.setupToken = undefined;

@@ -21,6 +21,10 @@ const STATUS: Record<ErrorCode, number> = {
 };
 
 const JSON_TYPE = "application/json; charset=utf-8";
+const BASE_HEADERS = {
+  "content-type": JSON_TYPE,
+  "x-content-type-options": "nosniff",
+};
 
 /**
  * A JSON envelope response; `error` is `""` on success.
@@ -38,12 +42,14 @@ export function json(
   headers?: HeadersInit,
   error = "",
 ): Response {
+  const body = JSON.stringify({ status, data: data ?? null, error });
+  if (headers === undefined) {
+    return new Response(body, { status, headers: BASE_HEADERS });
+  }
   const h = new Headers(headers);
   h.set("content-type", JSON_TYPE);
-  return new Response(JSON.stringify({ status, data: data ?? null, error }), {
-    status,
-    headers: h,
-  });
+  h.set("x-content-type-options", "nosniff");
+  return new Response(body, { status, headers: h });
 }
 
 /**

@@ -6,13 +6,32 @@
  * @module
  */
 
-import { uuidv7 } from "../ids.ts";
+import { randomToken } from "../ids.ts";
 import type { LogStore } from "./store.ts";
 import { type Level, levelRank, type LogEntry } from "./types.ts";
 
 const FLUSH_MS = 500;
 const MAX_QUEUE = 20_000;
 const SECRET_KEY = /pass|secret|token|authorization|hash|cookie/i;
+
+const INSTANCE = randomToken(6).replace(/[^A-Za-z0-9]/g, "0").slice(0, 6);
+let lastMs = 0, seq = 0;
+
+/**
+ * A log id that sorts by time: 12 hex digits of milliseconds, a 6-digit
+ * sequence, and this process's random tag (cheaper than a UUID per entry).
+ */
+export function logId(): string {
+  const ms = Date.now();
+  if (ms === lastMs) seq++;
+  else {
+    lastMs = ms;
+    seq = 0;
+  }
+  return `${ms.toString(16).padStart(12, "0")}-${
+    seq.toString(16).padStart(6, "0")
+  }-${INSTANCE}`;
+}
 
 /** Console formats. */
 export type ConsoleMode = "json" | "pretty" | "off";
@@ -75,11 +94,10 @@ export class Logger {
       this.#dropped++;
       return;
     }
-    this.#queue.push({
-      ...entry,
-      id: uuidv7(),
-      time: entry.time ?? new Date().toISOString(),
-    });
+    const e = entry as LogEntry;
+    e.id = logId();
+    e.time ??= new Date().toISOString();
+    this.#queue.push(e);
   }
 
   /** An application event. */
@@ -145,8 +163,13 @@ export class Logger {
 
   #print(batch: LogEntry[]): void {
     if (this.#console === "off" || batch.length === 0) return;
+    // Request lines go to the console in --dev only; the log store always has them.
+    const shown = this.#console === "pretty"
+      ? batch
+      : batch.filter((e) => e.type === "app");
+    if (shown.length === 0) return;
     const lines =
-      batch.map((e) => this.#console === "json" ? JSON.stringify(e) : pretty(e))
+      shown.map((e) => this.#console === "json" ? JSON.stringify(e) : pretty(e))
         .join("\n") + "\n";
     try {
       Deno.stdout.writeSync(this.#encoder.encode(lines));

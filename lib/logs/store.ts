@@ -110,7 +110,7 @@ export function parseLogQuery(p: URLSearchParams): LogQuery {
   }
   const after = p.get("after");
   if (after !== null && after !== "") {
-    if (!/^[0-9a-f-]{36}$/.test(after)) {
+    if (!/^[0-9a-f]{12}-[0-9a-f]{6,}-[A-Za-z0-9]{6}$/.test(after)) {
       bad("after is not a cursor from this list");
     }
     q.after = after;
@@ -153,38 +153,51 @@ export class LogStore {
   /** Inserts a batch in one transaction. */
   async insert(batch: LogEntry[]): Promise<void> {
     if (batch.length === 0) return;
-    const row = `(${COLUMNS.map(() => "?").join(", ")})`;
-    await this.storage.transaction(async (tx) => {
-      for (let i = 0; i < batch.length; i += 50) {
-        const chunk = batch.slice(i, i + 50);
-        const params: SqlValue[] = [];
-        for (const e of chunk) {
-          params.push(
-            e.id,
-            e.time,
-            e.level,
-            levelRank(e.level),
-            e.type,
-            e.message,
-            e.method,
-            e.path,
-            e.status,
-            e.duration_ms,
-            e.ip,
-            e.auth_id,
-            e.auth_entity,
-            e.request_id,
-            e.data ? JSON.stringify(e.data) : null,
-          );
-        }
-        await tx.run(
-          `INSERT INTO "mb_logs" (${
-            COLUMNS.map((c) => `"${c}"`).join(", ")
-          }) VALUES ${chunk.map(() => row).join(", ")}`,
-          params,
-        );
-      }
-    });
+    // One JSON parameter per batch: the database unpacks the rows, which is
+    // far cheaper than binding 15 parameters per row from JavaScript.
+    const rows = batch.map((e) => [
+      e.id,
+      e.time,
+      e.level,
+      levelRank(e.level),
+      e.type,
+      e.message,
+      e.method,
+      e.path,
+      e.status,
+      e.duration_ms,
+      e.ip,
+      e.auth_id,
+      e.auth_entity,
+      e.request_id,
+      e.data ? JSON.stringify(e.data) : null,
+    ]);
+    const cols = COLUMNS.map((c) => `"${c}"`).join(", ");
+    const pg = this.storage.dialect.name === "postgres";
+    const pick = COLUMNS.map((_, i) =>
+      pg ? `r->>${i}` : `json_extract(value, '$[${i}]')`
+    );
+    const typed = pick.map((expr, i) =>
+      pg && ["level_n", "status"].includes(COLUMNS[i])
+        ? `(${expr})::bigint`
+        : pg && COLUMNS[i] === "duration_ms"
+        ? `(${expr})::double precision`
+        : expr
+    );
+    const sql = pg
+      ? `INSERT INTO "mb_logs" (${cols}) SELECT ${
+        typed.join(", ")
+      } FROM jsonb_array_elements(?::jsonb) AS r`
+      : `INSERT INTO "mb_logs" (${cols}) SELECT ${
+        typed.join(", ")
+      } FROM json_each(?)`;
+    for (let i = 0; i < rows.length; i += 1000) {
+      const chunk = rows.slice(i, i + 1000);
+      // postgres.js serializes a jsonb parameter itself; SQLite takes the JSON text.
+      await this.storage.run(sql, [
+        pg ? chunk as unknown as SqlValue : JSON.stringify(chunk),
+      ]);
+    }
   }
 
   /** Reads a page, newest first. */

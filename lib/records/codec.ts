@@ -7,6 +7,7 @@
 
 import { type FieldErrors, invalidFields, MoonbaseError } from "../errors.ts";
 import {
+  type ColumnKind,
   type Dialect,
   physicalName,
   type Row,
@@ -152,12 +153,25 @@ export function decodeRow(
     return rest;
   }
   const out: RecordData = {};
-  for (const f of allFields(schema)) {
-    if (f.name === "password" && f.system) continue;
-    const col = physicalName(f.name);
-    if (Object.hasOwn(row, col)) {
-      out[f.name] = dialect.decode(kindOf(f), row[col]);
+  for (const [name, col, kind] of readPlan(schema)) {
+    const v = row[col];
+    if (v !== undefined || Object.hasOwn(row, col)) {
+      out[name] = dialect.decode(kind, v);
     }
   }
   return out;
+}
+
+const plans = new WeakMap<EntitySchema, [string, string, ColumnKind][]>();
+
+/** Field name, column and kind of every readable field (cached per schema object). */
+function readPlan(schema: EntitySchema): [string, string, ColumnKind][] {
+  let plan = plans.get(schema);
+  if (!plan) {
+    plan = allFields(schema)
+      .filter((f) => !(f.name === "password" && f.system))
+      .map((f) => [f.name, physicalName(f.name), kindOf(f)]);
+    plans.set(schema, plan);
+  }
+  return plan;
 }

@@ -72,9 +72,31 @@ export interface RelationRef {
 /** Finds the relation fields that point at an entity (by name). */
 export type RefsOf = (entity: string) => RelationRef[];
 
+const selects = new WeakMap<EntitySchema, string>();
+
+/** The column list of an entity's SELECTs (cached per schema object). */
 function selectList(schema: EntitySchema): string {
-  if (schema.type === "view") return "*";
-  return allFields(schema).map((f) => columnOf(f.name)).join(", ");
+  let s = selects.get(schema);
+  if (s === undefined) {
+    s = schema.type === "view"
+      ? "*"
+      : allFields(schema).map((f) => columnOf(f.name)).join(", ");
+    selects.set(schema, s);
+  }
+  return s;
+}
+
+const byIds = new WeakMap<EntitySchema, string>();
+
+function selectById(schema: EntitySchema): string {
+  let s = byIds.get(schema);
+  if (s === undefined) {
+    s = `SELECT ${selectList(schema)} FROM ${
+      tableOf(schema.name)
+    } WHERE "id" = ?`;
+    byIds.set(schema, s);
+  }
+  return s;
 }
 
 function and(base: string, where?: Where): string {
@@ -89,10 +111,8 @@ export async function readRow(
   where?: Where,
   lock = false,
 ): Promise<Row | undefined> {
-  const sql = and(
-    `SELECT ${selectList(schema)} FROM ${tableOf(schema.name)} WHERE "id" = ?`,
-    where,
-  );
+  if (!where && !lock) return (await db.query(selectById(schema), [id]))[0];
+  const sql = and(selectById(schema), where);
   const rows = await db.query(lock ? `${sql} FOR UPDATE` : sql, [
     id,
     ...(where?.params ?? []),

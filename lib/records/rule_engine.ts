@@ -35,6 +35,11 @@ function deny(entity: Entity, op: string, auth: AuthValue): never {
   );
 }
 
+/** A plain-data copy of the request (accessors resolved: rules only read data properties). */
+function plainRequest(req: RuleRequest): RuleRequest {
+  return { body: req.body, query: req.query, method: req.method };
+}
+
 /** Evaluates custom rules and filters for the record service. */
 export class ExpressionRules implements RuleEngine {
   #cache = new Map<string, Expr>();
@@ -104,6 +109,7 @@ export class ExpressionRules implements RuleEngine {
     auth: AuthValue,
     req: RuleRequest,
   ): OpOptions {
+    req = plainRequest(req);
     let ast: Expr;
     try {
       ast = this.#parse(`r\0${expr}`, expr, "rule");
@@ -139,6 +145,7 @@ export class ExpressionRules implements RuleEngine {
     auth: AuthValue,
     req: RuleRequest,
   ): OpOptions {
+    req = plainRequest(req);
     if (source.length > 4096) {
       throw new MoonbaseError(
         "invalid",

@@ -1,0 +1,189 @@
+/**
+ * `deno task bench`: Moonbase against a bare `Deno.serve` baseline in the
+ * same run, scenario by scenario (wrk when installed, else a Deno load
+ * generator), on SQLite and with `--pg` also on a throwaway PostgreSQL.
+ * Prints a table and writes bench/results.md.
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { type LoadResult, runLoad, type Target } from "./load.ts";
+import { seed } from "./seed.ts";
+import { startPostgres } from "../tests/_pg.ts";
+import { type Row, scenarios, targetsMet, writeResults } from "./report.ts";
+
+const args = parseArgs({
+  args: Deno.args,
+  options: {
+    pg: { type: "boolean" },
+    seconds: { type: "string", default: "5" },
+    out: { type: "string", default: "bench/results.md" },
+    label: { type: "string", default: "" },
+  },
+});
+const SECONDS = Number(args.values.seconds);
+const SECRET = "bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz";
+
+interface Proc {
+  child: Deno.ChildProcess;
+  port: number;
+}
+
+async function start(
+  cmd: string[],
+  env: Record<string, string> = {},
+): Promise<Proc> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: cmd,
+    stdout: "piped",
+    stderr: "inherit",
+    env: { MB_JWT_SECRET: SECRET, NO_COLOR: "1", ...env },
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  while (true) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`Cannot start ${cmd.join(" ")}`);
+    buf += value;
+    const m = /listening (?:on http:\/\/[^:]+:)?(\d+)/.exec(buf);
+    if (m) {
+      // Keep draining stdout (request logs) so the pipe never fills.
+      (async () => {
+        while (!(await reader.read()).done) { /* discard */ }
+      })();
+      return { child, port: Number(m[1]) };
+    }
+  }
+}
+
+async function stop(p: Proc): Promise<void> {
+  try {
+    p.child.kill("SIGTERM");
+  } catch { /* gone */ }
+  await p.child.status;
+}
+
+function rssMb(pid: number): number {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+async function json(
+  url: string,
+  init?: RequestInit,
+): Promise<{ data: Record<string, unknown> }> {
+  const res = await fetch(url, init);
+  return await res.json();
+}
+
+async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
+  const dataDir = await Deno.makeTempDir({ prefix: "mb_bench_" });
+  const dbArgs = db === "postgres"
+    ? [
+      "--database",
+      "PSQL",
+      "--connection",
+      await (await startPostgres()).createDatabase(),
+    ]
+    : [];
+  const cfg = db === "postgres"
+    ? { dataDir, database: "PSQL", connection: dbArgs[3], jwtSecret: SECRET }
+    : { dataDir, jwtSecret: SECRET };
+  console.error(`[${db}] seeding 10000 records…`);
+  const seeded = await seed(cfg);
+  const serverArgs = [
+    "run",
+    "-A",
+    "main.ts",
+    "--dataDir",
+    dataDir,
+    ...dbArgs,
+    "--trustProxy",
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+  ];
+  let mb = await start(serverArgs);
+  const base = await start(["run", "-A", "bench/baseline.ts"]);
+  const mbUrl = `http://127.0.0.1:${mb.port}`,
+    baseUrl = `http://127.0.0.1:${base.port}`;
+  await new Promise((r) => setTimeout(r, 1000));
+  const idleRss = rssMb(mb.child.pid);
+  const login = await json(`${mbUrl}/api/v1/auth/users/login`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-forwarded-for": "192.0.2.1",
+    },
+    body: JSON.stringify({ identity: seeded.email, password: seeded.password }),
+  });
+  const token = String(login.data.token);
+  let cursor = "";
+  for (let page = 1; page < 200; page++) {
+    const r = await json(
+      `${mbUrl}/api/v1/entities/items?limit=50${
+        cursor ? `&after=${cursor}` : ""
+      }`,
+    );
+    cursor = encodeURIComponent(String(r.data.cursor));
+  }
+  const rows: Row[] = [];
+  const measure = async (
+    name: string,
+    t: Target,
+    url = mbUrl,
+  ): Promise<void> => {
+    await runLoad(url, t, 1); // warm-up
+    const b: LoadResult = await runLoad(
+      baseUrl,
+      { method: "GET", path: "/" },
+      SECONDS,
+    );
+    const m: LoadResult = await runLoad(url, t, SECONDS);
+    rows.push({ db, name, moonbase: m, baseline: b, ratio: m.rps / b.rps });
+    console.error(
+      `[${db}] ${name}: ${m.rps.toFixed(0)} req/s vs ${
+        b.rps.toFixed(0)
+      } (ratio ${(m.rps / b.rps).toFixed(2)}), p99 ${
+        m.p99.toFixed(1)
+      } ms, errors ${m.errors}, non-2xx ${m.non2xx}`,
+    );
+  };
+  for (const s of scenarios(seeded, token, cursor)) {
+    await measure(s.name, s.target);
+  }
+  rows.push({ db, name: "idle RSS (MB)", value: idleRss });
+  // Logging off, for the "logging costs < 10%" check.
+  await stop(mb);
+  mb = await start([
+    ...serverArgs.slice(0, 3),
+    "--logLevel",
+    "error",
+    ...serverArgs.slice(3),
+  ]);
+  await measure("GET by id (logging off)", {
+    method: "GET",
+    path: `/api/v1/entities/items/${seeded.itemId}`,
+  }, `http://127.0.0.1:${mb.port}`);
+  await stop(mb);
+  await stop(base);
+  await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  return rows;
+}
+
+const rows = await benchDb("sqlite");
+if (args.values.pg) rows.push(...await benchDb("postgres"));
+const report = await writeResults(
+  rows,
+  args.values.out,
+  SECONDS,
+  args.values.label,
+);
+console.log(report);
+console.log(
+  targetsMet(rows) ? "All targets met." : "Some targets missed (see above).",
+);
+Deno.exit(0);

@@ -1,0 +1,336 @@
+/**
+ * Health check (spec §4.5, DESIGN "System"): the envelope and its values on
+ * both databases, HEAD, and on PostgreSQL a 503 `status: "down"` within a
+ * second and a half when the database goes away, then recovery once it is
+ * back (on a separate throwaway cluster, so other suites are not disturbed).
+ *
+ * @module
+ */
+
+import {
+  assert,
+  assertEquals,
+  assertStatus,
+  forEachDb,
+  type Reply,
+  startServer,
+  type TestServer,
+} from "./_server.ts";
+import { hasPostgres } from "./_pg.ts";
+
+const HEALTH = "/api/v1/health";
+
+/** Checks a healthy reply: 200 and the full envelope. */
+function healthy(r: Reply, where: string): number {
+  assertStatus(r, 200, where);
+  assert(
+    (r.headers.get("content-type") ?? "").startsWith("application/json"),
+    `${where}: JSON`,
+  );
+  assert(r.body, `${where}: a JSON body`);
+  assertEquals(
+    Object.keys(r.body).sort(),
+    ["data", "error", "status"],
+    `${where}: envelope keys`,
+  );
+  assertEquals(r.body.status, 200, `${where}: envelope status`);
+  assertEquals(r.body.error, "", `${where}: no error`);
+  const d = r.data as Record<string, unknown>;
+  assertEquals(
+    Object.keys(d).sort(),
+    ["database", "status", "uptime", "version"],
+    `${where}: data keys`,
+  );
+  assertEquals(d.status, "ok", `${where}: status`);
+  assertEquals(d.database, "ok", `${where}: database`);
+  assertEquals(d.version, "0.3.7", `${where}: version`);
+  assert(
+    typeof d.uptime === "number" && Number.isInteger(d.uptime) &&
+      d.uptime >= 0,
+    `${where}: uptime is an integer >= 0: ${d.uptime}`,
+  );
+  return d.uptime as number;
+}
+
+forEachDb("health: envelope, uptime, HEAD", async (t, db) => {
+  const started = Date.now();
+  const s = await startServer(db);
+  try {
+    await t.step("GET as a guest: 200 with status ok", async () => {
+      const r = await s.request("GET", HEALTH);
+      const uptime = healthy(r, "GET health");
+      assert(
+        uptime <= Math.ceil((Date.now() - started) / 1000) + 1,
+        `uptime ${uptime} is at most the time since start`,
+      );
+      assert(r.headers.get("x-request-id"), "X-Request-Id");
+    });
+
+    await t.step("GET with a token and a query string: still ok", async () => {
+      const token = await s.adminToken();
+      healthy(await s.request("GET", HEALTH, { token }), "as admin");
+      healthy(
+        await s.request("GET", HEALTH, { token: "not-a-valid-token" }),
+        "with a bad token (no auth needed)",
+      );
+    });
+
+    await t.step("uptime counts seconds", async () => {
+      const before = healthy(await s.request("GET", HEALTH), "before");
+      await new Promise((r) => setTimeout(r, 1100));
+      const after = healthy(await s.request("GET", HEALTH), "after");
+      assert(after >= before + 1, `uptime grows: ${before} -> ${after}`);
+      assert(
+        after <= before + 2,
+        `uptime is in seconds: ${before} -> ${after}`,
+      );
+    });
+
+    await t.step("HEAD: 200, headers, no body", async () => {
+      const res = await fetch(s.url + HEALTH, { method: "HEAD" });
+      const text = await res.text();
+      assertEquals(res.status, 200, "HEAD status");
+      assertEquals(text, "", "HEAD has no body");
+      assert(res.headers.get("x-request-id"), "HEAD X-Request-Id");
+      assert(
+        (res.headers.get("content-type") ?? "").startsWith("application/json"),
+        "HEAD keeps the GET content type",
+      );
+    });
+
+    await t.step("other methods: 405 with Allow", async () => {
+      for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
+        const r = await s.request(method, HEALTH);
+        assertStatus(r, 405, `${method} health`);
+        const allow = r.headers.get("allow") ?? "";
+        assert(allow.includes("GET"), `${method}: Allow lists GET: ${allow}`);
+        assert(r.error !== "", `${method}: error message`);
+      }
+    });
+
+    await t.step("concurrent checks all answer", async () => {
+      const replies = await Promise.all(
+        Array.from({ length: 20 }, () => s.request("GET", HEALTH)),
+      );
+      replies.forEach((r, i) => healthy(r, `concurrent ${i}`));
+    });
+  } finally {
+    await s.close();
+  }
+});
+
+// ---- PostgreSQL going away: a separate throwaway cluster --------------------
+
+const BIN = Deno.env.get("MB_PG_BIN") ?? "/usr/lib/postgresql/15/bin";
+
+async function run(args: string[], asPostgres = true): Promise<string> {
+  const cmd = asPostgres && Deno.uid() === 0
+    ? new Deno.Command("runuser", { args: ["-u", "postgres", "--", ...args] })
+    : new Deno.Command(args[0], { args: args.slice(1) });
+  const out = await cmd.output();
+  const text = new TextDecoder().decode(out.stdout) +
+    new TextDecoder().decode(out.stderr);
+  if (!out.success) throw new Error(`Cannot run ${args[0]}: ${text.trim()}`);
+  return text;
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** A cluster of its own that this test may stop and start. */
+interface OwnCluster {
+  url: string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** The postmaster and its children. */
+  pids(): Promise<number[]>;
+  destroy(): Promise<void>;
+}
+
+async function ownCluster(): Promise<OwnCluster> {
+  const dir = await Deno.makeTempDir({ prefix: "mb_pg_health_" });
+  await Deno.chmod(dir, 0o777);
+  if (Deno.uid() === 0) await run(["chown", "postgres:postgres", dir], false);
+  const data = `${dir}/data`;
+  const port = freePort();
+  await run([
+    `${BIN}/initdb`,
+    "-D",
+    data,
+    "-U",
+    "postgres",
+    "--auth=trust",
+    "--no-sync",
+    "-E",
+    "UTF8",
+  ]);
+  // synchronous_commit stays on: an immediate stop must not lose the admin row.
+  const opts =
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off`;
+  let running = false;
+  const start = async () => {
+    await run([
+      `${BIN}/pg_ctl`,
+      "-D",
+      data,
+      "-o",
+      opts,
+      "-l",
+      `${dir}/log`,
+      "-w",
+      "start",
+    ]);
+    running = true;
+  };
+  const stop = async () => {
+    await run([`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "stop"]);
+    running = false;
+  };
+  await start();
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    start,
+    stop,
+    async pids() {
+      const head = await Deno.readTextFile(`${data}/postmaster.pid`);
+      const main = Number(head.split("\n")[0]);
+      const out = [main];
+      for await (const e of Deno.readDir("/proc")) {
+        if (!/^\d+$/.test(e.name)) continue;
+        try {
+          const stat = await Deno.readTextFile(`/proc/${e.name}/stat`);
+          // pid (comm) state ppid ...
+          const ppid = Number(
+            stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1],
+          );
+          if (ppid === main) out.push(Number(e.name));
+        } catch { /* gone */ }
+      }
+      return out;
+    },
+    async destroy() {
+      if (running) await stop().catch(() => {});
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+async function timed(
+  s: TestServer,
+): Promise<{ r: Reply; ms: number }> {
+  const t0 = performance.now();
+  const r = await s.request("GET", HEALTH);
+  return { r, ms: performance.now() - t0 };
+}
+
+Deno.test({
+  name: "health: PostgreSQL down -> 503 status down, then recovers",
+  ignore: !hasPostgres(),
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async (t) => {
+    const cluster = await ownCluster();
+    let s: TestServer | undefined;
+    try {
+      s = await startServer("postgres", { connection: cluster.url });
+      const server = s;
+      healthy(await server.request("GET", HEALTH), "cluster up");
+      const token = await server.adminToken();
+
+      await t.step("database hangs: 503 down within ~1 s", async () => {
+        // Freeze (SIGSTOP) this cluster's own processes: connections stay
+        // open but nothing answers, so only the health timeout can help.
+        const pids = await cluster.pids();
+        assert(pids.length >= 2, `postmaster and backends: ${pids}`);
+        for (const pid of pids) Deno.kill(pid, "SIGSTOP");
+        try {
+          for (let i = 0; i < 2; i++) {
+            const { r, ms } = await timed(server);
+            assertStatus(r, 503, `check ${i} while frozen`);
+            assertEquals(r.data?.status, "down", "data.status");
+            assertEquals(r.data?.database, "down", "data.database");
+            assert(ms >= 900, `waited for the timeout: ${Math.round(ms)} ms`);
+            assert(ms < 2000, `check ${i} answered in ${Math.round(ms)} ms`);
+          }
+        } finally {
+          for (const pid of pids) Deno.kill(pid, "SIGCONT");
+        }
+        const deadline = Date.now() + 10_000;
+        let last: Reply | undefined;
+        while (Date.now() < deadline) {
+          last = await server.request("GET", HEALTH);
+          if (last.status === 200) break;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        assert(last, "a reply");
+        healthy(last, "after thawing");
+        assertStatus(
+          await server.request("GET", "/api/v1/schemas", { token }),
+          200,
+          "schemas after thawing",
+        );
+      });
+
+      await t.step("database stopped: 503 down, fast", async () => {
+        await cluster.stop();
+        for (let i = 0; i < 3; i++) {
+          const { r, ms } = await timed(server);
+          assertStatus(r, 503, `check ${i} while down`);
+          assert(r.body, "a JSON envelope");
+          assertEquals(r.body.status, 503, "envelope status");
+          assert(r.error !== "", "an error message");
+          assertEquals(r.data?.status, "down", "data.status");
+          assertEquals(r.data?.database, "down", "data.database");
+          assertEquals(r.data?.version, "0.3.7", "version while down");
+          assert(
+            Number.isInteger(r.data?.uptime) && r.data.uptime >= 0,
+            "uptime while down",
+          );
+          assert(ms < 2000, `check ${i} answered in ${Math.round(ms)} ms`);
+          assert(
+            !/ECONNREFUSED|postgres|at .*\.ts:\d+/i.test(r.error),
+            `no internals in the error: ${r.error}`,
+          );
+        }
+        // HEAD too.
+        const res = await fetch(server.url + HEALTH, { method: "HEAD" });
+        assertEquals([res.status, await res.text()], [503, ""], "HEAD down");
+        // Other routes fail cleanly, the server keeps answering.
+        const r = await server.request("GET", "/api/v1/schemas", { token });
+        assert(r.status >= 500, `a route needing the database: ${r.status}`);
+        assert(
+          !/at .*\.ts:\d+|ECONNREFUSED|SELECT/i.test(r.text),
+          `no internals: ${r.text.slice(0, 300)}`,
+        );
+      });
+
+      await t.step("database back: health answers ok again", async () => {
+        await cluster.start();
+        const deadline = Date.now() + 15_000;
+        let last: Reply | undefined;
+        while (Date.now() < deadline) {
+          last = await server.request("GET", HEALTH);
+          if (last.status === 200) break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        assert(last, "a reply");
+        healthy(last, "after the restart (postgres.js reconnects)");
+        const { r, ms } = await timed(server);
+        healthy(r, "again");
+        assert(ms < 1000, `fast again: ${Math.round(ms)} ms`);
+        // The app works again beyond the health check.
+        const schemas = await server.request("GET", "/api/v1/schemas", {
+          token,
+        });
+        assertStatus(schemas, 200, "schemas after recovery");
+      });
+    } finally {
+      await s?.close().catch(() => {});
+      await cluster.destroy();
+    }
+  },
+});
