@@ -173,31 +173,34 @@ export class LogStore {
       e.data ? JSON.stringify(e.data) : null,
     ]);
     const cols = COLUMNS.map((c) => `"${c}"`).join(", ");
-    const pg = this.storage.dialect.name === "postgres";
-    const pick = COLUMNS.map((_, i) =>
-      pg ? `r->>${i}` : `json_extract(value, '$[${i}]')`
-    );
-    const typed = pick.map((expr, i) =>
-      pg && ["level_n", "status"].includes(COLUMNS[i])
-        ? `(${expr})::bigint`
-        : pg && COLUMNS[i] === "duration_ms"
-        ? `(${expr})::double precision`
-        : expr
-    );
-    const sql = pg
-      ? `INSERT INTO "mb_logs" (${cols}) SELECT ${
-        typed.join(", ")
-      } FROM jsonb_array_elements(?::jsonb) AS r`
-      : `INSERT INTO "mb_logs" (${cols}) SELECT ${
-        typed.join(", ")
-      } FROM json_each(?)`;
-    for (let i = 0; i < rows.length; i += 1000) {
-      const chunk = rows.slice(i, i + 1000);
-      // postgres.js serializes a jsonb parameter itself; SQLite takes the JSON text.
-      await this.storage.run(sql, [
-        pg ? chunk as unknown as SqlValue : JSON.stringify(chunk),
-      ]);
+    if (this.storage.dialect.name === "postgres") {
+      // One JSON parameter per batch: one round trip, unpacked by the server.
+      const typed = COLUMNS.map((c, i) =>
+        c === "level_n" || c === "status"
+          ? `(r->>${i})::bigint`
+          : c === "duration_ms"
+          ? `(r->>${i})::double precision`
+          : `r->>${i}`
+      );
+      const sql =
+        `INSERT INTO "mb_logs" (${cols}) SELECT ${typed.join(", ")} FROM jsonb_array_elements(?::jsonb) AS r`;
+      for (let i = 0; i < rows.length; i += 1000) {
+        // postgres.js serializes a jsonb parameter itself.
+        await this.storage.run(sql, [rows.slice(i, i + 1000) as unknown as SqlValue]);
+      }
+      return;
     }
+    // SQLite: multi-row VALUES in one transaction (the statement is cached per chunk size).
+    const row = `(${COLUMNS.map(() => "?").join(", ")})`;
+    await this.storage.transaction(async (tx) => {
+      for (let i = 0; i < rows.length; i += 100) {
+        const chunk = rows.slice(i, i + 100);
+        await tx.run(
+          `INSERT INTO "mb_logs" (${cols}) VALUES ${chunk.map(() => row).join(", ")}`,
+          chunk.flat() as SqlValue[],
+        );
+      }
+    });
   }
 
   /** Reads a page, newest first. */
