@@ -116,5 +116,20 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
       });
     },
   });
+  for (const { file, setup } of core.scripts.setups) {
+    try {
+      await setup(app);
+    } catch (err) {
+      await core.close();
+      throw new Error(
+        `Cannot run setup() of ${file}: ${
+          err instanceof Error ? err.message : err
+        }`,
+      );
+    }
+  }
+  if (core.scripts.files.length > 0) {
+    core.log.info("scripts loaded", { files: core.scripts.files });
+  }
   return app;
 }

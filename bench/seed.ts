@@ -32,8 +32,8 @@ export async function seed(config: AppConfig, count = 10_000): Promise<Seeded> {
       type: "base",
       fields: [
         { name: "title", type: "string", required: true },
-        { name: "n", type: "int" },
-        { name: "tag", type: "string" },
+        { name: "n", type: "int", index: true },
+        { name: "tag", type: "string", index: true },
       ],
       rules: { list: PUBLIC, get: PUBLIC, add: PUBLIC, update: PUBLIC },
     });

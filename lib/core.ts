@@ -27,6 +27,7 @@ import { sweepAll } from "./files/sweep.ts";
 import { Logger } from "./logs/logger.ts";
 import { LogStore } from "./logs/store.ts";
 import { checkRuleExpr } from "./rules/check.ts";
+import { loadScripts, type Scripts } from "./scripts.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** Moonbase's version (from deno.json). */
@@ -42,6 +43,8 @@ export interface Core {
   readonly limiter: LoginLimiter;
   readonly files: FileStore;
   readonly log: Logger;
+  /** Extension scripts loaded from `--scriptsDir`. */
+  readonly scripts: Scripts;
   readonly logs: LogStore;
   readonly startedAt: number;
   /** One-time token for `POST /api/v1/sys/admins/setup`, while no admin exists. */
@@ -109,7 +112,13 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     await prune();
     const pruner = setInterval(prune, 60_000);
     const files = new FileStore(config.dataDir);
-    const schemas = new Registry(storage, checkRuleExpr, files);
+    const scripts = await loadScripts(config.scriptsDir);
+    const helperNames = new Set(scripts.helpers.keys());
+    const schemas = new Registry(
+      storage,
+      (expr) => checkRuleExpr(expr, helperNames),
+      files,
+    );
     await schemas.load();
     // Another instance on the same PostgreSQL may have uploads in flight: spare recent files.
     await sweepAll(
@@ -153,6 +162,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       files,
       log,
       logs,
+      scripts,
       startedAt: Date.now(),
       setupToken,
       notices,

@@ -34,7 +34,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   dashboardRoutes(r);
   schemaRoutes(r);
   const rules = new ExpressionRules(
-    new Map(),
+    core.scripts.helpers,
     (err) =>
       core.log.warn("rule expression failed", {
         error: err instanceof Error ? err.message : String(err),

@@ -182,11 +182,14 @@ export class LogStore {
           ? `(r->>${i})::double precision`
           : `r->>${i}`
       );
-      const sql =
-        `INSERT INTO "mb_logs" (${cols}) SELECT ${typed.join(", ")} FROM jsonb_array_elements(?::jsonb) AS r`;
+      const sql = `INSERT INTO "mb_logs" (${cols}) SELECT ${
+        typed.join(", ")
+      } FROM jsonb_array_elements(?::jsonb) AS r`;
       for (let i = 0; i < rows.length; i += 1000) {
         // postgres.js serializes a jsonb parameter itself.
-        await this.storage.run(sql, [rows.slice(i, i + 1000) as unknown as SqlValue]);
+        await this.storage.run(sql, [
+          rows.slice(i, i + 1000) as unknown as SqlValue,
+        ]);
       }
       return;
     }
@@ -196,7 +199,9 @@ export class LogStore {
       for (let i = 0; i < rows.length; i += 100) {
         const chunk = rows.slice(i, i + 100);
         await tx.run(
-          `INSERT INTO "mb_logs" (${cols}) VALUES ${chunk.map(() => row).join(", ")}`,
+          `INSERT INTO "mb_logs" (${cols}) VALUES ${
+            chunk.map(() => row).join(", ")
+          }`,
           chunk.flat() as SqlValue[],
         );
       }

@@ -64,7 +64,7 @@ export function fieldIndexSql(schema: EntitySchema, field: FieldDef): string[] {
         ident(uniqueIndexOf(schema, field))
       } ON ${table} (${col})`,
     );
-  } else if (field.type === "relation") {
+  } else if (field.type === "relation" || field.index) {
     out.push(
       `CREATE INDEX ${ident(relationIndexOf(field))} ON ${table} (${col})`,
     );

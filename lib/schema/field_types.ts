@@ -233,6 +233,7 @@ export const COMMON_KEYS: readonly string[] = [
   "unique",
   "default",
   "system",
+  "index",
 ];
 
 /** True when `type` names a field type. */

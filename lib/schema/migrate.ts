@@ -203,7 +203,7 @@ function planFields(
         }`,
       );
     }
-    if (next.unique !== old.unique) {
+    if (next.unique !== old.unique || !!next.index !== !!old.index) {
       statements.push(...dropIndexes(schema, old));
       statements.push(...fieldIndexSql(schema, next));
     }
@@ -224,7 +224,9 @@ function planFields(
 function dropIndexes(schema: EntitySchema, f: FieldDef): string[] {
   const out: string[] = [];
   if (f.unique) out.push(dropIndexSql(uniqueIndexOf(schema, f)));
-  if (f.type === "relation") out.push(dropIndexSql(relationIndexOf(f)));
+  if (f.type === "relation" || f.index) {
+    out.push(dropIndexSql(relationIndexOf(f)));
+  }
   return out;
 }
 

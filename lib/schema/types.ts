@@ -30,6 +30,8 @@ export interface FieldDef {
   type: FieldType;
   required: boolean;
   unique: boolean;
+  /** A plain index (for filters and sorts); relations always have one. */
+  index?: boolean;
   default?: unknown;
   min?: number;
   max?: number;

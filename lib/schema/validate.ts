@@ -150,6 +150,12 @@ export function validateField(
     required: optBool(raw, "required", where),
     unique: optBool(raw, "unique", where),
   };
+  if (optBool(raw, "index", where)) {
+    if (!spec.uniqueable) {
+      fail(`Cannot accept ${where}.index: not for type ${raw.type}`);
+    }
+    field.index = true;
+  }
   if (field.unique && !spec.uniqueable) {
     fail(`Cannot accept ${where}.unique: not for type ${raw.type}`);
   }
