@@ -480,6 +480,11 @@ forEachDb(
           assertEquals(hits.length, 1, "one rate-limit entry for the flood IP");
           assertEquals(hits[0].level, "warn", "rate limit hit is warn");
           assert(/rate.?limit/i.test(hits[0].message), hits[0].message);
+          assertEquals(
+            (hits[0].data as Record<string, unknown>).request_id,
+            r.headers.get("x-request-id"),
+            "the rate-limit entry names the 429 request",
+          );
           const floodFailed = page(
             await getLogs(s, admin, { search: "failed login", limit: "1000" }),
             "failed logins",
@@ -539,6 +544,28 @@ forEachDb(
           "the body value is not logged",
         );
       });
+
+      await t.step(
+        "entries reach the store within a second, no flush",
+        async () => {
+          const r = await s.request("GET", "/api/v1/health", {
+            headers: { "x-request-id": "logtest-batched" },
+          });
+          assertStatus(r, 200, "health");
+          const t0 = Date.now();
+          let found = false;
+          while (!found && Date.now() - t0 < 1500) {
+            await new Promise((res) => setTimeout(res, 100));
+            const rows = await s.app.logs.storage.query(
+              `SELECT "id" FROM "mb_logs" WHERE "request_id" = ?`,
+              ["logtest-batched"],
+            );
+            found = rows.length === 1;
+          }
+          assert(found, "the entry was written by the background flush");
+          assert(Date.now() - t0 < 1200, `written in ${Date.now() - t0} ms`);
+        },
+      );
 
       await t.step("default level: debug entries are not stored", async () => {
         assert(!s.app.log.enabled("debug"), "debug off by default");

@@ -77,9 +77,26 @@ function toDollar(sql: string): string {
 
 type Sql = postgres.Sql | postgres.TransactionSql;
 
+const CONNECTION_ERRORS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "57P01",
+  "57P03",
+]);
+
 /** PostgreSQL cannot store NUL characters in text: a clear 400 instead of a 500. */
 function clientError(err: unknown): unknown {
   const code = (err as { code?: string }).code;
+  if (code && CONNECTION_ERRORS.has(code)) {
+    return new MoonbaseError(
+      "unavailable",
+      "Cannot reach the database: try again later",
+    );
+  }
   if (code === "22021" || code === "22P05" || code === "22P02") {
     return new MoonbaseError(
       "invalid",
@@ -173,7 +190,11 @@ export class PostgresStorage implements Storage {
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return await this.#sql.begin((tx) => fn(queryable(tx))) as T;
+    try {
+      return await this.#sql.begin((tx) => fn(queryable(tx))) as T;
+    } catch (err) {
+      throw clientError(err);
+    }
   }
 
   async ping(): Promise<void> {

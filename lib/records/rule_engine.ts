@@ -14,7 +14,8 @@ import type { Operation } from "../schema/types.ts";
 import type { Expr } from "../rules/ast.ts";
 import { RuleSyntaxError } from "../rules/ast.ts";
 import { parseExpression, readsRecord } from "../rules/parser.ts";
-import { type RuleHelpers, test } from "../rules/evaluate.ts";
+import { evaluate, type RuleHelpers, test } from "../rules/evaluate.ts";
+import { truthy } from "../rules/values.ts";
 import { compileToSql, type SqlContext } from "../rules/to_sql.ts";
 import type { RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
@@ -94,7 +95,8 @@ export class ExpressionRules implements RuleEngine {
     scope: { auth: AuthValue; req: RuleRequest; record?: RecordData },
   ): boolean {
     try {
-      return test(ast, scope, this.#helpers);
+      // evaluate() (not test()) so that failures reach the log before denying.
+      return truthy(evaluate(ast, scope, this.#helpers));
     } catch (err) {
       this.#onError(err);
       return false;
