@@ -73,6 +73,18 @@ export async function limitedLogin(
   }
 }
 
+/**
+ * The entity of a legacy refresh/logout comes from the token; it must pass
+ * the same checks as the scoped path (admins keep their own routes too).
+ */
+async function legacyEntity(
+  core: Core,
+  header: string | null,
+): Promise<Entity> {
+  const { entity } = await core.sessions.session(header);
+  return entity.isSystem ? entity : authEntity(core, entity.name);
+}
+
 /** Registers the auth routes. */
 export function authRoutes(r: Router<Handler<Core>>): void {
   r.add(
@@ -111,13 +123,14 @@ export function authRoutes(r: Router<Handler<Core>>): void {
       );
     }, "legacy"));
   r.add("POST", "/api/v1/auth/refresh", async (ctx) => {
-    return json(
-      200,
-      await ctx.app.sessions.refresh(ctx.req.headers.get("authorization")),
-    );
+    const header = ctx.req.headers.get("authorization");
+    const entity = await legacyEntity(ctx.app, header);
+    return json(200, await ctx.app.sessions.refresh(header, entity));
   });
   r.add("POST", "/api/v1/auth/logout", async (ctx) => {
-    await ctx.app.sessions.logout(ctx.req.headers.get("authorization"));
+    const header = ctx.req.headers.get("authorization");
+    const entity = await legacyEntity(ctx.app, header);
+    await ctx.app.sessions.logout(header, entity);
     return json(200, null);
   });
   r.add("POST", "/api/v1/auth/setup/admin", setupAdmin);

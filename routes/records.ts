@@ -102,6 +102,14 @@ export function recordRoutes(
       auth,
       ruleRequest(ctx, write.body),
     );
+    if (entity.type === "auth" && Object.hasOwn(write.body, "password")) {
+      // A new password ends the user's other sessions (the caller's own token stays valid).
+      await ctx.app.sessions.revokeOthers(
+        entity,
+        String(rec.id),
+        ctx.req.headers.get("authorization"),
+      );
+    }
     return json(200, rec);
   });
   r.add("DELETE", `${base}/:id`, async (ctx) => {

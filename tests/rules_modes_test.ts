@@ -1,11 +1,14 @@
 /**
  * The rule-mode table (spec §2.3, DESIGN "Access rules"): every operation
  * (list, get, add, update, delete) under every mode (public, auth, "" =
- * admin-only, custom `true`, custom `false`) for every kind of caller (guest,
- * a user of the entity itself, a user of another auth entity, an admin), on a
- * `base` and on an `auth` entity, on both databases. Each cell checks the
- * status and the data: list items, the record read, the record created or
- * updated (and stored), and that a refused write changed nothing.
+ * admin-only, custom `true`, custom `false`, and the cookbook's custom
+ * `auth.entity == "<the self caller's entity>"`) for every kind of caller
+ * (guest, a user of this auth entity, a user of another auth entity, an
+ * admin), on a `base` entity (callers from the auth entities `members` and
+ * `outsiders`) and on an `auth` entity (the "self" caller is one of its own
+ * users), on both databases. Each cell checks the status and the data: list
+ * items, the record read, the record created or updated (and stored), and
+ * that a refused write changed nothing / a refused delete kept the record.
  *
  * @module
  */
@@ -28,6 +31,8 @@ interface RuleMode {
   /** Used in entity names and step names. */
   label: string;
   rule: { mode: string; expr: string };
+  /** For rules naming the caller's auth entity: the expression per entity. */
+  exprFor?: (kind: Kind, entity: string) => string;
 }
 
 const MODES: readonly RuleMode[] = [
@@ -36,6 +41,13 @@ const MODES: readonly RuleMode[] = [
   { label: "admin", rule: { mode: "", expr: "" } },
   { label: "true", rule: { mode: "custom", expr: "true" } },
   { label: "false", rule: { mode: "custom", expr: "false" } },
+  // Cookbook "users of one auth entity only": the self caller's entity.
+  {
+    label: "entity",
+    rule: { mode: "custom", expr: "" },
+    exprFor: (kind, entity) =>
+      `auth.entity == "${kind === "base" ? "members" : entity}"`,
+  },
 ];
 const OPS: readonly Op[] = ["list", "get", "add", "update", "delete"];
 const CALLERS: readonly Caller[] = ["guest", "self", "other", "admin"];
@@ -51,6 +63,8 @@ function expectedDenial(mode: RuleMode, caller: Caller): 0 | 401 | 403 {
       return 0;
     case "auth":
       return caller === "guest" ? 401 : 0;
+    case "entity":
+      return caller === "guest" ? 401 : caller === "other" ? 403 : 0;
     default: // "" (admin-only) and custom false
       return caller === "guest" ? 401 : 403;
   }
@@ -236,7 +250,10 @@ forEachDb("rule modes table", async (t, db) => {
           const cells = new Cells();
           const entity = `${kind}_${mode.label}`;
           const path = `/api/v1/entities/${entity}`;
-          const rules = Object.fromEntries(OPS.map((op) => [op, mode.rule]));
+          const rule = mode.exprFor
+            ? { mode: "custom", expr: mode.exprFor(kind, entity) }
+            : mode.rule;
+          const rules = Object.fromEntries(OPS.map((op) => [op, rule]));
           const r = await s.request("POST", "/api/v1/schemas", {
             token: admin,
             body: kind === "base"
@@ -257,7 +274,7 @@ forEachDb("rule modes table", async (t, db) => {
           if (
             JSON.stringify(r.data.rules) !==
               JSON.stringify(
-                Object.fromEntries(OPS.map((op) => [op, mode.rule])),
+                rules,
               )
           ) {
             throw new Error(

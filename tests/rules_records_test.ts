@@ -181,7 +181,11 @@ forEachDb("rules reading record, req and auth", async (t, db) => {
     await schema(s, admin, {
       name: "users",
       type: "auth",
-      fields: [{ name: "role", type: "string" }],
+      fields: [
+        { name: "role", type: "string" },
+        { name: "team", type: "string" },
+        { name: "projects", type: "json" },
+      ],
       rules: { get: { mode: "auth", expr: "" } },
     });
     const alice = await seedUser(s, "users", {
@@ -603,6 +607,58 @@ forEachDb("rules reading record, req and auth", async (t, db) => {
       });
     }
 
+    await t.step(
+      "non-SQL rule: visible rows behind 10 100 hidden ones are still reached",
+      async () => {
+        const rule = { mode: "custom", expr: "record.title.length > 3" };
+        await schema(s, admin, {
+          name: "sparse",
+          type: "base",
+          fields: [{ name: "title", type: "string" }],
+          rules: { list: rule, get: rule },
+        });
+        // 10 100 hidden rows, inserted set-based (ids sort before any UUIDv7
+        // made now), then two visible rows through the API.
+        const now = new Date().toISOString();
+        const table = tableOf("sparse");
+        const cols = ["id", "created", "updated", "title"].map((c) =>
+          columnOf(c)
+        )
+          .join(", ");
+        await s.app.storage.run(
+          s.db === "postgres"
+            ? `INSERT INTO ${table} (${cols}) SELECT '00000000-0000-7000-8000-' || lpad(i::text, 12, '0'), ?, ?, 'ab' FROM generate_series(1, 10100) AS g(i)`
+            : `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 10100) INSERT INTO ${table} (${cols}) SELECT printf('00000000-0000-7000-8000-%012d', i), ?, ?, 'ab' FROM c`,
+          [now, now],
+        );
+        const a = await s.request(
+          "GET",
+          "/api/v1/entities/sparse?count=true&limit=1",
+          {
+            token: admin,
+          },
+        );
+        eq(a.data.total, 10100, "hidden rows inserted");
+        const v1 = await create(s, admin, "sparse", { title: "visible one" });
+        const v2 = await create(s, admin, "sparse", { title: "visible two" });
+        const first = await s.request(
+          "GET",
+          "/api/v1/entities/sparse?count=true",
+          {
+            token: tBob,
+          },
+        );
+        status(first, 200, "first page");
+        eq((first.data as Page).total, 2, "total counts the visible rows");
+        const got = await allPages(s, tBob, "sparse", "count=true", 50);
+        eq(
+          ids(got),
+          [v1.id, v2.id],
+          "walking the pages reaches both visible rows",
+        );
+      },
+    );
+
     // ---- req.body (pitfall 10) --------------------------------------------
     await t.step("req.body rules see the JSON body", async () => {
       await schema(s, admin, {
@@ -970,6 +1026,143 @@ forEachDb("rules reading record, req and auth", async (t, db) => {
         "bob gets his draft",
       );
     });
+
+    // ---- cookbook rules over the caller's record -----------------------------
+    await t.step(
+      "auth.user changes apply at once (verified, role)",
+      async () => {
+        const rule = {
+          mode: "custom",
+          expr: 'auth.user.verified == true && auth.user.role == "editor"',
+        };
+        await schema(s, admin, {
+          name: "vip",
+          type: "base",
+          fields: [{ name: "title", type: "string" }],
+          rules: { list: rule, get: rule },
+        });
+        const v = await create(s, admin, "vip", {
+          title: "for verified editors",
+        });
+        status(
+          await s.request("GET", "/api/v1/entities/vip", { token: tCarol }),
+          403,
+          "unverified editor",
+        );
+        const p = await s.request(
+          "PATCH",
+          `/api/v1/entities/users/${carol.id}`,
+          {
+            token: admin,
+            body: { verified: true },
+          },
+        );
+        status(p, 200, "admin verifies carol");
+        eq(p.data.verified, true, "verified stored");
+        const l = await s.request("GET", "/api/v1/entities/vip", {
+          token: tCarol,
+        });
+        status(l, 200, "verified editor, same token");
+        eq(ids((l.data as Page).items), [v.id], "vip items");
+        status(
+          await s.request("GET", `/api/v1/entities/vip/${v.id}`, {
+            token: tBob,
+          }),
+          403,
+          "unverified writer",
+        );
+        const demote = await s.request(
+          "PATCH",
+          `/api/v1/entities/users/${carol.id}`,
+          {
+            token: admin,
+            body: { role: "writer" },
+          },
+        );
+        status(demote, 200, "admin demotes carol");
+        status(
+          await s.request("GET", "/api/v1/entities/vip", { token: tCarol }),
+          403,
+          "demoted, same token",
+        );
+      },
+    );
+
+    await t.step(
+      "team and project membership (record vs auth.user)",
+      async () => {
+        const setUser = async (u: Rec, body: Record<string, unknown>) => {
+          const r = await s.request("PATCH", `/api/v1/entities/users/${u.id}`, {
+            token: admin,
+            body,
+          });
+          status(r, 200, `set ${JSON.stringify(body)}`);
+        };
+        await setUser(alice, { team: "red", projects: ["p1", "p3"] });
+        await setUser(bob, { team: "blue", projects: ["p2"] });
+        await setUser(carol, { team: null, projects: null });
+        const users: [string, string, string | null, string[] | null][] = [
+          ["alice", tAlice, "red", ["p1", "p3"]],
+          ["bob", tBob, "blue", ["p2"]],
+          ["carol", tCarol, null, null],
+        ];
+        for (
+          const [name, expr] of [
+            ["tasks", "record.team == auth.user.team"],
+            [
+              "tasks_js",
+              "record.team == auth.user.team && record.title.length > 0",
+            ],
+            ["pdocs", "auth.user.projects.includes(record.project)"],
+            [
+              "pdocs_js",
+              "auth.user.projects.includes(record.project) && record.title.length > 0",
+            ],
+          ]
+        ) {
+          const rule = { mode: "custom", expr };
+          await schema(s, admin, {
+            name,
+            type: "base",
+            fields: [
+              { name: "title", type: "string" },
+              { name: "team", type: "string" },
+              { name: "project", type: "string" },
+            ],
+            rules: { list: rule, get: rule },
+          });
+          const rows: Rec[] = [];
+          for (let i = 0; i < 12; i++) {
+            rows.push(
+              await create(s, admin, name, {
+                title: `t${i}`,
+                team: ["red", "blue", null][i % 3],
+                project: ["p1", "p2", "p3", "p4"][i % 4],
+              }),
+            );
+          }
+          for (const [who, token, team, projects] of users) {
+            // JavaScript semantics: null == null, and null.includes(…) is no match.
+            const expected = rows.filter((r) =>
+              name.startsWith("tasks")
+                ? r.team === team ||
+                  (r.team === null && team === null)
+                : projects !== null && projects.includes(r.project as string)
+            );
+            const got = await allPages(s, token, name, "count=true", 2);
+            eq(ids(got), ids(expected), `${name} as ${who}`);
+            const hidden = rows.find((r) => !expected.includes(r))!;
+            status(
+              await s.request("GET", `/api/v1/entities/${name}/${hidden.id}`, {
+                token,
+              }),
+              404,
+              `${name}: ${who} gets a hidden row`,
+            );
+          }
+        }
+      },
+    );
 
     await t.step("server still healthy", async () => {
       const h = await s.request("GET", "/api/v1/health");

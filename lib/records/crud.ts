@@ -11,7 +11,6 @@ import {
   physicalName,
   type Queryable,
   type Row,
-  type SqlValue,
   type Storage,
 } from "../db/storage.ts";
 import { columnOf, tableOf, uniqueIndexOf } from "../schema/ddl.ts";
@@ -25,25 +24,7 @@ import {
   encodeValues,
   type RecordData,
 } from "./codec.ts";
-import {
-  afterWhere,
-  cursorOf,
-  encodeCursor,
-  type ListOptions,
-  orderBy,
-  orderKeys,
-  type Where,
-} from "./list_query.ts";
-
-/** A page of records. */
-export interface ListResult {
-  items: RecordData[];
-  items_count: number;
-  limit: number;
-  has_more: boolean;
-  cursor: string | null;
-  total?: number;
-}
+import type { Where } from "./list_query.ts";
 
 /** Hooks an operation may carry. */
 export interface OpOptions {
@@ -75,7 +56,7 @@ export type RefsOf = (entity: string) => RelationRef[];
 const selects = new WeakMap<EntitySchema, string>();
 
 /** The column list of an entity's SELECTs (cached per schema object). */
-function selectList(schema: EntitySchema): string {
+export function selectList(schema: EntitySchema): string {
   let s = selects.get(schema);
   if (s === undefined) {
     s = schema.type === "view"
@@ -355,97 +336,4 @@ export async function deleteRecord(
   } catch (err) {
     throw constraintError(store, schema, err);
   }
-}
-
-/** Lists a page of records. */
-export async function listRecords(
-  store: Storage,
-  schema: EntitySchema,
-  opts: ListOptions,
-  hooks: OpOptions = {},
-): Promise<ListResult> {
-  const keys = orderKeys(opts.sort);
-  const conds: string[] = [];
-  const params: SqlValue[] = [];
-  if (hooks.where) {
-    conds.push(`(${hooks.where.sql})`);
-    params.push(...hooks.where.params);
-  }
-  const base = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
-  const baseParams = [...params];
-  if (opts.after) {
-    const w = afterWhere(keys, opts.after);
-    conds.push(`(${w.sql})`);
-    params.push(...w.params);
-  }
-  const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
-  const table = tableOf(schema.name);
-  const items: RecordData[] = [];
-  let last: Row | undefined;
-  let hasMore = false;
-  // Per-row checks (rules the database cannot run) may drop rows: scan a bounded number of batches.
-  let scanned = 0;
-  let cursorWhere = where, cursorParams = params;
-  while (true) {
-    const batch = opts.limit + 1;
-    const rows = await store.query(
-      `SELECT ${selectList(schema)} FROM ${table}${cursorWhere} ORDER BY ${
-        orderBy(keys)
-      } LIMIT ${batch}`,
-      cursorParams,
-    );
-    for (const row of rows) {
-      const record = decodeRow(schema, row, store.dialect);
-      if (hooks.keep && !(await hooks.keep(record))) {
-        last = row;
-        continue;
-      }
-      if (items.length === opts.limit) {
-        hasMore = true;
-        break;
-      }
-      items.push(record);
-      last = row;
-    }
-    scanned += rows.length;
-    if (
-      hasMore || rows.length < batch || !hooks.keep || scanned >= 10_000 ||
-      !last
-    ) break;
-    const w = afterWhere(keys, cursorOf(keys, last));
-    cursorWhere = base ? `${base} AND (${w.sql})` : ` WHERE ${w.sql}`;
-    cursorParams = [...baseParams, ...w.params];
-  }
-  const page: ListResult = {
-    items: opts.fields ? items.map((r) => pick(r, opts.fields!)) : items,
-    items_count: items.length,
-    limit: opts.limit,
-    has_more: hasMore,
-    cursor: hasMore && last ? encodeCursor(cursorOf(keys, last)) : null,
-  };
-  if (opts.count && hooks.keep) {
-    // Rows must pass a per-row check: count them (bounded).
-    const rows = await store.query(
-      `SELECT ${selectList(schema)} FROM ${table}${base} LIMIT 10000`,
-      baseParams,
-    );
-    let n = 0;
-    for (const row of rows) {
-      if (await hooks.keep(decodeRow(schema, row, store.dialect))) n++;
-    }
-    page.total = n;
-  } else if (opts.count) {
-    const rows = await store.query(
-      `SELECT COUNT(*) AS n FROM ${table}${base}`,
-      baseParams,
-    );
-    page.total = Number(rows[0]?.n ?? 0);
-  }
-  return page;
-}
-
-function pick(record: RecordData, fields: string[]): RecordData {
-  return Object.fromEntries(
-    fields.filter((f) => Object.hasOwn(record, f)).map((f) => [f, record[f]]),
-  );
 }

@@ -12,7 +12,8 @@ import type { Registry } from "../schema/registry.ts";
 import type { Operation } from "../schema/types.ts";
 import { authorize } from "./access.ts";
 import type { RecordData } from "./codec.ts";
-import type { ListResult, OpOptions } from "./crud.ts";
+import type { OpOptions } from "./crud.ts";
+import type { ListResult } from "./list.ts";
 import { both } from "./hooks.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
@@ -44,6 +45,23 @@ export interface RuleEngine {
     auth: AuthValue,
     req: RuleRequest,
   ): OpOptions;
+}
+
+/**
+ * Only admins may set `verified` on an auth entity's records; for anyone
+ * else the key is ignored like the other read-only keys.
+ */
+function writable(
+  entity: Entity,
+  body: Record<string, unknown>,
+  auth: AuthValue,
+): Record<string, unknown> {
+  if (
+    entity.type !== "auth" || auth.type === "admin" ||
+    !Object.hasOwn(body, "verified")
+  ) return body;
+  const { verified: _ignored, ...rest } = body;
+  return rest;
 }
 
 function readOnlyCheck(entity: Entity, op: Operation): void {
@@ -149,7 +167,7 @@ export class RecordService {
   ): Promise<RecordData> {
     try {
       const hooks = this.#hooks(entity, "add", auth, req);
-      return await entity.create(write.body, {
+      return await entity.create(writable(entity, write.body, auth), {
         ...hooks,
         uploads: write.uploads,
       });
@@ -170,7 +188,7 @@ export class RecordService {
     let rec: RecordData | undefined;
     try {
       const hooks = this.#hooks(entity, "update", auth, req);
-      rec = await entity.update(id, write.body, {
+      rec = await entity.update(id, writable(entity, write.body, auth), {
         ...hooks,
         uploads: write.uploads,
       });

@@ -17,13 +17,12 @@ import {
 import {
   deleteRecord,
   insertRecord,
-  listRecords,
-  type ListResult,
   type OpOptions,
   readRow,
   type RefsOf,
   updateRecord,
 } from "../records/crud.ts";
+import { listRecords, type ListResult } from "../records/list.ts";
 import { parseListOptions } from "../records/list_query.ts";
 import { both } from "../records/hooks.ts";
 import { ExpressionRules } from "../records/rule_engine.ts";
