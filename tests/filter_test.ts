@@ -150,6 +150,24 @@ async function pages(
 const ids = (rows: readonly { id: string }[]) => rows.map((r) => r.id);
 
 // Titles with SQL (and LIKE) metacharacters, matched literally.
+const NUMERIC_TITLES = ["5", "05", " 5 ", "10", "1e1", "0x5", "true", "null"];
+
+/** JavaScript `==` (the filter language's semantics), for the oracle. */
+function loose(a: unknown, b: unknown): boolean {
+  // deno-lint-ignore eqeqeq
+  return a == b;
+}
+
+/** JavaScript `<` on any two values, for the oracle. */
+function lt(a: unknown, b: unknown): boolean {
+  return (a as number) < (b as number);
+}
+
+/** JavaScript `>=` on any two values, for the oracle. */
+function ge(a: unknown, b: unknown): boolean {
+  return (a as number) >= (b as number);
+}
+
 const NASTY = [
   "'; DROP TABLE items; --",
   '"; DROP TABLE items; --',
@@ -237,6 +255,10 @@ forEachDb("filter parameter", async (t, db) => {
       });
     }
     for (const title of NASTY) bodies.push({ title, n: 100, owner: bob.id });
+    // Titles that JavaScript converts to numbers when compared with one.
+    for (const title of NUMERIC_TITLES) {
+      bodies.push({ title, n: 0, price: 0.5, note: title });
+    }
     for (const body of bodies) {
       const r = await s.request("POST", "/api/v1/entities/items", {
         token: admin,
@@ -352,6 +374,43 @@ forEachDb("filter parameter", async (t, db) => {
         'title.includes("%") && title.length > 1',
         (r) => r.title.includes("%") && r.title.length > 1,
       ],
+      // JavaScript conversions between strings, numbers, booleans and null.
+      ["title == 5", (r) => loose(r.title, 5)],
+      ["title == 10", (r) => loose(r.title, 10)],
+      ["title != 5", (r) => !loose(r.title, 5)],
+      ["title < 6", (r) => lt(r.title, 6)],
+      [
+        "title >= 10",
+        (r) => ge(r.title, 10),
+      ],
+      ['title > "a"', (r) => lt("a", r.title)],
+      ["title == true", (r) => loose(r.title, true)],
+      ["title == null", (r) => r.title === null],
+      ['n == "abc"', (r) => loose(r.n, "abc")],
+      ['n < "x"', (r) => lt(r.n, "x")],
+      ['n == "3.0"', (r) => loose(r.n, "3.0")],
+      ['n == " 3 "', (r) => loose(r.n, " 3 ")],
+      ['n == "0x3"', (r) => loose(r.n, "0x3")],
+      ['n == ""', (r) => loose(r.n, "")],
+      ['n === "3"', () => false],
+      ["n == true", (r) => loose(r.n, true)],
+      ["n == false", (r) => loose(r.n, false)],
+      ["n > null", (r) => lt(null, r.n)],
+      ["n >= null", (r) => ge(r.n, null)],
+      ["!n", (r) => !r.n],
+      ["active == 1", (r) => loose(r.active, 1)],
+      ['active == "1"', (r) => loose(r.active, "1")],
+      ["active == 0", (r) => loose(r.active, 0)],
+      ['active == "true"', (r) => loose(r.active, "true")],
+      ["active < 1", (r) => lt(r.active, 1)],
+      ['price == "2.5"', (r) => loose(r.price, "2.5")],
+      ["price < n", (r) => lt(r.price, r.n)],
+      ["n == price", (r) => loose(r.n, r.price)],
+      ["title == note", (r) => loose(r.title, r.note)],
+      ["title != note", (r) => !loose(r.title, r.note)],
+      ["due == 0", (r) => loose(r.due, 0)],
+      ['n + "" == "3"', (r) => loose(`${r.n}`, "3")],
+      ["n - 1 < 0", (r) => lt(num(r.n) - 1, 0)],
     ];
 
     await t.step("filters select exactly what JavaScript would", async () => {

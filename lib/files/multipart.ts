@@ -85,7 +85,7 @@ function disposition(
       )
     ) {
       const k = m[1].toLowerCase(),
-        v = m[2] !== undefined ? m[2].replace(/\\(.)/g, "$1") : m[3].trim();
+        v = m[2] !== undefined ? m[2].replace(/\\(["\\])/g, "$1") : m[3].trim();
       if (k === "name") name = v;
       else if (k === "filename") filename = v;
       else if (k === "filename*") {
