@@ -736,6 +736,23 @@ forEachDb("filter parameter", async (t, db) => {
       status(huge, 400, "20000-character filter");
     });
 
+    await t.step("filter on fields not in the fields parameter", async () => {
+      const r = await s.request(
+        "GET",
+        `/api/v1/entities/items?fields=title&count=true&filter=${
+          enc("n == 3 && price != null")
+        }`,
+      );
+      status(r, 200, "fields + filter");
+      eq(
+        r.data.items,
+        all.filter((x) => x.n === 3 && x.price !== null).map((x) => ({
+          title: x.title,
+        })),
+        "only titles, of the filtered rows",
+      );
+    });
+
     await t.step(
       "empty filter is no filter; filter twice is a 400",
       async () => {

@@ -139,6 +139,8 @@ async function allPages(
   entity: string,
   params: string,
   limit: number,
+  /** Pages may be short when a per-row rule hides more rows than one page scans. */
+  partial = false,
 ): Promise<Rec[]> {
   const out: Rec[] = [];
   let after: string | null = null;
@@ -153,7 +155,9 @@ async function allPages(
     eq(page.items_count, page.items.length, "items_count");
     eq(page.limit, limit, "limit echoed");
     if (page.has_more) {
-      eq(page.items.length, limit, `a page with has_more is full (${q})`);
+      if (!partial) {
+        eq(page.items.length, limit, `a page with has_more is full (${q})`);
+      }
       if (!page.cursor) fail("has_more without cursor");
     } else eq(page.cursor, null, "last page has no cursor");
     out.push(...page.items);
@@ -471,6 +475,56 @@ forEachDb("rules reading record, req and auth", async (t, db) => {
       },
     );
 
+    await t.step("ownership rule on a view entity", async () => {
+      const rule = { mode: "custom", expr: "record.owner == auth.id" };
+      const r = await s.request("POST", "/api/v1/schemas", {
+        token: admin,
+        body: {
+          name: "note_view",
+          type: "view",
+          view_query: "SELECT id, owner, title, n FROM notes",
+          rules: { list: rule, get: rule },
+        },
+      });
+      status(r, 201, "view schema");
+      const all = await allPages(s, admin, "notes", "", 500);
+      const mine = all.filter((x) => x.owner === alice.id);
+      const got = await allPages(s, tAlice, "note_view", "count=true", 4);
+      eq(ids(got), ids(mine), "alice sees her rows through the view");
+      const c = await s.request(
+        "GET",
+        "/api/v1/entities/note_view?count=true",
+        {
+          token: tAlice,
+        },
+      );
+      eq(c.data.total, mine.length, "view total");
+      const other = all.find((x) => x.owner === bob.id)!;
+      status(
+        await s.request("GET", `/api/v1/entities/note_view/${other.id}`, {
+          token: tAlice,
+        }),
+        404,
+        "bob's row through the view",
+      );
+      const own = await s.request(
+        "GET",
+        `/api/v1/entities/note_view/${mine[0].id}`,
+        {
+          token: tAlice,
+        },
+      );
+      status(own, 200, "own row through the view");
+      eq(own.data.title, mine[0].title, "view row");
+      status(
+        await s.request("DELETE", `/api/v1/entities/note_view/${mine[0].id}`, {
+          token: tAlice,
+        }),
+        405,
+        "views are read-only",
+      );
+    });
+
     // ---- rules the SQL compiler does not take ----------------------------
     const RULES_JS: readonly [string, string, (r: Rec) => boolean][] = [
       [
@@ -659,7 +713,7 @@ forEachDb("rules reading record, req and auth", async (t, db) => {
         }
         let got: Rec[] = [];
         try {
-          got = await allPages(s, tBob, "sparse", "", 50);
+          got = await allPages(s, tBob, "sparse", "", 50, true);
         } catch (err) {
           problems.push(String(err));
         }

@@ -29,6 +29,37 @@ export interface ListResult {
   total?: number;
 }
 
+/** Rows a page may scan when a per-row check hides rows. */
+export const MAX_SCAN = 10_000;
+
+/** Counts rows passing a per-row check, in id-ordered batches (exact, no row held twice). */
+async function countKept(
+  store: Storage,
+  schema: EntitySchema,
+  base: string,
+  params: SqlValue[],
+  keep: (r: RecordData) => boolean | Promise<boolean>,
+): Promise<number> {
+  let n = 0, after: string | undefined;
+  const table = tableOf(schema.name);
+  while (true) {
+    const cond = after === undefined
+      ? base
+      : `${base ? `${base} AND` : " WHERE"} "id" > ?`;
+    const rows = await store.query(
+      `SELECT ${
+        selectList(schema)
+      } FROM ${table}${cond} ORDER BY "id" LIMIT 1000`,
+      after === undefined ? params : [...params, after],
+    );
+    for (const row of rows) {
+      if (await keep(decodeRow(schema, row, store.dialect))) n++;
+    }
+    if (rows.length < 1000) return n;
+    after = String(rows[rows.length - 1].id);
+  }
+}
+
 /** Lists a page of records. */
 export async function listRecords(
   store: Storage,
@@ -80,10 +111,12 @@ export async function listRecords(
       last = row;
     }
     scanned += rows.length;
-    if (
-      hasMore || rows.length < batch || !hooks.keep || scanned >= 10_000 ||
-      !last
-    ) break;
+    if (hasMore || rows.length < batch || !hooks.keep || !last) break;
+    if (scanned >= MAX_SCAN) {
+      // Bounded work per page: stop here and let the client continue from the last scanned row.
+      hasMore = true;
+      break;
+    }
     const w = afterWhere(keys, cursorOf(keys, last));
     cursorWhere = base ? `${base} AND (${w.sql})` : ` WHERE ${w.sql}`;
     cursorParams = [...baseParams, ...w.params];
@@ -96,16 +129,7 @@ export async function listRecords(
     cursor: hasMore && last ? encodeCursor(cursorOf(keys, last)) : null,
   };
   if (opts.count && hooks.keep) {
-    // Rows must pass a per-row check: count them (bounded).
-    const rows = await store.query(
-      `SELECT ${selectList(schema)} FROM ${table}${base} LIMIT 10000`,
-      baseParams,
-    );
-    let n = 0;
-    for (const row of rows) {
-      if (await hooks.keep(decodeRow(schema, row, store.dialect))) n++;
-    }
-    page.total = n;
+    page.total = await countKept(store, schema, base, baseParams, hooks.keep);
   } else if (opts.count) {
     const rows = await store.query(
       `SELECT COUNT(*) AS n FROM ${table}${base}`,
