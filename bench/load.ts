@@ -84,6 +84,8 @@ async function runWrk(
       String(connections),
       "-d",
       `${seconds}s`,
+      "--timeout",
+      "30s",
       "-s",
       script,
       base + t.path,

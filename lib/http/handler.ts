@@ -18,6 +18,20 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 let seq = 0;
 const prefix = crypto.randomUUID().slice(0, 8);
 
+/**
+ * The (still percent-encoded) path of an absolute request URL, without
+ * query or fragment; cheaper than `new URL()` on every request.
+ */
+export function pathOf(href: string): string {
+  const start = href.indexOf("/", href.indexOf("//") + 2);
+  if (start < 0) return "/";
+  let end = href.length;
+  const q = href.indexOf("?", start), h = href.indexOf("#", start);
+  if (q >= 0) end = q;
+  if (h >= 0 && h < end) end = h;
+  return href.slice(start, end);
+}
+
 /** Connection info as `Deno.serve` gives it (optional for in-process calls). */
 export type ConnInfo = { remoteAddr?: { hostname?: string } } | undefined;
 
@@ -58,7 +72,7 @@ export function createHandler(
       : `${prefix}-${(++seq).toString(36)}`;
     let res: Response;
     const started = performance.now();
-    const url = new URL(req.url);
+    const path = pathOf(req.url);
     const seen: Seen = {};
     const ip = clientIp(req, info, core.config.trustProxy);
     if (
@@ -68,12 +82,11 @@ export function createHandler(
       res = cors.preflight(req);
     } else {
       try {
-        res = await dispatch(core, router, req, url, requestId, ip, seen);
+        res = await dispatch(core, router, req, path, requestId, ip, seen);
       } catch (err) {
         res = errorResponse(
           err,
-          (e) =>
-            report(e, { method: req.method, path: url.pathname, requestId }),
+          (e) => report(e, { method: req.method, path, requestId }),
         );
       }
     }
@@ -100,9 +113,9 @@ export function createHandler(
       core.log.write({
         level,
         type: "request",
-        message: `${req.method} ${url.pathname.slice(0, 300)} ${status}`,
+        message: `${req.method} ${path.slice(0, 300)} ${status}`,
         method: req.method,
-        path: url.pathname.slice(0, 500),
+        path: path.slice(0, 500),
         status,
         duration_ms: Math.round((performance.now() - started) * 100) / 100,
         ip,
@@ -129,17 +142,20 @@ async function dispatch(
   core: Core,
   router: Router<Handler<Core>>,
   req: Request,
-  url: URL,
+  path: string,
   requestId: string,
   ip: string,
   seen: Seen,
 ): Promise<Response> {
-  const match = router.match(req.method, url.pathname);
+  const match = router.match(req.method, path);
+  let url: URL | undefined;
   if (match.kind === "found") {
     let auth: Promise<AuthValue> | undefined;
     const ctx: Context<Core> = {
       req,
-      url,
+      get url() {
+        return url ??= new URL(req.url);
+      },
       params: match.params,
       app: core,
       requestId,
@@ -154,7 +170,7 @@ async function dispatch(
   if (match.kind === "method_not_allowed") {
     throw new MoonbaseError(
       "method_not_allowed",
-      `Cannot ${req.method} ${url.pathname.slice(0, 200)}: method not allowed`,
+      `Cannot ${req.method} ${path.slice(0, 200)}: method not allowed`,
       null,
       {
         Allow: match.allow.join(", "),
@@ -163,9 +179,9 @@ async function dispatch(
   }
   if (
     (req.method === "GET" || req.method === "HEAD") && core.config.publicDir &&
-    !url.pathname.startsWith("/api/")
+    !path.startsWith("/api/")
   ) {
-    const res = await serveStatic(core.config.publicDir, req, url.pathname);
+    const res = await serveStatic(core.config.publicDir, req, path);
     if (res) return res;
   }
   throw new MoonbaseError("not_found", "Route Not Found");
