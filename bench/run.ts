@@ -155,6 +155,28 @@ async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
   for (const s of scenarios(seeded, token, cursor)) {
     await measure(s.name, s.target);
   }
+  if (db === "sqlite") {
+    // The ceiling: the same SQLite work in a bare handler (see bench/floor.ts).
+    const floor = await start([
+      "run",
+      "-A",
+      "bench/floor.ts",
+      `${dataDir}/moonbase.db`,
+    ]);
+    const f = `http://127.0.0.1:${floor.port}`;
+    await measure("bare handler: GET by id", {
+      method: "GET",
+      path: `/items/${seeded.itemId}`,
+    }, f);
+    await measure("bare handler: list 50", { method: "GET", path: "/list" }, f);
+    await measure("bare handler: create", {
+      method: "POST",
+      path: "/create",
+      headers: { "content-type": "application/json" },
+      body: '{"title":"bench","n":1,"tag":"x"}',
+    }, f);
+    await stop(floor);
+  }
   rows.push({ db, name: "idle RSS (MB)", value: idleRss });
   // Logging off, for the "logging costs < 10%" check.
   await stop(mb);
