@@ -100,7 +100,10 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     const logStorage = storage.dialect.name === "sqlite"
       ? new SqliteStorage(join(config.dataDir, "logs.db"))
       : storage;
-    const logs = new LogStore(logStorage);
+    const logs = new LogStore(
+      logStorage,
+      logStorage !== storage ? join(config.dataDir, "logs.db") : undefined,
+    );
     await logs.init();
     const log = new Logger(
       logs,
@@ -171,6 +174,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
         clearInterval(pruner);
         log.info("stopped");
         await log.close();
+        logs.close();
         if (logStorage !== storage) await logStorage.close();
         revocations.stop();
         await storage.close();

@@ -10,7 +10,7 @@ import { randomToken } from "../ids.ts";
 import type { LogStore } from "./store.ts";
 import { type Level, levelRank, type LogEntry } from "./types.ts";
 
-const FLUSH_MS = 500;
+const FLUSH_MS = 200;
 const MAX_QUEUE = 20_000;
 const SECRET_KEY = /pass|secret|token|authorization|hash|cookie/i;
 

@@ -130,10 +130,54 @@ export function parseLogQuery(p: URLSearchParams): LogQuery {
 /** The log table on one storage. */
 export class LogStore {
   readonly storage: Storage;
+  #worker: Worker | undefined;
+  #file: string | undefined;
+  #jobs = new Map<number, (error?: string) => void>();
+  #next = 0;
 
-  /** Uses `storage` (call `init()` once). */
-  constructor(storage: Storage) {
+  /**
+   * Uses `storage` (call `init()` once). With `sqliteFile`, inserts run in a
+   * worker thread on their own connection to that file.
+   */
+  constructor(storage: Storage, sqliteFile?: string) {
     this.storage = storage;
+    this.#file = sqliteFile;
+  }
+
+  #write(rows: (string | number | null)[][]): Promise<void> {
+    if (!this.#worker) {
+      this.#worker = new Worker(
+        new URL("./writer_worker.ts", import.meta.url).href,
+        { type: "module" },
+      );
+      this.#worker.onmessage = (
+        e: MessageEvent<{ id: number; error?: string }>,
+      ) => {
+        const done = this.#jobs.get(e.data.id);
+        this.#jobs.delete(e.data.id);
+        done?.(e.data.error);
+      };
+    }
+    const id = ++this.#next;
+    return new Promise((resolve, reject) => {
+      this.#jobs.set(
+        id,
+        (error) => error ? reject(new Error(error)) : resolve(),
+      );
+      this.#worker!.postMessage({
+        id,
+        path: this.#file,
+        columns: COLUMNS.length,
+        table: '"mb_logs"',
+        rows,
+      });
+    });
+  }
+
+  /** Stops the writer thread (after the last insert has been acknowledged). */
+  close(): void {
+    this.#worker?.terminate();
+    this.#worker = undefined;
   }
 
   /** Creates the table and indexes. */
@@ -193,7 +237,10 @@ export class LogStore {
       }
       return;
     }
-    // SQLite: multi-row VALUES in one transaction (the statement is cached per chunk size).
+    if (this.#file) {
+      return await this.#write(rows as (string | number | null)[][]);
+    }
+    // SQLite without a file (tests): multi-row VALUES in one transaction.
     const row = `(${COLUMNS.map(() => "?").join(", ")})`;
     await this.storage.transaction(async (tx) => {
       for (let i = 0; i < rows.length; i += 100) {

@@ -1,0 +1,67 @@
+/**
+ * Worker that writes SQLite log batches on its own connection and thread,
+ * so inserting thousands of log rows never pauses request handling.
+ * Messages: `{id, path, sql, rows}` → reply `{id, error?}`.
+ *
+ * @module
+ */
+
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+
+interface Job {
+  id: number;
+  path: string;
+  columns: number;
+  table: string;
+  rows: (string | number | null)[][];
+}
+
+/** The worker's global scope, as far as this file uses it. */
+const scope = self as unknown as {
+  onmessage: ((e: MessageEvent<Job>) => void) | null;
+  postMessage(message: unknown): void;
+};
+
+let db: DatabaseSync | undefined;
+const statements = new Map<number, StatementSync>();
+
+function statement(table: string, columns: number, n: number): StatementSync {
+  let st = statements.get(n);
+  if (!st) {
+    const row = `(${Array(columns).fill("?").join(", ")})`;
+    st = db!.prepare(
+      `INSERT INTO ${table} VALUES ${Array(n).fill(row).join(", ")}`,
+    );
+    statements.set(n, st);
+  }
+  return st;
+}
+
+scope.onmessage = (e: MessageEvent<Job>) => {
+  const job = e.data;
+  try {
+    if (!db) {
+      db = new DatabaseSync(job.path);
+      db.exec(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000",
+      );
+    }
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      for (let i = 0; i < job.rows.length; i += 100) {
+        const chunk = job.rows.slice(i, i + 100);
+        statement(job.table, job.columns, chunk.length).run(...chunk.flat());
+      }
+      db.exec("COMMIT");
+    } catch (err) {
+      if (db.isTransaction) db.exec("ROLLBACK");
+      throw err;
+    }
+    scope.postMessage({ id: job.id });
+  } catch (err) {
+    scope.postMessage({
+      id: job.id,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
+};
