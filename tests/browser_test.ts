@@ -3,7 +3,7 @@
  * first admin, the login page logs in, entities and records show up.
  * Skipped when Chromium is not installed.
  */
-import { chromium } from "npm:playwright-core@1.49.1";
+import { chromium } from "playwright-core";
 import { assert, assertEquals, startServer } from "./_server.ts";
 
 const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find(

@@ -15,22 +15,23 @@ const MAX_QUEUE = 20_000;
 const SECRET_KEY = /pass|secret|token|authorization|hash|cookie/i;
 
 const INSTANCE = randomToken(6).replace(/[^A-Za-z0-9]/g, "0").slice(0, 6);
-let lastMs = 0, seq = 0;
+let seq = 0;
 
 /**
- * A log id that sorts by time: 12 hex digits of milliseconds, a 6-digit
- * sequence, and this process's random tag (cheaper than a UUID per entry).
+ * A log id that sorts by time: 12 hex digits of the entry's milliseconds, a
+ * process-wide sequence, and this process's random tag (cheaper than a UUID
+ * per entry; time filters and pruning use id ranges, so no time index).
  */
-export function logId(): string {
-  const ms = Date.now();
-  if (ms === lastMs) seq++;
-  else {
-    lastMs = ms;
-    seq = 0;
-  }
+export function logId(ms: number = Date.now()): string {
+  seq = (seq + 1) % 0x100000000;
   return `${ms.toString(16).padStart(12, "0")}-${
-    seq.toString(16).padStart(6, "0")
+    seq.toString(16).padStart(8, "0")
   }-${INSTANCE}`;
+}
+
+/** The smallest log id of a moment (for range conditions). */
+export function logIdFloor(ms: number): string {
+  return ms.toString(16).padStart(12, "0");
 }
 
 /** Console formats. */
@@ -95,8 +96,9 @@ export class Logger {
       return;
     }
     const e = entry as LogEntry;
-    e.id = logId();
-    e.time ??= new Date().toISOString();
+    const ms = e.time ? Date.parse(e.time) : Date.now();
+    e.time ??= new Date(ms).toISOString();
+    e.id = logId(Number.isNaN(ms) ? Date.now() : ms);
     this.#queue.push(e);
   }
 

@@ -180,9 +180,13 @@ export function orderKeys(sort: SortKey[]): SortKey[] {
 export function orderBy(keys: SortKey[]): string {
   return keys.map((k) => {
     const col = `"${physicalName(k.field)}"`;
+    // Built-in timestamps and ids are never NULL: a plain order lets PostgreSQL use their indexes.
+    if (NOT_NULL.has(k.field)) return k.desc ? `${col} DESC` : `${col} ASC`;
     return k.desc ? `${col} DESC NULLS LAST` : `${col} ASC NULLS FIRST`;
   }).join(", ");
 }
+
+const NOT_NULL = new Set(["id", "created", "updated"]);
 
 /**
  * Keyset condition "strictly after `values`" for the keys (NULL is smallest).

@@ -187,7 +187,7 @@ Deno.test("list_query: orderKeys appends id unless it is a key", () => {
   ]);
   assertEquals(
     orderBy(orderKeys([{ field: "title", desc: true }])),
-    '"title" DESC NULLS LAST, "id" ASC NULLS FIRST',
+    '"title" DESC NULLS LAST, "id" ASC',
   );
 });
 

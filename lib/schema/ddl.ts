@@ -54,10 +54,16 @@ export function columnSql(field: FieldDef, dialect: Dialect): string {
 }
 
 /** Index statements a field needs. */
-export function fieldIndexSql(schema: EntitySchema, field: FieldDef): string[] {
+export function fieldIndexSql(
+  schema: EntitySchema,
+  field: FieldDef,
+  dialect: Dialect,
+): string[] {
   const out: string[] = [];
   const table = tableOf(schema.name);
-  const col = columnOf(field.name);
+  // Lists order NULL first ascending; PostgreSQL indexes must say so to serve that order.
+  const col = columnOf(field.name) +
+    (dialect.name === "postgres" ? " NULLS FIRST" : "");
   if (field.unique && field.name !== "id") {
     out.push(
       `CREATE UNIQUE INDEX ${
@@ -110,7 +116,7 @@ export function createSql(
   out.push(
     `CREATE INDEX ${ident(`mbc_${hex(schema.id)}`)} ON ${table} ("created")`,
   );
-  for (const f of fields) out.push(...fieldIndexSql(schema, f));
+  for (const f of fields) out.push(...fieldIndexSql(schema, f, dialect));
   return out;
 }
 

@@ -172,7 +172,7 @@ function planFields(
       schema.fields.push(f);
       statements.push(
         `ALTER TABLE ${table} ADD COLUMN ${columnSql(f, dialect)}`,
-        ...fieldIndexSql(schema, f),
+        ...fieldIndexSql(schema, f, dialect),
       );
       continue;
     }
@@ -205,7 +205,7 @@ function planFields(
     }
     if (next.unique !== old.unique || !!next.index !== !!old.index) {
       statements.push(...dropIndexes(schema, old));
-      statements.push(...fieldIndexSql(schema, next));
+      statements.push(...fieldIndexSql(schema, next, dialect));
     }
     schema.fields[index] = next;
   }
