@@ -238,6 +238,9 @@ export async function writeResults(
   history = `${history.trim()}\n- ${date} ${commit}${
     label ? ` (${label})` : ""
   }: ${summary}`.trim();
+  const analysis = await Deno.readTextFile(
+    new URL("./analysis.md", import.meta.url),
+  ).catch(() => "");
   const report = `# Benchmark results
 
 Machine: ${cpu}, ${navigator.hardwareConcurrency} cores, ${
@@ -262,6 +265,7 @@ ${
 
 Reproduce: \`deno task bench\` (SQLite) or \`deno task bench --pg\` (also PostgreSQL on a throwaway cluster).
 
+${analysis}
 ## History
 ${history}
 `;
