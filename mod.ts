@@ -116,6 +116,21 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
       });
     },
   });
+  // A lost database connection must not bring the server down: postgres.js may
+  // reject a promise nobody awaits when a socket resets. Log it and go on.
+  const onUnhandled = (e: PromiseRejectionEvent) => {
+    e.preventDefault();
+    const err = e.reason;
+    core.log.error("unhandled rejection", {
+      stack: err instanceof Error ? err.stack ?? err.message : String(err),
+    });
+  };
+  globalThis.addEventListener("unhandledrejection", onUnhandled);
+  const close = app.close;
+  app.close = async () => {
+    globalThis.removeEventListener("unhandledrejection", onUnhandled);
+    await close();
+  };
   for (const { file, setup } of core.scripts.setups) {
     try {
       await setup(app);

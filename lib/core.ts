@@ -22,6 +22,7 @@ import { Sessions } from "./auth/sessions.ts";
 import { Revocations } from "./auth/revocation.ts";
 import { LoginLimiter } from "./auth/rate_limit.ts";
 import { randomToken } from "./ids.ts";
+import { setCursorKey } from "./records/list_query.ts";
 import { FileStore } from "./files/store.ts";
 import { sweepAll } from "./files/sweep.ts";
 import { Logger } from "./logs/logger.ts";
@@ -144,6 +145,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       );
     }
     const signer = new TokenSigner(secret.value, config.tokenTtl);
+    setCursorKey(secret.value);
     const revocations = new Revocations(storage);
     await revocations.start();
     const sessions = new Sessions(signer, schemas, storage, revocations);

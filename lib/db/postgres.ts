@@ -97,6 +97,12 @@ function clientError(err: unknown): unknown {
       "Cannot reach the database: try again later",
     );
   }
+  if (code === "42703" || code === "42P01") {
+    return new MoonbaseError(
+      "conflict",
+      "Cannot complete: the entity's schema changed during the request; retry",
+    );
+  }
   if (code === "22021" || code === "22P05" || code === "22P02") {
     return new MoonbaseError(
       "invalid",
@@ -193,7 +199,9 @@ export class PostgresStorage implements Storage {
     try {
       return await this.#sql.begin((tx) => fn(queryable(tx))) as T;
     } catch (err) {
-      throw clientError(err);
+      // DDL errors inside a transaction keep their own meaning (the registry maps them).
+      const code = (err as { code?: string }).code;
+      throw code && CONNECTION_ERRORS.has(code) ? clientError(err) : err;
     }
   }
 

@@ -18,6 +18,7 @@ import type {
   Storage,
 } from "./storage.ts";
 import { StorageUnavailableError } from "./storage.ts";
+import { MoonbaseError } from "../errors.ts";
 
 const TYPES: Record<ColumnKind, string> = {
   text: "TEXT",
@@ -72,6 +73,20 @@ export const sqliteDialect: Dialect = {
   },
 };
 
+/** A statement that names a column or table a concurrent schema change removed: 409, retry. */
+function staleSchema(err: unknown): unknown {
+  const msg = err instanceof Error ? err.message : "";
+  if (
+    /^(no such column|no such table|table \S+ has no column named)/.test(msg)
+  ) {
+    return new MoonbaseError(
+      "conflict",
+      "Cannot complete: the entity's schema changed during the request; retry",
+    );
+  }
+  return err;
+}
+
 /** Storage on a SQLite file (or `:memory:`). */
 export class SqliteStorage implements Storage {
   readonly dialect = sqliteDialect;
@@ -115,10 +130,26 @@ export class SqliteStorage implements Storage {
   }
 
   #all(sql: string, params: readonly SqlValue[] = []): Row[] {
+    try {
+      return this.#allRaw(sql, params);
+    } catch (err) {
+      throw staleSchema(err);
+    }
+  }
+
+  #allRaw(sql: string, params: readonly SqlValue[] = []): Row[] {
     return this.#stmt(sql).all(...(params as SqlValue[] as never[])) as Row[];
   }
 
   #run(sql: string, params: readonly SqlValue[] = []): number {
+    try {
+      return this.#runRaw(sql, params);
+    } catch (err) {
+      throw staleSchema(err);
+    }
+  }
+
+  #runRaw(sql: string, params: readonly SqlValue[] = []): number {
     return Number(this.#stmt(sql).run(...(params as never[])).changes);
   }
 

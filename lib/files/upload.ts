@@ -131,7 +131,16 @@ export async function readMultipartWrite(
           );
         }
         if (part.filename === "") {
-          for await (const _ of part.body()) { /* an empty file input */ }
+          // An empty file input: ignored, but its bytes still count against the cap.
+          for await (const chunk of part.body()) {
+            budget.remaining -= chunk.length;
+            if (budget.remaining < 0) {
+              throw new MoonbaseError(
+                "too_large",
+                `Cannot accept upload: larger than ${maxUpload} bytes`,
+              );
+            }
+          }
           continue;
         }
         const stored = await store.write(

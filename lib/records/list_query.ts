@@ -6,6 +6,8 @@
  * @module
  */
 
+import { Buffer } from "node:buffer";
+import { createCipheriv, createDecipheriv, createHash } from "node:crypto";
 import { MoonbaseError } from "../errors.ts";
 import { physicalName, type SqlValue } from "../db/storage.ts";
 import { kindOf } from "../schema/field_types.ts";
@@ -147,19 +149,54 @@ export function parseListOptions(
   return opts;
 }
 
-/** Encodes the keyset position after `row` (encoded column values). */
+let cursorKey: Uint8Array = crypto.getRandomValues(new Uint8Array(32));
+
+/**
+ * Sets the key that seals list cursors (derived from the JWT secret, so every
+ * instance sharing that secret accepts the others' cursors).
+ */
+export function setCursorKey(secret: string): void {
+  cursorKey = new Uint8Array(
+    createHash("sha256").update(`moonbase-cursor:${secret}`).digest(),
+  );
+}
+
+const b64url = (b: Uint8Array) =>
+  Buffer.from(b).toString("base64").replaceAll("+", "-").replaceAll("/", "_")
+    .replace(/=+$/, "");
+
+/**
+ * Encodes the keyset position after a row. The values are sealed with
+ * AES-256-GCM: a cursor may point past rows a rule hides, and must not
+ * reveal (or let a client forge) their sort values.
+ */
 export function encodeCursor(values: SqlValue[]): string {
-  const json = JSON.stringify(values);
-  return btoa(String.fromCharCode(...new TextEncoder().encode(json)))
-    .replaceAll("+", "-")
-    .replaceAll("/", "_").replace(/=+$/, "");
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const cipher = createCipheriv("aes-256-gcm", cursorKey, iv);
+  const body = Buffer.concat([
+    cipher.update(JSON.stringify(values), "utf8"),
+    cipher.final(),
+  ]);
+  return b64url(Buffer.concat([iv, cipher.getAuthTag(), body]));
 }
 
 function decodeCursor(text: string, n: number): SqlValue[] {
   try {
-    const b64 = text.replaceAll("-", "+").replaceAll("_", "/");
-    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-    const values = JSON.parse(new TextDecoder().decode(bytes));
+    const raw = Buffer.from(
+      text.replaceAll("-", "+").replaceAll("_", "/"),
+      "base64",
+    );
+    const decipher = createDecipheriv(
+      "aes-256-gcm",
+      cursorKey,
+      raw.subarray(0, 12),
+    );
+    decipher.setAuthTag(raw.subarray(12, 28));
+    const json = Buffer.concat([
+      decipher.update(raw.subarray(28)),
+      decipher.final(),
+    ]).toString("utf8");
+    const values = JSON.parse(json);
     const scalar = (v: unknown) =>
       v === null || ["string", "number", "boolean"].includes(typeof v);
     if (Array.isArray(values) && values.length === n && values.every(scalar)) {

@@ -57,6 +57,13 @@ function text(value: unknown, f: FieldDef): Checked {
   }
   const r = range([...value].length, f, " characters");
   if (r) return r;
+  // Patterns run on at most 10 000 characters (risky patterns are refused at save time).
+  if (f.pattern !== undefined && value.length > 10_000) {
+    return bad(
+      "pattern",
+      "Too long to check against the pattern (10000 characters at most)",
+    );
+  }
   if (f.pattern !== undefined && !new RegExp(f.pattern, "u").test(value)) {
     return bad("pattern", "Does not match the required pattern");
   }

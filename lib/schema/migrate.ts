@@ -110,7 +110,10 @@ export function planPatch(
       input.fields.length > 0
     ) bad("Cannot change entity: a view has no fields");
     if (input.view_query !== undefined) {
-      schema.view_query = checkViewQuery(input.view_query);
+      schema.view_query = checkViewQuery(
+        input.view_query,
+        ctx.authEntities?.() ?? [],
+      );
       statements.push(dropSql({ ...schema }), ...createSql(schema, dialect));
     }
     return { schema, statements };

@@ -8,14 +8,19 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import { physicalName, type Queryable, type Storage } from "../db/storage.ts";
+import {
+  physicalName,
+  type Queryable,
+  type Row,
+  type Storage,
+} from "../db/storage.ts";
 import { ADMIN_SCHEMA } from "../db/system.ts";
 import { newFieldId, uuidv7 } from "../ids.ts";
 import type { RelationRef } from "../records/crud.ts";
-import { createSql, dropSql } from "./ddl.ts";
-import { Entity } from "./entity.ts";
+import { columnOf, createSql, dropSql, tableOf } from "./ddl.ts";
+import { Entity, fileNames } from "./entity.ts";
+import { decodeRow } from "../records/codec.ts";
 import type { FileStore } from "../files/store.ts";
-import { sweepEntity } from "../files/sweep.ts";
 import { planPatch } from "./migrate.ts";
 import {
   checkName,
@@ -135,6 +140,8 @@ export class Registry {
     return {
       entityType: (name: string): EntityType | undefined =>
         this.byName(name)?.type,
+      authEntities: () =>
+        this.all().filter((e) => e.type === "auth").map((e) => e.name),
       checkExpr: this.#checkExpr,
     };
   }
@@ -177,7 +184,10 @@ export class Registry {
       if (Array.isArray(input.fields) && input.fields.length > 0) {
         bad("Cannot create entity: a view has no fields");
       }
-      schema.view_query = checkViewQuery(input.view_query);
+      schema.view_query = checkViewQuery(
+        input.view_query,
+        ctx.authEntities?.() ?? [],
+      );
     } else {
       const fields = input.fields ?? [];
       if (!Array.isArray(fields)) {
@@ -232,7 +242,29 @@ export class Registry {
       this.#store.dialect,
       (n) => this.byName(n),
     );
+    // Files of dropped file fields: read their names before the columns go, delete after the commit.
+    const kept = new Set(plan.schema.fields.map((f) => f.id));
+    const dropped = current.schema.fields.filter((f) =>
+      (f.type === "file" || f.type === "files") && !f.system && !kept.has(f.id)
+    );
+    const orphans: string[] = [];
     await this.#write(plan.schema, async (tx) => {
+      if (dropped.length > 0) {
+        const cols = dropped.map((f) => columnOf(f.name)).join(", ");
+        const rows = await tx.query(
+          `SELECT ${cols} FROM ${tableOf(current.name)}`,
+        );
+        for (const row of rows) {
+          const record = decodeRow(
+            { ...current.schema, fields: dropped },
+            row,
+            this.#store.dialect,
+          );
+          orphans.push(
+            ...fileNames({ ...current.schema, fields: dropped }, record),
+          );
+        }
+      }
       for (const s of plan.statements) await tx.exec(s);
       if (plan.schema.type === "view") {
         plan.schema.fields = await viewFields(
@@ -257,10 +289,8 @@ export class Registry {
       await saveSchema(tx, plan.schema);
     });
     const entity = this.get(plan.schema.id)!;
-    const fileFields = (e: { fields: { type: string }[] }) =>
-      e.fields.filter((f) => f.type === "file" || f.type === "files").length;
-    if (this.#files && fileFields(current.schema) > fileFields(entity.schema)) {
-      await sweepEntity(entity, this.#files);
+    if (this.#files && orphans.length > 0) {
+      await this.#files.remove(entity.id, orphans);
     }
     return entity;
   }
@@ -368,8 +398,23 @@ async function viewFields(
   const sql = store.dialect.name === "sqlite"
     ? `SELECT "name" FROM pragma_table_info(?)`
     : `SELECT column_name AS "name" FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position`;
-  const rows = await tx.query(sql, [physicalName(name)]);
+  let rows: Row[];
+  try {
+    rows = await tx.query(sql, [physicalName(name)]);
+  } catch {
+    bad(
+      "Cannot create view: its query does not run (a missing table or column?)",
+    );
+  }
   const names = rows.map((r) => String(r.name));
+  const odd = names.find((n) => !/^[A-Za-z0-9_]{1,63}$/.test(n));
+  if (odd !== undefined) {
+    bad(
+      `Cannot create view: column ${
+        JSON.stringify(odd.slice(0, 64))
+      } must be named with a-z, A-Z, 0-9, _ (use AS)`,
+    );
+  }
   if (!names.includes("id")) {
     bad("Cannot create view: view_query must return an id column");
   }

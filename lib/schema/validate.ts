@@ -30,6 +30,8 @@ const ON_DELETE = ["cascade", "set null", "restrict"] as const;
 export interface SchemaContext {
   /** Type of an existing entity by (case-insensitive) name, or undefined. */
   entityType(name: string): EntityType | undefined;
+  /** Names of the auth entities (views may not read them: they hold password hashes). */
+  authEntities?(): string[];
   /** Checks a custom rule expression; returns an error message or undefined. */
   checkExpr(expr: string): string | undefined;
 }
@@ -175,6 +177,11 @@ export function validateField(
       new RegExp(raw.pattern, "u");
     } catch {
       fail(`Cannot accept ${where}.pattern: not a valid regular expression`);
+    }
+    if (riskyPattern(raw.pattern)) {
+      fail(
+        `Cannot accept ${where}.pattern: nested or repeated quantifiers and backreferences can take exponential time; simplify it`,
+      );
     }
     field.pattern = raw.pattern;
   }
@@ -323,7 +330,10 @@ function validateRule(r: unknown, op: string, ctx: SchemaContext): Rule {
  * console.assert(threw);
  * ```
  */
-export function checkViewQuery(raw: unknown): string {
+export function checkViewQuery(
+  raw: unknown,
+  authEntities: readonly string[] = [],
+): string {
   if (typeof raw !== "string" || raw.trim() === "" || raw.length > 10_000) {
     fail(
       "Cannot accept view_query: an SQL SELECT of at most 10000 characters is required",
@@ -346,8 +356,58 @@ export function checkViewQuery(raw: unknown): string {
       "Cannot accept view_query: system tables (mb_*) cannot be read by views",
     );
   }
+  if (/\bU&/i.test(q)) {
+    fail(
+      "Cannot accept view_query: Unicode-escaped identifiers are not allowed",
+    );
+  }
+  for (const name of authEntities) {
+    if (new RegExp(`\\b${name}\\b`, "i").test(q)) {
+      fail(
+        `Cannot accept view_query: auth entity ${name} holds password hashes and cannot be read by views`,
+      );
+    }
+  }
   if (/\bpassword\b/i.test(q)) {
     fail("Cannot accept view_query: password columns cannot be read by views");
   }
   return q;
+}
+
+/**
+ * True for regular expressions that can backtrack catastrophically: a
+ * quantified group containing a quantifier (`(a+)+`, `(a|a*)*`, `(\\w+\\s?)*`),
+ * or a backreference. Conservative: some safe patterns are refused too.
+ *
+ * @example
+ * ```ts
+ * import { riskyPattern } from "moonbase/lib/schema/validate.ts";
+ * console.assert(riskyPattern("^(a+)+$") && !riskyPattern("^[a-z0-9-]{1,40}$"));
+ * ```
+ */
+export function riskyPattern(pattern: string): boolean {
+  if (/\\[1-9k]/.test(pattern)) return true;
+  // Strip escapes and character classes, then look for a quantified group holding a quantifier.
+  const plain = pattern.replace(/\\./g, "x").replace(
+    /\[(?:[^\]\\]|\\.)*\]/g,
+    "x",
+  );
+  const stack: boolean[] = [];
+  for (let i = 0; i < plain.length; i++) {
+    const c = plain[i];
+    if (c === "(") stack.push(false);
+    else if (c === ")") {
+      const inner = stack.pop() ?? false;
+      const next = plain[i + 1];
+      const quantified = next === "*" || next === "+" || next === "{" ||
+        next === "?";
+      if (inner && quantified && next !== "?") return true;
+      if (stack.length > 0 && (inner || quantified)) {
+        stack[stack.length - 1] = true;
+      }
+    } else if ((c === "*" || c === "+" || c === "{") && stack.length > 0) {
+      stack[stack.length - 1] = true;
+    }
+  }
+  return false;
 }
