@@ -64,7 +64,7 @@ export const postgresDialect: Dialect = {
 const numbered = new Map<string, string>();
 
 /** Rewrites `?` placeholders to `$1…$n` (generated SQL never has `?` elsewhere). */
-function toDollar(sql: string): string {
+function numberedPlaceholders(sql: string): string {
   let out = numbered.get(sql);
   if (out === undefined) {
     let n = 0;
@@ -116,7 +116,7 @@ function queryable(sql: Sql): Queryable {
   const unsafe = async (text: string, params: readonly SqlValue[]) => {
     try {
       return await sql.unsafe(
-        toDollar(text),
+        numberedPlaceholders(text),
         params as postgres.ParameterOrJSON<never>[],
         {
           prepare: true,

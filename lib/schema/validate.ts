@@ -6,6 +6,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
+import { riskyPattern } from "./patterns.ts";
 import {
   checkValue,
   COMMON_KEYS,
@@ -317,97 +318,4 @@ function validateRule(r: unknown, op: string, ctx: SchemaContext): Rule {
   return { mode: "custom", expr };
 }
 
-/**
- * Checks a view's SQL: one `SELECT` (or `WITH … SELECT`) statement of at
- * most 10 000 characters, no `;` (so nothing can follow it).
- *
- * @example
- * ```ts
- * import { checkViewQuery } from "moonbase/lib/schema/validate.ts";
- * console.assert(checkViewQuery("SELECT id FROM posts;") === "SELECT id FROM posts");
- * let threw = false;
- * try { checkViewQuery("SELECT id FROM posts; DELETE FROM posts"); } catch { threw = true; }
- * console.assert(threw);
- * ```
- */
-export function checkViewQuery(
-  raw: unknown,
-  authEntities: readonly string[] = [],
-): string {
-  if (typeof raw !== "string" || raw.trim() === "" || raw.length > 10_000) {
-    fail(
-      "Cannot accept view_query: an SQL SELECT of at most 10000 characters is required",
-    );
-  }
-  const q = raw.trim().replace(/;\s*$/, "");
-  if (q.includes(";")) {
-    fail(
-      "Cannot accept view_query: a single statement without ';' is required",
-    );
-  }
-  if (!/^(select|with)\b/i.test(q)) {
-    fail("Cannot accept view_query: it must start with SELECT or WITH");
-  }
-  if (q.includes("\0")) {
-    fail("Cannot accept view_query: NUL characters are not allowed");
-  }
-  if (/\bmb_\w+/i.test(q)) {
-    fail(
-      "Cannot accept view_query: system tables (mb_*) cannot be read by views",
-    );
-  }
-  if (/\bU&/i.test(q)) {
-    fail(
-      "Cannot accept view_query: Unicode-escaped identifiers are not allowed",
-    );
-  }
-  for (const name of authEntities) {
-    if (new RegExp(`\\b${name}\\b`, "i").test(q)) {
-      fail(
-        `Cannot accept view_query: auth entity ${name} holds password hashes and cannot be read by views`,
-      );
-    }
-  }
-  if (/\bpassword\b/i.test(q)) {
-    fail("Cannot accept view_query: password columns cannot be read by views");
-  }
-  return q;
-}
-
-/**
- * True for regular expressions that can backtrack catastrophically: a
- * quantified group containing a quantifier (`(a+)+`, `(a|a*)*`, `(\\w+\\s?)*`),
- * or a backreference. Conservative: some safe patterns are refused too.
- *
- * @example
- * ```ts
- * import { riskyPattern } from "moonbase/lib/schema/validate.ts";
- * console.assert(riskyPattern("^(a+)+$") && !riskyPattern("^[a-z0-9-]{1,40}$"));
- * ```
- */
-export function riskyPattern(pattern: string): boolean {
-  if (/\\[1-9k]/.test(pattern)) return true;
-  // Strip escapes and character classes, then look for a quantified group holding a quantifier.
-  const plain = pattern.replace(/\\./g, "x").replace(
-    /\[(?:[^\]\\]|\\.)*\]/g,
-    "x",
-  );
-  const stack: boolean[] = [];
-  for (let i = 0; i < plain.length; i++) {
-    const c = plain[i];
-    if (c === "(") stack.push(false);
-    else if (c === ")") {
-      const inner = stack.pop() ?? false;
-      const next = plain[i + 1];
-      const quantified = next === "*" || next === "+" || next === "{" ||
-        next === "?";
-      if (inner && quantified && next !== "?") return true;
-      if (stack.length > 0 && (inner || quantified)) {
-        stack[stack.length - 1] = true;
-      }
-    } else if ((c === "*" || c === "+" || c === "{") && stack.length > 0) {
-      stack[stack.length - 1] = true;
-    }
-  }
-  return false;
-}
+export { checkViewQuery } from "./view_query.ts";
