@@ -9,6 +9,8 @@ import { type App, createApp } from "../mod.ts";
 import type { AppConfig } from "../lib/config.ts";
 import { hasPostgres, startPostgres } from "./_pg.ts";
 import { hashPassword } from "../lib/auth/password.ts";
+import { uuidv7 } from "../lib/ids.ts";
+import { columnOf, tableOf } from "../lib/schema/ddl.ts";
 
 /** The databases every suite runs on (MB_TEST_DB=sqlite|postgres narrows it). */
 export const DATABASES: readonly ("sqlite" | "postgres")[] = (() => {
@@ -221,4 +223,40 @@ export function assertStatus(r: Reply, status: number, msg = ""): void {
   if (r.body && r.body.status !== r.status) {
     throw new Error(`envelope status ${r.body.status} != ${r.status}`);
   }
+}
+
+const userHashes = new Map<string, Promise<string>>();
+
+/**
+ * Inserts a user of an auth entity directly, with a password hash computed
+ * once per password and process (scrypt costs ~0.2-0.5 s per hash), and
+ * returns the stored record. Signup and login themselves are covered by the
+ * auth tests through the real routes.
+ */
+export async function seedUser(
+  s: TestServer,
+  entity: string,
+  values: Record<string, string>,
+  password: string,
+): Promise<Record<string, unknown> & { id: string }> {
+  let hash = userHashes.get(password);
+  if (!hash) userHashes.set(password, hash = hashPassword(password));
+  const now = new Date().toISOString();
+  const row: Record<string, string | number | boolean> = {
+    id: uuidv7(),
+    created: now,
+    updated: now,
+    ...values,
+    password: await hash,
+    verified: s.app.storage.dialect.encode("bool", false) as number | boolean,
+  };
+  const cols = Object.keys(row);
+  await s.app.storage.run(
+    `INSERT INTO ${tableOf(entity)} (${
+      cols.map((c) => columnOf(c)).join(", ")
+    }) VALUES (${cols.map(() => "?").join(", ")})`,
+    Object.values(row),
+  );
+  const rec = await s.app.schemas.get(entity)!.read(String(row.id));
+  return rec as Record<string, unknown> & { id: string };
 }

@@ -16,9 +16,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { hashPassword } from "../lib/auth/password.ts";
-import { columnOf, tableOf } from "../lib/schema/ddl.ts";
-import { uuidv7 } from "../lib/ids.ts";
+import { seedUser as seedStoredUser } from "./_server.ts";
 
 const PASSWORD = "password-123";
 
@@ -64,32 +62,12 @@ function status(r: Reply, expected: number, msg: string): void {
   }
 }
 
-let hashOnce: Promise<string> | undefined;
-
-/** Inserts a user of an auth entity (one precomputed scrypt hash). */
 async function seedUser(
   s: TestServer,
   entity: string,
   values: Record<string, string>,
 ): Promise<{ id: string }> {
-  hashOnce ??= hashPassword(PASSWORD);
-  const now = new Date().toISOString();
-  const row: Record<string, string | number | boolean> = {
-    id: uuidv7(),
-    created: now,
-    updated: now,
-    ...values,
-    password: await hashOnce,
-    verified: s.app.storage.dialect.encode("bool", false) as number | boolean,
-  };
-  const cols = Object.keys(row);
-  await s.app.storage.run(
-    `INSERT INTO ${tableOf(entity)} (${
-      cols.map((c) => columnOf(c)).join(", ")
-    }) VALUES (${cols.map(() => "?").join(", ")})`,
-    Object.values(row),
-  );
-  return { id: String(row.id) };
+  return { id: (await seedStoredUser(s, entity, values, PASSWORD)).id };
 }
 
 async function tokenOf(

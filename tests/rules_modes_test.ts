@@ -19,9 +19,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { hashPassword } from "../lib/auth/password.ts";
-import { columnOf, tableOf } from "../lib/schema/ddl.ts";
-import { uuidv7 } from "../lib/ids.ts";
+import { seedUser as seedStoredUser } from "./_server.ts";
 
 type Op = "list" | "get" | "add" | "update" | "delete";
 type Caller = "guest" | "self" | "other" | "admin";
@@ -110,36 +108,12 @@ async function login(
   return { token: r.data.token, id: r.data.user.id };
 }
 
-let hashOnce: Promise<string> | undefined;
-
-/**
- * Inserts a user of an auth entity directly (scrypt costs ~0.5 s per hash on
- * this machine, so seeds share one precomputed hash of PASSWORD).
- */
 async function seedUser(
   s: TestServer,
   entity: string,
   values: Record<string, string>,
 ): Promise<Rec> {
-  hashOnce ??= hashPassword(PASSWORD);
-  const now = new Date().toISOString();
-  const row: Record<string, string | number | boolean> = {
-    id: uuidv7(),
-    created: now,
-    updated: now,
-    ...values,
-    password: await hashOnce,
-    verified: s.app.storage.dialect.encode("bool", false) as number | boolean,
-  };
-  const cols = Object.keys(row);
-  await s.app.storage.run(
-    `INSERT INTO ${tableOf(entity)} (${
-      cols.map((c) => columnOf(c)).join(", ")
-    }) VALUES (${cols.map(() => "?").join(", ")})`,
-    Object.values(row),
-  );
-  const rec = await s.app.schemas.get(entity)!.read(String(row.id));
-  return rec as unknown as Rec;
+  return (await seedStoredUser(s, entity, values, PASSWORD)) as unknown as Rec;
 }
 
 /** A token for a user, issued by the server's session service. */

@@ -14,9 +14,8 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { hashPassword } from "../lib/auth/password.ts";
+import { seedUser as seedStoredUser } from "./_server.ts";
 import { columnOf, tableOf } from "../lib/schema/ddl.ts";
-import { uuidv7 } from "../lib/ids.ts";
 
 const PASSWORD = "password-123";
 
@@ -56,32 +55,12 @@ function status(r: Reply, expected: number, msg: string): void {
   }
 }
 
-let hashOnce: Promise<string> | undefined;
-
-/** Inserts a user of an auth entity (one precomputed scrypt hash: ~0.5 s each here). */
 async function seedUser(
   s: TestServer,
   entity: string,
   values: Record<string, string>,
 ): Promise<Rec> {
-  hashOnce ??= hashPassword(PASSWORD);
-  const now = new Date().toISOString();
-  const row: Record<string, string | number | boolean> = {
-    id: uuidv7(),
-    created: now,
-    updated: now,
-    ...values,
-    password: await hashOnce,
-    verified: s.app.storage.dialect.encode("bool", false) as number | boolean,
-  };
-  const cols = Object.keys(row);
-  await s.app.storage.run(
-    `INSERT INTO ${tableOf(entity)} (${
-      cols.map((c) => columnOf(c)).join(", ")
-    }) VALUES (${cols.map(() => "?").join(", ")})`,
-    Object.values(row),
-  );
-  return (await s.app.schemas.get(entity)!.read(String(row.id))) as Rec;
+  return (await seedStoredUser(s, entity, values, PASSWORD)) as unknown as Rec;
 }
 
 /** A token issued by the server's session service. */
