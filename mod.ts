@@ -17,9 +17,12 @@
 import { type Core, createCore, VERSION } from "./lib/core.ts";
 import type { AppConfig } from "./lib/config.ts";
 import type { Handler } from "./lib/http/context.ts";
-import { type ConnInfo, createHandler } from "./lib/http/handler.ts";
+import {
+  type ConnInfo,
+  createHandler,
+  type Lifecycle,
+} from "./lib/http/handler.ts";
 import { buildRouter } from "./routes/mod.ts";
-import { json } from "./lib/http/envelope.ts";
 
 export { Entity } from "./lib/schema/entity.ts";
 export { MoonbaseError } from "./lib/errors.ts";
@@ -59,6 +62,7 @@ export interface App extends Core {
 export async function createApp(config: AppConfig = {}): Promise<App> {
   const core = await createCore(config);
   const router = buildRouter(core);
+  const life: Lifecycle = { inFlight: 0, draining: false };
   const handler = createHandler(
     core,
     router,
@@ -67,33 +71,15 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
         ...where,
         stack: err instanceof Error ? err.stack ?? err.message : String(err),
       }),
+    life,
   );
-  let inFlight = 0;
-  let draining = false;
-  let idle: (() => void) | undefined;
-  const served = async (req: Request, info: ConnInfo): Promise<Response> => {
-    if (draining) {
-      return json(
-        503,
-        null,
-        { connection: "close", "retry-after": "1" },
-        "Server is stopping",
-      );
-    }
-    inFlight++;
-    try {
-      return await handler(req, info);
-    } finally {
-      if (--inFlight === 0) idle?.();
-    }
-  };
   const app: App = Object.assign(core, {
     handler,
     async stop(server: Deno.HttpServer, timeoutMs = 10_000) {
-      draining = true;
-      if (inFlight > 0) {
+      life.draining = true;
+      if (life.inFlight > 0) {
         await new Promise<void>((resolve) => {
-          idle = resolve;
+          life.idle = resolve;
           setTimeout(resolve, timeoutMs);
         });
       }
@@ -112,7 +98,7 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
           hostname: options.hostname ?? "0.0.0.0",
           signal: options.signal,
           onListen: () => queueMicrotask(() => resolve(server)),
-        }, (req, info) => served(req, info as ConnInfo));
+        }, handler);
       });
     },
   });

@@ -87,11 +87,17 @@ function staleSchema(err: unknown): unknown {
   return err;
 }
 
+/** A cached statement and its result column names. */
+interface Prepared {
+  st: StatementSync;
+  names: string[];
+}
+
 /** Storage on a SQLite file (or `:memory:`). */
 export class SqliteStorage implements Storage {
   readonly dialect = sqliteDialect;
   #db: DatabaseSync;
-  #cache = new Map<string, StatementSync>();
+  #cache = new Map<string, Prepared>();
   #tail: Promise<void> = Promise.resolve();
   #active: Promise<void> | undefined;
   #direct: Queryable;
@@ -119,11 +125,16 @@ export class SqliteStorage implements Storage {
     };
   }
 
-  #stmt(sql: string): StatementSync {
+  #stmt(sql: string): Prepared {
     let s = this.#cache.get(sql);
     if (!s) {
       if (this.#cache.size > 2000) this.#cache.clear();
-      s = this.#db.prepare(sql);
+      const st = this.#db.prepare(sql);
+      // Rows come back as arrays and become plain objects here: cheaper than
+      // the binding's own objects, and they serialize on V8's fast path.
+      (st as StatementSync & { setReturnArrays(on: boolean): void })
+        .setReturnArrays(true);
+      s = { st, names: st.columns().map((c) => c.name) };
       this.#cache.set(sql, s);
     }
     return s;
@@ -138,7 +149,15 @@ export class SqliteStorage implements Storage {
   }
 
   #allRaw(sql: string, params: readonly SqlValue[] = []): Row[] {
-    return this.#stmt(sql).all(...(params as SqlValue[] as never[])) as Row[];
+    const { st, names } = this.#stmt(sql);
+    const arrays = st.all(...(params as never[])) as unknown as unknown[][];
+    const rows: Row[] = new Array(arrays.length);
+    for (let r = 0; r < arrays.length; r++) {
+      const a = arrays[r], row: Row = {};
+      for (let i = 0; i < names.length; i++) row[names[i]] = a[i];
+      rows[r] = row;
+    }
+    return rows;
   }
 
   #run(sql: string, params: readonly SqlValue[] = []): number {
@@ -150,17 +169,32 @@ export class SqliteStorage implements Storage {
   }
 
   #runRaw(sql: string, params: readonly SqlValue[] = []): number {
-    return Number(this.#stmt(sql).run(...(params as never[])).changes);
+    return Number(this.#stmt(sql).st.run(...(params as never[])).changes);
   }
 
-  async query(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
-    while (this.#active) await this.#active;
-    return this.#all(sql, params);
+  query(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
+    // No transaction open: answer at once (no extra async frame per read).
+    if (this.#active) return this.#later(() => this.#all(sql, params));
+    try {
+      return Promise.resolve(this.#all(sql, params));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
-  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    if (this.#active) return this.#later(() => this.#run(sql, params));
+    try {
+      return Promise.resolve(this.#run(sql, params));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** Runs `fn` once no transaction is open. */
+  async #later<T>(fn: () => T): Promise<T> {
     while (this.#active) await this.#active;
-    return this.#run(sql, params);
+    return fn();
   }
 
   async exec(sql: string): Promise<void> {

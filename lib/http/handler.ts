@@ -10,7 +10,7 @@ import { MoonbaseError } from "../errors.ts";
 import type { AuthValue } from "../auth/sessions.ts";
 import { Cors } from "./cors.ts";
 import type { Context, Handler } from "./context.ts";
-import { errorResponse } from "./envelope.ts";
+import { errorResponse, json } from "./envelope.ts";
 import type { Router } from "./router.ts";
 import { serveStatic } from "./static.ts";
 
@@ -63,9 +63,27 @@ export function createHandler(
   core: Core,
   router: Router<Handler<Core>>,
   report: ErrorReporter,
+  life: Lifecycle = { inFlight: 0, draining: false },
 ): (req: Request, info?: ConnInfo) => Promise<Response> {
   const cors = new Cors(core.config.corsOrigins);
   return async (req, info) => {
+    if (life.draining) {
+      return json(
+        503,
+        null,
+        { connection: "close", "retry-after": "1" },
+        "Server is stopping",
+      );
+    }
+    life.inFlight++;
+    try {
+      return await handle(req, info);
+    } finally {
+      if (--life.inFlight === 0) life.idle?.();
+    }
+  };
+
+  async function handle(req: Request, info: ConnInfo): Promise<Response> {
     const given = req.headers.get("x-request-id");
     const requestId = given && REQUEST_ID.test(given)
       ? given
@@ -130,7 +148,15 @@ export function createHandler(
       res = new Response(null, { status: res.status, headers: res.headers });
     }
     return res;
-  };
+  }
+}
+
+/** In-flight requests and the draining flag of a stopping server. */
+export interface Lifecycle {
+  inFlight: number;
+  draining: boolean;
+  /** Called when the last in-flight request is done. */
+  idle?: () => void;
 }
 
 /** What the pipeline learned while handling a request (for its log entry). */

@@ -62,12 +62,7 @@ export class Router<H> {
   /** Finds the handler for a method and a (still percent-encoded) path. */
   match(method: string, path: string): Match<H> {
     const params: Record<string, string> = {};
-    const found = this.#walk(
-      this.#root,
-      path.split("/").filter(Boolean),
-      0,
-      params,
-    );
+    const found = this.#walk(this.#root, path, skipSlashes(path, 0), params);
     if (!found) return { kind: "not_found" };
     const handler = found.handlers.get(method) ??
       (method === "HEAD" ? found.handlers.get("GET") : undefined);
@@ -77,27 +72,34 @@ export class Router<H> {
     return { kind: "method_not_allowed", allow: allow.sort() };
   }
 
+  /** Matches the segment of `path` at `i` (no split: this runs per request). */
   #walk(
     cur: Node<H>,
-    segs: string[],
+    path: string,
     i: number,
     params: Record<string, string>,
   ): Node<H> | undefined {
-    if (i === segs.length) return cur.handlers.size > 0 ? cur : undefined;
-    const stat = cur.statics.get(segs[i]);
+    if (i >= path.length) return cur.handlers.size > 0 ? cur : undefined;
+    let end = path.indexOf("/", i);
+    if (end < 0) end = path.length;
+    const seg = path.slice(i, end);
+    const next = skipSlashes(path, end);
+    const stat = cur.statics.get(seg);
     if (stat) {
-      const hit = this.#walk(stat, segs, i + 1, params);
+      const hit = this.#walk(stat, path, next, params);
       if (hit) return hit;
     }
     if (cur.param) {
-      let value: string;
-      try {
-        value = decodeURIComponent(segs[i]);
-      } catch {
-        return undefined;
+      let value = seg;
+      if (seg.includes("%")) {
+        try {
+          value = decodeURIComponent(seg);
+        } catch {
+          return undefined;
+        }
+        if (value.includes("\0")) return undefined;
       }
-      if (value.includes("\0")) return undefined;
-      const hit = this.#walk(cur.param.node, segs, i + 1, params);
+      const hit = this.#walk(cur.param.node, path, next, params);
       if (hit) {
         params[cur.param.name] = value;
         return hit;
@@ -105,4 +107,10 @@ export class Router<H> {
     }
     return undefined;
   }
+}
+
+/** The index of the first character after any slashes at `i`. */
+function skipSlashes(path: string, i: number): number {
+  while (i < path.length && path.charCodeAt(i) === 47) i++;
+  return i;
 }

@@ -70,6 +70,8 @@ export class Logger {
   #flushing: Promise<void> | undefined;
   #dropped = 0;
   #encoder = new TextEncoder();
+  #lastMs = 0;
+  #lastIso = "";
 
   /** `level` is the least severe level kept (store and console). */
   constructor(
@@ -96,9 +98,18 @@ export class Logger {
       return;
     }
     const e = entry as LogEntry;
-    const ms = e.time ? Date.parse(e.time) : Date.now();
-    e.time ??= new Date(ms).toISOString();
-    e.id = logId(Number.isNaN(ms) ? Date.now() : ms);
+    if (e.time) {
+      const ms = Date.parse(e.time);
+      e.id = logId(Number.isNaN(ms) ? Date.now() : ms);
+    } else {
+      const ms = Date.now();
+      if (ms !== this.#lastMs) {
+        this.#lastMs = ms;
+        this.#lastIso = new Date(ms).toISOString();
+      }
+      e.time = this.#lastIso;
+      e.id = logId(ms);
+    }
     this.#queue.push(e);
   }
 

@@ -145,7 +145,7 @@ export class LogStore {
     this.#file = sqliteFile;
   }
 
-  #write(rows: (string | number | null)[][]): Promise<void> {
+  #post(job: Record<string, unknown>): Promise<void> {
     if (!this.#worker) {
       this.#worker = new Worker(
         new URL("./writer_worker.ts", import.meta.url).href,
@@ -165,13 +165,7 @@ export class LogStore {
         id,
         (error) => error ? reject(new Error(error)) : resolve(),
       );
-      this.#worker!.postMessage({
-        id,
-        path: this.#file,
-        columns: COLUMNS.length,
-        table: '"mb_logs"',
-        rows,
-      });
+      this.#worker!.postMessage({ ...job, id, path: this.#file });
     });
   }
 
@@ -240,7 +234,13 @@ export class LogStore {
       return;
     }
     if (this.#file) {
-      return await this.#write(rows as (string | number | null)[][]);
+      // One string crosses to the writer thread: far cheaper to copy than
+      // thousands of small arrays.
+      return await this.#post({
+        columns: COLUMNS.length,
+        table: '"mb_logs"',
+        rows: JSON.stringify(rows),
+      });
     }
     // SQLite without a file (tests): multi-row VALUES in one transaction.
     const row = `(${COLUMNS.map(() => "?").join(", ")})`;
@@ -320,10 +320,12 @@ export class LogStore {
 
   /** Deletes entries older than `days` and beyond `maxRows`. */
   async prune(days: number, maxRows: number): Promise<void> {
-    const cutoff = new Date(Date.now() - days * 86_400_000).toISOString();
-    await this.storage.run(`DELETE FROM "mb_logs" WHERE "id" < ?`, [
-      logIdFloor(Date.parse(cutoff)),
-    ]);
+    const floor = logIdFloor(Date.now() - days * 86_400_000);
+    if (this.#file) {
+      // On the writer thread: counting past maxRows rows must not pause requests.
+      return await this.#post({ prune: { floor, maxRows } });
+    }
+    await this.storage.run(`DELETE FROM "mb_logs" WHERE "id" < ?`, [floor]);
     const rows = await this.storage.query(
       `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1 OFFSET ${
         Math.max(0, Math.floor(maxRows))

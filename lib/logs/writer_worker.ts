@@ -1,19 +1,22 @@
 /**
  * Worker that writes SQLite log batches on its own connection and thread,
  * so inserting thousands of log rows never pauses request handling.
- * Messages: `{id, path, sql, rows}` → reply `{id, error?}`.
+ * Messages: `{id, path, table, columns, rows}` (rows as JSON) or
+ * `{id, path, prune}` → reply `{id, error?}`.
  *
  * @module
  */
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 
+/** An insert (`rows`: JSON of row arrays) or a prune. */
 interface Job {
   id: number;
   path: string;
-  columns: number;
-  table: string;
-  rows: (string | number | null)[][];
+  columns?: number;
+  table?: string;
+  rows?: string;
+  prune?: { floor: string; maxRows: number };
 }
 
 /** The worker's global scope, as far as this file uses it. */
@@ -37,6 +40,17 @@ function statement(table: string, columns: number, n: number): StatementSync {
   return st;
 }
 
+/** Deletes entries older than `floor` (a log id prefix) and beyond `maxRows`. */
+function prune(floor: string, maxRows: number): void {
+  db!.prepare(`DELETE FROM "mb_logs" WHERE "id" < ?`).run(floor);
+  const last = db!.prepare(
+    `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1 OFFSET ?`,
+  ).get(Math.max(0, Math.floor(maxRows)));
+  if (last) {
+    db!.prepare(`DELETE FROM "mb_logs" WHERE "id" <= ?`).run(String(last.id));
+  }
+}
+
 scope.onmessage = (e: MessageEvent<Job>) => {
   const job = e.data;
   try {
@@ -48,9 +62,11 @@ scope.onmessage = (e: MessageEvent<Job>) => {
     }
     db.exec("BEGIN IMMEDIATE");
     try {
-      for (let i = 0; i < job.rows.length; i += 100) {
-        const chunk = job.rows.slice(i, i + 100);
-        statement(job.table, job.columns, chunk.length).run(...chunk.flat());
+      if (job.prune) prune(job.prune.floor, job.prune.maxRows);
+      const rows: (string | number | null)[][] = JSON.parse(job.rows ?? "[]");
+      for (let i = 0; i < rows.length; i += 100) {
+        const chunk = rows.slice(i, i + 100);
+        statement(job.table!, job.columns!, chunk.length).run(...chunk.flat());
       }
       db.exec("COMMIT");
     } catch (err) {

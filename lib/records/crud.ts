@@ -167,6 +167,13 @@ async function checkRelations(
   }
 }
 
+/** True when a write sets a relation (checked inside a transaction). */
+function hasRelationValue(schema: EntitySchema, values: CheckedInput): boolean {
+  return schema.fields.some((f) =>
+    f.type === "relation" && typeof values.get(f.name) === "string"
+  );
+}
+
 /** Inserts a record from checked (and password-hashed) values. */
 export async function insertRecord(
   store: Storage,
@@ -189,6 +196,12 @@ export async function insertRecord(
     tableOf(schema.name)
   } (${names}) VALUES (${marks})`;
   try {
+    if (!opts.check && !hasRelationValue(schema, values)) {
+      // Nothing to read first: one INSERT is atomic on its own (one round
+      // trip on PostgreSQL, no transaction lock on SQLite).
+      await store.run(sql, [...cols.values()]);
+      return decodeRow(schema, Object.fromEntries(cols), store.dialect);
+    }
     return await store.transaction(async (tx) => {
       await checkRelations(tx, store.dialect.name, schema, values);
       const row: Row = Object.fromEntries(cols);
