@@ -709,6 +709,80 @@ forEachDb("rules reading record, req and auth", async (t, db) => {
       },
     );
 
+    await t.step(
+      "cursors: plain on a visible row, sealed on a row a rule hid",
+      async () => {
+        const rule = { mode: "custom", expr: "record.title.length > 3" };
+        await schema(s, admin, {
+          name: "paged",
+          type: "base",
+          fields: [{ name: "title", type: "string" }],
+          rules: { list: rule, get: rule },
+        });
+        const first = await create(s, admin, "paged", { title: "visible A" });
+        const hidden = [];
+        for (let i = 0; i < 3; i++) {
+          hidden.push(await create(s, admin, "paged", { title: "ab" }));
+        }
+        const lastVisible = await create(s, admin, "paged", {
+          title: "visible B",
+        });
+        const unb64 = (c: string) =>
+          new TextDecoder().decode(
+            Uint8Array.from(
+              atob(c.replaceAll("-", "+").replaceAll("_", "/")),
+              (ch) => ch.charCodeAt(0),
+            ),
+          );
+        // Page 1 shows "visible A", then scans the hidden rows up to "visible B".
+        const p1 = await s.request("GET", "/api/v1/entities/paged?limit=1", {
+          token: tBob,
+        });
+        status(p1, 200, "page 1");
+        const c1 = String(p1.data.cursor);
+        eq(ids(p1.data.items as Rec[]), [first.id], "page 1 items");
+        if (!c1.startsWith("s.")) {
+          fail(`cursor on a hidden row not sealed: ${c1}`);
+        }
+        const opened = unb64(c1.slice(2));
+        for (const h of hidden) {
+          if (opened.includes(String(h.id))) {
+            fail("sealed cursor shows a hidden row's id");
+          }
+        }
+        const p2 = await s.request(
+          "GET",
+          `/api/v1/entities/paged?limit=1&after=${encodeURIComponent(c1)}`,
+          { token: tBob },
+        );
+        status(p2, 200, "page 2");
+        eq(ids(p2.data.items as Rec[]), [lastVisible.id], "page 2 items");
+        // As admin nothing is hidden: the cursor is the last row's values.
+        const a1 = await s.request("GET", "/api/v1/entities/paged?limit=1", {
+          token: admin,
+        });
+        const plain = String(a1.data.cursor);
+        eq(JSON.parse(unb64(plain)), [first.id], "plain cursor holds the id");
+        // A hand-made cursor only positions the page: rules still apply.
+        const made = btoa(JSON.stringify([first.id])).replaceAll("=", "");
+        const p3 = await s.request(
+          "GET",
+          `/api/v1/entities/paged?after=${made}`,
+          { token: tBob },
+        );
+        status(p3, 200, "hand-made cursor");
+        eq(ids(p3.data.items as Rec[]), [lastVisible.id], "rules still apply");
+        for (const bad of ["s.AAAA", "bm9wZQ", "%E2%82%AC", "W10"]) {
+          const r = await s.request(
+            "GET",
+            `/api/v1/entities/paged?after=${bad}`,
+            { token: tBob },
+          );
+          status(r, 400, `bad cursor ${bad}`);
+        }
+      },
+    );
+
     // ---- req.body (pitfall 10) --------------------------------------------
     await t.step("req.body rules see the JSON body", async () => {
       await schema(s, admin, {

@@ -85,6 +85,7 @@ export async function listRecords(
   const table = tableOf(schema.name);
   const items: RecordData[] = [];
   let last: Row | undefined;
+  let lastHidden = false;
   let hasMore = false;
   // Per-row checks (rules the database cannot run) may drop rows: scan a bounded number of batches.
   let scanned = 0;
@@ -101,6 +102,7 @@ export async function listRecords(
       const record = decodeRow(schema, row, store.dialect);
       if (hooks.keep && !(await hooks.keep(record))) {
         last = row;
+        lastHidden = true;
         continue;
       }
       if (items.length === opts.limit) {
@@ -109,6 +111,7 @@ export async function listRecords(
       }
       items.push(record);
       last = row;
+      lastHidden = false;
     }
     scanned += rows.length;
     if (hasMore || rows.length < batch || !hooks.keep || !last) break;
@@ -126,7 +129,9 @@ export async function listRecords(
     items_count: items.length,
     limit: opts.limit,
     has_more: hasMore,
-    cursor: hasMore && last ? encodeCursor(cursorOf(keys, last)) : null,
+    cursor: hasMore && last
+      ? encodeCursor(cursorOf(keys, last), lastHidden)
+      : null,
   };
   if (opts.count && hooks.keep) {
     page.total = await countKept(store, schema, base, baseParams, hooks.keep);

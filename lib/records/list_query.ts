@@ -166,36 +166,43 @@ const b64url = (b: Uint8Array) =>
     .replace(/=+$/, "");
 
 /**
- * Encodes the keyset position after a row. The values are sealed with
- * AES-256-GCM: a cursor may point past rows a rule hides, and must not
- * reveal (or let a client forge) their sort values.
+ * Encodes the keyset position after a row. A position on a row the caller
+ * sees is plain (base64url JSON of values the page already showed); a
+ * position on a row a rule hid is sealed with AES-256-GCM (`s.` prefix), so
+ * it reveals nothing about that row. Either way a cursor only positions the
+ * page: every row after it still passes the rules.
  */
-export function encodeCursor(values: SqlValue[]): string {
+export function encodeCursor(values: SqlValue[], sealed = false): string {
+  const json = JSON.stringify(values);
+  if (!sealed) return Buffer.from(json, "utf8").toString("base64url");
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const cipher = createCipheriv("aes-256-gcm", cursorKey, iv);
-  const body = Buffer.concat([
-    cipher.update(JSON.stringify(values), "utf8"),
-    cipher.final(),
-  ]);
-  return b64url(Buffer.concat([iv, cipher.getAuthTag(), body]));
+  const body = Buffer.concat([cipher.update(json, "utf8"), cipher.final()]);
+  return `s.${b64url(Buffer.concat([iv, cipher.getAuthTag(), body]))}`;
+}
+
+function openSealed(text: string): string {
+  const raw = Buffer.from(
+    text.replaceAll("-", "+").replaceAll("_", "/"),
+    "base64",
+  );
+  const decipher = createDecipheriv(
+    "aes-256-gcm",
+    cursorKey,
+    raw.subarray(0, 12),
+  );
+  decipher.setAuthTag(raw.subarray(12, 28));
+  return Buffer.concat([
+    decipher.update(raw.subarray(28)),
+    decipher.final(),
+  ]).toString("utf8");
 }
 
 function decodeCursor(text: string, n: number): SqlValue[] {
   try {
-    const raw = Buffer.from(
-      text.replaceAll("-", "+").replaceAll("_", "/"),
-      "base64",
-    );
-    const decipher = createDecipheriv(
-      "aes-256-gcm",
-      cursorKey,
-      raw.subarray(0, 12),
-    );
-    decipher.setAuthTag(raw.subarray(12, 28));
-    const json = Buffer.concat([
-      decipher.update(raw.subarray(28)),
-      decipher.final(),
-    ]).toString("utf8");
+    const json = text.startsWith("s.")
+      ? openSealed(text.slice(2))
+      : Buffer.from(text, "base64url").toString("utf8");
     const values = JSON.parse(json);
     const scalar = (v: unknown) =>
       v === null || ["string", "number", "boolean"].includes(typeof v);
