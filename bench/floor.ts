@@ -16,6 +16,19 @@ db.exec(
 const cols = '"id", "created", "updated", "title", "n", "tag"';
 const get = db.prepare(`SELECT ${cols} FROM "items" WHERE "id" = ?`);
 const list = db.prepare(`SELECT ${cols} FROM "items" ORDER BY "id" LIMIT 51`);
+// Rows as arrays made into plain objects: the fastest way we found (as Moonbase does).
+const names = get.columns().map((c) => c.name);
+for (const st of [get, list]) {
+  (st as typeof st & { setReturnArrays(on: boolean): void }).setReturnArrays(
+    true,
+  );
+}
+const objects = (rows: unknown[]) =>
+  (rows as unknown[][]).map((a) => {
+    const o: Record<string, unknown> = {};
+    for (let i = 0; i < names.length; i++) o[names[i]] = a[i];
+    return o;
+  });
 const insert = db.prepare(
   `INSERT INTO "items" (${cols}) VALUES (?, ?, ?, ?, ?, ?)`,
 );
@@ -38,7 +51,9 @@ Deno.serve({
     insert.run(id, now, now, b.title, b.n, b.tag);
     return reply(201, { id, created: now, updated: now, ...b });
   }
-  if (path.startsWith("/items/")) return reply(200, get.get(path.slice(7)));
-  const rows = list.all();
+  if (path.startsWith("/items/")) {
+    return reply(200, objects(get.all(path.slice(7)))[0]);
+  }
+  const rows = objects(list.all());
   return reply(200, { items: rows.slice(0, 50), has_more: rows.length > 50 });
 });

@@ -24,6 +24,8 @@ export interface LoadResult {
   non2xx: number;
   requests: number;
   tool: string;
+  /** Server CPU time per request in µs, when measured. */
+  cpuPerRequest?: number;
 }
 
 /** True when wrk is on the PATH. */

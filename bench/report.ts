@@ -176,12 +176,15 @@ export function targetsMet(rows: Row[]): boolean {
 
 function table(rows: Row[]): string {
   const lines = [
-    "| db | scenario | Moonbase req/s | p50 ms | p99 ms | errors | non-2xx | baseline req/s | ratio |",
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    "| db | scenario | Moonbase req/s | p50 ms | p99 ms | errors | non-2xx | baseline req/s | ratio | server CPU µs/req (baseline) |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
+  const cpu = (x?: number) => x === undefined ? "?" : x.toFixed(1);
   for (const r of rows) {
     if ("value" in r) {
-      lines.push(`| ${r.db} | ${r.name} | ${r.value.toFixed(1)} | | | | | | |`);
+      lines.push(
+        `| ${r.db} | ${r.name} | ${r.value.toFixed(1)} | | | | | | | |`,
+      );
     } else {
       const m = r.moonbase;
       lines.push(
@@ -189,7 +192,7 @@ function table(rows: Row[]): string {
           m.p99.toFixed(2)
         } | ${m.errors} | ${m.non2xx} | ${r.baseline.rps.toFixed(0)} | ${
           r.ratio.toFixed(2)
-        } |`,
+        } | ${cpu(m.cpuPerRequest)} (${cpu(r.baseline.cpuPerRequest)}) |`,
       );
     }
   }
@@ -213,7 +216,7 @@ async function sh(cmd: string, args: string[]): Promise<string> {
 export async function writeResults(
   rows: Row[],
   path: string,
-  seconds: number,
+  runs: string,
   label: string,
 ): Promise<string> {
   const cpu = /model name\s*:\s*(.*)/.exec(
@@ -248,8 +251,9 @@ Machine: ${cpu}, ${navigator.hardwareConcurrency} cores, ${
   } GiB; Deno ${Deno.version.deno}.
 Date: ${date}. Commit: ${commit}${label ? ` (${label})` : ""}. Load: ${
     tool?.moonbase.tool ?? "?"
-  }, 32 connections, ${seconds} s per run,
-each Moonbase run right after a bare \`Deno.serve\` baseline run; ratio = Moonbase req/s ÷ baseline req/s.
+  }, 32 connections, ${runs} per scenario,
+each Moonbase run right after a bare \`Deno.serve\` baseline run; ratio = Moonbase req/s ÷ baseline req/s
+over all rounds. Server CPU = CPU time (all threads) the server process used per request.
 
 ${table(rows)}
 

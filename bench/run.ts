@@ -17,12 +17,14 @@ const args = parseArgs({
   args: Deno.args,
   options: {
     pg: { type: "boolean" },
-    seconds: { type: "string", default: "5" },
+    seconds: { type: "string", default: "3" },
+    rounds: { type: "string", default: "3" },
     out: { type: "string", default: "bench/results.md" },
     label: { type: "string", default: "" },
   },
 });
 const SECONDS = Number(args.values.seconds);
+const ROUNDS = Math.max(1, Number(args.values.rounds));
 const SECRET = "bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz";
 
 interface Proc {
@@ -62,6 +64,43 @@ async function stop(p: Proc): Promise<void> {
     p.child.kill("SIGTERM");
   } catch { /* gone */ }
   await p.child.status;
+}
+
+/** CPU time (user + system, all threads) a process has used, in µs. */
+function cpuUs(pid: number): number {
+  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10_000; // clock ticks of 10 ms
+}
+
+/**
+ * Runs `t` against a server for `seconds`, with the server's CPU time per
+ * request (a steadier figure than req/s on a shared 2-core machine).
+ */
+async function loadWithCpu(
+  p: Proc,
+  t: Target,
+  seconds: number,
+): Promise<LoadResult & { cpu: number }> {
+  const before = cpuUs(p.child.pid);
+  const r = await runLoad(`http://127.0.0.1:${p.port}`, t, seconds);
+  return { ...r, cpu: cpuUs(p.child.pid) - before };
+}
+
+/** Sums rounds: req/s over the whole time, median latencies, summed errors. */
+function combine(rs: (LoadResult & { cpu: number })[]): LoadResult {
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1];
+  const requests = rs.reduce((a, r) => a + r.requests, 0);
+  return {
+    rps: rs.reduce((a, r) => a + r.rps, 0) / rs.length,
+    p50: median(rs.map((r) => r.p50)),
+    p99: median(rs.map((r) => r.p99)),
+    errors: rs.reduce((a, r) => a + r.errors, 0),
+    non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
+    requests,
+    tool: rs[0].tool,
+    cpuPerRequest: rs.reduce((a, r) => a + r.cpu, 0) / Math.max(1, requests),
+  };
 }
 
 function rssMb(pid: number): number {
@@ -134,20 +173,23 @@ async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
   const measure = async (
     name: string,
     t: Target,
-    url = mbUrl,
+    server = mb,
   ): Promise<void> => {
-    await runLoad(url, t, 1); // warm-up
-    const b: LoadResult = await runLoad(
-      baseUrl,
-      { method: "GET", path: "/" },
-      SECONDS,
-    );
-    const m: LoadResult = await runLoad(url, t, SECONDS);
+    await runLoad(`http://127.0.0.1:${server.port}`, t, 1); // warm-up
+    const bs = [], ms = [];
+    // Alternate short runs so drift on a shared machine hits both sides alike.
+    for (let i = 0; i < ROUNDS; i++) {
+      bs.push(await loadWithCpu(base, { method: "GET", path: "/" }, SECONDS));
+      ms.push(await loadWithCpu(server, t, SECONDS));
+    }
+    const b = combine(bs), m = combine(ms);
     rows.push({ db, name, moonbase: m, baseline: b, ratio: m.rps / b.rps });
     console.error(
       `[${db}] ${name}: ${m.rps.toFixed(0)} req/s vs ${
         b.rps.toFixed(0)
-      } (ratio ${(m.rps / b.rps).toFixed(2)}), p99 ${
+      } (ratio ${(m.rps / b.rps).toFixed(2)}), CPU ${
+        m.cpuPerRequest?.toFixed(1)
+      } vs ${b.cpuPerRequest?.toFixed(1)} µs/req, p99 ${
         m.p99.toFixed(1)
       } ms, errors ${m.errors}, non-2xx ${m.non2xx}`,
     );
@@ -163,7 +205,7 @@ async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
       "bench/floor.ts",
       `${dataDir}/moonbase.db`,
     ]);
-    const f = `http://127.0.0.1:${floor.port}`;
+    const f = floor;
     await measure("bare handler: GET by id", {
       method: "GET",
       path: `/items/${seeded.itemId}`,
@@ -189,7 +231,7 @@ async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
   await measure("GET by id (logging off)", {
     method: "GET",
     path: `/api/v1/entities/items/${seeded.itemId}`,
-  }, `http://127.0.0.1:${mb.port}`);
+  }, mb);
   await stop(mb);
   await stop(base);
   await Deno.remove(dataDir, { recursive: true }).catch(() => {});
@@ -201,7 +243,7 @@ if (args.values.pg) rows.push(...await benchDb("postgres"));
 const report = await writeResults(
   rows,
   args.values.out,
-  SECONDS,
+  `${ROUNDS} alternating rounds of ${SECONDS} s`,
   args.values.label,
 );
 console.log(report);

@@ -24,10 +24,14 @@ let seq = 0;
  */
 export function logId(ms: number = Date.now()): string {
   seq = (seq + 1) % 0x100000000;
-  return `${ms.toString(16).padStart(12, "0")}-${
-    seq.toString(16).padStart(8, "0")
-  }-${INSTANCE}`;
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastHead = ms.toString(16).padStart(12, "0");
+  }
+  return `${lastHead}-${seq.toString(16).padStart(8, "0")}-${INSTANCE}`;
 }
+
+let lastMs = -1, lastHead = "";
 
 /** The smallest log id of a moment (for range conditions). */
 export function logIdFloor(ms: number): string {

@@ -13,7 +13,7 @@ import type { Entity } from "../schema/entity.ts";
 import type { Operation } from "../schema/types.ts";
 import type { Expr } from "../rules/ast.ts";
 import { RuleSyntaxError } from "../rules/ast.ts";
-import { parseExpression, readsRecord } from "../rules/parser.ts";
+import { parseExpression, readsRecord, readsRequest } from "../rules/parser.ts";
 import { evaluate, type RuleHelpers, test } from "../rules/evaluate.ts";
 import { truthy } from "../rules/values.ts";
 import { compileToSql, type SqlContext } from "../rules/to_sql.ts";
@@ -36,9 +36,23 @@ function deny(entity: Entity, op: string, auth: AuthValue): never {
   );
 }
 
-/** A plain-data copy of the request (accessors resolved: rules only read data properties). */
-function plainRequest(req: RuleRequest): RuleRequest {
-  return { body: req.body, query: req.query, method: req.method };
+const NO_REQUEST: RuleRequest = Object.freeze({
+  body: {},
+  query: {},
+  method: "",
+});
+const readsReq = new WeakMap<Expr, boolean>();
+
+/**
+ * A plain-data copy of the request (accessors resolved: rules only read data
+ * properties); nothing is copied for an expression that never reads `req`.
+ */
+function plainRequest(ast: Expr, req: RuleRequest): RuleRequest {
+  let reads = readsReq.get(ast);
+  if (reads === undefined) readsReq.set(ast, reads = readsRequest(ast));
+  return reads
+    ? { body: req.body, query: req.query, method: req.method }
+    : NO_REQUEST;
 }
 
 /** Evaluates custom rules and filters for the record service. */
@@ -111,7 +125,6 @@ export class ExpressionRules implements RuleEngine {
     auth: AuthValue,
     req: RuleRequest,
   ): OpOptions {
-    req = plainRequest(req);
     let ast: Expr;
     try {
       ast = this.#parse(`r\0${expr}`, expr, "rule");
@@ -119,6 +132,7 @@ export class ExpressionRules implements RuleEngine {
       this.#onError(err);
       return deny(entity, op, auth);
     }
+    req = plainRequest(ast, req);
     if (!readsRecord(ast)) {
       return this.#test(ast, { auth, req }) ? {} : deny(entity, op, auth);
     }
@@ -147,7 +161,6 @@ export class ExpressionRules implements RuleEngine {
     auth: AuthValue,
     req: RuleRequest,
   ): OpOptions {
-    req = plainRequest(req);
     if (source.length > 4096) {
       throw new MoonbaseError(
         "invalid",
@@ -174,6 +187,7 @@ export class ExpressionRules implements RuleEngine {
       }
       throw err;
     }
+    req = plainRequest(ast, req);
     const compiled = compileToSql(ast, this.#sqlContext(entity, auth, req));
     if (compiled) {
       return {
