@@ -53,11 +53,18 @@ function luaScript(t: Target): string {
     lines.push(`wrk.headers[${luaString(k)}] = ${luaString(v)}`);
   }
   if (t.spreadIps) {
+    // Seeded per run and thread: repeated runs must not reuse the same
+    // addresses, or the login rate limit (5 per minute per IP) answers 429.
     lines.push(
+      "local threads = 0",
+      "function setup(thread) thread:set('tid', threads); threads = threads + 1 end",
+      `function init(args) math.randomseed(${
+        Math.floor(Math.random() * 1e9)
+      } + tid * 7919) end`,
       "local n = 0",
       "request = function()",
       "  n = n + 1",
-      '  wrk.headers["X-Forwarded-For"] = "10." .. (n % 250) .. "." .. math.random(0, 250) .. "." .. math.random(1, 250)',
+      '  wrk.headers["X-Forwarded-For"] = "10." .. math.random(0, 250) .. "." .. math.random(0, 250) .. "." .. math.random(1, 250)',
       "  return wrk.format(nil, nil, nil, nil)",
       "end",
     );
@@ -123,15 +130,15 @@ async function runDeno(
   connections: number,
 ): Promise<LoadResult> {
   const latencies: number[] = [];
-  let errors = 0, non2xx = 0, n = 0;
+  let errors = 0, non2xx = 0, n = Math.floor(Math.random() * 1e7);
   const end = performance.now() + seconds * 1000;
   const worker = async () => {
     while (performance.now() < end) {
       const headers: Record<string, string> = { ...t.headers };
       if (t.spreadIps) {
-        headers["x-forwarded-for"] = `10.${n % 250}.${(n >> 8) % 250}.${
-          n % 249 + 1
-        }`;
+        headers["x-forwarded-for"] = `10.${(n >> 16) % 250}.${
+          (n >> 8) % 250
+        }.${n % 249 + 1}`;
       }
       n++;
       const t0 = performance.now();
