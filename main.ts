@@ -28,6 +28,7 @@ Options:
   --dev                    development mode (readable logs)
   --database <kind>        PSQL for PostgreSQL (default: SQLite in --dataDir)
   --connection <url>       PostgreSQL connection URL (with --database PSQL)
+  --poolSize <n>           PostgreSQL connections (default: CPU cores, 2 to 10)
   --dataDir <dir>          data directory (default ./data)
   --publicDir <dir>        directory served at /
   --scriptsDir <dir>       directory of JavaScript extension scripts (default ./scripts)
@@ -101,6 +102,7 @@ export function parseCli(args: string[]): Cli {
         dev: { type: "boolean" },
         database: { type: "string" },
         connection: { type: "string" },
+        poolSize: { type: "string" },
         dataDir: { type: "string" },
         publicDir: { type: "string" },
         scriptsDir: { type: "string" },
@@ -140,6 +142,7 @@ export function parseCli(args: string[]): Cli {
     dataDir: v.dataDir,
     database: v.database?.toUpperCase(),
     connection: v.connection,
+    poolSize: int(v.poolSize, "poolSize", 1, 100),
     publicDir: v.publicDir,
     scriptsDir: v.scriptsDir,
     dev: v.dev,

@@ -136,9 +136,9 @@ async function runDeno(
     while (performance.now() < end) {
       const headers: Record<string, string> = { ...t.headers };
       if (t.spreadIps) {
-        headers["x-forwarded-for"] = `10.${(n >> 16) % 250}.${
-          (n >> 8) % 250
-        }.${n % 249 + 1}`;
+        headers["x-forwarded-for"] = `10.${(n >> 16) % 250}.${(n >> 8) % 250}.${
+          n % 249 + 1
+        }`;
       }
       n++;
       const t0 = performance.now();

