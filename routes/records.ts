@@ -17,19 +17,29 @@ import type {
   RuleRequest,
 } from "../lib/records/service.ts";
 
+/** The request as rules see it; `query` is built only if a rule reads it. */
+class LazyRuleRequest implements RuleRequest {
+  readonly body: Record<string, unknown>;
+  readonly method: string;
+  #ctx: Context<Core>;
+  #query: Record<string, string> | undefined;
+
+  constructor(ctx: Context<Core>, body: Record<string, unknown>) {
+    this.#ctx = ctx;
+    this.body = body;
+    this.method = ctx.req.method;
+  }
+
+  get query(): Record<string, string> {
+    return this.#query ??= Object.fromEntries(this.#ctx.url.searchParams);
+  }
+}
+
 function ruleRequest(
   ctx: Context<Core>,
   body: Record<string, unknown> = {},
 ): RuleRequest {
-  let query: Record<string, string> | undefined;
-  // `query` is built only if a custom rule needs it (the rule engine copies it).
-  return {
-    body,
-    get query() {
-      return query ??= Object.fromEntries(ctx.url.searchParams);
-    },
-    method: ctx.req.method,
-  };
+  return new LazyRuleRequest(ctx, body);
 }
 
 /** Reads a JSON or multipart write body. */

@@ -91,7 +91,7 @@ export function createHandler(
     let res: Response;
     const started = performance.now();
     const path = pathOf(req.url);
-    const seen: Seen = {};
+    const seen: { ctx?: RequestContext } = {};
     const ip = clientIp(req, info, core.config.trustProxy);
     if (
       req.method === "OPTIONS" &&
@@ -137,8 +137,8 @@ export function createHandler(
         status,
         duration_ms: Math.round((performance.now() - started) * 100) / 100,
         ip,
-        auth_id: seen.auth?.id || null,
-        auth_entity: seen.auth?.entity || null,
+        auth_id: seen.ctx?.seen?.id || null,
+        auth_entity: seen.ctx?.seen?.entity || null,
         request_id: requestId,
         data: null,
       });
@@ -159,9 +159,44 @@ export interface Lifecycle {
   idle?: () => void;
 }
 
-/** What the pipeline learned while handling a request (for its log entry). */
-interface Seen {
-  auth?: AuthValue;
+/**
+ * The context of one request: a class, so its lazy parts (URL, caller) cost
+ * no closures per request. It also remembers the caller for the log entry.
+ */
+class RequestContext implements Context<Core> {
+  readonly req: Request;
+  readonly params: Record<string, string>;
+  readonly app: Core;
+  readonly requestId: string;
+  readonly ip: string;
+  /** The resolved caller, once `auth()` has run. */
+  seen: AuthValue | undefined;
+  #url: URL | undefined;
+  #auth: Promise<AuthValue> | undefined;
+
+  constructor(
+    req: Request,
+    params: Record<string, string>,
+    app: Core,
+    requestId: string,
+    ip: string,
+  ) {
+    this.req = req;
+    this.params = params;
+    this.app = app;
+    this.requestId = requestId;
+    this.ip = ip;
+  }
+
+  get url(): URL {
+    return this.#url ??= new URL(this.req.url);
+  }
+
+  auth(): Promise<AuthValue> {
+    return this.#auth ??= this.app.sessions.resolve(
+      this.req.headers.get("authorization"),
+    ).then((a) => this.seen = a);
+  }
 }
 
 async function dispatch(
@@ -171,26 +206,12 @@ async function dispatch(
   path: string,
   requestId: string,
   ip: string,
-  seen: Seen,
+  seen: { ctx?: RequestContext },
 ): Promise<Response> {
   const match = router.match(req.method, path);
-  let url: URL | undefined;
   if (match.kind === "found") {
-    let auth: Promise<AuthValue> | undefined;
-    const ctx: Context<Core> = {
-      req,
-      get url() {
-        return url ??= new URL(req.url);
-      },
-      params: match.params,
-      app: core,
-      requestId,
-      ip,
-      auth: () =>
-        auth ??= core.sessions.resolve(req.headers.get("authorization")).then((
-          a,
-        ) => seen.auth = a),
-    };
+    const ctx = new RequestContext(req, match.params, core, requestId, ip);
+    seen.ctx = ctx;
     return await match.handler(ctx);
   }
   if (match.kind === "method_not_allowed") {

@@ -84,7 +84,7 @@ export class Router<H> {
     if (end < 0) end = path.length;
     const seg = path.slice(i, end);
     const next = skipSlashes(path, end);
-    const stat = cur.statics.get(seg);
+    const stat = cur.statics.size > 0 ? cur.statics.get(seg) : undefined;
     if (stat) {
       const hit = this.#walk(stat, path, next, params);
       if (hit) return hit;
