@@ -169,13 +169,19 @@ async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
     );
     cursor = encodeURIComponent(String(r.data.cursor));
   }
+  // Warm both servers up (the JIT keeps improving Moonbase for ~10 s).
+  await runLoad(mbUrl, {
+    method: "GET",
+    path: `/api/v1/entities/items/${seeded.itemId}`,
+  }, 8);
+  await runLoad(baseUrl, { method: "GET", path: "/" }, 3);
   const rows: Row[] = [];
   const measure = async (
     name: string,
     t: Target,
     server = mb,
   ): Promise<void> => {
-    await runLoad(`http://127.0.0.1:${server.port}`, t, 1); // warm-up
+    await runLoad(`http://127.0.0.1:${server.port}`, t, 2); // warm-up
     const bs = [], ms = [];
     // Alternate short runs so drift on a shared machine hits both sides alike.
     for (let i = 0; i < ROUNDS; i++) {
