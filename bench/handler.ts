@@ -1,0 +1,84 @@
+/**
+ * `deno task bench:handler`: time spent in Moonbase's own request handling,
+ * in-process (no sockets, no HTTP parsing, no load generator), per scenario.
+ * Steadier than req/s on a shared machine; run it under `--cpu-prof` to see
+ * where a scenario's time goes.
+ *
+ * @module
+ */
+
+import { createApp } from "../mod.ts";
+import { seed } from "./seed.ts";
+
+const SECRET = "bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz";
+const dataDir = await Deno.makeTempDir({ prefix: "mb_handler_bench_" });
+const seeded = await seed({ dataDir, jwtSecret: SECRET });
+const app = await createApp({
+  dataDir,
+  jwtSecret: SECRET,
+  quiet: true,
+  trustProxy: true,
+});
+const info = { remoteAddr: { hostname: "127.0.0.1" } };
+const login = await (await app.handler(
+  new Request("http://mb/api/v1/auth/users/login", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ identity: seeded.email, password: seeded.password }),
+  }),
+  info,
+)).json();
+const bearer = { authorization: `Bearer ${login.data.token}` };
+const json = { "content-type": "application/json" };
+
+const scenarios: [string, () => Request, number][] = [
+  ["health", () => new Request("http://mb/api/v1/health"), 50_000],
+  [
+    "GET by id (public)",
+    () => new Request(`http://mb/api/v1/entities/items/${seeded.itemId}`),
+    50_000,
+  ],
+  [
+    "GET by id (token + custom rule)",
+    () =>
+      new Request(`http://mb/api/v1/entities/notes/${seeded.noteId}`, {
+        headers: bearer,
+      }),
+    50_000,
+  ],
+  [
+    "list 50",
+    () => new Request("http://mb/api/v1/entities/items?limit=50"),
+    5_000,
+  ],
+  [
+    "create",
+    () =>
+      new Request("http://mb/api/v1/entities/items", {
+        method: "POST",
+        headers: json,
+        body: '{"title":"bench","n":1,"tag":"x"}',
+      }),
+    10_000,
+  ],
+];
+
+for (const [name, make, n] of scenarios) {
+  for (let i = 0; i < n / 5; i++) {
+    await (await app.handler(make(), info)).text();
+  }
+  let made = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) made += make() ? 1 : 0;
+  const requestCost = (performance.now() - t0) / n;
+  const t = performance.now();
+  for (let i = 0; i < n; i++) {
+    const res = await app.handler(make(), info);
+    await res.text();
+    if (res.status >= 300) throw new Error(`${name}: status ${res.status}`);
+  }
+  const us = ((performance.now() - t) / n - requestCost) * 1000;
+  console.log(`${name.padEnd(34)} ${us.toFixed(1).padStart(7)} µs/request`);
+}
+await app.close();
+await Deno.remove(dataDir, { recursive: true });
