@@ -76,6 +76,12 @@ export async function openStorage(config: ResolvedConfig): Promise<Storage> {
   return new SqliteStorage(join(config.dataDir, "moonbase.db"));
 }
 
+async function openLogConnection(config: ResolvedConfig): Promise<Storage> {
+  const pg = new PostgresStorage(config.connection!, 1);
+  await pg.connect();
+  return pg;
+}
+
 /** True when at least one admin account exists. */
 export async function hasAdmin(storage: Storage): Promise<boolean> {
   return (await storage.query(`SELECT 1 AS one FROM "mb_admins" LIMIT 1`))
@@ -96,14 +102,20 @@ export async function hasAdmin(storage: Storage): Promise<boolean> {
 export async function createCore(options: AppConfig = {}): Promise<Core> {
   const config = resolveConfig(options);
   const storage = await openStorage(config);
+  let logStorage: Storage | undefined;
   try {
     await ensureSystemTables(storage);
-    const logStorage = storage.dialect.name === "sqlite"
+    // Logs never share the request path's connections: on SQLite a file of
+    // their own (written by a worker), on PostgreSQL one connection of their
+    // own (a batch insert must not hold one of the pool's few connections).
+    logStorage = storage.dialect.name === "sqlite"
       ? new SqliteStorage(join(config.dataDir, "logs.db"))
-      : storage;
+      : await openLogConnection(config);
     const logs = new LogStore(
       logStorage,
-      logStorage !== storage ? join(config.dataDir, "logs.db") : undefined,
+      logStorage.dialect.name === "sqlite"
+        ? join(config.dataDir, "logs.db")
+        : undefined,
     );
     await logs.init();
     const log = new Logger(
@@ -177,12 +189,13 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
         log.info("stopped");
         await log.close();
         logs.close();
-        if (logStorage !== storage) await logStorage.close();
+        await logStorage?.close();
         revocations.stop();
         await storage.close();
       },
     };
   } catch (err) {
+    await logStorage?.close().catch(() => {});
     await storage.close().catch(() => {});
     throw err;
   }
