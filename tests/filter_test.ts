@@ -17,6 +17,7 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { seedUser as seedStoredUser } from "./_server.ts";
+import { eq, fail, status } from "./_checks.ts";
 
 const PASSWORD = "password-123";
 
@@ -40,26 +41,6 @@ interface Page {
   has_more: boolean;
   cursor: string | null;
   total?: number;
-}
-
-function fail(msg: string): never {
-  throw new Error(msg);
-}
-
-function eq(actual: unknown, expected: unknown, msg: string): void {
-  const a = JSON.stringify(actual), e = JSON.stringify(expected);
-  if (a !== e) fail(`${msg}: expected ${e}, got ${a}`);
-}
-
-function status(r: Reply, expected: number, msg: string): void {
-  if (r.status !== expected) {
-    fail(
-      `${msg}: expected ${expected}, got ${r.status}: ${r.text.slice(0, 400)}`,
-    );
-  }
-  if (r.body && r.body.status !== r.status) {
-    fail(`${msg}: envelope status ${r.body.status} != ${r.status}`);
-  }
 }
 
 async function seedUser(

@@ -8,13 +8,9 @@
  * @module
  */
 
-import {
-  forEachDb,
-  type Reply,
-  startServer,
-  type TestServer,
-} from "./_server.ts";
+import { forEachDb, startServer, type TestServer } from "./_server.ts";
 import { seedUser as seedStoredUser } from "./_server.ts";
+import { eq, fail, status } from "./_checks.ts";
 import { columnOf, tableOf } from "../lib/schema/ddl.ts";
 
 const PASSWORD = "password-123";
@@ -33,26 +29,6 @@ interface Page {
   has_more: boolean;
   cursor: string | null;
   total?: number;
-}
-
-function fail(msg: string): never {
-  throw new Error(msg);
-}
-
-function eq(actual: unknown, expected: unknown, msg: string): void {
-  const a = JSON.stringify(actual), e = JSON.stringify(expected);
-  if (a !== e) fail(`${msg}: expected ${e}, got ${a}`);
-}
-
-function status(r: Reply, expected: number, msg: string): void {
-  if (r.status !== expected) {
-    fail(
-      `${msg}: expected ${expected}, got ${r.status}: ${r.text.slice(0, 400)}`,
-    );
-  }
-  if (r.body && r.body.status !== r.status) {
-    fail(`${msg}: envelope status ${r.body.status} != ${r.status}`);
-  }
 }
 
 async function seedUser(

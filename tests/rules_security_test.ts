@@ -9,38 +9,11 @@
  * @module
  */
 
-import {
-  forEachDb,
-  type Reply,
-  startServer,
-  type TestServer,
-} from "./_server.ts";
+import { forEachDb, startServer, type TestServer } from "./_server.ts";
 import { seedUser as seedStoredUser } from "./_server.ts";
+import { eq, fail, status } from "./_checks.ts";
 
 const PASSWORD = "password-123";
-
-function fail(msg: string): never {
-  throw new Error(msg);
-}
-
-function eq(actual: unknown, expected: unknown, msg: string): void {
-  const a = JSON.stringify(actual), e = JSON.stringify(expected);
-  if (a !== e) fail(`${msg}: expected ${e}, got ${a}`);
-}
-
-function status(r: Reply, expected: number | number[], msg: string): void {
-  const ok = Array.isArray(expected) ? expected : [expected];
-  if (!ok.includes(r.status)) {
-    fail(
-      `${msg}: expected ${ok.join(" or ")}, got ${r.status}: ${
-        r.text.slice(0, 400)
-      }`,
-    );
-  }
-  if (r.body && r.body.status !== r.status) {
-    fail(`${msg}: envelope status ${r.body.status} != ${r.status}`);
-  }
-}
 
 async function seedUser(
   s: TestServer,
