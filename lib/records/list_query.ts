@@ -161,10 +161,6 @@ export function setCursorKey(secret: string): void {
   );
 }
 
-const b64url = (b: Uint8Array) =>
-  Buffer.from(b).toString("base64").replaceAll("+", "-").replaceAll("/", "_")
-    .replace(/=+$/, "");
-
 /**
  * Encodes the keyset position after a row. A position on a row the caller
  * sees is plain (base64url JSON of values the page already showed); a
@@ -178,14 +174,13 @@ export function encodeCursor(values: SqlValue[], sealed = false): string {
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const cipher = createCipheriv("aes-256-gcm", cursorKey, iv);
   const body = Buffer.concat([cipher.update(json, "utf8"), cipher.final()]);
-  return `s.${b64url(Buffer.concat([iv, cipher.getAuthTag(), body]))}`;
+  return `s.${
+    Buffer.concat([iv, cipher.getAuthTag(), body]).toString("base64url")
+  }`;
 }
 
 function openSealed(text: string): string {
-  const raw = Buffer.from(
-    text.replaceAll("-", "+").replaceAll("_", "/"),
-    "base64",
-  );
+  const raw = Buffer.from(text, "base64url");
   const decipher = createDecipheriv(
     "aes-256-gcm",
     cursorKey,
