@@ -1,0 +1,154 @@
+/**
+ * The PostgreSQL pool: statements spread over its connections, pipelined
+ * results reach their own callers, a transaction holds one connection without
+ * blocking the others, and a closed pool reports the database unavailable.
+ * Runs on the throwaway cluster; skipped when PostgreSQL is not tested.
+ *
+ * @module
+ */
+
+import { assert, assertEquals, DATABASES } from "../../tests/_server.ts";
+import { startPostgres } from "../../tests/_pg.ts";
+import { PostgresStorage } from "./postgres.ts";
+
+const ignore = !DATABASES.includes("postgres");
+
+/** The error `fn` rejects with; fails when it resolves. */
+async function rejection(fn: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected a rejection");
+}
+
+async function pool(size: number): Promise<PostgresStorage> {
+  const s = new PostgresStorage(
+    await (await startPostgres()).createDatabase(),
+    size,
+  );
+  await s.connect();
+  return s;
+}
+
+Deno.test({
+  name: "postgres pool: concurrent statements use every connection",
+  ignore,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const s = await pool(3);
+    try {
+      const pids = await Promise.all(
+        Array.from(
+          { length: 60 },
+          () => s.query("SELECT pg_backend_pid() AS pid, pg_sleep(0.01)"),
+        ),
+      );
+      assertEquals(new Set(pids.map((r) => r[0].pid)).size, 3);
+    } finally {
+      await s.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "postgres pool: 2000 pipelined queries each get their own result",
+  ignore,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const s = await pool(2);
+    try {
+      // Twice: the pool must stay right after a first burst has drained.
+      for (let round = 0; round < 2; round++) {
+        const ns = Array.from({ length: 2000 }, (_, i) => i * 7 + round);
+        const rows = await Promise.all(
+          ns.map((n) => s.query("SELECT ?::bigint AS n", [n])),
+        );
+        assertEquals(rows.map((r) => r[0].n), ns);
+      }
+    } finally {
+      await s.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "postgres pool: a transaction holds one connection, others go on",
+  ignore,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const s = await pool(2);
+    try {
+      await s.exec(`CREATE TABLE "t" ("id" BIGINT PRIMARY KEY, "v" TEXT)`);
+      let release!: () => void;
+      const held = new Promise<void>((r) => release = r);
+      let inside = 0;
+      const tx = s.transaction(async (q) => {
+        await q.run(`INSERT INTO "t" VALUES (1, 'in tx')`);
+        // A statement on the storage itself (not the transaction) while the
+        // transaction holds its connection: it must use the other one.
+        inside = (await s.query(`SELECT count(*)::bigint AS n FROM "t"`))[0]
+          .n as number;
+        await held;
+        return "done";
+      });
+      // Plain statements complete while the transaction is still open.
+      for (let i = 0; i < 20; i++) {
+        assertEquals((await s.query("SELECT 1 AS one"))[0].one, 1);
+      }
+      release();
+      assertEquals(await tx, "done");
+      assertEquals(inside, 0, "uncommitted row seen outside its transaction");
+      const rows = await s.query(`SELECT "v" FROM "t"`);
+      assertEquals(rows, [{ v: "in tx" }]);
+    } finally {
+      await s.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "postgres pool: a failed transaction rolls back and frees its connection",
+  ignore,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const s = await pool(1);
+    try {
+      await s.exec(`CREATE TABLE "t" ("id" BIGINT PRIMARY KEY)`);
+      await rejection(() =>
+        s.transaction(async (q) => {
+          await q.run(`INSERT INTO "t" VALUES (1)`);
+          await q.run(`INSERT INTO "t" VALUES (1)`);
+        })
+      );
+      // The only connection is usable again and nothing was kept.
+      assertEquals(await s.query(`SELECT "id" FROM "t"`), []);
+      assertEquals(await s.run(`INSERT INTO "t" VALUES (2)`), 1);
+    } finally {
+      await s.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "postgres pool: an unreachable server is a clear error",
+  ignore,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const s = new PostgresStorage("postgres://postgres@127.0.0.1:1/none", 2);
+    const err = await rejection(() => s.connect());
+    assert(
+      String((err as Error).message).startsWith(
+        "Cannot connect to PostgreSQL:",
+      ),
+      String(err),
+    );
+  },
+});
