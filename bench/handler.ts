@@ -7,8 +7,24 @@
  * @module
  */
 
+import { parseArgs } from "node:util";
 import { createApp } from "../mod.ts";
 import { seed } from "./seed.ts";
+
+const args = parseArgs({
+  args: Deno.args,
+  options: {
+    // `--logLevel error` measures the handler without request logs.
+    logLevel: { type: "string", default: "info" },
+    // Only the scenarios whose name contains this text.
+    only: { type: "string", default: "" },
+  },
+});
+const LEVELS = ["trace", "debug", "info", "warn", "error"] as const;
+const logLevel = LEVELS.find((l) => l === args.values.logLevel);
+if (!logLevel) {
+  throw new Error(`Cannot bench: --logLevel must be one of ${LEVELS}`);
+}
 
 const SECRET = "bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz";
 const dataDir = await Deno.makeTempDir({ prefix: "mb_handler_bench_" });
@@ -18,6 +34,7 @@ const app = await createApp({
   jwtSecret: SECRET,
   quiet: true,
   trustProxy: true,
+  logLevel,
 });
 const info = { remoteAddr: { hostname: "127.0.0.1" } };
 const login = await (await app.handler(
@@ -64,6 +81,7 @@ const scenarios: [string, () => Request, number][] = [
 ];
 
 for (const [name, make, n] of scenarios) {
+  if (!name.includes(args.values.only)) continue;
   for (let i = 0; i < n / 5; i++) {
     await (await app.handler(make(), info)).text();
   }

@@ -128,20 +128,17 @@ export function createHandler(
     const status = res.status;
     const level = status >= 500 ? "error" : status >= 400 ? "warn" : "info";
     if (core.log.enabled(level)) {
-      core.log.write({
+      core.log.request(
         level,
-        type: "request",
-        message: `${req.method} ${path.slice(0, 300)} ${status}`,
-        method: req.method,
-        path: path.slice(0, 500),
+        req.method,
+        path.slice(0, 500),
         status,
-        duration_ms: Math.round((performance.now() - started) * 100) / 100,
+        Math.round((performance.now() - started) * 100) / 100,
         ip,
-        auth_id: seen.ctx?.seen?.id || null,
-        auth_entity: seen.ctx?.seen?.entity || null,
-        request_id: requestId,
-        data: null,
-      });
+        seen.ctx?.seen?.id || null,
+        seen.ctx?.seen?.entity || null,
+        requestId,
+      );
     }
     if (req.method === "HEAD" && res.body) {
       await res.body.cancel().catch(() => {});

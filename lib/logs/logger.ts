@@ -6,9 +6,19 @@
  * @module
  */
 
-import { randomToken } from "../ids.ts";
 import type { LogStore } from "./store.ts";
 import { type Level, levelRank, type LogEntry } from "./types.ts";
+import {
+  entryRow,
+  logId,
+  nextSeq,
+  PACKED_FIELDS,
+  type PackedRequests,
+  rowEntry,
+  unpackRequests,
+} from "./rows.ts";
+
+export { logId, logIdFloor } from "./rows.ts";
 
 /**
  * Queued entries are handed on within this time: short enough that they die
@@ -17,31 +27,8 @@ import { type Level, levelRank, type LogEntry } from "./types.ts";
  */
 const FLUSH_MS = 20;
 const MAX_QUEUE = 20_000;
+const BATCH = 1000;
 const SECRET_KEY = /pass|secret|token|authorization|hash|cookie/i;
-
-const INSTANCE = randomToken(6).replace(/[^A-Za-z0-9]/g, "0").slice(0, 6);
-let seq = 0;
-
-/**
- * A log id that sorts by time: 12 hex digits of the entry's milliseconds, a
- * process-wide sequence, and this process's random tag (cheaper than a UUID
- * per entry; time filters and pruning use id ranges, so no time index).
- */
-export function logId(ms: number = Date.now()): string {
-  seq = (seq + 1) % 0x100000000;
-  if (ms !== lastMs) {
-    lastMs = ms;
-    lastHead = ms.toString(16).padStart(12, "0");
-  }
-  return `${lastHead}-${seq.toString(16).padStart(8, "0")}-${INSTANCE}`;
-}
-
-let lastMs = -1, lastHead = "";
-
-/** The smallest log id of a moment (for range conditions). */
-export function logIdFloor(ms: number): string {
-  return ms.toString(16).padStart(12, "0");
-}
 
 /** Console formats. */
 export type ConsoleMode = "json" | "pretty" | "off";
@@ -75,6 +62,7 @@ export class Logger {
   #min: number;
   #console: ConsoleMode;
   #queue: LogEntry[] = [];
+  #packed: PackedRequests = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   #flushing: Promise<void> | undefined;
@@ -102,10 +90,7 @@ export class Logger {
   /** Queues an entry (cheap: no I/O here). */
   write(entry: Omit<LogEntry, "id" | "time"> & { time?: string }): void {
     if (!this.enabled(entry.level)) return;
-    if (this.#queue.length >= MAX_QUEUE) {
-      this.#dropped++;
-      return;
-    }
+    if (this.#full()) return;
     const e = entry as LogEntry;
     if (e.time) {
       const ms = Date.parse(e.time);
@@ -120,7 +105,53 @@ export class Logger {
       e.id = logId(ms);
     }
     this.#queue.push(e);
-    // A flush is scheduled only while entries wait: no wake-ups when idle.
+    this.#schedule();
+  }
+
+  /**
+   * A request entry, packed: eleven values on one array, no object (its id,
+   * time, level name and message are made when it is written).
+   */
+  request(
+    level: Level,
+    method: string,
+    path: string,
+    status: number,
+    durationMs: number,
+    ip: string | null,
+    authId: string | null,
+    authEntity: string | null,
+    requestId: string,
+  ): void {
+    const rank = levelRank(level);
+    if (rank < this.#min || this.#full()) return;
+    this.#packed.push(
+      Date.now(),
+      nextSeq(),
+      rank,
+      method,
+      path,
+      status,
+      durationMs,
+      ip,
+      authId,
+      authEntity,
+      requestId,
+    );
+    this.#schedule();
+  }
+
+  /** True (and counted as dropped) when the queue is full. */
+  #full(): boolean {
+    if (this.#queue.length + this.#packed.length / PACKED_FIELDS < MAX_QUEUE) {
+      return false;
+    }
+    this.#dropped++;
+    return true;
+  }
+
+  /** A flush is scheduled only while entries wait: no wake-ups when idle. */
+  #schedule(): void {
     if (this.#timer === undefined && !this.#closed) {
       this.#timer = setTimeout(() => {
         this.#timer = undefined;
@@ -164,21 +195,27 @@ export class Logger {
   /** Writes the queue to the store and the console. */
   flush(): Promise<void> {
     if (this.#flushing) return this.#flushing;
-    if (this.#queue.length === 0 && this.#dropped === 0) {
-      return Promise.resolve();
-    }
+    const waiting = () =>
+      this.#queue.length > 0 || this.#packed.length > 0 || this.#dropped > 0;
+    if (!waiting()) return Promise.resolve();
     this.#flushing = (async () => {
       try {
-        while (this.#queue.length > 0 || this.#dropped > 0) {
+        while (waiting()) {
           if (this.#dropped > 0) {
             const n = this.#dropped;
             this.#dropped = 0;
             this.app("warn", "log queue full: entries dropped", { dropped: n });
           }
-          const batch = this.#queue.splice(0, 1000);
-          this.#print(batch);
+          const batch = this.#queue.splice(0, BATCH);
+          const packed = this.#packed.length <= BATCH * PACKED_FIELDS
+            ? this.#packed
+            : this.#packed.slice(0, BATCH * PACKED_FIELDS);
+          this.#packed = packed === this.#packed
+            ? []
+            : this.#packed.slice(BATCH * PACKED_FIELDS);
+          this.#print(batch, packed);
           if (this.#store) {
-            await this.#store.insert(batch).catch((err) =>
+            await this.#store.insert(batch, packed).catch((err) =>
               this.#printError(err)
             );
           }
@@ -190,12 +227,17 @@ export class Logger {
     return this.#flushing;
   }
 
-  #print(batch: LogEntry[]): void {
-    if (this.#console === "off" || batch.length === 0) return;
+  #print(batch: LogEntry[], packed: PackedRequests): void {
+    if (this.#console === "off") return;
     // Request lines go to the console in --dev only; the log store always has them.
-    const shown = this.#console === "pretty"
-      ? batch
-      : batch.filter((e) => e.type === "app");
+    let shown = batch;
+    if (this.#console === "pretty") {
+      if (packed.length > 0) {
+        const rows = batch.map(entryRow);
+        unpackRequests(packed, rows);
+        shown = rows.map(rowEntry).sort((a, b) => a.time < b.time ? -1 : 1);
+      }
+    } else shown = batch.filter((e) => e.type === "app");
     if (shown.length === 0) return;
     const lines =
       shown.map((e) => this.#console === "json" ? JSON.stringify(e) : pretty(e))

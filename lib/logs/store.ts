@@ -8,26 +8,17 @@
 
 import { MoonbaseError } from "../errors.ts";
 import type { SqlValue, Storage } from "../db/storage.ts";
-import { logIdFloor } from "./logger.ts";
+import {
+  entryRow,
+  INSTANCE,
+  LOG_COLUMNS,
+  logIdFloor,
+  type PackedRequests,
+  unpackRequests,
+} from "./rows.ts";
 import { isLevel, levelRank, LEVELS, type LogEntry } from "./types.ts";
 
-const COLUMNS = [
-  "id",
-  "time",
-  "level",
-  "level_n",
-  "type",
-  "message",
-  "method",
-  "path",
-  "status",
-  "duration_ms",
-  "ip",
-  "auth_id",
-  "auth_entity",
-  "request_id",
-  "data",
-] as const;
+const COLUMNS = LOG_COLUMNS;
 
 /** Parameters of the logs API. */
 export interface LogQuery {
@@ -190,28 +181,27 @@ export class LogStore {
     await this.storage.exec(`DROP INDEX IF EXISTS "mb_logs_time"`);
   }
 
-  /** Inserts a batch in one transaction. */
-  async insert(batch: LogEntry[]): Promise<void> {
-    if (batch.length === 0) return;
-    // One JSON parameter per batch: the database unpacks the rows, which is
-    // far cheaper than binding 15 parameters per row from JavaScript.
-    const rows = batch.map((e) => [
-      e.id,
-      e.time,
-      e.level,
-      levelRank(e.level),
-      e.type,
-      e.message,
-      e.method,
-      e.path,
-      e.status,
-      e.duration_ms,
-      e.ip,
-      e.auth_id,
-      e.auth_entity,
-      e.request_id,
-      e.data ? JSON.stringify(e.data) : null,
-    ]);
+  /**
+   * Inserts entries and packed request entries in one transaction. With a
+   * writer thread the packed entries cross as they are and become rows there.
+   */
+  async insert(
+    batch: LogEntry[],
+    packed: Readonly<PackedRequests> = [],
+  ): Promise<void> {
+    if (batch.length === 0 && packed.length === 0) return;
+    if (this.#file) {
+      // Strings cross to the writer thread: far cheaper to copy than
+      // thousands of small arrays.
+      return await this.#post({
+        table: '"mb_logs"',
+        rows: JSON.stringify(batch.map(entryRow)),
+        packed: JSON.stringify(packed),
+        instance: INSTANCE,
+      });
+    }
+    const rows = batch.map(entryRow);
+    unpackRequests(packed, rows);
     const cols = COLUMNS.map((c) => `"${c}"`).join(", ");
     if (this.storage.dialect.name === "postgres") {
       // One JSON parameter per batch: one round trip, unpacked by the server.
@@ -231,15 +221,6 @@ export class LogStore {
         await this.storage.run(sql, [JSON.stringify(rows.slice(i, i + 1000))]);
       }
       return;
-    }
-    if (this.#file) {
-      // One string crosses to the writer thread: far cheaper to copy than
-      // thousands of small arrays.
-      return await this.#post({
-        columns: COLUMNS.length,
-        table: '"mb_logs"',
-        rows: JSON.stringify(rows),
-      });
     }
     // SQLite without a file (tests): multi-row VALUES in one transaction.
     const row = `(${COLUMNS.map(() => "?").join(", ")})`;

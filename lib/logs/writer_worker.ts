@@ -1,21 +1,25 @@
 /**
  * Worker that writes SQLite log batches on its own connection and thread,
  * so inserting thousands of log rows never pauses request handling.
- * Messages: `{id, path, table, columns, rows}` (rows as JSON) or
- * `{id, path, prune}` → reply `{id, error?}`.
+ * Messages: `{id, path, table, rows, packed, instance}` (log rows and packed request
+ * entries, both as JSON; see rows.ts) or `{id, path, prune}` → reply
+ * `{id, error?}`. Packed entries get their ids and rows here, off the
+ * request thread.
  *
  * @module
  */
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { LOG_COLUMNS, type LogRow, unpackRequests } from "./rows.ts";
 
-/** An insert (`rows`: JSON of row arrays) or a prune. */
+/** An insert (`rows`: JSON of rows, `packed`: JSON of packed entries) or a prune. */
 interface Job {
   id: number;
   path: string;
-  columns?: number;
   table?: string;
   rows?: string;
+  packed?: string;
+  instance?: string;
   prune?: { floor: string; maxRows: number };
 }
 
@@ -28,10 +32,10 @@ const scope = self as unknown as {
 let db: DatabaseSync | undefined;
 const statements = new Map<number, StatementSync>();
 
-function statement(table: string, columns: number, n: number): StatementSync {
+function statement(table: string, n: number): StatementSync {
   let st = statements.get(n);
   if (!st) {
-    const row = `(${Array(columns).fill("?").join(", ")})`;
+    const row = `(${Array(LOG_COLUMNS.length).fill("?").join(", ")})`;
     st = db!.prepare(
       `INSERT INTO ${table} VALUES ${Array(n).fill(row).join(", ")}`,
     );
@@ -63,10 +67,11 @@ scope.onmessage = (e: MessageEvent<Job>) => {
     db.exec("BEGIN IMMEDIATE");
     try {
       if (job.prune) prune(job.prune.floor, job.prune.maxRows);
-      const rows: (string | number | null)[][] = JSON.parse(job.rows ?? "[]");
+      const rows: LogRow[] = JSON.parse(job.rows ?? "[]");
+      unpackRequests(JSON.parse(job.packed ?? "[]"), rows, job.instance);
       for (let i = 0; i < rows.length; i += 100) {
         const chunk = rows.slice(i, i + 100);
-        statement(job.table!, job.columns!, chunk.length).run(...chunk.flat());
+        statement(job.table!, chunk.length).run(...chunk.flat());
       }
       db.exec("COMMIT");
     } catch (err) {
