@@ -11,7 +11,13 @@ import { parseArgs } from "node:util";
 import { type LoadResult, runLoad, type Target } from "./load.ts";
 import { seed } from "./seed.ts";
 import { startPostgres } from "../tests/_pg.ts";
-import { type Row, scenarios, targetsMet, writeResults } from "./report.ts";
+import {
+  LOGGING_PAIR,
+  type Row,
+  scenarios,
+  targetsMet,
+  writeResults,
+} from "./report.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -226,18 +232,42 @@ async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
     await stop(floor);
   }
   rows.push({ db, name: "idle RSS (MB)", value: idleRss });
-  // Logging off, for the "logging costs < 10%" check.
-  await stop(mb);
-  mb = await start([
+  // Logging off, for the "logging costs < 10%" check: a second server with
+  // request logs off, warmed up alike, measured in alternation with this one.
+  const off = await start([
     ...serverArgs.slice(0, 3),
     "--logLevel",
     "error",
     ...serverArgs.slice(3),
   ]);
-  await measure("GET by id (logging off)", {
+  const get = {
     method: "GET",
     path: `/api/v1/entities/items/${seeded.itemId}`,
-  }, mb);
+  };
+  await runLoad(`http://127.0.0.1:${off.port}`, get, 8);
+  await measure("GET by id (logging off)", get, off);
+  await runLoad(mbUrl, get, 2);
+  const ons = [], offs = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    ons.push(await loadWithCpu(mb, get, SECONDS));
+    offs.push(await loadWithCpu(off, get, SECONDS));
+  }
+  const on = combine(ons), offR = combine(offs);
+  rows.push({
+    db,
+    name: LOGGING_PAIR,
+    moonbase: on,
+    baseline: offR,
+    ratio: on.rps / offR.rps,
+  });
+  console.error(
+    `[${db}] ${LOGGING_PAIR}: ${on.rps.toFixed(0)} vs ${
+      offR.rps.toFixed(0)
+    } req/s (ratio ${(on.rps / offR.rps).toFixed(2)}), CPU ${
+      on.cpuPerRequest?.toFixed(1)
+    } vs ${offR.cpuPerRequest?.toFixed(1)} µs/req`,
+  );
+  await stop(off);
   await stop(mb);
   await stop(base);
   await Deno.remove(dataDir, { recursive: true }).catch(() => {});
