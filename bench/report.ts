@@ -24,6 +24,9 @@ export type Row =
  */
 export const LOGGING_PAIR = "GET by id: logging on ÷ off (paired)";
 
+/** The sustained-load row: the last 5 s of 30 s ("baseline" is the first 5 s). */
+export const SUSTAINED = "GET by id sustained 30 s: last ÷ first 5 s";
+
 /** The scenarios, in order. */
 export function scenarios(
   s: Seeded,
@@ -133,6 +136,15 @@ export function checks(
         got: got.toFixed(2) +
           (bare === undefined ? "" : ` (bare handler: ${bare.toFixed(2)})`),
         ok: got >= goal,
+      });
+    }
+    const steady = ratioOf(rows, db, SUSTAINED);
+    if (steady !== undefined) {
+      out.push({
+        what: `${db}: sustained load (own check)`,
+        goal: "last 5 s ≥ 0.8 × first",
+        got: steady.toFixed(2),
+        ok: steady >= 0.8,
       });
     }
     if (db === "sqlite") {

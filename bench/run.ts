@@ -15,6 +15,7 @@ import {
   LOGGING_PAIR,
   type Row,
   scenarios,
+  SUSTAINED,
   targetsMet,
   writeResults,
 } from "./report.ts";
@@ -232,6 +233,29 @@ async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
     await stop(floor);
   }
   rows.push({ db, name: "idle RSS (MB)", value: idleRss });
+  const get = {
+    method: "GET",
+    path: `/api/v1/entities/items/${seeded.itemId}`,
+  };
+  // Sustained load: a cost that grows with the number of requests served
+  // (postgres.js's pool once doubled its CPU per request within a minute)
+  // shows as the last window falling behind the first.
+  const windows = [];
+  for (let i = 0; i < 6; i++) windows.push(await loadWithCpu(mb, get, 5));
+  const first = combine(windows.slice(0, 1)),
+    last = combine(windows.slice(-1));
+  rows.push({
+    db,
+    name: SUSTAINED,
+    moonbase: last,
+    baseline: first,
+    ratio: last.rps / first.rps,
+  });
+  console.error(
+    `[${db}] ${SUSTAINED}: ${
+      windows.map((w) => (w.requests / 5).toFixed(0)).join(", ")
+    } req/s`,
+  );
   // Logging off, for the "logging costs < 10%" check: a second server with
   // request logs off, warmed up alike, measured in alternation with this one.
   const off = await start([
@@ -240,10 +264,6 @@ async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
     "error",
     ...serverArgs.slice(3),
   ]);
-  const get = {
-    method: "GET",
-    path: `/api/v1/entities/items/${seeded.itemId}`,
-  };
   await runLoad(`http://127.0.0.1:${off.port}`, get, 8);
   await measure("GET by id (logging off)", get, off);
   await runLoad(mbUrl, get, 2);

@@ -150,7 +150,10 @@ interface Lane {
 function openLane(url: string): Lane {
   const sql = postgres(url, {
     max: 1,
-    idle_timeout: 30,
+    // Connections stay open: the pool is small and fixed, and postgres.js's
+    // idle timer, re-armed after every query, made Deno warn of a negative
+    // timeout under load.
+    idle_timeout: 0,
     connect_timeout: 5,
     onnotice: () => {},
     // int8 and numeric as JSON numbers (Moonbase ints are safe integers).

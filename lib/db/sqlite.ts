@@ -8,70 +8,13 @@
  */
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import type {
-  ColumnKind,
-  ConstraintFailure,
-  Dialect,
-  Queryable,
-  Row,
-  SqlValue,
-  Storage,
-} from "./storage.ts";
+import { setImmediate } from "node:timers";
+import type { Queryable, Row, SqlValue, Storage } from "./storage.ts";
 import { StorageUnavailableError } from "./storage.ts";
+import { sqliteDialect } from "./sqlite_dialect.ts";
 import { MoonbaseError } from "../errors.ts";
 
-const TYPES: Record<ColumnKind, string> = {
-  text: "TEXT",
-  int: "INTEGER",
-  double: "REAL",
-  bool: "INTEGER",
-  json: "TEXT",
-};
-
-/** The SQLite dialect. */
-export const sqliteDialect: Dialect = {
-  name: "sqlite",
-  forUpdate: "",
-  jsonArrayContains: (col) =>
-    `EXISTS (SELECT 1 FROM json_each(${col}) WHERE json_each.value = ?)`,
-  columnType: (kind) => TYPES[kind],
-  encode(kind, value) {
-    if (value === null || value === undefined) return null;
-    if (kind === "bool") return value ? 1 : 0;
-    if (kind === "json") return JSON.stringify(value);
-    return value as SqlValue;
-  },
-  decode(kind, value) {
-    if (value === null || value === undefined) return null;
-    if (kind === "bool") return value === 1 || value === true;
-    if (kind === "json") {
-      return typeof value === "string" ? JSON.parse(value) : value;
-    }
-    return value;
-  },
-  constraintFailure(err) {
-    const code = (err as { errcode?: number }).errcode;
-    const message = err instanceof Error ? err.message : "";
-    const table: Record<number, ConstraintFailure["kind"]> = {
-      2067: "unique",
-      1555: "unique",
-      787: "foreign_key",
-      1299: "not_null",
-      275: "check",
-    };
-    const byMessage = /^UNIQUE constraint failed/.test(message)
-      ? "unique"
-      : /^FOREIGN KEY constraint failed/.test(message)
-      ? "foreign_key"
-      : /^NOT NULL constraint failed/.test(message)
-      ? "not_null"
-      : undefined;
-    const kind = (code === undefined ? undefined : table[code]) ?? byMessage;
-    if (!kind) return undefined;
-    const column = /failed: ([\w.]+)/.exec(message)?.[1];
-    return column ? { kind, column } : { kind };
-  },
-};
+export { sqliteDialect } from "./sqlite_dialect.ts";
 
 /** A statement that names a column or table a concurrent schema change removed: 409, retry. */
 function staleSchema(err: unknown): unknown {
@@ -93,7 +36,25 @@ interface Prepared {
   names: string[];
 }
 
-/** Storage on a SQLite file (or `:memory:`). */
+/** Writes waiting for the commit of the group they ran in. */
+interface Group {
+  waiting: { ok: () => void; fail: (err: unknown) => void }[];
+  /** Its tick has come: it commits as soon as no transaction runs in it. */
+  due: boolean;
+}
+
+/**
+ * Storage on a SQLite file (or `:memory:`).
+ *
+ * Writes are committed in groups. The first write of a turn of the event
+ * loop commits on its own; later writes of the same turn (transactions as
+ * savepoints) share one transaction, committed when the turn ends. A write's
+ * promise settles only after its commit, so a write is durable before it is
+ * acknowledged, and a failed statement or transaction undoes only itself.
+ * One commit per group instead of one per write: an autocommit INSERT costs
+ * ~64 µs, a grouped one ~26 µs. (Reads on this connection see grouped writes
+ * before they commit.)
+ */
 export class SqliteStorage implements Storage {
   readonly dialect = sqliteDialect;
   #db: DatabaseSync;
@@ -101,6 +62,8 @@ export class SqliteStorage implements Storage {
   #tail: Promise<void> = Promise.resolve();
   #active: Promise<void> | undefined;
   #direct: Queryable;
+  #group: Group | undefined;
+  #turn = false;
 
   /** Opens (creating if needed) the database file at `path`. */
   constructor(path: string) {
@@ -183,12 +146,83 @@ export class SqliteStorage implements Storage {
   }
 
   run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    if (this.#active) return this.#later(() => this.#run(sql, params));
+    if (this.#active) {
+      return this.#later(() => this.run(sql, params)).then((p) => p);
+    }
+    if (!this.#group && !this.#turn) {
+      // The first write of this turn commits on its own, answered at once.
+      this.#startTurn();
+      try {
+        return Promise.resolve(this.#run(sql, params));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    let group: Group, changes: number;
     try {
-      return Promise.resolve(this.#run(sql, params));
+      group = this.#join();
+      changes = this.#run(sql, params);
     } catch (err) {
+      this.#failed(err);
       return Promise.reject(err);
     }
+    return new Promise((resolve, reject) =>
+      group.waiting.push({ ok: () => resolve(changes), fail: reject })
+    );
+  }
+
+  /**
+   * Marks a turn of the event loop with writes. `setImmediate` runs after the
+   * pending I/O callbacks: the writes of requests that arrived together join
+   * one group, committed here (a timer would cost a sequential client 1-3 ms).
+   */
+  #startTurn(): void {
+    this.#turn = true;
+    setImmediate(() => {
+      this.#turn = false;
+      const group = this.#group;
+      if (!group) return;
+      group.due = true;
+      // With a transaction running, it commits the group when it ends.
+      if (!this.#active) this.#commit(group);
+    });
+  }
+
+  /** The open write group (opened here, committed at the end of the turn). */
+  #join(): Group {
+    if (this.#group) return this.#group;
+    if (!this.#turn) this.#startTurn();
+    this.#db.exec("BEGIN IMMEDIATE");
+    const group: Group = { waiting: [], due: false };
+    this.#group = group;
+    return group;
+  }
+
+  /** Commits `group` and settles its writes (no transaction may be running). */
+  #commit(group: Group): void {
+    if (this.#group !== group) return;
+    this.#group = undefined;
+    try {
+      this.#db.exec("COMMIT");
+    } catch (err) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      this.#cache.clear();
+      for (const w of group.waiting) w.fail(err);
+      return;
+    }
+    for (const w of group.waiting) w.ok();
+  }
+
+  /**
+   * After a failed statement: when SQLite rolled the whole transaction back
+   * (not just the statement), every write of the group is lost and told so.
+   */
+  #failed(err: unknown): void {
+    const group = this.#group;
+    if (!group || this.#db.isTransaction) return;
+    this.#group = undefined;
+    this.#cache.clear();
+    for (const w of group.waiting) w.fail(err);
   }
 
   /** Runs `fn` once no transaction is open. */
@@ -199,10 +233,16 @@ export class SqliteStorage implements Storage {
 
   async exec(sql: string): Promise<void> {
     while (this.#active) await this.#active;
+    // Statements outside any transaction (DDL, pragmas): commit the group first.
+    if (this.#group) this.#commit(this.#group);
     this.#db.exec(sql);
     this.#cache.clear();
   }
 
+  /**
+   * Runs `fn` in a transaction: on its own when it is the turn's first write,
+   * else as a savepoint of the write group (settling after the commit).
+   */
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const prev = this.#tail;
     let release!: () => void;
@@ -211,21 +251,38 @@ export class SqliteStorage implements Storage {
     await prev;
     while (this.#active) await this.#active;
     this.#active = mine;
+    const alone = !this.#group && !this.#turn;
+    let out: T, committed: Promise<void> | undefined;
     try {
-      this.#db.exec("BEGIN IMMEDIATE");
+      const group = alone ? undefined : this.#join();
+      if (alone) this.#startTurn();
+      this.#db.exec(alone ? "BEGIN IMMEDIATE" : "SAVEPOINT mb_tx");
       try {
-        const out = await fn(this.#direct);
-        this.#db.exec("COMMIT");
-        return out;
+        out = await fn(this.#direct);
+        this.#db.exec(alone ? "COMMIT" : "RELEASE mb_tx");
       } catch (err) {
-        if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+        if (this.#db.isTransaction) {
+          this.#db.exec(alone ? "ROLLBACK" : "ROLLBACK TO mb_tx");
+          if (!alone) this.#db.exec("RELEASE mb_tx");
+        }
         this.#cache.clear();
         throw err;
       }
+      if (group) {
+        committed = new Promise((ok, fail) => group.waiting.push({ ok, fail }));
+      }
+    } catch (err) {
+      if (!alone) this.#failed(err);
+      throw err;
     } finally {
       this.#active = undefined;
+      // A group whose turn ended while this ran commits now, before the next
+      // transaction can join it: a stream of transactions never delays it.
+      if (this.#group?.due) this.#commit(this.#group);
       release();
     }
+    await committed;
+    return out;
   }
 
   async ping(): Promise<void> {
@@ -234,6 +291,7 @@ export class SqliteStorage implements Storage {
 
   async close(): Promise<void> {
     while (this.#active) await this.#active;
+    if (this.#group) this.#commit(this.#group);
     this.#cache.clear();
     if (this.#db.isOpen) {
       try {

@@ -1,0 +1,163 @@
+/**
+ * SQLite write groups: the first write of a turn commits alone, later writes
+ * of the turn share one commit, each settles only once it is committed
+ * (another connection sees it), and a failed statement or transaction undoes
+ * only itself.
+ *
+ * @module
+ */
+
+import { DatabaseSync } from "node:sqlite";
+import { assert, assertEquals } from "../../tests/_server.ts";
+import { SqliteStorage } from "./sqlite.ts";
+
+async function open(): Promise<{ s: SqliteStorage; file: string }> {
+  const file = `${await Deno.makeTempDir({ prefix: "mb_sqlite_" })}/t.db`;
+  const s = new SqliteStorage(file);
+  await s.exec(
+    `CREATE TABLE "t" ("id" INTEGER PRIMARY KEY, "v" TEXT NOT NULL UNIQUE)`,
+  );
+  return { s, file };
+}
+
+/** Rows as another connection sees them (committed data only). */
+function committed(file: string): unknown[] {
+  const db = new DatabaseSync(file);
+  try {
+    return db.prepare(`SELECT "id", "v" FROM "t" ORDER BY "id"`).all()
+      .map((r) => ({ ...r }));
+  } finally {
+    db.close();
+  }
+}
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected a rejection");
+}
+
+Deno.test("sqlite groups: a write is committed before it settles", async () => {
+  const { s, file } = await open();
+  try {
+    assertEquals(await s.run(`INSERT INTO "t" VALUES (1, 'a')`), 1);
+    assertEquals(committed(file), [{ id: 1, v: "a" }]);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("sqlite groups: concurrent writes all land, a failed one alone fails", async () => {
+  const { s, file } = await open();
+  try {
+    const writes = Array.from(
+      { length: 50 },
+      (_, i) => s.run(`INSERT INTO "t" VALUES (?, ?)`, [i + 1, `v${i + 1}`]),
+    );
+    // Same value as row 1: the unique constraint fails this statement only.
+    const dup = s.run(`INSERT INTO "t" VALUES (?, ?)`, [99, "v1"]);
+    const err = await rejection(dup);
+    assert(/UNIQUE/.test(String(err)), String(err));
+    assertEquals(await Promise.all(writes), Array(50).fill(1));
+    const rows = committed(file);
+    assertEquals(rows.length, 50);
+    assertEquals(rows[49], { id: 50, v: "v50" });
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("sqlite groups: a failed transaction undoes only itself", async () => {
+  const { s, file } = await open();
+  try {
+    const before = s.run(`INSERT INTO "t" VALUES (1, 'kept 1')`);
+    const failed = s.transaction(async (tx) => {
+      await tx.run(`INSERT INTO "t" VALUES (2, 'undone')`);
+      await tx.run(`INSERT INTO "t" VALUES (3, 'kept 1')`); // unique: fails
+    });
+    const ok = s.transaction(async (tx) => {
+      await tx.run(`INSERT INTO "t" VALUES (4, 'kept 2')`);
+      return (await tx.query(`SELECT count(*) AS n FROM "t" WHERE "id" <= 3`))[
+        0
+      ]
+        .n;
+    });
+    const after = s.run(`INSERT INTO "t" VALUES (5, 'kept 3')`);
+    assert(/UNIQUE/.test(String(await rejection(failed))));
+    assertEquals(await before, 1);
+    assertEquals(await ok, 1, "the failed transaction's row is gone");
+    assertEquals(await after, 1);
+    assertEquals(committed(file), [
+      { id: 1, v: "kept 1" },
+      { id: 4, v: "kept 2" },
+      { id: 5, v: "kept 3" },
+    ]);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("sqlite groups: a stream of transactions does not hold a commit back", async () => {
+  const { s, file } = await open();
+  try {
+    let stop = false, n = 0;
+    // Back-to-back transactions, each yielding to the event loop.
+    const stream = (async () => {
+      while (!stop) {
+        const id = 1000 + ++n;
+        await s.transaction(async (tx) => {
+          await new Promise((r) => setTimeout(r, 1));
+          await tx.run(`INSERT INTO "t" VALUES (?, ?)`, [id, `s${id}`]);
+        });
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 20));
+    await s.run(`INSERT INTO "t" VALUES (1, 'single')`);
+    assert(
+      committed(file).some((r) => (r as { v: string }).v === "single"),
+      "the single write is committed while transactions keep coming",
+    );
+    stop = true;
+    await stream;
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("sqlite groups: DDL commits the open group first", async () => {
+  const { s, file } = await open();
+  try {
+    const w1 = s.run(`INSERT INTO "t" VALUES (1, 'a')`); // alone
+    const w2 = s.run(`INSERT INTO "t" VALUES (2, 'b')`); // grouped
+    await s.exec(`CREATE TABLE "u" ("id" INTEGER PRIMARY KEY)`);
+    assertEquals(committed(file), [{ id: 1, v: "a" }, { id: 2, v: "b" }]);
+    assertEquals([await w1, await w2], [1, 1]);
+    assertEquals(await s.run(`INSERT INTO "u" VALUES (1)`), 1);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("sqlite groups: a transaction alone in its turn commits on its own", async () => {
+  const { s, file } = await open();
+  try {
+    await new Promise((r) => setTimeout(r, 5)); // a fresh turn
+    const err = await rejection(s.transaction(async (tx) => {
+      await tx.run(`INSERT INTO "t" VALUES (1, 'x')`);
+      throw new Error("Cannot go on: test");
+    }));
+    assertEquals((err as Error).message, "Cannot go on: test");
+    assertEquals(committed(file), []);
+    await new Promise((r) => setTimeout(r, 5));
+    const n = await s.transaction(async (tx) =>
+      await tx.run(`INSERT INTO "t" VALUES (2, 'y')`)
+    );
+    assertEquals(n, 1);
+    assertEquals(committed(file), [{ id: 2, v: "y" }]);
+  } finally {
+    await s.close();
+  }
+});
