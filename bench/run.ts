@@ -152,7 +152,7 @@ async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
     "--host",
     "127.0.0.1",
   ];
-  let mb = await start(serverArgs);
+  const mb = await start(serverArgs);
   const base = await start(["run", "-A", "bench/baseline.ts"]);
   const mbUrl = `http://127.0.0.1:${mb.port}`,
     baseUrl = `http://127.0.0.1:${base.port}`;
