@@ -181,7 +181,8 @@ function openLane(url: string): Lane {
  *
  * The pool is ours: `max` postgres.js clients of one connection each, and
  * every statement goes to the connection with the least unsettled work
- * (queries pipeline on it), avoiding connections held by a transaction.
+ * (queries pipeline on it), never to one a transaction holds (when all are
+ * held, it waits for the first to be released).
  * postgres.js's own pool moves connections between queues whose arrays only
  * shrink when they empty, and a connection is looked up by a linear scan: under
  * steady load that scan grew with every query and, on this project's
@@ -190,6 +191,7 @@ function openLane(url: string): Lane {
 export class PostgresStorage implements Storage {
   readonly dialect = postgresDialect;
   #lanes: Lane[];
+  #waiting: (() => void)[] = [];
 
   /** Creates a pool for `url` (no connection is made until `connect()`). */
   constructor(url: string, max = 10) {
@@ -211,7 +213,13 @@ export class PostgresStorage implements Storage {
   }
 
   async #on<T>(fn: (lane: Lane) => Promise<T>): Promise<T> {
-    const lane = this.#lane();
+    let lane = this.#lane();
+    // Every connection is held by a transaction: wait for the first to end
+    // rather than queue behind one chosen now.
+    while (lane.transactions > 0) {
+      await new Promise<void>((wake) => this.#waiting.push(wake));
+      lane = this.#lane();
+    }
     lane.pending++;
     try {
       return await fn(lane);
@@ -254,6 +262,9 @@ export class PostgresStorage implements Storage {
         throw code && CONNECTION_ERRORS.has(code) ? clientError(err) : err;
       } finally {
         lane.transactions--;
+        const waiting = this.#waiting;
+        this.#waiting = [];
+        for (const wake of waiting) wake();
       }
     });
   }

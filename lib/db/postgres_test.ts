@@ -86,25 +86,65 @@ Deno.test({
       await s.exec(`CREATE TABLE "t" ("id" BIGINT PRIMARY KEY, "v" TEXT)`);
       let release!: () => void;
       const held = new Promise<void>((r) => release = r);
-      let inside = 0;
+      let inserted!: () => void;
+      const ready = new Promise<void>((r) => inserted = r);
       const tx = s.transaction(async (q) => {
         await q.run(`INSERT INTO "t" VALUES (1, 'in tx')`);
-        // A statement on the storage itself (not the transaction) while the
-        // transaction holds its connection: it must use the other one.
-        inside = (await s.query(`SELECT count(*)::bigint AS n FROM "t"`))[0]
-          .n as number;
+        inserted();
         await held;
         return "done";
       });
-      // Plain statements complete while the transaction is still open.
+      await ready;
+      // Plain statements complete while the transaction is still open, and
+      // do not see its row.
       for (let i = 0; i < 20; i++) {
         assertEquals((await s.query("SELECT 1 AS one"))[0].one, 1);
       }
+      const outside = await s.query(`SELECT count(*)::bigint AS n FROM "t"`);
+      assertEquals(outside[0].n, 0, "uncommitted row seen outside");
       release();
       assertEquals(await tx, "done");
-      assertEquals(inside, 0, "uncommitted row seen outside its transaction");
       const rows = await s.query(`SELECT "v" FROM "t"`);
       assertEquals(rows, [{ v: "in tx" }]);
+    } finally {
+      await s.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "postgres pool: with every connection held, statements wait for one",
+  ignore,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const s = await pool(2);
+    try {
+      const gates = [0, 1].map(() => {
+        let open!: () => void;
+        const p = new Promise<void>((r) => open = r);
+        return { p, open };
+      });
+      const order: string[] = [];
+      const txs = gates.map((g, i) =>
+        s.transaction(async (q) => {
+          await q.query("SELECT 1 AS one");
+          await g.p;
+          order.push(`tx${i}`);
+        })
+      );
+      await new Promise((r) => setTimeout(r, 50));
+      const plain = s.query("SELECT 2 AS two").then((r) => {
+        order.push("plain");
+        return r[0].two;
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      assertEquals(order, [], "nothing ran while both were held");
+      gates[1].open(); // the second transaction ends first
+      assertEquals(await plain, 2);
+      assertEquals(order, ["tx1", "plain"]);
+      gates[0].open();
+      await Promise.all(txs);
     } finally {
       await s.close();
     }

@@ -30,6 +30,14 @@ function staleSchema(err: unknown): unknown {
   return err;
 }
 
+/** Told to the writes of a group that could not be committed. */
+function groupLost(): MoonbaseError {
+  return new MoonbaseError(
+    "unavailable",
+    "Cannot save: the database could not commit the write; try again",
+  );
+}
+
 /** A cached statement and its result column names. */
 interface Prepared {
   st: StatementSync;
@@ -141,6 +149,7 @@ export class SqliteStorage implements Storage {
     try {
       return Promise.resolve(this.#all(sql, params));
     } catch (err) {
+      this.#failed();
       return Promise.reject(err);
     }
   }
@@ -163,7 +172,7 @@ export class SqliteStorage implements Storage {
       group = this.#join();
       changes = this.#run(sql, params);
     } catch (err) {
-      this.#failed(err);
+      this.#failed();
       return Promise.reject(err);
     }
     return new Promise((resolve, reject) =>
@@ -190,6 +199,7 @@ export class SqliteStorage implements Storage {
 
   /** The open write group (opened here, committed at the end of the turn). */
   #join(): Group {
+    if (this.#group && !this.#db.isTransaction) this.#failed();
     if (this.#group) return this.#group;
     if (!this.#turn) this.#startTurn();
     this.#db.exec("BEGIN IMMEDIATE");
@@ -201,13 +211,16 @@ export class SqliteStorage implements Storage {
   /** Commits `group` and settles its writes (no transaction may be running). */
   #commit(group: Group): void {
     if (this.#group !== group) return;
+    if (!this.#db.isTransaction) return this.#failed();
     this.#group = undefined;
     try {
       this.#db.exec("COMMIT");
-    } catch (err) {
-      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+    } catch {
+      try {
+        if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      } catch { /* the connection reports the next error itself */ }
       this.#cache.clear();
-      for (const w of group.waiting) w.fail(err);
+      for (const w of group.waiting) w.fail(groupLost());
       return;
     }
     for (const w of group.waiting) w.ok();
@@ -215,14 +228,15 @@ export class SqliteStorage implements Storage {
 
   /**
    * After a failed statement: when SQLite rolled the whole transaction back
-   * (not just the statement), every write of the group is lost and told so.
+   * (not just the statement), every other write of the group is lost and
+   * told so with a 503 (the failing statement keeps its own error).
    */
-  #failed(err: unknown): void {
+  #failed(): void {
     const group = this.#group;
     if (!group || this.#db.isTransaction) return;
     this.#group = undefined;
     this.#cache.clear();
-    for (const w of group.waiting) w.fail(err);
+    for (const w of group.waiting) w.fail(groupLost());
   }
 
   /** Runs `fn` once no transaction is open. */
@@ -272,14 +286,14 @@ export class SqliteStorage implements Storage {
         committed = new Promise((ok, fail) => group.waiting.push({ ok, fail }));
       }
     } catch (err) {
-      if (!alone) this.#failed(err);
+      if (!alone) this.#failed();
       throw err;
     } finally {
       this.#active = undefined;
+      release();
       // A group whose turn ended while this ran commits now, before the next
       // transaction can join it: a stream of transactions never delays it.
       if (this.#group?.due) this.#commit(this.#group);
-      release();
     }
     await committed;
     return out;

@@ -161,3 +161,37 @@ Deno.test("sqlite groups: a transaction alone in its turn commits on its own", a
     await s.close();
   }
 });
+
+Deno.test("sqlite groups: a full database settles every write and recovers", async () => {
+  const { s, file } = await open();
+  try {
+    await s.exec("PRAGMA max_page_count = 40");
+    // Many writes in one turn: some fit, then the file is full. Every promise
+    // must settle (no hang), and what settled ok must be committed.
+    const big = "x".repeat(3000);
+    const writes = Array.from(
+      { length: 60 },
+      (_, i) => s.run(`INSERT INTO "t" VALUES (?, ?)`, [i + 1, `${i}${big}`]),
+    );
+    const settled = await Promise.race([
+      Promise.allSettled(writes),
+      new Promise<"hang">((r) => setTimeout(() => r("hang"), 5000)),
+    ]);
+    assert(settled !== "hang", "every write settled");
+    const ok = settled.filter((r) => r.status === "fulfilled").length;
+    const failed = settled.filter((r) => r.status === "rejected");
+    assert(failed.length > 0, "the database filled up");
+    for (const f of failed) {
+      const msg = String((f as PromiseRejectedResult).reason);
+      assert(/full|could not commit/.test(msg), msg);
+    }
+    assertEquals(committed(file).length, ok, "acknowledged writes are kept");
+    // After room is made, writing works again.
+    await s.exec("PRAGMA max_page_count = 100000");
+    assertEquals(await s.run(`INSERT INTO "t" VALUES (1000, 'after')`), 1);
+    const rows = committed(file) as { v: string }[];
+    assertEquals(rows[rows.length - 1].v, "after");
+  } finally {
+    await s.close();
+  }
+});

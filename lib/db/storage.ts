@@ -53,7 +53,11 @@ export type ColumnKind = "text" | "int" | "double" | "bool" | "json";
 /** The storage: a database plus its dialect. */
 export interface Storage extends Queryable {
   readonly dialect: Dialect;
-  /** Runs `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
+  /**
+   * Runs `fn` in one transaction; it commits when `fn` resolves and rolls
+   * back when it throws. Inside `fn`, run statements on `tx` only: a
+   * statement on the storage itself would wait for this transaction to end.
+   */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;

@@ -235,7 +235,8 @@ export class Logger {
       if (packed.length > 0) {
         const rows = batch.map(entryRow);
         unpackRequests(packed, rows);
-        shown = rows.map(rowEntry).sort((a, b) => a.time < b.time ? -1 : 1);
+        // Ids sort by time, then by the process's sequence: arrival order.
+        shown = rows.map(rowEntry).sort((a, b) => a.id < b.id ? -1 : 1);
       }
     } else shown = batch.filter((e) => e.type === "app");
     if (shown.length === 0) return;

@@ -1,6 +1,6 @@
 /**
  * Log rows as stored (`mb_logs` columns in order), log ids, and packed
- * request entries: a request adds ten plain values to one flat array and
+ * request entries: a request adds eleven plain values to one flat array and
  * its row (id, time, level name, message) is made later, by the writer.
  * This keeps the request path free of per-entry objects.
  *

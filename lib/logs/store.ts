@@ -182,8 +182,9 @@ export class LogStore {
   }
 
   /**
-   * Inserts entries and packed request entries in one transaction. With a
-   * writer thread the packed entries cross as they are and become rows there.
+   * Inserts entries and packed request entries (one transaction on SQLite;
+   * one statement per 1000 rows on PostgreSQL). With a writer thread the
+   * packed entries cross as they are and become rows there.
    */
   async insert(
     batch: LogEntry[],
