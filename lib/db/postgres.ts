@@ -144,7 +144,8 @@ interface Lane {
   sql: postgres.Sql;
   q: Queryable;
   pending: number;
-  transactions: number;
+  /** A transaction holds the connection (at most one does). */
+  held: boolean;
 }
 
 function openLane(url: string): Lane {
@@ -173,7 +174,7 @@ function openLane(url: string): Lane {
     },
     transform: { undefined: null },
   });
-  return { sql, q: queryable(sql), pending: 0, transactions: 0 };
+  return { sql, q: queryable(sql), pending: 0, held: false };
 }
 
 /**
@@ -198,16 +199,11 @@ export class PostgresStorage implements Storage {
     this.#lanes = Array.from({ length: Math.max(1, max) }, () => openLane(url));
   }
 
-  /** The lane with the least work, preferring lanes no transaction holds. */
-  #lane(): Lane {
-    const lanes = this.#lanes;
-    let best = lanes[0];
-    for (let i = 1; i < lanes.length; i++) {
-      const l = lanes[i];
-      if (
-        l.transactions < best.transactions ||
-        (l.transactions === best.transactions && l.pending < best.pending)
-      ) best = l;
+  /** The free lane with the least work; undefined when every lane is held. */
+  #lane(): Lane | undefined {
+    let best: Lane | undefined;
+    for (const l of this.#lanes) {
+      if (!l.held && (!best || l.pending < best.pending)) best = l;
     }
     return best;
   }
@@ -216,7 +212,7 @@ export class PostgresStorage implements Storage {
     let lane = this.#lane();
     // Every connection is held by a transaction: wait for the first to end
     // rather than queue behind one chosen now.
-    while (lane.transactions > 0) {
+    while (!lane) {
       await new Promise<void>((wake) => this.#waiting.push(wake));
       lane = this.#lane();
     }
@@ -253,7 +249,7 @@ export class PostgresStorage implements Storage {
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     return this.#on(async (lane) => {
-      lane.transactions++;
+      lane.held = true;
       try {
         return await lane.sql.begin((tx) => fn(queryable(tx))) as T;
       } catch (err) {
@@ -261,7 +257,7 @@ export class PostgresStorage implements Storage {
         const code = (err as { code?: string }).code;
         throw code && CONNECTION_ERRORS.has(code) ? clientError(err) : err;
       } finally {
-        lane.transactions--;
+        lane.held = false;
         const waiting = this.#waiting;
         this.#waiting = [];
         for (const wake of waiting) wake();

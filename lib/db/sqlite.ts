@@ -155,9 +155,7 @@ export class SqliteStorage implements Storage {
   }
 
   run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    if (this.#active) {
-      return this.#later(() => this.run(sql, params)).then((p) => p);
-    }
+    if (this.#active) return this.#later(() => this.run(sql, params));
     if (!this.#group && !this.#turn) {
       // The first write of this turn commits on its own, answered at once.
       this.#startTurn();
@@ -199,7 +197,7 @@ export class SqliteStorage implements Storage {
 
   /** The open write group (opened here, committed at the end of the turn). */
   #join(): Group {
-    if (this.#group && !this.#db.isTransaction) this.#failed();
+    this.#failed(); // a group SQLite rolled back is not joined
     if (this.#group) return this.#group;
     if (!this.#turn) this.#startTurn();
     this.#db.exec("BEGIN IMMEDIATE");
@@ -211,38 +209,39 @@ export class SqliteStorage implements Storage {
   /** Commits `group` and settles its writes (no transaction may be running). */
   #commit(group: Group): void {
     if (this.#group !== group) return;
-    if (!this.#db.isTransaction) return this.#failed();
-    this.#group = undefined;
+    if (!this.#db.isTransaction) return this.#lose(group);
     try {
       this.#db.exec("COMMIT");
     } catch {
       try {
         if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       } catch { /* the connection reports the next error itself */ }
-      this.#cache.clear();
-      for (const w of group.waiting) w.fail(groupLost());
-      return;
+      return this.#lose(group);
     }
+    this.#group = undefined;
     for (const w of group.waiting) w.ok();
   }
 
   /**
    * After a failed statement: when SQLite rolled the whole transaction back
-   * (not just the statement), every other write of the group is lost and
-   * told so with a 503 (the failing statement keeps its own error).
+   * (not just the statement), every other write of the group is lost (the
+   * failing statement keeps its own error).
    */
   #failed(): void {
-    const group = this.#group;
-    if (!group || this.#db.isTransaction) return;
+    if (this.#group && !this.#db.isTransaction) this.#lose(this.#group);
+  }
+
+  /** Tells every write of a group that was not committed, with a 503. */
+  #lose(group: Group): void {
     this.#group = undefined;
     this.#cache.clear();
     for (const w of group.waiting) w.fail(groupLost());
   }
 
   /** Runs `fn` once no transaction is open. */
-  async #later<T>(fn: () => T): Promise<T> {
+  async #later<T>(fn: () => T | Promise<T>): Promise<T> {
     while (this.#active) await this.#active;
-    return fn();
+    return await fn();
   }
 
   async exec(sql: string): Promise<void> {

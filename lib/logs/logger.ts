@@ -10,6 +10,7 @@ import type { LogStore } from "./store.ts";
 import { type Level, levelRank, type LogEntry } from "./types.ts";
 import {
   entryRow,
+  isoOf,
   logId,
   nextSeq,
   PACKED_FIELDS,
@@ -68,8 +69,6 @@ export class Logger {
   #flushing: Promise<void> | undefined;
   #dropped = 0;
   #encoder = new TextEncoder();
-  #lastMs = 0;
-  #lastIso = "";
 
   /** `level` is the least severe level kept (store and console). */
   constructor(
@@ -97,11 +96,7 @@ export class Logger {
       e.id = logId(Number.isNaN(ms) ? Date.now() : ms);
     } else {
       const ms = Date.now();
-      if (ms !== this.#lastMs) {
-        this.#lastMs = ms;
-        this.#lastIso = new Date(ms).toISOString();
-      }
-      e.time = this.#lastIso;
+      e.time = isoOf(ms);
       e.id = logId(ms);
     }
     this.#queue.push(e);
@@ -207,12 +202,7 @@ export class Logger {
             this.app("warn", "log queue full: entries dropped", { dropped: n });
           }
           const batch = this.#queue.splice(0, BATCH);
-          const packed = this.#packed.length <= BATCH * PACKED_FIELDS
-            ? this.#packed
-            : this.#packed.slice(0, BATCH * PACKED_FIELDS);
-          this.#packed = packed === this.#packed
-            ? []
-            : this.#packed.slice(BATCH * PACKED_FIELDS);
+          const packed = this.#packed.splice(0, BATCH * PACKED_FIELDS);
           this.#print(batch, packed);
           if (this.#store) {
             await this.#store.insert(batch, packed).catch((err) =>

@@ -8,7 +8,7 @@
  */
 
 import { randomToken } from "../ids.ts";
-import { type Level, LEVELS, type LogEntry } from "./types.ts";
+import { type Level, levelRank, LEVELS, type LogEntry } from "./types.ts";
 
 /** The `mb_logs` columns, in row order. */
 export const LOG_COLUMNS = [
@@ -83,8 +83,16 @@ export function logId(ms: number = Date.now()): string {
 
 let isoMs = -1, iso = "";
 
-/** The ISO time of `ms` (the last one is cached: entries come in bursts). */
-function isoOf(ms: number): string {
+/**
+ * The ISO time of `ms` (the last one is cached: entries come in bursts).
+ *
+ * @example
+ * ```ts
+ * import { isoOf } from "moonbase/lib/logs/rows.ts";
+ * console.assert(isoOf(0) === "1970-01-01T00:00:00.000Z");
+ * ```
+ */
+export function isoOf(ms: number): string {
   if (ms !== isoMs) {
     isoMs = ms;
     iso = new Date(ms).toISOString();
@@ -126,7 +134,7 @@ export function entryRow(e: LogEntry): LogRow {
     e.id,
     e.time,
     e.level,
-    LEVELS.indexOf(e.level),
+    levelRank(e.level),
     e.type,
     e.message,
     e.method,
