@@ -36,3 +36,13 @@ export function status(
     fail(`${msg}: envelope status ${r.body.status} != ${r.status}`);
   }
 }
+
+/** The error `p` rejects with; fails when it resolves. */
+export async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  return fail("expected a rejection");
+}

@@ -1,180 +1,153 @@
 /**
  * The PostgreSQL pool: statements spread over its connections, pipelined
  * results reach their own callers, a transaction holds one connection without
- * blocking the others, and a closed pool reports the database unavailable.
+ * blocking the others (statements wait when every one is held), and an
+ * unreachable server is a clear error.
  * Runs on the throwaway cluster; skipped when PostgreSQL is not tested.
  *
  * @module
  */
 
 import { assert, assertEquals, DATABASES } from "../../tests/_server.ts";
+import { rejection } from "../../tests/_checks.ts";
 import { startPostgres } from "../../tests/_pg.ts";
 import { PostgresStorage } from "./postgres.ts";
 
 const ignore = !DATABASES.includes("postgres");
 
-/** The error `fn` rejects with; fails when it resolves. */
-async function rejection(fn: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected a rejection");
+/** A test on a fresh database with a connected pool of `size`, closed after. */
+function poolTest(
+  name: string,
+  size: number,
+  fn: (s: PostgresStorage) => Promise<void>,
+): void {
+  Deno.test({
+    name,
+    ignore,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      const s = new PostgresStorage(
+        await (await startPostgres()).createDatabase(),
+        size,
+      );
+      await s.connect();
+      try {
+        await fn(s);
+      } finally {
+        await s.close();
+      }
+    },
+  });
 }
 
-async function pool(size: number): Promise<PostgresStorage> {
-  const s = new PostgresStorage(
-    await (await startPostgres()).createDatabase(),
-    size,
-  );
-  await s.connect();
-  return s;
-}
+poolTest(
+  "postgres pool: concurrent statements use every connection",
+  3,
+  async (s) => {
+    const pids = await Promise.all(
+      Array.from(
+        { length: 60 },
+        () => s.query("SELECT pg_backend_pid() AS pid, pg_sleep(0.01)"),
+      ),
+    );
+    assertEquals(new Set(pids.map((r) => r[0].pid)).size, 3);
+  },
+);
 
-Deno.test({
-  name: "postgres pool: concurrent statements use every connection",
-  ignore,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  fn: async () => {
-    const s = await pool(3);
-    try {
-      const pids = await Promise.all(
-        Array.from(
-          { length: 60 },
-          () => s.query("SELECT pg_backend_pid() AS pid, pg_sleep(0.01)"),
-        ),
+poolTest(
+  "postgres pool: 2000 pipelined queries each get their own result",
+  2,
+  async (s) => {
+    // Twice: the pool must stay right after a first burst has drained.
+    for (let round = 0; round < 2; round++) {
+      const ns = Array.from({ length: 2000 }, (_, i) => i * 7 + round);
+      const rows = await Promise.all(
+        ns.map((n) => s.query("SELECT ?::bigint AS n", [n])),
       );
-      assertEquals(new Set(pids.map((r) => r[0].pid)).size, 3);
-    } finally {
-      await s.close();
+      assertEquals(rows.map((r) => r[0].n), ns);
     }
   },
-});
+);
 
-Deno.test({
-  name: "postgres pool: 2000 pipelined queries each get their own result",
-  ignore,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  fn: async () => {
-    const s = await pool(2);
-    try {
-      // Twice: the pool must stay right after a first burst has drained.
-      for (let round = 0; round < 2; round++) {
-        const ns = Array.from({ length: 2000 }, (_, i) => i * 7 + round);
-        const rows = await Promise.all(
-          ns.map((n) => s.query("SELECT ?::bigint AS n", [n])),
-        );
-        assertEquals(rows.map((r) => r[0].n), ns);
-      }
-    } finally {
-      await s.close();
+poolTest(
+  "postgres pool: a transaction holds one connection, others go on",
+  2,
+  async (s) => {
+    await s.exec(`CREATE TABLE "t" ("id" BIGINT PRIMARY KEY, "v" TEXT)`);
+    let release!: () => void;
+    const held = new Promise<void>((r) => release = r);
+    let inserted!: () => void;
+    const ready = new Promise<void>((r) => inserted = r);
+    const tx = s.transaction(async (q) => {
+      await q.run(`INSERT INTO "t" VALUES (1, 'in tx')`);
+      inserted();
+      await held;
+      return "done";
+    });
+    await ready;
+    // Plain statements complete while the transaction is still open, and
+    // do not see its row.
+    for (let i = 0; i < 20; i++) {
+      assertEquals((await s.query("SELECT 1 AS one"))[0].one, 1);
     }
+    const outside = await s.query(`SELECT count(*)::bigint AS n FROM "t"`);
+    assertEquals(outside[0].n, 0, "uncommitted row seen outside");
+    release();
+    assertEquals(await tx, "done");
+    const rows = await s.query(`SELECT "v" FROM "t"`);
+    assertEquals(rows, [{ v: "in tx" }]);
   },
-});
+);
 
-Deno.test({
-  name: "postgres pool: a transaction holds one connection, others go on",
-  ignore,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  fn: async () => {
-    const s = await pool(2);
-    try {
-      await s.exec(`CREATE TABLE "t" ("id" BIGINT PRIMARY KEY, "v" TEXT)`);
-      let release!: () => void;
-      const held = new Promise<void>((r) => release = r);
-      let inserted!: () => void;
-      const ready = new Promise<void>((r) => inserted = r);
-      const tx = s.transaction(async (q) => {
-        await q.run(`INSERT INTO "t" VALUES (1, 'in tx')`);
-        inserted();
-        await held;
-        return "done";
-      });
-      await ready;
-      // Plain statements complete while the transaction is still open, and
-      // do not see its row.
-      for (let i = 0; i < 20; i++) {
-        assertEquals((await s.query("SELECT 1 AS one"))[0].one, 1);
-      }
-      const outside = await s.query(`SELECT count(*)::bigint AS n FROM "t"`);
-      assertEquals(outside[0].n, 0, "uncommitted row seen outside");
-      release();
-      assertEquals(await tx, "done");
-      const rows = await s.query(`SELECT "v" FROM "t"`);
-      assertEquals(rows, [{ v: "in tx" }]);
-    } finally {
-      await s.close();
-    }
+poolTest(
+  "postgres pool: with every connection held, statements wait for one",
+  2,
+  async (s) => {
+    const gates = [0, 1].map(() => {
+      let open!: () => void;
+      const p = new Promise<void>((r) => open = r);
+      return { p, open };
+    });
+    const order: string[] = [];
+    const txs = gates.map((g, i) =>
+      s.transaction(async (q) => {
+        await q.query("SELECT 1 AS one");
+        await g.p;
+        order.push(`tx${i}`);
+      })
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const plain = s.query("SELECT 2 AS two").then((r) => {
+      order.push("plain");
+      return r[0].two;
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    assertEquals(order, [], "nothing ran while both were held");
+    gates[1].open(); // the second transaction ends first
+    assertEquals(await plain, 2);
+    assertEquals(order, ["tx1", "plain"]);
+    gates[0].open();
+    await Promise.all(txs);
   },
-});
+);
 
-Deno.test({
-  name: "postgres pool: with every connection held, statements wait for one",
-  ignore,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  fn: async () => {
-    const s = await pool(2);
-    try {
-      const gates = [0, 1].map(() => {
-        let open!: () => void;
-        const p = new Promise<void>((r) => open = r);
-        return { p, open };
-      });
-      const order: string[] = [];
-      const txs = gates.map((g, i) =>
-        s.transaction(async (q) => {
-          await q.query("SELECT 1 AS one");
-          await g.p;
-          order.push(`tx${i}`);
-        })
-      );
-      await new Promise((r) => setTimeout(r, 50));
-      const plain = s.query("SELECT 2 AS two").then((r) => {
-        order.push("plain");
-        return r[0].two;
-      });
-      await new Promise((r) => setTimeout(r, 50));
-      assertEquals(order, [], "nothing ran while both were held");
-      gates[1].open(); // the second transaction ends first
-      assertEquals(await plain, 2);
-      assertEquals(order, ["tx1", "plain"]);
-      gates[0].open();
-      await Promise.all(txs);
-    } finally {
-      await s.close();
-    }
+poolTest(
+  "postgres pool: a failed transaction rolls back and frees its connection",
+  1,
+  async (s) => {
+    await s.exec(`CREATE TABLE "t" ("id" BIGINT PRIMARY KEY)`);
+    await rejection(
+      s.transaction(async (q) => {
+        await q.run(`INSERT INTO "t" VALUES (1)`);
+        await q.run(`INSERT INTO "t" VALUES (1)`);
+      }),
+    );
+    // The only connection is usable again and nothing was kept.
+    assertEquals(await s.query(`SELECT "id" FROM "t"`), []);
+    assertEquals(await s.run(`INSERT INTO "t" VALUES (2)`), 1);
   },
-});
-
-Deno.test({
-  name:
-    "postgres pool: a failed transaction rolls back and frees its connection",
-  ignore,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  fn: async () => {
-    const s = await pool(1);
-    try {
-      await s.exec(`CREATE TABLE "t" ("id" BIGINT PRIMARY KEY)`);
-      await rejection(() =>
-        s.transaction(async (q) => {
-          await q.run(`INSERT INTO "t" VALUES (1)`);
-          await q.run(`INSERT INTO "t" VALUES (1)`);
-        })
-      );
-      // The only connection is usable again and nothing was kept.
-      assertEquals(await s.query(`SELECT "id" FROM "t"`), []);
-      assertEquals(await s.run(`INSERT INTO "t" VALUES (2)`), 1);
-    } finally {
-      await s.close();
-    }
-  },
-});
+);
 
 Deno.test({
   name: "postgres pool: an unreachable server is a clear error",
@@ -183,7 +156,7 @@ Deno.test({
   sanitizeResources: false,
   fn: async () => {
     const s = new PostgresStorage("postgres://postgres@127.0.0.1:1/none", 2);
-    const err = await rejection(() => s.connect());
+    const err = await rejection(s.connect());
     assert(
       String((err as Error).message).startsWith(
         "Cannot connect to PostgreSQL:",

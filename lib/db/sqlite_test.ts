@@ -9,6 +9,7 @@
 
 import { DatabaseSync } from "node:sqlite";
 import { assert, assertEquals } from "../../tests/_server.ts";
+import { rejection } from "../../tests/_checks.ts";
 import { SqliteStorage } from "./sqlite.ts";
 
 async function open(): Promise<{ s: SqliteStorage; file: string }> {
@@ -31,28 +32,32 @@ function committed(file: string): unknown[] {
   }
 }
 
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected a rejection");
+/** A test on a fresh store (table "t"), closed after. */
+function storeTest(
+  name: string,
+  fn: (t: { s: SqliteStorage; file: string }) => Promise<void>,
+): void {
+  Deno.test(name, async () => {
+    const t = await open();
+    try {
+      await fn(t);
+    } finally {
+      await t.s.close();
+    }
+  });
 }
 
-Deno.test("sqlite groups: a write is committed before it settles", async () => {
-  const { s, file } = await open();
-  try {
+storeTest(
+  "sqlite groups: a write is committed before it settles",
+  async ({ s, file }) => {
     assertEquals(await s.run(`INSERT INTO "t" VALUES (1, 'a')`), 1);
     assertEquals(committed(file), [{ id: 1, v: "a" }]);
-  } finally {
-    await s.close();
-  }
-});
+  },
+);
 
-Deno.test("sqlite groups: concurrent writes all land, a failed one alone fails", async () => {
-  const { s, file } = await open();
-  try {
+storeTest(
+  "sqlite groups: concurrent writes all land, a failed one alone fails",
+  async ({ s, file }) => {
     const writes = Array.from(
       { length: 50 },
       (_, i) => s.run(`INSERT INTO "t" VALUES (?, ?)`, [i + 1, `v${i + 1}`]),
@@ -65,14 +70,12 @@ Deno.test("sqlite groups: concurrent writes all land, a failed one alone fails",
     const rows = committed(file);
     assertEquals(rows.length, 50);
     assertEquals(rows[49], { id: 50, v: "v50" });
-  } finally {
-    await s.close();
-  }
-});
+  },
+);
 
-Deno.test("sqlite groups: a failed transaction undoes only itself", async () => {
-  const { s, file } = await open();
-  try {
+storeTest(
+  "sqlite groups: a failed transaction undoes only itself",
+  async ({ s, file }) => {
     const before = s.run(`INSERT INTO "t" VALUES (1, 'kept 1')`);
     const failed = s.transaction(async (tx) => {
       await tx.run(`INSERT INTO "t" VALUES (2, 'undone')`);
@@ -95,14 +98,12 @@ Deno.test("sqlite groups: a failed transaction undoes only itself", async () => 
       { id: 4, v: "kept 2" },
       { id: 5, v: "kept 3" },
     ]);
-  } finally {
-    await s.close();
-  }
-});
+  },
+);
 
-Deno.test("sqlite groups: a stream of transactions does not hold a commit back", async () => {
-  const { s, file } = await open();
-  try {
+storeTest(
+  "sqlite groups: a stream of transactions does not hold a commit back",
+  async ({ s, file }) => {
     let stop = false, n = 0;
     // Back-to-back transactions, each yielding to the event loop.
     const stream = (async () => {
@@ -122,28 +123,24 @@ Deno.test("sqlite groups: a stream of transactions does not hold a commit back",
     );
     stop = true;
     await stream;
-  } finally {
-    await s.close();
-  }
-});
+  },
+);
 
-Deno.test("sqlite groups: DDL commits the open group first", async () => {
-  const { s, file } = await open();
-  try {
+storeTest(
+  "sqlite groups: DDL commits the open group first",
+  async ({ s, file }) => {
     const w1 = s.run(`INSERT INTO "t" VALUES (1, 'a')`); // alone
     const w2 = s.run(`INSERT INTO "t" VALUES (2, 'b')`); // grouped
     await s.exec(`CREATE TABLE "u" ("id" INTEGER PRIMARY KEY)`);
     assertEquals(committed(file), [{ id: 1, v: "a" }, { id: 2, v: "b" }]);
     assertEquals([await w1, await w2], [1, 1]);
     assertEquals(await s.run(`INSERT INTO "u" VALUES (1)`), 1);
-  } finally {
-    await s.close();
-  }
-});
+  },
+);
 
-Deno.test("sqlite groups: a transaction alone in its turn commits on its own", async () => {
-  const { s, file } = await open();
-  try {
+storeTest(
+  "sqlite groups: a transaction alone in its turn commits on its own",
+  async ({ s, file }) => {
     await new Promise((r) => setTimeout(r, 5)); // a fresh turn
     const err = await rejection(s.transaction(async (tx) => {
       await tx.run(`INSERT INTO "t" VALUES (1, 'x')`);
@@ -157,14 +154,12 @@ Deno.test("sqlite groups: a transaction alone in its turn commits on its own", a
     );
     assertEquals(n, 1);
     assertEquals(committed(file), [{ id: 2, v: "y" }]);
-  } finally {
-    await s.close();
-  }
-});
+  },
+);
 
-Deno.test("sqlite groups: a full database settles every write and recovers", async () => {
-  const { s, file } = await open();
-  try {
+storeTest(
+  "sqlite groups: a full database settles every write and recovers",
+  async ({ s, file }) => {
     await s.exec("PRAGMA max_page_count = 40");
     // Many writes in one turn: some fit, then the file is full. Every promise
     // must settle (no hang), and what settled ok must be committed.
@@ -191,7 +186,5 @@ Deno.test("sqlite groups: a full database settles every write and recovers", asy
     assertEquals(await s.run(`INSERT INTO "t" VALUES (1000, 'after')`), 1);
     const rows = committed(file) as { v: string }[];
     assertEquals(rows[rows.length - 1].v, "after");
-  } finally {
-    await s.close();
-  }
-});
+  },
+);
