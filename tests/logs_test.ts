@@ -348,10 +348,42 @@ forEachDb(
           201,
         ], "POST entry");
         assertEquals(e.data, null, "no body in a request entry");
+        assertEquals(e.message, "POST /api/v1/entities/users 201", "message");
+        assertEquals(e.level, "info", "level");
 
         assert(
           !items.some((x) => (x.path ?? "").includes("?")),
           "no path has a query string",
+        );
+
+        // Search and level filters reach a request's message and level,
+        // which are made from its method, path and status when read.
+        const found = page(
+          await getLogs(s, admin, {
+            search: "GET /api/v1/entities/nosuchentityzq 404",
+            level: "warn",
+          }),
+          "search on a request message",
+        );
+        assertEquals(
+          found.map((x) => [x.request_id, x.message, x.level]),
+          [[
+            "logtest-echo-404",
+            "GET /api/v1/entities/NoSuchEntityZq 404",
+            "warn",
+          ]],
+          "found by method, path and status",
+        );
+        assertEquals(
+          page(
+            await getLogs(s, admin, {
+              search: "GET /api/v1/entities/nosuchentityzq 404",
+              level: "info",
+            }),
+            "level info",
+          ),
+          [],
+          "a warn entry is not level=info",
         );
       });
 
@@ -1162,8 +1194,9 @@ forEachDb("logs: logLevel warn keeps 2xx requests out", async (_t, db) => {
       "no 2xx/3xx request entry stored",
     );
     assert(
-      rows.every((x) => x.level === "warn" || x.level === "error"),
-      `only warn/error: ${rows.map((x) => x.level)}`,
+      // Stored ranks (request rows store no level name): warn 3, error 4.
+      rows.every((x) => Number(x.level_n) >= 3),
+      `only warn/error: ${rows.map((x) => x.level_n)}`,
     );
     assert(
       !rows.some((x) => x.message === "schema created"),

@@ -13,7 +13,9 @@ import {
   INSTANCE,
   LOG_COLUMNS,
   logIdFloor,
+  type LogRow,
   type PackedRequests,
+  rowEntry,
   unpackRequests,
 } from "./rows.ts";
 import { isLevel, levelRank, LEVELS, type LogEntry } from "./types.ts";
@@ -247,7 +249,8 @@ export class LogStore {
       params.push(...values);
     };
     if (q.after) add(`"id" < ?`, q.after);
-    if (q.level) add(`"level" = ?`, q.level);
+    // Request rows store no level name: filter on the rank.
+    if (q.level && isLevel(q.level)) add(`"level_n" = ?`, levelRank(q.level));
     if (q.min_level && isLevel(q.min_level)) {
       add(`"level_n" >= ?`, levelRank(q.min_level));
     }
@@ -258,8 +261,9 @@ export class LogStore {
       const like = `%${
         q.search.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)
       }%`;
+      // A request row's message is made from its method, path and status.
       add(
-        `(LOWER("message") LIKE ? ESCAPE '\\' OR LOWER(COALESCE("path", '')) LIKE ? ESCAPE '\\')`,
+        `(LOWER(CASE WHEN "message" = '' AND "type" = 'request' THEN "method" || ' ' || "path" || ' ' || "status" ELSE "message" END) LIKE ? ESCAPE '\\' OR LOWER(COALESCE("path", '')) LIKE ? ESCAPE '\\')`,
         like,
         like,
       );
@@ -270,26 +274,9 @@ export class LogStore {
       params,
     );
     const has_more = rows.length > q.limit;
-    const items = rows.slice(0, q.limit).map((r): LogEntry => ({
-      id: String(r.id),
-      time: String(r.time),
-      level: String(r.level) as LogEntry["level"],
-      type: String(r.type) as LogEntry["type"],
-      message: String(r.message),
-      method: (r.method ?? null) as string | null,
-      path: (r.path ?? null) as string | null,
-      status: r.status === null || r.status === undefined
-        ? null
-        : Number(r.status),
-      duration_ms: r.duration_ms === null || r.duration_ms === undefined
-        ? null
-        : Number(r.duration_ms),
-      ip: (r.ip ?? null) as string | null,
-      auth_id: (r.auth_id ?? null) as string | null,
-      auth_entity: (r.auth_entity ?? null) as string | null,
-      request_id: (r.request_id ?? null) as string | null,
-      data: typeof r.data === "string" ? JSON.parse(r.data) : null,
-    }));
+    const items = rows.slice(0, q.limit).map((r) =>
+      rowEntry(COLUMNS.map((c) => r[c] as LogRow[number]))
+    );
     return {
       items,
       items_count: items.length,
