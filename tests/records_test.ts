@@ -176,6 +176,35 @@ forEachDb("records: create, get, list, patch, delete", async (t, db) => {
         "Hello",
       ]);
     });
+    await t.step(
+      "concurrent PATCHes: each answered with what it wrote",
+      async () => {
+        const results = await Promise.all(
+          Array.from(
+            { length: 10 },
+            (_, i) => a.patch(`entities/things/${rec.id}`, { n: 100 + i }),
+          ),
+        );
+        for (const [i, res] of results.entries()) {
+          assertStatus(res, 200);
+          assertEquals([res.data.id, res.data.n], [rec.id, 100 + i]);
+        }
+        const last = (await a.get(`entities/things/${rec.id}`)).data;
+        assert(
+          last.n >= 100 && last.n < 110,
+          `one of them is stored: ${last.n}`,
+        );
+        assertStatus(
+          await a.patch(
+            "entities/things/0190b5c2-0000-7000-8000-000000000000",
+            {
+              n: 1,
+            },
+          ),
+          404,
+        );
+      },
+    );
     for (const text of NASTY) {
       await t.step(`round-trip ${JSON.stringify(text)}`, async () => {
         const body = { title: text, slug: text, j: { [text]: text } };

@@ -42,6 +42,23 @@ function groupLost(): MoonbaseError {
 interface Prepared {
   st: StatementSync;
   names: string[];
+  /** The statement changes data (a write must commit before it is answered). */
+  writes: boolean;
+}
+
+/**
+ * Whether a statement may change data: anything but SELECT, VALUES,
+ * EXPLAIN, a PRAGMA without `=`, and WITH without INSERT/UPDATE/DELETE/REPLACE
+ * (a read taken for a write only joins a write group).
+ */
+function writes(sql: string): boolean {
+  const head = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase();
+  if (head === "SELECT" || head === "VALUES" || head === "EXPLAIN") {
+    return false;
+  }
+  if (head === "PRAGMA") return sql.includes("=");
+  if (head === "WITH") return /\b(INSERT|UPDATE|DELETE|REPLACE)\b/i.test(sql);
+  return true;
 }
 
 /** Writes waiting for the commit of the group they ran in. */
@@ -105,7 +122,7 @@ export class SqliteStorage implements Storage {
       // the binding's own objects, and they serialize on V8's fast path.
       (st as StatementSync & { setReturnArrays(on: boolean): void })
         .setReturnArrays(true);
-      s = { st, names: st.columns().map((c) => c.name) };
+      s = { st, names: st.columns().map((c) => c.name), writes: writes(sql) };
       this.#cache.set(sql, s);
     }
     return s;
@@ -144,6 +161,14 @@ export class SqliteStorage implements Storage {
   }
 
   query(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
+    let prepared: Prepared;
+    try {
+      prepared = this.#prepared(sql);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    // A write (… RETURNING) commits like `run`.
+    if (prepared.writes) return this.#write(() => this.#all(sql, params));
     // No transaction open: answer at once (no extra async frame per read).
     if (this.#active) return this.#later(() => this.#all(sql, params));
     try {
@@ -155,26 +180,39 @@ export class SqliteStorage implements Storage {
   }
 
   run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    if (this.#active) return this.#later(() => this.run(sql, params));
+    return this.#write(() => this.#run(sql, params));
+  }
+
+  #prepared(sql: string): Prepared {
+    try {
+      return this.#stmt(sql);
+    } catch (err) {
+      throw staleSchema(err);
+    }
+  }
+
+  /** Runs a write: alone when it is the turn's first, else in the write group. */
+  #write<T>(statement: () => T): Promise<T> {
+    if (this.#active) return this.#later(() => this.#write(statement));
     if (!this.#group && !this.#turn) {
       // The first write of this turn commits on its own, answered at once.
       this.#startTurn();
       try {
-        return Promise.resolve(this.#run(sql, params));
+        return Promise.resolve(statement());
       } catch (err) {
         return Promise.reject(err);
       }
     }
-    let group: Group, changes: number;
+    let group: Group, out: T;
     try {
       group = this.#join();
-      changes = this.#run(sql, params);
+      out = statement();
     } catch (err) {
       this.#failed();
       return Promise.reject(err);
     }
     return new Promise((resolve, reject) =>
-      group.waiting.push({ ok: () => resolve(changes), fail: reject })
+      group.waiting.push({ ok: () => resolve(out), fail: reject })
     );
   }
 

@@ -56,6 +56,31 @@ storeTest(
 );
 
 storeTest(
+  "sqlite groups: a write through query (RETURNING) settles after its commit",
+  async ({ s, file }) => {
+    const insert = `INSERT INTO "t" VALUES (?, ?) RETURNING "id", "v"`;
+    // The first write commits alone; the second opens the turn's group,
+    // which the third (through query) joins.
+    const first = s.run(`INSERT INTO "t" VALUES (1, 'r1')`);
+    const second = s.run(`INSERT INTO "t" VALUES (2, 'r2')`);
+    const third = s.query(insert, [3, "r3"]);
+    const dup = rejection(s.query(insert, [4, "r1"]));
+    assertEquals(await third, [{ id: 3, v: "r3" }]);
+    const want = [1, 2, 3].map((id) => ({ id, v: `r${id}` }));
+    assertEquals(committed(file), want, "committed when it settles");
+    assert(/UNIQUE/.test(String(await dup)));
+    assertEquals([await first, await second], [1, 1]);
+    assertEquals(committed(file), want);
+    // Reads are not writes: a SELECT and a WITH … SELECT answer at once.
+    assertEquals(
+      (await s.query(`WITH x AS (SELECT 2 AS n) SELECT "v" FROM "t", x
+        WHERE "id" = x.n`))[0],
+      { v: "r2" },
+    );
+  },
+);
+
+storeTest(
   "sqlite groups: concurrent writes all land, a failed one alone fails",
   async ({ s, file }) => {
     const writes = Array.from(

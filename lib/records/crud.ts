@@ -11,6 +11,7 @@ import {
   physicalName,
   type Queryable,
   type Row,
+  type SqlValue,
   type Storage,
 } from "../db/storage.ts";
 import { columnOf, tableOf, uniqueIndexOf } from "../schema/ddl.ts";
@@ -215,6 +216,23 @@ export async function insertRecord(
   }
 }
 
+/** The stored columns an update sets (its values and the new `updated`). */
+function updatedColumns(
+  store: Storage,
+  schema: EntitySchema,
+  values: CheckedInput,
+): Map<string, SqlValue> {
+  return encodeValues(
+    schema,
+    new Map([...values, ["updated", new Date().toISOString()]]),
+    store.dialect,
+  );
+}
+
+function setList(cols: Map<string, SqlValue>): string {
+  return [...cols.keys()].map((c) => `"${c}" = ?`).join(", ");
+}
+
 /** Updates a record; undefined when it does not exist or `where` hides it. */
 export async function updateRecord(
   store: Storage,
@@ -225,6 +243,22 @@ export async function updateRecord(
 ): Promise<RecordData | undefined> {
   const lock = store.dialect.name === "postgres";
   try {
+    if (
+      !opts.keep && !opts.check && !hasFiles(schema) &&
+      !hasRelationValue(schema, values)
+    ) {
+      // Nothing to read or check first: one UPDATE … RETURNING is atomic on
+      // its own (one round trip on PostgreSQL, no transaction on SQLite).
+      const cols = updatedColumns(store, schema, values);
+      const rows = await store.query(
+        and(
+          `UPDATE ${tableOf(schema.name)} SET ${setList(cols)} WHERE "id" = ?`,
+          opts.where,
+        ) + ` RETURNING ${selectList(schema)}`,
+        [...cols.values(), id, ...(opts.where?.params ?? [])],
+      );
+      return rows[0] && decodeRow(schema, rows[0], store.dialect);
+    }
     return await store.transaction(async (tx) => {
       const current = await readRow(tx, schema, id, opts.where, lock);
       if (!current) return undefined;
@@ -240,19 +274,14 @@ export async function updateRecord(
         opts.removedFiles?.push(...removed);
       }
       await checkRelations(tx, store.dialect.name, schema, values);
-      const cols = encodeValues(
-        schema,
-        new Map([...values, ["updated", new Date().toISOString()]]),
-        store.dialect,
-      );
+      const cols = updatedColumns(store, schema, values);
       const next = decodeRow(schema, {
         ...current,
         ...Object.fromEntries(cols),
       }, store.dialect);
       await opts.check?.(next, tx);
-      const sets = [...cols.keys()].map((c) => `"${c}" = ?`).join(", ");
       await tx.run(
-        `UPDATE ${tableOf(schema.name)} SET ${sets} WHERE "id" = ?`,
+        `UPDATE ${tableOf(schema.name)} SET ${setList(cols)} WHERE "id" = ?`,
         [...cols.values(), id],
       );
       return next;
