@@ -124,6 +124,7 @@ export function checks(
       const got = ratioOf(rows, db, name) ?? 0;
       const bareName = {
         "GET by id (public)": "GET by id",
+        "GET by id (token + custom rule)": "GET with token + owner check",
         "list 50": "list 50",
         "create": "create",
       }[name];

@@ -223,6 +223,11 @@ async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
       method: "GET",
       path: `/items/${seeded.itemId}`,
     }, f);
+    await measure("bare handler: GET with token + owner check", {
+      method: "GET",
+      path: `/notes/${seeded.noteId}`,
+      headers: { authorization: `Bearer ${token}` },
+    }, f);
     await measure("bare handler: list 50", { method: "GET", path: "/list" }, f);
     await measure("bare handler: create", {
       method: "POST",
