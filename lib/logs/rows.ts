@@ -196,6 +196,54 @@ export function unpackRequests(
   }
 }
 
+/**
+ * One request row of an INSERT: its ten parameters (`requestParams`) and the
+ * values every request row shares, written as literals.
+ */
+export const REQUEST_ROW_SQL =
+  "(?, '', '', ?, 'request', '', ?, ?, ?, ?, ?, ?, ?, ?, NULL)";
+
+/** Parameters per request row in `REQUEST_ROW_SQL`. */
+export const REQUEST_ROW_PARAMS = 10;
+
+/**
+ * Appends the parameters of the packed entries `from` (inclusive) to `to`
+ * (exclusive) for `REQUEST_ROW_SQL` rows: no row arrays in between.
+ *
+ * @example
+ * ```ts
+ * import { requestParams } from "moonbase/lib/logs/rows.ts";
+ * const out: unknown[] = [];
+ * const packed = [0, 7, 2, "GET", "/x", 200, 1.5, "::1", null, null, "r1"];
+ * requestParams(packed, 0, 1, "abcdef", out);
+ * console.assert(out.length === 10 && out[0] === "000000000000-00000007-abcdef");
+ * console.assert(out[1] === 2 && out[9] === "r1");
+ * ```
+ */
+export function requestParams(
+  packed: Readonly<PackedRequests>,
+  from: number,
+  to: number,
+  instance: string,
+  out: unknown[],
+): void {
+  for (let e = from; e < to; e++) {
+    const i = e * PACKED_FIELDS;
+    out.push(
+      idOf(packed[i] as number, packed[i + 1] as number, instance),
+      packed[i + 2],
+      packed[i + 3],
+      packed[i + 4],
+      packed[i + 5],
+      packed[i + 6],
+      packed[i + 7],
+      packed[i + 8],
+      packed[i + 9],
+      packed[i + 10],
+    );
+  }
+}
+
 /** The message of a request entry. */
 export function requestMessage(
   method: unknown,

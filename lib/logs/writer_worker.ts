@@ -10,7 +10,14 @@
  */
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import { LOG_COLUMNS, type LogRow, unpackRequests } from "./rows.ts";
+import {
+  LOG_COLUMNS,
+  type LogRow,
+  PACKED_FIELDS,
+  type PackedRequests,
+  REQUEST_ROW_SQL,
+  requestParams,
+} from "./rows.ts";
 
 /** An insert (`rows`: JSON of rows, `packed`: JSON of packed entries) or a prune. */
 interface Job {
@@ -30,18 +37,33 @@ const scope = self as unknown as {
 };
 
 let db: DatabaseSync | undefined;
-const statements = new Map<number, StatementSync>();
+const statements = new Map<string, StatementSync>();
+const ROW = `(${Array(LOG_COLUMNS.length).fill("?").join(", ")})`;
+const CHUNK = 100;
 
-function statement(table: string, n: number): StatementSync {
-  let st = statements.get(n);
+/** `INSERT` of `n` rows shaped `row` (prepared once per shape and count). */
+function statement(table: string, row: string, n: number): StatementSync {
+  const key = `${row}\0${n}`;
+  let st = statements.get(key);
   if (!st) {
-    const row = `(${Array(LOG_COLUMNS.length).fill("?").join(", ")})`;
     st = db!.prepare(
       `INSERT INTO ${table} VALUES ${Array(n).fill(row).join(", ")}`,
     );
-    statements.set(n, st);
+    statements.set(key, st);
   }
   return st;
+}
+
+/** Inserts packed request entries, `CHUNK` rows per statement. */
+function insertRequests(table: string, packed: PackedRequests, tag: string) {
+  const entries = Math.floor(packed.length / PACKED_FIELDS);
+  const params: unknown[] = [];
+  for (let from = 0; from < entries; from += CHUNK) {
+    const to = Math.min(entries, from + CHUNK);
+    params.length = 0;
+    requestParams(packed, from, to, tag, params);
+    statement(table, REQUEST_ROW_SQL, to - from).run(...params as never[]);
+  }
 }
 
 /** Deletes entries older than `floor` (a log id prefix) and beyond `maxRows`. */
@@ -68,10 +90,12 @@ scope.onmessage = (e: MessageEvent<Job>) => {
     try {
       if (job.prune) prune(job.prune.floor, job.prune.maxRows);
       const rows: LogRow[] = JSON.parse(job.rows ?? "[]");
-      unpackRequests(JSON.parse(job.packed ?? "[]"), rows, job.instance);
-      for (let i = 0; i < rows.length; i += 100) {
-        const chunk = rows.slice(i, i + 100);
-        statement(job.table!, chunk.length).run(...chunk.flat());
+      for (let i = 0; i < rows.length; i += CHUNK) {
+        const chunk = rows.slice(i, i + CHUNK);
+        statement(job.table!, ROW, chunk.length).run(...chunk.flat());
+      }
+      if (job.packed) {
+        insertRequests(job.table!, JSON.parse(job.packed), job.instance!);
       }
       db.exec("COMMIT");
     } catch (err) {
