@@ -8,9 +8,17 @@
 
 import { scrypt, timingSafeEqual } from "node:crypto";
 import { Buffer } from "node:buffer";
+import { MoonbaseError } from "../errors.ts";
+import { KdfGate } from "./kdf_gate.ts";
 
 const N = 32768, R = 8, P = 1, KEYLEN = 32;
 const MAXMEM = 128 * N * R * 2;
+
+/**
+ * One scrypt per core at a time (a burst of logins is served in turn, not
+ * all at once); past 256 waiting, a login is refused with a 503.
+ */
+export const kdfGate = new KdfGate(navigator.hardwareConcurrency || 2, 256);
 
 function derive(
   password: string,
@@ -19,13 +27,15 @@ function derive(
   r: number,
   p: number,
 ): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scrypt(password.normalize("NFC"), salt, KEYLEN, {
-      N: n,
-      r,
-      p,
-      maxmem: MAXMEM * 2,
-    }, (err, key) => err ? reject(err) : resolve(key))
+  return kdfGate.run(() =>
+    new Promise((resolve, reject) =>
+      scrypt(password.normalize("NFC"), salt, KEYLEN, {
+        N: n,
+        r,
+        p,
+        maxmem: MAXMEM * 2,
+      }, (err, key) => err ? reject(err) : resolve(key))
+    )
   );
 }
 
@@ -72,12 +82,15 @@ export async function verifyPassword(
   const salt = Buffer.from(parts[4], "base64");
   const expected = Buffer.from(parts[5], "base64");
   if (salt.length < 8 || expected.length < 16) return false;
+  let key: Buffer;
   try {
-    const key = await derive(password, salt, n, r, p);
-    return key.length === expected.length && timingSafeEqual(key, expected);
-  } catch {
+    key = await derive(password, salt, n, r, p);
+  } catch (err) {
+    // A full queue is not a wrong password.
+    if (err instanceof MoonbaseError) throw err;
     return false;
   }
+  return key.length === expected.length && timingSafeEqual(key, expected);
 }
 
 let dummy: Promise<string> | undefined;
