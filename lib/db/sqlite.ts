@@ -11,6 +11,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import type { Queryable, Row, SqlValue, Storage } from "./storage.ts";
 import { StorageUnavailableError } from "./storage.ts";
+import { type RowMaker, rowMaker } from "./shapes.ts";
 import { sqliteDialect } from "./sqlite_dialect.ts";
 import { MoonbaseError } from "../errors.ts";
 
@@ -41,7 +42,8 @@ function groupLost(): MoonbaseError {
 /** A cached statement and its result column names. */
 interface Prepared {
   st: StatementSync;
-  names: string[];
+  /** Builds a row object from the statement's values (see shapes.ts). */
+  make: RowMaker;
   /** The statement changes data (a write must commit before it is answered). */
   writes: boolean;
 }
@@ -122,7 +124,8 @@ export class SqliteStorage implements Storage {
       // the binding's own objects, and they serialize on V8's fast path.
       (st as StatementSync & { setReturnArrays(on: boolean): void })
         .setReturnArrays(true);
-      s = { st, names: st.columns().map((c) => c.name), writes: writes(sql) };
+      const names = st.columns().map((c) => c.name);
+      s = { st, make: rowMaker(names), writes: writes(sql) };
       this.#cache.set(sql, s);
     }
     return s;
@@ -137,14 +140,10 @@ export class SqliteStorage implements Storage {
   }
 
   #allRaw(sql: string, params: readonly SqlValue[] = []): Row[] {
-    const { st, names } = this.#stmt(sql);
+    const { st, make } = this.#stmt(sql);
     const arrays = st.all(...(params as never[])) as unknown as unknown[][];
     const rows: Row[] = new Array(arrays.length);
-    for (let r = 0; r < arrays.length; r++) {
-      const a = arrays[r], row: Row = {};
-      for (let i = 0; i < names.length; i++) row[names[i]] = a[i];
-      rows[r] = row;
-    }
+    for (let r = 0; r < arrays.length; r++) rows[r] = make(arrays[r]);
     return rows;
   }
 

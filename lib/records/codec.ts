@@ -14,6 +14,7 @@ import {
   type SqlValue,
 } from "../db/storage.ts";
 import { checkValue, kindOf } from "../schema/field_types.ts";
+import { type RowDecoder, rowDecoder } from "../db/shapes.ts";
 import { builtinFields } from "../schema/builtin.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 
@@ -152,8 +153,12 @@ export function decodeRow(
     const { password: _hidden, ...rest } = row;
     return rest;
   }
+  const { plan, decoder } = readPlan(schema);
+  // A full row (every read): one generated object literal.
+  const full = decoder?.(row, dialect);
+  if (full) return full;
   const out: RecordData = {};
-  for (const [name, col, kind] of readPlan(schema)) {
+  for (const [name, col, kind] of plan) {
     const v = row[col];
     if (v !== undefined || Object.hasOwn(row, col)) {
       out[name] = dialect.decode(kind, v);
@@ -162,16 +167,31 @@ export function decodeRow(
   return out;
 }
 
-const plans = new WeakMap<EntitySchema, [string, string, ColumnKind][]>();
+interface ReadPlan {
+  plan: [string, string, ColumnKind][];
+  decoder?: RowDecoder<ColumnKind>;
+}
 
-/** Field name, column and kind of every readable field (cached per schema object). */
-function readPlan(schema: EntitySchema): [string, string, ColumnKind][] {
-  let plan = plans.get(schema);
-  if (!plan) {
-    plan = allFields(schema)
+const plans = new WeakMap<EntitySchema, ReadPlan>();
+
+/**
+ * Field name, column and kind of every readable field, and their decoder
+ * (cached per schema object).
+ */
+function readPlan(schema: EntitySchema): ReadPlan {
+  let p = plans.get(schema);
+  if (!p) {
+    const plan = allFields(schema)
       .filter((f) => !(f.name === "password" && f.system))
-      .map((f) => [f.name, physicalName(f.name), kindOf(f)]);
-    plans.set(schema, plan);
+      .map((f): [string, string, ColumnKind] => [
+        f.name,
+        physicalName(f.name),
+        kindOf(f),
+      ]);
+    p = plan.some(([name]) => name === "__proto__")
+      ? { plan }
+      : { plan, decoder: rowDecoder(plan) };
+    plans.set(schema, p);
   }
-  return plan;
+  return p;
 }
