@@ -18,6 +18,7 @@ import type {
 } from "./storage.ts";
 import { StorageUnavailableError } from "./storage.ts";
 import { MoonbaseError } from "../errors.ts";
+import { type RowMaker, rowMaker } from "./shapes.ts";
 
 const TYPES: Record<ColumnKind, string> = {
   text: "TEXT",
@@ -112,23 +113,55 @@ function clientError(err: unknown): unknown {
   return err;
 }
 
+const makers = new Map<string, { names: string[]; make: RowMaker }>();
+
+/** The row maker for a statement's result columns (made once per statement). */
+function makerFor(
+  text: string,
+  columns: readonly { name: string }[],
+): RowMaker {
+  const known = makers.get(text);
+  if (
+    known && known.names.length === columns.length &&
+    known.names.every((n, i) => n === columns[i].name)
+  ) return known.make;
+  if (makers.size > 2000) makers.clear();
+  const names = columns.map((c) => c.name);
+  const make = rowMaker(names);
+  makers.set(text, { names, make });
+  return make;
+}
+
 function queryable(sql: Sql): Queryable {
+  const pending = (text: string, params: readonly SqlValue[]) =>
+    sql.unsafe(
+      numberedPlaceholders(text),
+      params as postgres.ParameterOrJSON<never>[],
+      { prepare: true },
+    );
   const unsafe = async (text: string, params: readonly SqlValue[]) => {
     try {
-      return await sql.unsafe(
-        numberedPlaceholders(text),
-        params as postgres.ParameterOrJSON<never>[],
-        {
-          prepare: true,
-        },
-      );
+      return await pending(text, params);
     } catch (err) {
       throw clientError(err);
     }
   };
   return {
     async query(text, params = []) {
-      return await unsafe(text, params) as unknown as Row[];
+      // Rows as arrays, made into objects by one generated literal (see
+      // shapes.ts): postgres.js's own objects store each column by name.
+      let values;
+      try {
+        values = await pending(text, params).values();
+      } catch (err) {
+        throw clientError(err);
+      }
+      const columns = values.columns ?? [];
+      if (values.length === 0 || columns.length === 0) return [];
+      const make = makerFor(text, columns);
+      const rows: Row[] = new Array(values.length);
+      for (let i = 0; i < values.length; i++) rows[i] = make(values[i]);
+      return rows;
     },
     async run(text, params = []) {
       return (await unsafe(text, params)).count;
