@@ -22,20 +22,25 @@ const user = db.prepare(`SELECT * FROM "users" WHERE "id" = ?`);
 const note = db.prepare(
   `SELECT "id", "created", "updated", "owner", "body" FROM "notes" WHERE "id" = ?`,
 );
-// Rows as arrays made into plain objects: the fastest way we found (as Moonbase does).
+// Rows as arrays made into plain objects: the fastest way we found.
 const names = get.columns().map((c) => c.name);
 for (const st of [get, list, user, note]) {
   (st as typeof st & { setReturnArrays(on: boolean): void }).setReturnArrays(
     true,
   );
 }
-const objects = (rows: unknown[]) =>
-  (rows as unknown[][]).map((a) => {
-    const o: Record<string, unknown> = {};
-    for (let i = 0; i < names.length; i++) o[names[i]] = a[i];
-    return o;
-  });
-const noteNames = note.columns().map((c) => c.name);
+// One generated object literal per column list (as Moonbase does: see
+// lib/db/shapes.ts); a loop of stores under variable names is ~10× slower.
+const literal = (cols: string[]) =>
+  new Function(
+    "a",
+    `return {${
+      cols.map((c, i) => `${JSON.stringify(c)}: a[${i}]`).join(", ")
+    }};`,
+  ) as (a: unknown[]) => Record<string, unknown>;
+const item = literal(names);
+const objects = (rows: unknown[]) => (rows as unknown[][]).map(item);
+const noteOf = literal(note.columns().map((c) => c.name));
 const key = await crypto.subtle.importKey(
   "raw",
   new TextEncoder().encode(Deno.env.get("MB_JWT_SECRET") ?? ""),
@@ -99,9 +104,7 @@ Deno.serve({
       | unknown[]
       | undefined;
     if (!row || row[3] !== sub) return reply(404, null);
-    const o: Record<string, unknown> = {};
-    for (let i = 0; i < noteNames.length; i++) o[noteNames[i]] = row[i];
-    return reply(200, o);
+    return reply(200, noteOf(row));
   }
   if (path.startsWith("/items/")) {
     return reply(200, objects(get.all(path.slice(7)))[0]);
