@@ -1,6 +1,6 @@
 /**
  * The ceiling: a bare `Deno.serve` handler doing just the SQLite work of a
- * scenario (one prepared statement, `JSON.stringify`), no framework. The
+ * scenario (its prepared statements, `JSON.stringify`), no framework. The
  * benchmark measures it beside Moonbase to show how much of each target the
  * database work itself leaves. Usage: `floor.ts <moonbase.db>`.
  *

@@ -52,13 +52,20 @@ export class KdfGate {
   /**
    * Runs `task` when a slot is free. Throws a 503 `MoonbaseError` at once
    * when the queue is full.
+   *
+   * @example
+   * ```ts
+   * import { KdfGate } from "moonbase/lib/auth/kdf_gate.ts";
+   * const gate = new KdfGate(2, 0);
+   * console.assert((await gate.run(() => Promise.resolve(42))) === 42);
+   * ```
    */
   async run<T>(task: () => Promise<T>): Promise<T> {
     if (this.#running >= this.limit) {
       if (this.#waiting.length >= this.maxWaiting) {
         throw new MoonbaseError(
           "unavailable",
-          "Cannot check the password now: too many logins in progress; try again",
+          "Cannot hash the password now: too many password checks in progress; try again",
           null,
           { "Retry-After": "1" },
         );

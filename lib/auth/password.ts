@@ -17,6 +17,12 @@ const MAXMEM = 128 * N * R * 2;
 /**
  * One scrypt per core at a time (a burst of logins is served in turn, not
  * all at once); past 256 waiting, a login is refused with a 503.
+ *
+ * @example
+ * ```ts
+ * import { kdfGate } from "moonbase/lib/auth/password.ts";
+ * console.assert(kdfGate.limit >= 1 && kdfGate.maxWaiting === 256);
+ * ```
  */
 export const kdfGate = new KdfGate(navigator.hardwareConcurrency || 2, 256);
 
@@ -93,7 +99,16 @@ export async function verifyPassword(
   return key.length === expected.length && timingSafeEqual(key, expected);
 }
 
-let dummy: Promise<string> | undefined;
+/**
+ * A fixed hash (of a password nobody has) with the current parameters, so an
+ * unknown user costs exactly one verification and nothing is cached that a
+ * failure could spoil. `password_test.ts` checks it matches N, r and p.
+ */
+export const DUMMY_HASH =
+  "scrypt$32768$8$1$Yw2eoL62ki/zjGFjxm31Cw==$QvLbN5U+Uw5wilVoIwZ9Nt+Lek9goT/eLjPyFHAnIkM=";
+
+/** The scrypt parameters of new hashes, as `N$r$p`. */
+export const PARAMS = `${N}$${R}$${P}`;
 
 /**
  * Spends the same time as a real verification, for unknown users, so
@@ -106,7 +121,6 @@ let dummy: Promise<string> | undefined;
  * ```
  */
 export async function verifyDummy(password: string): Promise<false> {
-  dummy ??= hashPassword("moonbase-dummy-password");
-  await verifyPassword(password, await dummy);
+  await verifyPassword(password, DUMMY_HASH);
   return false;
 }

@@ -3,7 +3,13 @@ import {
   match as assertMatch,
   ok as assert,
 } from "node:assert/strict";
-import { hashPassword, verifyDummy, verifyPassword } from "./password.ts";
+import {
+  DUMMY_HASH,
+  hashPassword,
+  PARAMS,
+  verifyDummy,
+  verifyPassword,
+} from "./password.ts";
 
 const FORMAT =
   /^scrypt\$32768\$8\$1\$[A-Za-z0-9+/]+={0,2}\$[A-Za-z0-9+/]+={0,2}$/;
@@ -135,4 +141,15 @@ Deno.test("password: unicode passwords", async () => {
 Deno.test("password: verifyDummy is always false", async () => {
   assertEquals(await verifyDummy("moonbase-dummy-password"), false);
   assertEquals(await verifyDummy("anything"), false);
+});
+
+Deno.test("password: the dummy hash has the parameters of new hashes", async () => {
+  assertMatch(DUMMY_HASH, FORMAT);
+  assertEquals(DUMMY_HASH.split("$").slice(1, 4).join("$"), PARAMS);
+  const fresh = await hashPassword("x-unused-password");
+  assertEquals(fresh.split("$").slice(1, 4).join("$"), PARAMS);
+  assertEquals(
+    await verifyPassword("moonbase-dummy-password", DUMMY_HASH),
+    true,
+  );
 });

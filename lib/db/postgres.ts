@@ -18,7 +18,7 @@ import type {
 } from "./storage.ts";
 import { StorageUnavailableError } from "./storage.ts";
 import { MoonbaseError } from "../errors.ts";
-import { type RowMaker, rowMaker } from "./shapes.ts";
+import { RowMakers } from "./shapes.ts";
 
 const TYPES: Record<ColumnKind, string> = {
   text: "TEXT",
@@ -113,24 +113,7 @@ function clientError(err: unknown): unknown {
   return err;
 }
 
-const makers = new Map<string, { names: string[]; make: RowMaker }>();
-
-/** The row maker for a statement's result columns (made once per statement). */
-function makerFor(
-  text: string,
-  columns: readonly { name: string }[],
-): RowMaker {
-  const known = makers.get(text);
-  if (
-    known && known.names.length === columns.length &&
-    known.names.every((n, i) => n === columns[i].name)
-  ) return known.make;
-  if (makers.size > 2000) makers.clear();
-  const names = columns.map((c) => c.name);
-  const make = rowMaker(names);
-  makers.set(text, { names, make });
-  return make;
-}
+const makers = new RowMakers();
 
 function queryable(sql: Sql): Queryable {
   const pending = (text: string, params: readonly SqlValue[]) =>
@@ -158,7 +141,7 @@ function queryable(sql: Sql): Queryable {
       }
       const columns = values.columns ?? [];
       if (values.length === 0 || columns.length === 0) return [];
-      const make = makerFor(text, columns);
+      const make = makers.for(text, columns);
       const rows: Row[] = new Array(values.length);
       for (let i = 0; i < values.length; i++) rows[i] = make(values[i]);
       return rows;

@@ -52,8 +52,8 @@ export type RowDecoder<K extends string> = (
 ) => Record<string, unknown> | undefined;
 
 /**
- * The decoder for a plan of `[name, column, kind]` (names other than
- * `__proto__`; callers keep a slower path for that).
+ * The decoder for a plan of `[name, column, kind]` (with a name
+ * `__proto__`, it always answers undefined: callers keep a slower path).
  *
  * @example
  * ```ts
@@ -68,7 +68,15 @@ export type RowDecoder<K extends string> = (
 export function rowDecoder<K extends string>(
   plan: readonly (readonly [string, string, K])[],
 ): RowDecoder<K> {
-  const reads = plan.map(([, col], i) => `v${i} = r[${JSON.stringify(col)}]`);
+  // `__proto__` cannot be a literal's own property: callers take their slow path.
+  if (plan.some(([name]) => name === "__proto__")) return () => undefined;
+  const reads = plan.map(([, col], i) => {
+    const key = JSON.stringify(col);
+    // Names every object has (`constructor`, `toString`…) must be the row's own.
+    return col in Object.prototype
+      ? `v${i} = Object.hasOwn(r, ${key}) ? r[${key}] : undefined`
+      : `v${i} = r[${key}]`;
+  });
   const missing = plan.map((_, i) => `v${i} === undefined`);
   const fields = plan.map(([name, , kind], i) =>
     `${JSON.stringify(name)}: d.decode(${JSON.stringify(kind)}, v${i})`
@@ -80,4 +88,35 @@ export function rowDecoder<K extends string>(
     if (${missing.join(" || ") || "false"}) return undefined;
     return {${fields.join(", ")}};`,
   ) as RowDecoder<K>;
+}
+
+/**
+ * Row makers per statement text, re-made when a statement's columns change
+ * (checked by name on every use: cheap next to the rows themselves).
+ *
+ * @example
+ * ```ts
+ * import { RowMakers } from "moonbase/lib/db/shapes.ts";
+ * const makers = new RowMakers();
+ * const make = makers.for("SELECT a", [{ name: "a" }]);
+ * console.assert(make([1]).a === 1);
+ * console.assert(makers.for("SELECT a", [{ name: "a" }]) === make);
+ * ```
+ */
+export class RowMakers {
+  #known = new Map<string, { names: string[]; make: RowMaker }>();
+
+  /** The maker for `text` whose result has `columns`. */
+  for(text: string, columns: readonly { name: string }[]): RowMaker {
+    const known = this.#known.get(text);
+    if (
+      known && known.names.length === columns.length &&
+      known.names.every((n, i) => n === columns[i].name)
+    ) return known.make;
+    if (this.#known.size > 2000) this.#known.clear();
+    const names = columns.map((c) => c.name);
+    const make = rowMaker(names);
+    this.#known.set(text, { names, make });
+    return make;
+  }
 }

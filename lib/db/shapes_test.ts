@@ -58,3 +58,21 @@ Deno.test("rowDecoder: decodes each column; a missing column gives undefined", (
   assertEquals(decode(partial, d), undefined);
   assertEquals(decode({ ...row, id: null }, d)?.f0, null, "null is a value");
 });
+
+Deno.test("rowDecoder: a column named like an Object member must be the row's own", () => {
+  const decode = rowDecoder([["c", "constructor", "text"], [
+    "t",
+    "toString",
+    "text",
+  ]]);
+  const d = { decode: (_k: string, v: unknown) => v };
+  assertEquals(decode({ constructor: "x", toString: "y" }, d), {
+    c: "x",
+    t: "y",
+  });
+  assertEquals(decode({ toString: "y" }, d), undefined, "constructor missing");
+  assertEquals(
+    rowDecoder([["__proto__", "p", "text"]])({ p: 1 }, d),
+    undefined,
+  );
+});

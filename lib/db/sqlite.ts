@@ -13,6 +13,7 @@ import type { Queryable, Row, SqlValue, Storage } from "./storage.ts";
 import { StorageUnavailableError } from "./storage.ts";
 import { type RowMaker, rowMaker } from "./shapes.ts";
 import { sqliteDialect } from "./sqlite_dialect.ts";
+import { writes } from "./statement_kind.ts";
 import { MoonbaseError } from "../errors.ts";
 
 export { sqliteDialect } from "./sqlite_dialect.ts";
@@ -46,21 +47,6 @@ interface Prepared {
   make: RowMaker;
   /** The statement changes data (a write must commit before it is answered). */
   writes: boolean;
-}
-
-/**
- * Whether a statement may change data: anything but SELECT, VALUES,
- * EXPLAIN, a PRAGMA without `=`, and WITH without INSERT/UPDATE/DELETE/REPLACE
- * (a read taken for a write only joins a write group).
- */
-function writes(sql: string): boolean {
-  const head = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase();
-  if (head === "SELECT" || head === "VALUES" || head === "EXPLAIN") {
-    return false;
-  }
-  if (head === "PRAGMA") return sql.includes("=");
-  if (head === "WITH") return /\b(INSERT|UPDATE|DELETE|REPLACE)\b/i.test(sql);
-  return true;
 }
 
 /** Writes waiting for the commit of the group they ran in. */
@@ -111,7 +97,12 @@ export class SqliteStorage implements Storage {
     this.#direct = {
       query: (sql, params) => Promise.resolve(this.#all(sql, params)),
       run: (sql, params) => Promise.resolve(this.#run(sql, params)),
-      exec: (sql) => Promise.resolve(this.#db.exec(sql)),
+      exec: (sql) => {
+        this.#db.exec(sql);
+        // DDL: cached statements (and their row builders) may be stale.
+        this.#cache.clear();
+        return Promise.resolve();
+      },
     };
   }
 

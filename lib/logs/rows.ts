@@ -203,9 +203,6 @@ export function unpackRequests(
 export const REQUEST_ROW_SQL =
   "(?, '', '', ?, 'request', '', ?, ?, ?, ?, ?, ?, ?, ?, NULL)";
 
-/** Parameters per request row in `REQUEST_ROW_SQL`. */
-export const REQUEST_ROW_PARAMS = 10;
-
 /**
  * Appends the parameters of the packed entries `from` (inclusive) to `to`
  * (exclusive) for `REQUEST_ROW_SQL` rows: no row arrays in between.
@@ -244,7 +241,15 @@ export function requestParams(
   }
 }
 
-/** The message of a request entry. */
+/**
+ * The message of a request entry.
+ *
+ * @example
+ * ```ts
+ * import { requestMessage } from "moonbase/lib/logs/rows.ts";
+ * console.assert(requestMessage("GET", "/x", 404) === "GET /x 404");
+ * ```
+ */
 export function requestMessage(
   method: unknown,
   path: unknown,

@@ -14,8 +14,8 @@ import {
   decodeRow,
   type RecordData,
 } from "../records/codec.ts";
+import { deleteRecord } from "../records/delete.ts";
 import {
-  deleteRecord,
   insertRecord,
   type OpOptions,
   readRow,

@@ -250,15 +250,11 @@ export class Registry {
         const rows = await tx.query(
           `SELECT ${cols} FROM ${tableOf(current.name)}`,
         );
+        // One schema object for every row: decode plans are cached per object.
+        const files = { ...current.schema, fields: dropped };
         for (const row of rows) {
-          const record = decodeRow(
-            { ...current.schema, fields: dropped },
-            row,
-            this.#store.dialect,
-          );
-          orphans.push(
-            ...fileNames({ ...current.schema, fields: dropped }, record),
-          );
+          const record = decodeRow(files, row, this.#store.dialect);
+          orphans.push(...fileNames(files, record));
         }
       }
       for (const s of plan.statements) await tx.exec(s);

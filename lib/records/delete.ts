@@ -1,0 +1,103 @@
+/**
+ * Deleting a record, with the `on_delete` of every relation that points at
+ * it (set null, restrict, cascade), in one transaction.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import type { Queryable, Storage } from "../db/storage.ts";
+import { columnOf, tableOf } from "../schema/ddl.ts";
+import type { EntitySchema } from "../schema/types.ts";
+import { decodeRow, type RecordData } from "./codec.ts";
+import {
+  constraintError,
+  type OpOptions,
+  readRow,
+  type RefsOf,
+  selectList,
+} from "./crud.ts";
+
+type Deleted = { schema: EntitySchema; record: RecordData }[];
+
+/** Applies the `on_delete` of every relation pointing at a record being deleted. */
+async function releaseRefs(
+  tx: Queryable,
+  store: Storage,
+  schema: EntitySchema,
+  id: string,
+  refsOf: RefsOf,
+  seen: Set<string>,
+  deleted: Deleted,
+): Promise<void> {
+  seen.add(`${schema.name}/${id}`);
+  for (const ref of refsOf(schema.name)) {
+    const table = tableOf(ref.schema.name), col = columnOf(ref.field.name);
+    const onDelete = ref.field.foreign_key?.on_delete ?? "set null";
+    if (onDelete === "set null") {
+      await tx.run(`UPDATE ${table} SET ${col} = NULL WHERE ${col} = ?`, [id]);
+      continue;
+    }
+    const rows = await tx.query(
+      `SELECT ${selectList(ref.schema)} FROM ${table} WHERE ${col} = ?`,
+      [id],
+    );
+    const children = rows.filter((r) =>
+      !seen.has(`${ref.schema.name}/${r.id}`)
+    );
+    if (children.length === 0) continue;
+    if (onDelete === "restrict") {
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot delete record: records of ${ref.schema.name} reference it (${ref.field.name})`,
+      );
+    }
+    if (seen.size > 10_000) {
+      throw new MoonbaseError(
+        "conflict",
+        "Cannot delete record: cascade too large",
+      );
+    }
+    for (const child of children) {
+      const childId = String(child.id);
+      await releaseRefs(tx, store, ref.schema, childId, refsOf, seen, deleted);
+      await tx.run(`DELETE FROM ${table} WHERE "id" = ?`, [childId]);
+      deleted.push({
+        schema: ref.schema,
+        record: decodeRow(ref.schema, child, store.dialect),
+      });
+    }
+  }
+}
+
+/** Deletes a record; undefined when it does not exist or `where` hides it. */
+export async function deleteRecord(
+  store: Storage,
+  schema: EntitySchema,
+  id: string,
+  refsOf: RefsOf,
+  opts: OpOptions = {},
+): Promise<RecordData | undefined> {
+  try {
+    return await store.transaction(async (tx) => {
+      const current = await readRow(
+        tx,
+        schema,
+        id,
+        opts.where,
+        store.dialect.name === "postgres",
+      );
+      if (!current) return undefined;
+      const record = decodeRow(schema, current, store.dialect);
+      if (opts.keep && !(await opts.keep(record))) return undefined;
+      await opts.check?.(record, tx);
+      const deleted: Deleted = [];
+      await releaseRefs(tx, store, schema, id, refsOf, new Set(), deleted);
+      await tx.run(`DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?`, [id]);
+      opts.deleted?.push({ schema, record }, ...deleted);
+      return record;
+    });
+  } catch (err) {
+    throw constraintError(store, schema, err);
+  }
+}
