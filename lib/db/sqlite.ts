@@ -131,7 +131,10 @@ export class SqliteStorage implements Storage {
   }
 
   #allRaw(sql: string, params: readonly SqlValue[] = []): Row[] {
-    const { st, make } = this.#stmt(sql);
+    return this.#rows(this.#stmt(sql), params);
+  }
+
+  #rows({ st, make }: Prepared, params: readonly SqlValue[] = []): Row[] {
     const arrays = st.all(...(params as never[])) as unknown as unknown[][];
     const rows: Row[] = new Array(arrays.length);
     for (let r = 0; r < arrays.length; r++) rows[r] = make(arrays[r]);
@@ -153,32 +156,25 @@ export class SqliteStorage implements Storage {
   query(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
     let prepared: Prepared;
     try {
-      prepared = this.#prepared(sql);
+      prepared = this.#stmt(sql);
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(staleSchema(err));
     }
     // A write (… RETURNING) commits like `run`.
     if (prepared.writes) return this.#write(() => this.#all(sql, params));
-    // No transaction open: answer at once (no extra async frame per read).
     if (this.#active) return this.#later(() => this.#all(sql, params));
+    // No transaction open: answer at once (no extra async frame per read),
+    // with the statement just looked up.
     try {
-      return Promise.resolve(this.#all(sql, params));
+      return Promise.resolve(this.#rows(prepared, params));
     } catch (err) {
       this.#failed();
-      return Promise.reject(err);
+      return Promise.reject(staleSchema(err));
     }
   }
 
   run(sql: string, params?: readonly SqlValue[]): Promise<number> {
     return this.#write(() => this.#run(sql, params));
-  }
-
-  #prepared(sql: string): Prepared {
-    try {
-      return this.#stmt(sql);
-    } catch (err) {
-      throw staleSchema(err);
-    }
   }
 
   /** Runs a write: alone when it is the turn's first, else in the write group. */

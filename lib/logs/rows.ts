@@ -175,24 +175,26 @@ export function unpackRequests(
   out: LogRow[],
   instance: string = INSTANCE,
 ): void {
-  for (let i = 0; i + PACKED_FIELDS <= packed.length; i += PACKED_FIELDS) {
+  const p: unknown[] = [];
+  requestParams(
+    packed,
+    0,
+    Math.floor(packed.length / PACKED_FIELDS),
+    instance,
+    p,
+  );
+  // The row of REQUEST_ROW_SQL: its ten parameters among the shared values.
+  for (let i = 0; i < p.length; i += 10) {
     out.push([
-      idOf(packed[i] as number, packed[i + 1] as number, instance),
+      p[i],
       "",
       "",
-      packed[i + 2],
+      p[i + 1],
       "request",
       "",
-      packed[i + 3],
-      packed[i + 4],
-      packed[i + 5],
-      packed[i + 6],
-      packed[i + 7],
-      packed[i + 8],
-      packed[i + 9],
-      packed[i + 10],
+      ...p.slice(i + 2, i + 10),
       null,
-    ]);
+    ] as LogRow);
   }
 }
 

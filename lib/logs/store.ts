@@ -20,8 +20,6 @@ import {
 } from "./rows.ts";
 import { isLevel, levelRank, LEVELS, type LogEntry } from "./types.ts";
 
-const COLUMNS = LOG_COLUMNS;
-
 /** Parameters of the logs API. */
 export interface LogQuery {
   limit: number;
@@ -205,10 +203,10 @@ export class LogStore {
     }
     const rows = batch.map(entryRow);
     unpackRequests(packed, rows);
-    const cols = COLUMNS.map((c) => `"${c}"`).join(", ");
+    const cols = LOG_COLUMNS.map((c) => `"${c}"`).join(", ");
     if (this.storage.dialect.name === "postgres") {
       // One JSON parameter per batch: one round trip, unpacked by the server.
-      const typed = COLUMNS.map((c, i) =>
+      const typed = LOG_COLUMNS.map((c, i) =>
         c === "level_n" || c === "status"
           ? `(r->>${i})::bigint`
           : c === "duration_ms"
@@ -226,7 +224,7 @@ export class LogStore {
       return;
     }
     // SQLite without a file (tests): multi-row VALUES in one transaction.
-    const row = `(${COLUMNS.map(() => "?").join(", ")})`;
+    const row = `(${LOG_COLUMNS.map(() => "?").join(", ")})`;
     await this.storage.transaction(async (tx) => {
       for (let i = 0; i < rows.length; i += 100) {
         const chunk = rows.slice(i, i + 100);
@@ -275,7 +273,7 @@ export class LogStore {
     );
     const has_more = rows.length > q.limit;
     const items = rows.slice(0, q.limit).map((r) =>
-      rowEntry(COLUMNS.map((c) => r[c] as LogRow[number]))
+      rowEntry(LOG_COLUMNS.map((c) => r[c] as LogRow[number]))
     );
     return {
       items,

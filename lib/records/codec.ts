@@ -155,7 +155,7 @@ export function decodeRow(
   }
   const { plan, decoder } = readPlan(schema);
   // A full row (every read): one generated object literal.
-  const full = decoder?.(row, dialect);
+  const full = decoder(row, dialect);
   if (full) return full;
   const out: RecordData = {};
   for (const [name, col, kind] of plan) {
@@ -169,7 +169,8 @@ export function decodeRow(
 
 interface ReadPlan {
   plan: [string, string, ColumnKind][];
-  decoder?: RowDecoder<ColumnKind>;
+  /** Undefined for a partial row (or a `__proto__` field): take the loop. */
+  decoder: RowDecoder<ColumnKind>;
 }
 
 const plans = new WeakMap<EntitySchema, ReadPlan>();
@@ -188,9 +189,7 @@ function readPlan(schema: EntitySchema): ReadPlan {
         physicalName(f.name),
         kindOf(f),
       ]);
-    p = plan.some(([name]) => name === "__proto__")
-      ? { plan }
-      : { plan, decoder: rowDecoder(plan) };
+    p = { plan, decoder: rowDecoder(plan) };
     plans.set(schema, p);
   }
   return p;
