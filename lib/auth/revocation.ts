@@ -68,10 +68,12 @@ export class Revocations {
         [since],
       );
       for (const c of cuts) {
-        this.#cutoffs.set(String(c.key), {
-          cutoff: Number(c.cutoff),
-          keep: String(c.keep_jti),
-        });
+        // Cutoffs only move forward: a poll that read the table before this
+        // instance's own newer revocation must not bring the older one back.
+        const key = String(c.key), cutoff = Number(c.cutoff);
+        const known = this.#cutoffs.get(key);
+        if (known && known.cutoff > cutoff) continue;
+        this.#cutoffs.set(key, { cutoff, keep: String(c.keep_jti) });
       }
       this.#since = now;
       if (++this.#polls % 150 === 0) await this.#prune(now);
