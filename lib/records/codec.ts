@@ -14,6 +14,7 @@ import {
   type SqlValue,
 } from "../db/storage.ts";
 import { checkValue, kindOf } from "../schema/field_types.ts";
+import { resetPatternBudget } from "../schema/patterns.ts";
 import { type RowDecoder, rowDecoder } from "../db/shapes.ts";
 import { builtinFields } from "../schema/builtin.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
@@ -79,6 +80,7 @@ export function checkInput(
   }
   const out: CheckedInput = new Map();
   const errors: FieldErrors = {};
+  resetPatternBudget(); // one record's pattern work is bounded
   for (const field of byName.values()) {
     const present = Object.hasOwn(input, field.name);
     if (!present && mode === "update") continue;

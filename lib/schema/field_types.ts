@@ -7,6 +7,7 @@
 
 import type { ColumnKind } from "../db/storage.ts";
 import type { FieldDef, FieldType } from "./types.ts";
+import { patternMismatch } from "./patterns.ts";
 
 /** Result of checking one value: the normalized value, or why it is wrong. */
 export type Checked = { ok: true; value: unknown } | {
@@ -57,15 +58,9 @@ function text(value: unknown, f: FieldDef): Checked {
   }
   const r = range([...value].length, f, " characters");
   if (r) return r;
-  // Patterns run on at most 10 000 characters (risky patterns are refused at save time).
-  if (f.pattern !== undefined && value.length > 10_000) {
-    return bad(
-      "pattern",
-      "Too long to check against the pattern (10000 characters at most)",
-    );
-  }
-  if (f.pattern !== undefined && !new RegExp(f.pattern, "u").test(value)) {
-    return bad("pattern", "Does not match the required pattern");
+  if (f.pattern !== undefined) {
+    const mismatch = patternMismatch(f.pattern, value); // linear time, bounded
+    if (mismatch !== undefined) return bad("pattern", mismatch);
   }
   return ok(value);
 }

@@ -6,7 +6,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import { riskyPattern } from "./patterns.ts";
+import { patternProblem, resetPatternBudget } from "./patterns.ts";
 import {
   checkValue,
   COMMON_KEYS,
@@ -169,20 +169,12 @@ export function validateField(
     fail(`Cannot accept ${where}: min > max`);
   }
   if (raw.pattern !== undefined && raw.pattern !== null && raw.pattern !== "") {
-    if (typeof raw.pattern !== "string" || raw.pattern.length > 512) {
-      fail(
-        `Cannot accept ${where}.pattern: must be a regular expression of at most 512 characters`,
-      );
+    if (typeof raw.pattern !== "string") {
+      fail(`Cannot accept ${where}.pattern: must be a regular expression`);
     }
-    try {
-      new RegExp(raw.pattern, "u");
-    } catch {
-      fail(`Cannot accept ${where}.pattern: not a valid regular expression`);
-    }
-    if (riskyPattern(raw.pattern)) {
-      fail(
-        `Cannot accept ${where}.pattern: nested or repeated quantifiers and backreferences can take exponential time; simplify it`,
-      );
+    const problem = patternProblem(raw.pattern);
+    if (problem !== undefined) {
+      fail(`Cannot accept ${where}.pattern: ${problem}`);
     }
     field.pattern = raw.pattern;
   }
@@ -201,6 +193,7 @@ export function validateField(
     ) {
       fail(`Cannot accept ${where}.default: not for type ${raw.type}`);
     }
+    resetPatternBudget(); // a default is checked on its own
     const checked = checkValue(field, raw.default);
     if (!checked.ok) fail(`Cannot accept ${where}.default: ${checked.message}`);
     field.default = checked.value;

@@ -1,0 +1,220 @@
+/**
+ * Field patterns cannot block the server (issue 13, item 4): patterns run on
+ * a linear-time engine, a request's pattern work is bounded, and what that
+ * engine cannot run is refused when the schema is saved.
+ */
+import assert from "node:assert/strict";
+import {
+  forEachDb,
+  type Reply,
+  startServer,
+  type TestServer,
+} from "./_server.ts";
+import { createEntity } from "./_scenarios.ts";
+
+/** The two patterns of the finding: exponential on a backtracking engine. */
+const FIELDS = [
+  { name: "word", type: "string", pattern: "^(\\w|\\d)*$" },
+  { name: "digits", type: "text", pattern: "^\\d*\\d*\\d*\\d*\\d*\\d*$" },
+];
+const PUBLIC = { mode: "public", expr: "" };
+/** Generous bound for "answers at once" (the work itself takes milliseconds). */
+const BOUND_MS = 2000;
+
+async function codes(s: TestServer, fields: unknown[] = FIELDS): Promise<void> {
+  await createEntity(s, {
+    name: "codes",
+    fields,
+    rules: { add: PUBLIC, get: PUBLIC, list: PUBLIC },
+  });
+}
+
+const post = (s: TestServer, body: Record<string, unknown>) =>
+  s.request("POST", "/api/v1/entities/codes", { body });
+
+function assertFieldError(r: Reply, field: string, message: RegExp): void {
+  assert.equal(r.status, 400, r.text.slice(0, 300));
+  assert.equal(r.data?.fields?.[field]?.code, "pattern", r.text.slice(0, 300));
+  assert.match(r.data.fields[field].message, message);
+}
+
+forEachDb(
+  "patterns: a guest's value cannot block the event loop",
+  async (_t, db) => {
+    const s = await startServer(db);
+    try {
+      await codes(s);
+      for (const { name } of FIELDS) {
+        for (const n of [30, 5000]) {
+          const evil = "1".repeat(n - 1) + "!";
+          const started = performance.now();
+          const write = post(s, { [name]: evil });
+          // Health is asked while the write is being checked, and must answer.
+          await new Promise((r) => setTimeout(r, 1));
+          const health = s.request("GET", "/api/v1/health");
+          const [w, h] = await Promise.all([write, health]);
+          const took = performance.now() - started;
+          assertFieldError(w, name, /Does not match the required pattern/);
+          assert.equal(h.status, 200, h.text);
+          assert.ok(took < BOUND_MS, `${name}, ${n} characters: ${took} ms`);
+        }
+      }
+      const rows = await s.request("GET", "/api/v1/entities/codes");
+      assert.equal(rows.data.items.length, 0, "nothing written");
+    } finally {
+      await s.close();
+    }
+  },
+);
+
+forEachDb(
+  "patterns: valid values still pass, JavaScript syntax kept",
+  async (_t, db) => {
+    const s = await startServer(db);
+    try {
+      await codes(s, [
+        ...FIELDS,
+        { name: "slug", type: "string", pattern: "^[a-z0-9_]+$" },
+        { name: "day", type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}$" },
+        { name: "greek", type: "string", pattern: "^\\p{Script=Greek}+\\s?$" },
+        { name: "named", type: "string", pattern: "^(?<a>x|y){2,3}\\.?$" },
+      ]);
+      const good = {
+        word: "abc_123",
+        digits: "1".repeat(5000),
+        slug: "moon_base",
+        day: "2024-02-29",
+        greek: "αβγ\u00a0",
+        named: "xyx.",
+      };
+      const r = await post(s, good);
+      assert.equal(r.status, 201, r.text.slice(0, 300));
+      assert.equal(r.data.digits.length, 5000);
+      for (
+        const [field, value] of [
+          ["slug", "Moon"],
+          ["day", "2024-2-29"],
+          ["greek", "abc"],
+          ["named", "xyzx"],
+          ["word", "a b"],
+        ]
+      ) {
+        assertFieldError(
+          await post(s, { [field]: value }),
+          field,
+          /Does not match the required pattern/,
+        );
+      }
+    } finally {
+      await s.close();
+    }
+  },
+);
+
+forEachDb(
+  "patterns: each value and each request is bounded",
+  async (_t, db) => {
+    const s = await startServer(db);
+    try {
+      const heavy = "^[a-z]{0,900}$"; // ~1800 engine steps per character
+      await codes(s, [
+        ...FIELDS,
+        { name: "h1", type: "text", pattern: heavy },
+        { name: "h2", type: "text", pattern: heavy },
+      ]);
+      assertFieldError(
+        await post(s, { word: "1".repeat(10_001) }),
+        "word",
+        /Too long to check against the pattern \(10000 characters at most\)/,
+      );
+      const started = performance.now();
+      const r = await post(s, { h1: "a".repeat(5000), h2: "a".repeat(5000) });
+      assert.equal(r.status, 400, r.text.slice(0, 300));
+      const messages = Object.values(r.data.fields).map((f) =>
+        (f as { message: string }).message
+      );
+      assert.ok(
+        messages.some((m) => /Too much text to check against patterns/.test(m)),
+        r.text.slice(0, 300),
+      );
+      assert.ok(performance.now() - started < BOUND_MS);
+      assert.equal((await post(s, { h1: "abc", h2: "xyz" })).status, 201);
+    } finally {
+      await s.close();
+    }
+  },
+);
+
+forEachDb(
+  "patterns: what the engine cannot run is refused at schema time",
+  async (_t, db) => {
+    const s = await startServer(db);
+    try {
+      const token = await s.adminToken();
+      const cases: [string, RegExp][] = [
+        ["(a)\\1", /backreferences/],
+        ["(?<n>a)\\k<n>", /backreferences/],
+        ["^(?=a)\\w+$", /lookahead and lookbehind/],
+        ["^(?!a)\\w+$", /lookahead and lookbehind/],
+        ["(?<=a)b", /lookahead and lookbehind/],
+        ["(?<!a)b", /lookahead and lookbehind/],
+        ["a{1001}", /not supported by the linear-time engine/],
+        ["[a-z]{1,999}[0-9]{1,999}", /too complex/],
+        ["(", /not a valid regular expression/],
+      ];
+      for (const [pattern, why] of cases) {
+        const r = await s.request("POST", "/api/v1/schemas", {
+          token,
+          body: {
+            name: "bad",
+            type: "base",
+            fields: [{ name: "code", type: "string", pattern }],
+          },
+        });
+        assert.equal(r.status, 400, `${pattern}: ${r.text}`);
+        assert.match(r.error, /field "code"\.pattern/);
+        assert.match(r.error, why);
+      }
+      await codes(s);
+      const r = await s.request("PATCH", "/api/v1/schemas/codes", {
+        token,
+        body: { fields: [{ name: "late", type: "string", pattern: "a(?=b)" }] },
+      });
+      assert.equal(r.status, 400, r.text);
+      assert.match(r.error, /field "late"\.pattern: lookahead/);
+    } finally {
+      await s.close();
+    }
+  },
+);
+
+forEachDb(
+  "patterns: a stored pattern the engine refuses loads and guards writes",
+  async (_t, db) => {
+    const s = await startServer(db);
+    try {
+      await codes(s);
+      // A schema saved before this engine: its `word` pattern has a lookahead.
+      const rows = await s.app.storage.query(
+        `SELECT "schema" FROM "mb_tables" WHERE "name" = 'codes'`,
+      );
+      const schema = JSON.parse(String(rows[0].schema));
+      schema.fields.find((f: { name: string }) => f.name === "word").pattern =
+        "^(?=x)\\w+$";
+      await s.app.storage.run(
+        `UPDATE "mb_tables" SET "schema" = ? WHERE "name" = 'codes'`,
+        [JSON.stringify(schema)],
+      );
+      await s.app.schemas.load();
+      assert.equal((await s.request("GET", "/api/v1/health")).status, 200);
+      assertFieldError(
+        await post(s, { word: "xyz" }),
+        "word",
+        /Cannot check against the pattern \(lookahead and lookbehind are not supported\): an admin must change it/,
+      );
+      assert.equal((await post(s, { digits: "123" })).status, 201);
+    } finally {
+      await s.close();
+    }
+  },
+);
