@@ -24,7 +24,7 @@ type Compiled = { ok: true; re: LinearRegex } | { ok: false; reason: string };
 
 // Compiled once per pattern source (schemas are few; the cap only guards churn).
 const cache = new Map<string, Compiled>();
-const CACHE_CAP = 2000;
+const CACHE_CAP = 1000;
 
 function compile(source: string): Compiled {
   if (source.length > MAX_PATTERN_LENGTH) {
@@ -40,7 +40,12 @@ function compile(source: string): Compiled {
   }
   let re: LinearRegex;
   try {
-    re = compileLinear(toRe2Syntax(source));
+    const translated = toRe2Syntax(source);
+    // Refused before compiling: expanding huge repeats takes long itself.
+    if (translated.size > 4 * MAX_PATTERN_SIZE) {
+      return tooComplex(translated.size);
+    }
+    re = compileLinear(translated.re2);
   } catch (e) {
     const why = e instanceof PatternSyntaxError
       ? e.message
@@ -53,15 +58,14 @@ function compile(source: string): Compiled {
       })`;
     return { ok: false, reason: why };
   }
-  if (re.size > MAX_PATTERN_SIZE) {
-    return {
-      ok: false,
-      reason:
-        `too complex (${re.size} engine steps per character, at most ${MAX_PATTERN_SIZE}); lower its repeat counts`,
-    };
-  }
-  return { ok: true, re };
+  return re.size > MAX_PATTERN_SIZE ? tooComplex(re.size) : { ok: true, re };
 }
+
+const tooComplex = (size: number): Compiled => ({
+  ok: false,
+  reason:
+    `too complex (about ${size} engine steps per character, at most ${MAX_PATTERN_SIZE}); lower its repeat counts`,
+});
 
 function compiled(source: string): Compiled {
   let c = cache.get(source);

@@ -62,6 +62,9 @@ Deno.test("patterns: refused at save time with a reason", () => {
     ["(?:a{100}){20}", /linear-time engine|too complex/],
     ["[a-z]{1,900}[0-9]{1,900}", /too complex/],
     ["a".repeat(513), /longer than 512/],
+    // Refused from the estimate, before the repeats are expanded.
+    ["a{1000}".repeat(73), /too complex \(about 73000 /],
+    ["(?:\\p{L}|\\d){1,1000}".repeat(20), /too complex/],
   ];
   for (const [p, why] of cases) {
     assert.match(patternProblem(p) ?? "accepted", why, p.slice(0, 40));

@@ -168,9 +168,27 @@ function charClass(src: string, i: number): [string, number] {
   return [out + "]", j + 1];
 }
 
+/** A translated pattern and an estimate of its compiled size. */
+export interface Translated {
+  /** The pattern in RE2 syntax. */
+  re2: string;
+  /** About how many engine instructions it compiles to (repeats expanded). */
+  size: number;
+}
+
+/** Reads a `{n}`, `{n,}` or `{n,m}` at `i`: the size factor and the next index. */
+function braces(src: string, i: number, atom: number): [number, number] {
+  const end = src.indexOf("}", i);
+  const [lo, hi] = src.slice(i + 1, end).split(",");
+  const n = Number(lo);
+  const m = hi === undefined ? n : hi === "" ? n + 1 : Number(hi);
+  return [atom * m + (m - n), end + 1];
+}
+
 /**
  * The RE2 form of a JavaScript `u`-mode pattern that `new RegExp(source, "u")`
- * accepts.
+ * accepts, with its estimated size (so a huge expansion is refused before it
+ * is compiled).
  *
  * @throws {PatternSyntaxError} for backreferences, lookaround, inline modifiers
  *   and Unicode properties RE2 does not know
@@ -178,18 +196,46 @@ function charClass(src: string, i: number): [string, number] {
  * ```ts
  * import assert from "node:assert/strict";
  * import { toRe2Syntax } from "moonbase/lib/schema/regex_translate.ts";
- * assert.equal(toRe2Syntax("^(a|b)+$"), "^(?:a|b)+$");
+ * assert.equal(toRe2Syntax("^(a|b)+$").re2, "^(?:a|b)+$");
+ * assert.ok(toRe2Syntax("(?:a{1000}){1000}").size >= 1_000_000);
  * assert.throws(() => toRe2Syntax("(a)\\1"));
  * ```
  */
-export function toRe2Syntax(source: string): string {
+export function toRe2Syntax(source: string): Translated {
   let out = "";
   let i = 0;
+  // Size of each open group so far, and of its last atom (what a quantifier repeats).
+  const frames = [{ size: 0, last: 0 }];
+  let top = frames[0];
   while (i < source.length) {
     const c = source[i];
     let text: string;
-    if (c === "\\") [text, i] = escape(source, i + 1, false);
-    else if (c === "(") [text, i] = group(source, i);
+    let atom = 1;
+    if (c === "*" || c === "+" || c === "?" || c === "{") {
+      const start = i;
+      let grown: number;
+      if (c === "{") [grown, i] = braces(source, i, top.last);
+      else [grown, i] = [top.last + 1, i + 1];
+      if (source[i] === "?") i++; // lazy
+      out += source.slice(start, i); // RE2 writes quantifiers alike
+      top.size += grown - top.last;
+      top.last = grown;
+      continue;
+    }
+    if (c === "(") {
+      [text, i] = group(source, i);
+      top = { size: 0, last: 0 };
+      frames.push(top);
+      out += text;
+      continue;
+    }
+    if (c === ")") {
+      const inner = frames.pop()!.size;
+      top = frames[frames.length - 1];
+      [text, i, atom] = [")", i + 1, inner];
+    } else if (c === "|") {
+      [text, i, atom] = ["|", i + 1, 1];
+    } else if (c === "\\") [text, i] = escape(source, i + 1, false);
     else if (c === "[") [text, i] = charClass(source, i);
     else if (c === ".") [text, i] = [DOT, i + 1];
     else {
@@ -197,7 +243,9 @@ export function toRe2Syntax(source: string): string {
       text = String.fromCodePoint(cp);
       i += cp > 0xffff ? 2 : 1;
     }
+    top.size += atom;
+    top.last = c === "|" ? 0 : atom;
     out += text;
   }
-  return out;
+  return { re2: out, size: frames[0].size };
 }
