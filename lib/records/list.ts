@@ -14,7 +14,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { Row, SqlValue, Storage } from "../db/storage.ts";
+import type { ColumnKind, Row, SqlValue, Storage } from "../db/storage.ts";
 import { tableOf } from "../schema/ddl.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
@@ -127,11 +127,15 @@ export async function listRecords(
   hooks: OpOptions = {},
 ): Promise<ListResult> {
   const keys = orderKeys(opts.sort);
+  let kinds: ColumnKind[] | undefined;
   const query: CursorQuery = {
     entityId: schema.id,
     keys,
     filter: opts.filter,
-    kinds: keyKinds(schema, keys),
+    // Only needed when a cursor is opened or sealed.
+    get kinds() {
+      return kinds ??= keyKinds(schema, keys);
+    },
   };
   const ctx = hooks.cursor ?? LIBRARY_CURSORS;
   const start: CursorPosition = opts.after
