@@ -22,7 +22,7 @@ import { Sessions } from "./auth/sessions.ts";
 import { Revocations } from "./auth/revocation.ts";
 import { LoginLimiter } from "./auth/rate_limit.ts";
 import { randomToken } from "./ids.ts";
-import { setCursorKey } from "./records/list_query.ts";
+import { type CursorKey, cursorKeyOf } from "./records/list_cursor.ts";
 import { FileStore } from "./files/store.ts";
 import { sweepAll } from "./files/sweep.ts";
 import { Logger } from "./logs/logger.ts";
@@ -41,6 +41,8 @@ export interface Core {
   readonly schemas: Registry;
   readonly sessions: Sessions;
   readonly signer: TokenSigner;
+  /** Seals list cursors (derived from the JWT secret). */
+  readonly cursorKey: CursorKey;
   readonly limiter: LoginLimiter;
   readonly files: FileStore;
   readonly log: Logger;
@@ -157,7 +159,6 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       );
     }
     const signer = new TokenSigner(secret.value, config.tokenTtl);
-    setCursorKey(secret.value);
     const revocations = new Revocations(storage);
     await revocations.start();
     const sessions = new Sessions(signer, schemas, storage, revocations);
@@ -175,6 +176,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       schemas,
       sessions,
       signer,
+      cursorKey: cursorKeyOf(secret.value),
       limiter: new LoginLimiter(storage),
       files,
       log,

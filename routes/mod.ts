@@ -40,7 +40,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
         error: err instanceof Error ? err.message : String(err),
       }),
   );
-  const records = new RecordService(core.schemas, rules);
+  const records = new RecordService(core.schemas, rules, core.cursorKey);
   recordRoutes(r, records);
   fileRoutes(r, records);
   logRoutes(r);

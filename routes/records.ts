@@ -10,6 +10,7 @@ import { readMultipartWrite } from "../lib/files/upload.ts";
 import type { Entity } from "../lib/schema/entity.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
+import { checkedPerRow, PER_ROW_HEADERS } from "../lib/records/list.ts";
 import type { Router } from "../lib/http/router.ts";
 import type {
   RecordService,
@@ -73,7 +74,7 @@ export function recordRoutes(
       await ctx.auth(),
       ruleRequest(ctx),
     );
-    return json(200, page);
+    return json(200, page, checkedPerRow(page) ? PER_ROW_HEADERS : undefined);
   });
   r.add("GET", `${base}/:id`, async (ctx) => {
     const entity = records.entity(ctx.params.entity);

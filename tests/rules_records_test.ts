@@ -686,7 +686,7 @@ forEachDb("rules reading record, req and auth", async (t, db) => {
     );
 
     await t.step(
-      "cursors: plain on a visible row, sealed on a row a rule hid",
+      "cursors: sealed, never from a hidden row, hand-made ones refused",
       async () => {
         const rule = { mode: "custom", expr: "record.title.length > 3" };
         await schema(s, admin, {
@@ -703,13 +703,6 @@ forEachDb("rules reading record, req and auth", async (t, db) => {
         const lastVisible = await create(s, admin, "paged", {
           title: "visible B",
         });
-        const unb64 = (c: string) =>
-          new TextDecoder().decode(
-            Uint8Array.from(
-              atob(c.replaceAll("-", "+").replaceAll("_", "/")),
-              (ch) => ch.charCodeAt(0),
-            ),
-          );
         // Page 1 shows "visible A", then scans the hidden rows up to "visible B".
         const p1 = await s.request("GET", "/api/v1/entities/paged?limit=1", {
           token: tBob,
@@ -717,13 +710,9 @@ forEachDb("rules reading record, req and auth", async (t, db) => {
         status(p1, 200, "page 1");
         const c1 = String(p1.data.cursor);
         eq(ids(p1.data.items as Rec[]), [first.id], "page 1 items");
-        if (!c1.startsWith("s.")) {
-          fail(`cursor on a hidden row not sealed: ${c1}`);
-        }
-        const opened = unb64(c1.slice(2));
         for (const h of hidden) {
-          if (opened.includes(String(h.id))) {
-            fail("sealed cursor shows a hidden row's id");
+          if (c1.includes(String(h.id))) {
+            fail("cursor shows a hidden row's id");
           }
         }
         const p2 = await s.request(
@@ -733,21 +722,14 @@ forEachDb("rules reading record, req and auth", async (t, db) => {
         );
         status(p2, 200, "page 2");
         eq(ids(p2.data.items as Rec[]), [lastVisible.id], "page 2 items");
-        // As admin nothing is hidden: the cursor is the last row's values.
-        const a1 = await s.request("GET", "/api/v1/entities/paged?limit=1", {
-          token: admin,
-        });
-        const plain = String(a1.data.cursor);
-        eq(JSON.parse(unb64(plain)), [first.id], "plain cursor holds the id");
-        // A hand-made cursor only positions the page: rules still apply.
+        // A hand-made cursor is refused: cursors are sealed and bound to the query.
         const made = btoa(JSON.stringify([first.id])).replaceAll("=", "");
         const p3 = await s.request(
           "GET",
           `/api/v1/entities/paged?after=${made}`,
           { token: tBob },
         );
-        status(p3, 200, "hand-made cursor");
-        eq(ids(p3.data.items as Rec[]), [lastVisible.id], "rules still apply");
+        status(p3, 400, "hand-made cursor");
         for (const bad of ["s.AAAA", "bm9wZQ", "%E2%82%AC", "W10"]) {
           const r = await s.request(
             "GET",

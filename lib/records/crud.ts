@@ -26,6 +26,7 @@ import {
   type RecordData,
 } from "./codec.ts";
 import type { Where } from "./list_query.ts";
+import type { CursorContext } from "./list_cursor.ts";
 
 /** Hooks an operation may carry. */
 export interface OpOptions {
@@ -35,6 +36,8 @@ export interface OpOptions {
   keep?: (record: RecordData) => boolean | Promise<boolean>;
   /** The list `filter` parameter was already applied by the caller. */
   filtered?: boolean;
+  /** Lists: the caller and key list cursors are sealed with (default: library). */
+  cursor?: CursorContext;
   /** Throws to refuse a write given the record as it would be stored (or, on delete, as it was). */
   check?: (next: RecordData, tx: Queryable) => void | Promise<void>;
   /** Files uploaded with this write (field → stored names). */

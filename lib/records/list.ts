@@ -1,22 +1,39 @@
 /**
  * Listing records: keyset pages in SQL, with optional per-row checks for
- * rules the database cannot run (bounded scan).
+ * rules and filters the database cannot run. Per-row work is bounded: a
+ * request examines at most {@link MAX_SCAN} rows for its page and as many
+ * for `count=true`.
+ *
+ * Cursors (see `list_cursor.ts`) are sealed and bound to the query; their
+ * values come only from the last row the caller was shown. When a page
+ * shows no row before the budget runs out, the cursor keeps the previous
+ * position and counts the rows examined since (an OFFSET), so paging always
+ * moves forward without revealing anything about the hidden rows.
  *
  * @module
  */
 
-import type { Row, SqlValue, Storage } from "../db/storage.ts";
+import { MoonbaseError } from "../errors.ts";
+import type { ColumnKind, Row, SqlValue, Storage } from "../db/storage.ts";
 import { tableOf } from "../schema/ddl.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
 import { type OpOptions, selectList } from "./crud.ts";
 import {
+  type CursorPosition,
+  type CursorQuery,
+  LIBRARY_CURSORS,
+  openCursor,
+  sealCursor,
+} from "./list_cursor.ts";
+import {
   afterWhere,
   cursorOf,
-  encodeCursor,
+  keyKinds,
   type ListOptions,
   orderBy,
   orderKeys,
+  type SortKey,
 } from "./list_query.ts";
 
 /** A page of records. */
@@ -29,34 +46,76 @@ export interface ListResult {
   total?: number;
 }
 
-/** Rows a page may scan when a per-row check hides rows. */
-export const MAX_SCAN = 10_000;
+/**
+ * Rows one request may examine with a per-row check (rules or filters not
+ * compiled to SQL): once for the page, once more for `count=true`.
+ */
+export const MAX_SCAN = 5_000;
+const BATCH = 500;
 
-/** Counts rows passing a per-row check, in id-ordered batches (exact, no row held twice). */
-async function countKept(
-  store: Storage,
-  schema: EntitySchema,
-  base: string,
-  params: SqlValue[],
-  keep: (r: RecordData) => boolean | Promise<boolean>,
-): Promise<number> {
-  let n = 0, after: string | undefined;
-  const table = tableOf(schema.name);
-  while (true) {
-    const cond = after === undefined
-      ? base
-      : `${base ? `${base} AND` : " WHERE"} "id" > ?`;
-    const rows = await store.query(
-      `SELECT ${
-        selectList(schema)
-      } FROM ${table}${cond} ORDER BY "id" LIMIT 1000`,
-      after === undefined ? params : [...params, after],
-    );
-    for (const row of rows) {
-      if (await keep(decodeRow(schema, row, store.dialect))) n++;
+const perRow = new WeakSet<ListResult>();
+
+/**
+ * Header of a page that needed a per-row check (absent when the rule and
+ * filter ran entirely in SQL).
+ */
+export const PER_ROW_HEADERS: Readonly<Record<string, string>> = Object
+  .freeze({ "X-Moonbase-Checked": `per-row; max-scan=${MAX_SCAN}` });
+
+/** True when the page needed a per-row check in JavaScript (a rule or filter not compiled to SQL). */
+export function checkedPerRow(page: ListResult): boolean {
+  return perRow.has(page);
+}
+
+type Keep = (r: RecordData) => boolean | Promise<boolean>;
+
+/** Reads rows of one list query from a position. */
+class Reader {
+  readonly #store: Storage;
+  readonly #schema: EntitySchema;
+  readonly #base: { sql: string; params: SqlValue[] } | undefined;
+  readonly #keys: SortKey[];
+
+  constructor(
+    store: Storage,
+    schema: EntitySchema,
+    base: { sql: string; params: SqlValue[] } | undefined,
+    keys: SortKey[],
+  ) {
+    this.#store = store;
+    this.#schema = schema;
+    this.#base = base;
+    this.#keys = keys;
+  }
+
+  get keys(): SortKey[] {
+    return this.#keys;
+  }
+
+  rows(pos: CursorPosition, n: number): Promise<Row[]> {
+    const conds: string[] = [];
+    const params: SqlValue[] = [];
+    if (this.#base) {
+      conds.push(`(${this.#base.sql})`);
+      params.push(...this.#base.params);
     }
-    if (rows.length < 1000) return n;
-    after = String(rows[rows.length - 1].id);
+    if (pos.values) {
+      const w = afterWhere(this.#keys, pos.values);
+      conds.push(`(${w.sql})`);
+      params.push(...w.params);
+    }
+    const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
+    const offset = pos.skip > 0 ? ` OFFSET ${pos.skip}` : "";
+    return this.#store.query(
+      `SELECT ${selectList(this.#schema)} FROM ${
+        tableOf(this.#schema.name)
+      }${where} ORDER BY ${orderBy(this.#keys)} LIMIT ${n}${offset}`,
+      params,
+    );
+  }
+
+  decode(row: Row): RecordData {
+    return decodeRow(this.#schema, row, this.#store.dialect);
   }
 }
 
@@ -68,81 +127,142 @@ export async function listRecords(
   hooks: OpOptions = {},
 ): Promise<ListResult> {
   const keys = orderKeys(opts.sort);
-  const conds: string[] = [];
-  const params: SqlValue[] = [];
-  if (hooks.where) {
-    conds.push(`(${hooks.where.sql})`);
-    params.push(...hooks.where.params);
-  }
-  const base = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
-  const baseParams = [...params];
-  if (opts.after) {
-    const w = afterWhere(keys, opts.after);
-    conds.push(`(${w.sql})`);
-    params.push(...w.params);
-  }
-  const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
-  const table = tableOf(schema.name);
-  const items: RecordData[] = [];
-  let last: Row | undefined;
-  let lastHidden = false;
-  let hasMore = false;
-  // Per-row checks (rules the database cannot run) may drop rows: scan a bounded number of batches.
-  let scanned = 0;
-  let cursorWhere = where, cursorParams = params;
-  while (true) {
-    const batch = opts.limit + 1;
-    const rows = await store.query(
-      `SELECT ${selectList(schema)} FROM ${table}${cursorWhere} ORDER BY ${
-        orderBy(keys)
-      } LIMIT ${batch}`,
-      cursorParams,
-    );
-    for (const row of rows) {
-      const record = decodeRow(schema, row, store.dialect);
-      if (hooks.keep && !(await hooks.keep(record))) {
-        last = row;
-        lastHidden = true;
-        continue;
-      }
-      if (items.length === opts.limit) {
-        hasMore = true;
-        break;
-      }
-      items.push(record);
-      last = row;
-      lastHidden = false;
-    }
-    scanned += rows.length;
-    if (hasMore || rows.length < batch || !hooks.keep || !last) break;
-    if (scanned >= MAX_SCAN) {
-      // Bounded work per page: stop here and let the client continue from the last scanned row.
-      hasMore = true;
-      break;
-    }
-    const w = afterWhere(keys, cursorOf(keys, last));
-    cursorWhere = base ? `${base} AND (${w.sql})` : ` WHERE ${w.sql}`;
-    cursorParams = [...baseParams, ...w.params];
-  }
-  const page: ListResult = {
-    items: opts.fields ? items.map((r) => pick(r, opts.fields!)) : items,
-    items_count: items.length,
-    limit: opts.limit,
-    has_more: hasMore,
-    cursor: hasMore && last
-      ? encodeCursor(cursorOf(keys, last), lastHidden)
-      : null,
+  let kinds: ColumnKind[] | undefined;
+  const query: CursorQuery = {
+    entityId: schema.id,
+    keys,
+    filter: opts.filter,
+    // Only needed when a cursor is opened or sealed.
+    get kinds() {
+      return kinds ??= keyKinds(schema, keys);
+    },
   };
-  if (opts.count && hooks.keep) {
-    page.total = await countKept(store, schema, base, baseParams, hooks.keep);
-  } else if (opts.count) {
-    const rows = await store.query(
-      `SELECT COUNT(*) AS n FROM ${table}${base}`,
-      baseParams,
-    );
-    page.total = Number(rows[0]?.n ?? 0);
+  const ctx = hooks.cursor ?? LIBRARY_CURSORS;
+  const start: CursorPosition = opts.after
+    ? openCursor(ctx, query, opts.after)
+    : { skip: 0 };
+  const base = hooks.where
+    ? { sql: hooks.where.sql, params: hooks.where.params }
+    : undefined;
+  const reader = new Reader(store, schema, base, keys);
+  const found = hooks.keep
+    ? await scanPage(reader, start, opts.limit, hooks.keep)
+    : await sqlPage(reader, start, opts.limit);
+  const seal = (pos: CursorPosition) => sealCursor(ctx, query, pos);
+  const page: ListResult = {
+    items: opts.fields
+      ? found.items.map((r) => pick(r, opts.fields!))
+      : found.items,
+    items_count: found.items.length,
+    limit: opts.limit,
+    has_more: found.next !== undefined,
+    cursor: found.next === undefined ? null : seal(
+      found.next.row
+        ? { values: cursorOf(keys, found.next.row, query.kinds), skip: 0 }
+        : { values: start.values, skip: found.next.skip },
+    ),
+  };
+  if (opts.count) {
+    page.total = hooks.keep
+      ? await countKept(store, schema, base, hooks.keep)
+      : Number(
+        (await store.query(
+          `SELECT COUNT(*) AS n FROM ${tableOf(schema.name)}${
+            base ? ` WHERE ${base.sql}` : ""
+          }`,
+          base?.params ?? [],
+        ))[0]?.n ?? 0,
+      );
   }
+  if (hooks.keep) perRow.add(page);
   return page;
+}
+
+/** Where the next page starts: after a shown row, or (none shown) the start moved on by `skip` rows. */
+type Next = { row: Row } | { row?: undefined; skip: number };
+
+interface Found {
+  items: RecordData[];
+  next?: Next;
+}
+
+async function sqlPage(
+  reader: Reader,
+  start: CursorPosition,
+  limit: number,
+): Promise<Found> {
+  const rows = await reader.rows(start, limit + 1);
+  const shown = rows.length > limit ? rows.slice(0, limit) : rows;
+  return {
+    items: shown.map((r) => reader.decode(r)),
+    next: rows.length > limit ? { row: shown[shown.length - 1] } : undefined,
+  };
+}
+
+/** A page under a per-row check: at most MAX_SCAN rows examined. */
+async function scanPage(
+  reader: Reader,
+  start: CursorPosition,
+  limit: number,
+  keep: Keep,
+): Promise<Found> {
+  const items: RecordData[] = [];
+  let lastShown: Row | undefined;
+  let examined = 0;
+  let pos = start;
+  while (true) {
+    const n = Math.min(BATCH, MAX_SCAN - examined);
+    const rows = await reader.rows(pos, n);
+    for (const row of rows) {
+      const record = reader.decode(row);
+      examined++;
+      if (!(await keep(record))) continue;
+      if (items.length === limit) return { items, next: { row: lastShown! } };
+      items.push(record);
+      lastShown = row;
+    }
+    if (rows.length < n) return { items }; // the end of the list
+    if (examined >= MAX_SCAN) {
+      // Budget spent: resume after the last shown row, or (none shown) after
+      // the rows examined so far — never from a hidden row's values.
+      return {
+        items,
+        next: lastShown ? { row: lastShown } : { skip: start.skip + examined },
+      };
+    }
+    // Internal continuation (never sent to the client): after the last row read.
+    pos = { values: cursorOf(reader.keys, rows[rows.length - 1]), skip: 0 };
+  }
+}
+
+/** Counts rows passing a per-row check; 400 past {@link MAX_SCAN} rows. */
+async function countKept(
+  store: Storage,
+  schema: EntitySchema,
+  base: { sql: string; params: SqlValue[] } | undefined,
+  keep: Keep,
+): Promise<number> {
+  const reader = new Reader(store, schema, base, [{
+    field: "id",
+    desc: false,
+  }]);
+  let n = 0, examined = 0;
+  let pos: CursorPosition = { skip: 0 };
+  while (true) {
+    const size = Math.min(BATCH, MAX_SCAN + 1 - examined);
+    const rows = await reader.rows(pos, size);
+    for (const row of rows) {
+      if (++examined > MAX_SCAN) {
+        throw new MoonbaseError(
+          "invalid",
+          `Cannot count records: the rule or filter is checked row by row (not compiled to SQL) and more than ${MAX_SCAN} rows would need checking; use a filter that compiles to SQL, or list without count`,
+        );
+      }
+      if (await keep(reader.decode(row))) n++;
+    }
+    if (rows.length < size) return n;
+    pos = { values: [String(rows[rows.length - 1].id)], skip: 0 };
+  }
 }
 
 function pick(record: RecordData, fields: string[]): RecordData {

@@ -6,10 +6,8 @@
  * @module
  */
 
-import { Buffer } from "node:buffer";
-import { createCipheriv, createDecipheriv, createHash } from "node:crypto";
 import { MoonbaseError } from "../errors.ts";
-import { physicalName, type SqlValue } from "../db/storage.ts";
+import { type ColumnKind, physicalName, type SqlValue } from "../db/storage.ts";
 import { kindOf } from "../schema/field_types.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { allFields } from "./codec.ts";
@@ -26,7 +24,8 @@ export interface SortKey {
 /** Parsed list options. */
 export interface ListOptions {
   limit: number;
-  after?: SqlValue[];
+  /** The sealed cursor of the previous page (opened by the list, which knows the caller). */
+  after?: string;
   sort: SortKey[];
   fields?: string[];
   count: boolean;
@@ -143,69 +142,8 @@ export function parseListOptions(
   const filter = q.get("filter");
   if (filter !== null && filter.trim() !== "") opts.filter = filter;
   const after = q.get("after");
-  if (after !== null && after !== "") {
-    opts.after = decodeCursor(after, orderKeys(opts.sort).length);
-  }
+  if (after !== null && after !== "") opts.after = after;
   return opts;
-}
-
-let cursorKey: Uint8Array = crypto.getRandomValues(new Uint8Array(32));
-
-/**
- * Sets the key that seals list cursors (derived from the JWT secret, so every
- * instance sharing that secret accepts the others' cursors).
- */
-export function setCursorKey(secret: string): void {
-  cursorKey = new Uint8Array(
-    createHash("sha256").update(`moonbase-cursor:${secret}`).digest(),
-  );
-}
-
-/**
- * Encodes the keyset position after a row. A position on a row the caller
- * sees is plain (base64url JSON of values the page already showed); a
- * position on a row a rule hid is sealed with AES-256-GCM (`s.` prefix), so
- * it reveals nothing about that row. Either way a cursor only positions the
- * page: every row after it still passes the rules.
- */
-export function encodeCursor(values: SqlValue[], sealed = false): string {
-  const json = JSON.stringify(values);
-  if (!sealed) return Buffer.from(json, "utf8").toString("base64url");
-  const iv = crypto.getRandomValues(new Uint8Array(12));
-  const cipher = createCipheriv("aes-256-gcm", cursorKey, iv);
-  const body = Buffer.concat([cipher.update(json, "utf8"), cipher.final()]);
-  return `s.${
-    Buffer.concat([iv, cipher.getAuthTag(), body]).toString("base64url")
-  }`;
-}
-
-function openSealed(text: string): string {
-  const raw = Buffer.from(text, "base64url");
-  const decipher = createDecipheriv(
-    "aes-256-gcm",
-    cursorKey,
-    raw.subarray(0, 12),
-  );
-  decipher.setAuthTag(raw.subarray(12, 28));
-  return Buffer.concat([
-    decipher.update(raw.subarray(28)),
-    decipher.final(),
-  ]).toString("utf8");
-}
-
-function decodeCursor(text: string, n: number): SqlValue[] {
-  try {
-    const json = text.startsWith("s.")
-      ? openSealed(text.slice(2))
-      : Buffer.from(text, "base64url").toString("utf8");
-    const values = JSON.parse(json);
-    const scalar = (v: unknown) =>
-      v === null || ["string", "number", "boolean"].includes(typeof v);
-    if (Array.isArray(values) && values.length === n && values.every(scalar)) {
-      return values;
-    }
-  } catch { /* fall through */ }
-  bad("Cannot list records: after is not a cursor from this list");
 }
 
 /** The effective order: the sort keys, then `id` ascending unless `id` is a key. */
@@ -268,13 +206,31 @@ export function afterWhere(keys: SortKey[], values: SqlValue[]): Where {
   return { sql: ors.length ? ors.join(" OR ") : "1 = 0", params };
 }
 
-/** Keyset values of a stored row for the keys. */
+/** Column kind of each sort key (`json` for view columns). */
+export function keyKinds(
+  schema: EntitySchema,
+  keys: SortKey[],
+): ColumnKind[] {
+  const fields = fieldMap(schema);
+  return keys.map((k) => {
+    const f = fields.get(k.field);
+    return f && schema.type !== "view" ? kindOf(f) : "json";
+  });
+}
+
+/** Keyset values of a stored row for the keys (numbers as JS numbers). */
 export function cursorOf(
   keys: SortKey[],
   row: Record<string, unknown>,
+  kinds?: readonly ColumnKind[],
 ): SqlValue[] {
-  return keys.map((k) => {
+  return keys.map((k, i) => {
     const v = row[physicalName(k.field)];
-    return (typeof v === "bigint" ? Number(v) : v ?? null) as SqlValue;
+    if (typeof v === "bigint") return Number(v);
+    const kind = kinds?.[i];
+    if (typeof v === "string" && (kind === "int" || kind === "double")) {
+      return Number(v);
+    }
+    return (v ?? null) as SqlValue;
   });
 }

@@ -15,6 +15,7 @@ import type { RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
 import type { ListResult } from "./list.ts";
 import { both } from "./hooks.ts";
+import { callerOf, type CursorKey } from "./list_cursor.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
 export interface RecordWrite {
@@ -88,11 +89,13 @@ function notFound(entity: Entity): MoonbaseError {
 export class RecordService {
   #registry: Registry;
   #rules: RuleEngine;
+  #cursorKey: CursorKey;
 
-  /** Builds the service. */
-  constructor(registry: Registry, rules: RuleEngine) {
+  /** Builds the service; `cursorKey` seals list cursors. */
+  constructor(registry: Registry, rules: RuleEngine, cursorKey: CursorKey) {
     this.#registry = registry;
     this.#rules = rules;
+    this.#cursorKey = cursorKey;
   }
 
   /** The entity behind a records route; 404 when missing or without API. */
@@ -127,13 +130,14 @@ export class RecordService {
     auth: AuthValue,
     req: RuleRequest,
   ): Promise<ListResult> {
+    const cursor = { key: this.#cursorKey, caller: callerOf(auth) };
     const hooks = this.#hooks(entity, "list", auth, req);
     const filter = query.get("filter");
     if (filter === null || filter.trim() === "") {
-      return entity.list(query, hooks);
+      return entity.list(query, { ...hooks, cursor });
     }
     const filtered = both(hooks, this.#rules.filter(entity, filter, auth, req));
-    return entity.list(query, { ...filtered, filtered: true });
+    return entity.list(query, { ...filtered, filtered: true, cursor });
   }
 
   /** Reads a record the caller may see (404 otherwise). */

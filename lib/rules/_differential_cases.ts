@@ -210,7 +210,44 @@ function comparison(): string {
     : `${k} ${pick(COMPARE)} ${c}`;
 }
 
+/** Constants for arithmetic: exact, huge, tiny, non-numbers. */
+const ARITH_CONSTANTS = [
+  ..."0|1|2|3|-1|7|-7|0.5|0.1|1.2|-2.5|1e-7|1e20|1e300|1e308|5e-324".split("|"),
+  ..."-0|(0 / 0)|1e309|null|undefined|true|'5'|' 3 '|'a'|9007199254740991"
+    .split(
+      "|",
+    ),
+];
+
+/** A number computed from columns: lengths, arithmetic, unary minus. */
+function numeric(depth: number): string {
+  const r = rand();
+  if (depth <= 0 || r < 0.3) {
+    return chance(0.5)
+      ? `record.${pick(TEXT)}.length`
+      : `record.${pick([...NUMBER, ...NUMBER, "b", "s"])}`;
+  }
+  if (r < 0.4) return `-${numeric(depth - 1)}`;
+  const op = pick(["+", "-", "*", "/", "%", "+", "*"]);
+  const other = chance(0.75) ? pick(ARITH_CONSTANTS) : numeric(depth - 1);
+  return chance(0.7)
+    ? `(${numeric(depth - 1)} ${op} ${other})`
+    : `(${other} ${op} ${numeric(depth - 1)})`;
+}
+
+function numericAtom(): string {
+  const k = chance(0.2)
+    ? pick(ARITH_CONSTANTS)
+    : literal(pick([...INTS, ...DOUBLES, 3, 4, 7, 0.25]));
+  const r = rand();
+  if (r < 0.7) return `${numeric(2)} ${pick(COMPARE)} ${k}`;
+  if (r < 0.8) return `${numeric(1)} ${pick(COMPARE)} ${numeric(1)}`;
+  if (r < 0.9) return `${pick(ARRAYS)}.includes(${numeric(1)})`;
+  return chance(0.5) ? numeric(2) : `!${numeric(1)}`;
+}
+
 function atom(): string {
+  if (chance(0.3)) return numericAtom();
   const r = rand();
   if (r < 0.4) return comparison();
   if (r < 0.5) return `${column()} ${pick(COMPARE)} ${column()}`;

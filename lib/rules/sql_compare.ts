@@ -21,6 +21,7 @@ import {
   isNull,
   not,
   NotCompilable,
+  nullOf,
   numberParam,
   sql,
   textParam,
@@ -174,7 +175,7 @@ export function compareColumnConst(
   v: unknown,
   d: Dialect,
 ): Cond {
-  const onNull = js(op, null, v);
+  const onNull = js(op, nullOf(c), v);
   const base = nonNullCompare(positive(op), c, v, d);
   return whenNull(c, onNull, negated(op) ? not(base) : base);
 }
@@ -206,6 +207,9 @@ export function compareColumns(
   d: Dialect,
 ): Cond {
   const numeric = (c: Column) => c.family !== "text";
+  if (nullOf(a) !== null || nullOf(b) !== null) {
+    throw new NotCompilable("comparison of two computed values");
+  }
   if (op === "<" || op === "<=" || op === ">" || op === ">=") {
     if (!numeric(a) || !numeric(b)) {
       throw new NotCompilable("string order of two columns");

@@ -201,6 +201,29 @@ export interface Column {
   readonly sql: string;
   readonly fieldType: string;
   readonly family: Family;
+  /**
+   * The JavaScript value SQL NULL stands for: `null` for a stored column
+   * (the default), `undefined` for `.length` of a NULL text column, `NaN`
+   * for arithmetic on such a length.
+   */
+  readonly nullValue?: unknown;
+  /** Computed numbers: an upper bound of the absolute value (finite). */
+  readonly bound?: number;
+  /** Computed numbers: every value is an integer (in an integer SQL type). */
+  readonly integral?: boolean;
+}
+
+/**
+ * The JavaScript value a column's SQL NULL stands for.
+ *
+ * @example
+ * ```ts
+ * import { nullOf } from "moonbase/lib/rules/sql_fragment.ts";
+ * if (nullOf({ sql: '"a"', fieldType: "int", family: "number" }) !== null) throw new Error("bad");
+ * ```
+ */
+export function nullOf(c: Column): unknown {
+  return Object.hasOwn(c, "nullValue") ? c.nullValue : null;
 }
 
 const FAMILIES: Readonly<Record<string, Family>> = {

@@ -15,6 +15,7 @@ import {
   type Dialect,
   intParam,
   NotCompilable,
+  nullOf,
   numberParam,
   sql,
   textParam,
@@ -82,7 +83,7 @@ export function includesColumn(
   d: Dialect,
 ): Cond {
   if (values.length > 100) throw new NotCompilable("array too long");
-  const onNull = values.includes(null);
+  const onNull = values.includes(nullOf(c)); // SameValueZero, like the evaluator
   let nonNull: Cond;
   if (c.family === "bool") {
     nonNull = byBoolean(

@@ -26,6 +26,12 @@ import { readsRecord, readsRequest } from "./parser.ts";
 import { isCompareOperator } from "./sql_compare.ts";
 import { includesColumn, textMethod } from "./sql_methods.ts";
 import {
+  arithmetic,
+  negative,
+  type Operand,
+  textLength,
+} from "./sql_numeric.ts";
+import {
   and,
   type Column,
   type Dialect,
@@ -95,6 +101,13 @@ const fail = (reason: string): never => {
   throw new NotCompilable(reason);
 };
 
+/** A compiled value as an arithmetic operand (conditions are not compiled). */
+function operand(c: Compiled): Operand {
+  if (c.kind === "const") return { value: c.value };
+  if (c.kind === "column") return { column: c.column };
+  return fail("arithmetic on a condition");
+}
+
 class Compiler {
   readonly #ctx: SqlContext;
   readonly #d: Dialect;
@@ -136,7 +149,10 @@ class Compiler {
         if (argument.kind === "const") {
           return { kind: "const", value: negate(argument.value) };
         }
-        return fail("arithmetic on a column");
+        if (argument.kind === "column") {
+          return { kind: "column", column: negative(argument.column) };
+        }
+        return fail("arithmetic on a condition");
       }
       case "binary": {
         const op = e.operator;
@@ -148,7 +164,10 @@ class Compiler {
         if (left.kind === "const" && right.kind === "const") {
           return { kind: "const", value: binary(op, left.value, right.value) };
         }
-        return fail("arithmetic on a column");
+        const r = arithmetic(op, operand(left), operand(right), this.#d);
+        return "column" in r
+          ? { kind: "column", column: r.column }
+          : { kind: "const", value: r.value };
       }
       case "logical":
         return this.logical(e.operator, e.left, e.right);
@@ -169,11 +188,11 @@ class Compiler {
       return { kind: "const", value: getMember(o.value, property) };
     }
     if (o.kind === "truthy") return fail("member of an unknown value");
-    if (
-      o.kind === "column" && o.column.family === "text" &&
-      (property === "length" || /^[0-9]+$/.test(property))
-    ) {
-      return fail("length or index of a text column");
+    if (o.kind === "column" && o.column.family === "text") {
+      if (property === "length") {
+        return { kind: "column", column: textLength(o.column, this.#d) };
+      }
+      if (/^[0-9]+$/.test(property)) return fail("index of a text column");
     }
     // Numbers, booleans, null and (other members of) strings have no own data property.
     return { kind: "const", value: undefined };

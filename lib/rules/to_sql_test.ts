@@ -163,11 +163,40 @@ Deno.test("to_sql: filter mode uses bare field names", () => {
   });
 });
 
+Deno.test("to_sql: compiles lengths and arithmetic", () => {
+  const compiled = [
+    "record.title.length > 999",
+    "record.n + 1 > 2",
+    "-record.n < 0",
+    "record.n * 2 + record.title.length >= 10",
+    "record.n % 3 == 1",
+    "record.n / 4 < 0.3",
+    "(record.n - 1) * 1.2 != 5",
+  ];
+  for (const source of compiled) {
+    for (const dialect of ["sqlite", "postgres"] as const) {
+      assert.ok(compile(source, dialect), `${dialect}: ${source}`);
+    }
+  }
+  // Doubles may overflow: SQLite gives Infinity like JavaScript, PostgreSQL raises.
+  assert.ok(compile("record.d * 2 > 1", "sqlite"));
+  assert.equal(compile("record.d * 2 > 1", "postgres"), undefined);
+  // Non-integers in products could underflow (an error on PostgreSQL).
+  assert.ok(compile("(record.n - 0.1) * 1.2 != 5", "sqlite"));
+  assert.equal(compile("(record.n - 0.1) * 1.2 != 5", "postgres"), undefined);
+});
+
 Deno.test("to_sql: falls back when semantics could differ", () => {
   const fallback = [
-    "record.n + 1 > 2", // arithmetic on a column
-    "-record.n < 0",
-    "record.title.length > 2", // UTF-16 length
+    "record.title + 1 > 2", // string concatenation
+    "record.n / record.n > 0", // division by a column
+    "record.n / 0 > 0", // division by zero
+    "record.n % 2.5 > 0", // remainder of non-integers
+    "record.d % 2 > 0",
+    "(record.d * 2) * 0 == 0", // Infinity * 0 would be NaN (NULL in SQL)
+    "record.n * 1e301 > 0", // beyond ±1e300
+    "record.b + 1 > 1", // booleans
+    "record.title.length < record.dt.length", // two computed values
     "record.title == 5", // ToNumber of a string column
     "record.title < 5",
     "record.title < record.dt", // order of two arbitrary strings

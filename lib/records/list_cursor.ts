@@ -1,0 +1,194 @@
+/**
+ * Sealed list cursors. A cursor is AES-256-GCM sealed JSON holding a digest
+ * of the query it belongs to (entity, effective sort, filter, caller) and a
+ * position: the keyset values of the last row the caller was SHOWN, plus how
+ * many rows right after it were examined and hidden by a per-row check.
+ * A cursor is never built from a hidden row's values, cannot be made or
+ * altered by a client, and is refused (400) on any other query.
+ *
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import { createCipheriv, createDecipheriv, createHash } from "node:crypto";
+import { MoonbaseError } from "../errors.ts";
+import type { ColumnKind, SqlValue } from "../db/storage.ts";
+import type { SortKey } from "./list_query.ts";
+
+/** The 32-byte key that seals cursors. */
+export type CursorKey = Uint8Array;
+
+/** Who lists, and with which key their cursors are sealed. */
+export interface CursorContext {
+  key: CursorKey;
+  /** The caller's identity, e.g. `user:<entity>:<id>` or `guest`. */
+  caller: string;
+}
+
+/** Where a page starts: after `values` (undefined: the start), skipping `skip` rows. */
+export interface CursorPosition {
+  values?: SqlValue[];
+  skip: number;
+}
+
+/**
+ * Derives the cursor key from the JWT secret, so every instance sharing that
+ * secret accepts the others' cursors.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { cursorKeyOf } from "moonbase/lib/records/list_cursor.ts";
+ * assert.equal(cursorKeyOf("s").length, 32);
+ * assert.deepEqual(cursorKeyOf("s"), cursorKeyOf("s"));
+ * ```
+ */
+export function cursorKeyOf(secret: string): CursorKey {
+  return new Uint8Array(
+    createHash("sha256").update(`moonbase-cursor:${secret}`).digest(),
+  );
+}
+
+/** Key for lists made through the library API (no server secret): fixed per process. */
+export const LIBRARY_CURSORS: CursorContext = Object.freeze({
+  key: crypto.getRandomValues(new Uint8Array(32)),
+  caller: "library",
+});
+
+/**
+ * The caller identity a cursor is bound to.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { callerOf } from "moonbase/lib/records/list_cursor.ts";
+ * assert.equal(callerOf({ type: "guest", entity: "", id: "" }), "guest");
+ * assert.equal(callerOf({ type: "user", entity: "e1", id: "u1" }), "user\0e1\0u1");
+ * ```
+ */
+export function callerOf(
+  auth: { type: string; entity: string; id: string },
+): string {
+  return auth.type === "guest"
+    ? "guest"
+    : `${auth.type}\0${auth.entity}\0${auth.id}`;
+}
+
+/** Digest naming the query a cursor belongs to. */
+function queryDigest(
+  entityId: string,
+  keys: readonly SortKey[],
+  filter: string | undefined,
+  caller: string,
+): string {
+  const sort = keys.map((k) => (k.desc ? "-" : "+") + k.field).join(",");
+  return createHash("sha256")
+    .update(JSON.stringify([entityId, sort, filter ?? null, caller]))
+    .digest("base64url")
+    .slice(0, 22);
+}
+
+/** The query a cursor is sealed for. */
+export interface CursorQuery {
+  entityId: string;
+  keys: readonly SortKey[];
+  filter?: string;
+  /** Column kind of each key (values are checked against it). */
+  kinds: readonly ColumnKind[];
+}
+
+/**
+ * Seals a position for a query.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { LIBRARY_CURSORS, openCursor, sealCursor } from "moonbase/lib/records/list_cursor.ts";
+ * const q = { entityId: "e", keys: [{ field: "id", desc: false }], kinds: ["text" as const] };
+ * const c = sealCursor(LIBRARY_CURSORS, q, { values: ["r1"], skip: 0 });
+ * assert.deepEqual(openCursor(LIBRARY_CURSORS, q, c), { values: ["r1"], skip: 0 });
+ * assert.throws(() => openCursor({ ...LIBRARY_CURSORS, caller: "guest" }, q, c));
+ * ```
+ */
+export function sealCursor(
+  ctx: CursorContext,
+  q: CursorQuery,
+  pos: CursorPosition,
+): string {
+  const json = JSON.stringify({
+    q: queryDigest(q.entityId, q.keys, q.filter, ctx.caller),
+    v: pos.values ?? null,
+    k: pos.skip,
+  });
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const cipher = createCipheriv("aes-256-gcm", ctx.key, iv);
+  const body = Buffer.concat([cipher.update(json, "utf8"), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString("base64url");
+}
+
+function bad(message: string): never {
+  throw new MoonbaseError("invalid", `Cannot use cursor: ${message}`);
+}
+
+function unseal(key: CursorKey, text: string): unknown {
+  try {
+    if (text.length > 8192 || !/^[A-Za-z0-9_-]+$/.test(text)) throw 0;
+    const raw = Buffer.from(text, "base64url");
+    if (raw.length < 29) throw 0;
+    const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12));
+    decipher.setAuthTag(raw.subarray(12, 28));
+    const json = Buffer.concat([
+      decipher.update(raw.subarray(28)),
+      decipher.final(),
+    ]).toString("utf8");
+    return JSON.parse(json);
+  } catch {
+    return bad("after is not a cursor from this list");
+  }
+}
+
+/** True when `v` fits a column of `kind` (the values a cursor may hold). */
+function fits(kind: ColumnKind, v: unknown): boolean {
+  if (v === null) return true;
+  switch (kind) {
+    case "text":
+      return typeof v === "string";
+    case "int":
+      return Number.isSafeInteger(v);
+    case "double":
+      return typeof v === "number" && Number.isFinite(v);
+    case "bool":
+      return typeof v === "boolean" || v === 0 || v === 1;
+    default: // view columns: any scalar
+      return ["string", "number", "boolean"].includes(typeof v);
+  }
+}
+
+/**
+ * Opens a cursor for a query: 400 when it is garbled, belongs to another
+ * query (entity, sort, filter or caller), or holds values that do not fit
+ * the sort columns (e.g. after a schema change).
+ */
+export function openCursor(
+  ctx: CursorContext,
+  q: CursorQuery,
+  text: string,
+): CursorPosition {
+  const data = unseal(ctx.key, text);
+  if (typeof data !== "object" || data === null) bad("it is malformed");
+  const { q: digest, v, k } = data as Record<string, unknown>;
+  if (digest !== queryDigest(q.entityId, q.keys, q.filter, ctx.caller)) {
+    bad(
+      "it belongs to another query (entity, sort, filter and caller must match)",
+    );
+  }
+  if (!Number.isSafeInteger(k) || (k as number) < 0) bad("it is malformed");
+  if (v === null) return { skip: k as number };
+  if (
+    !Array.isArray(v) || v.length !== q.keys.length ||
+    !v.every((x, i) => fits(q.kinds[i], x))
+  ) {
+    bad("its values do not fit this list's sort (has the schema changed?)");
+  }
+  return { values: v as SqlValue[], skip: k as number };
+}
