@@ -189,9 +189,11 @@ export class Registry {
       }
       schema.view_query = checkViewQuery(input.view_query);
     } else {
-      const fields = input.fields ?? [];
+      const fields = input.fields;
       if (!Array.isArray(fields)) {
-        bad("Cannot create entity: fields must be an array");
+        bad(
+          `Cannot create entity: fields is required for ${type} entities (a list; [] for none)`,
+        );
       }
       if (fields.length > 200) bad("Cannot create entity: at most 200 fields");
       const seen = new Set<string>();
@@ -428,7 +430,9 @@ export class Registry {
       }
       throw new MoonbaseError(
         "invalid",
-        `Cannot ${action} entity ${schema.name}: ${ddlReason(err)}`,
+        schema.type === "view"
+          ? `Cannot accept view_query: it does not run (${ddlReason(err)})`
+          : `Cannot ${action} entity ${schema.name}: ${ddlReason(err)}`,
       );
     }
     await this.load();
