@@ -25,6 +25,7 @@ export async function seed(config: AppConfig, count = 10_000): Promise<Seeded> {
     const users = await app.schemas.create({
       name: "users",
       type: "auth",
+      fields: [],
       rules: { add: PUBLIC },
     });
     await app.schemas.create({

@@ -179,7 +179,7 @@ export async function createEntity(
 ): Promise<any> {
   const r = await s.request("POST", "/api/v1/schemas", {
     token: await s.adminToken(),
-    body: { type: "base", ...schema },
+    body: { type: "base", fields: [], ...schema },
   });
   if (r.status !== 201) throw new Error(`create entity: ${r.text}`);
   return r.data;

@@ -105,7 +105,10 @@ async function createSchema(
   admin: string,
   body: Record<string, unknown>,
 ): Promise<void> {
-  const r = await s.request("POST", "/api/v1/schemas", { token: admin, body });
+  const r = await s.request("POST", "/api/v1/schemas", {
+    token: admin,
+    body: { fields: [], ...body },
+  });
   assertStatus(r, 201, `create schema ${body.name}`);
 }
 
@@ -904,6 +907,7 @@ forEachDb("auth: a token stops working when it expires", async (_t, db) => {
     await s.app.schemas.create({
       name: "users",
       type: "auth",
+      fields: [],
       rules: { add: PUBLIC, get: AUTH },
     });
     const u = await fastUser(s, "users", { email: "exp@example.com" });

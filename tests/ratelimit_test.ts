@@ -79,6 +79,7 @@ async function setup(s: TestServer): Promise<string> {
     body: {
       name: "users",
       type: "auth",
+      fields: [],
       rules: { add: { mode: "public", expr: "" } },
     },
   });

@@ -13,6 +13,7 @@ forEachDb("rules smoke", async (_t, db) => {
       body: {
         name: "users",
         type: "auth",
+        fields: [],
         rules: { add: { mode: "public", expr: "" } },
       },
     });

@@ -9,7 +9,13 @@
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
-import type { Queryable, Row, SqlValue, Storage } from "./storage.ts";
+import type {
+  ColumnOrigin,
+  Queryable,
+  Row,
+  SqlValue,
+  Storage,
+} from "./storage.ts";
 import { StorageUnavailableError } from "./storage.ts";
 import { type RowMaker, rowMaker } from "./shapes.ts";
 import { sqliteDialect } from "./sqlite_dialect.ts";
@@ -103,7 +109,24 @@ export class SqliteStorage implements Storage {
         this.#cache.clear();
         return Promise.resolve();
       },
+      columns: (sql) => this.columns(sql),
     };
+  }
+
+  /** Result columns of `sql` with their origin table and column (prepared, not run). */
+  columns(sql: string): Promise<ColumnOrigin[]> {
+    try {
+      return Promise.resolve(
+        this.#db.prepare(sql).columns().map((c) => ({
+          name: c.name,
+          table: c.table,
+          column: c.column,
+          type: c.type,
+        })),
+      );
+    } catch (err) {
+      return Promise.reject(staleSchema(err));
+    }
   }
 
   #stmt(sql: string): Prepared {

@@ -28,6 +28,20 @@ export interface Queryable {
   run(sql: string, params?: readonly SqlValue[]): Promise<number>;
   /** Runs DDL (one statement, no parameters). */
   exec(sql: string): Promise<void>;
+  /**
+   * The result columns of a query without running it, with the table column
+   * each is a plain copy of where the database tells (SQLite only).
+   */
+  columns?(sql: string): Promise<ColumnOrigin[]>;
+}
+
+/** A result column and where it comes from (null when it is computed). */
+export interface ColumnOrigin {
+  name: string;
+  table: string | null;
+  column: string | null;
+  /** Declared type of the origin column. */
+  type: string | null;
 }
 
 /** The database-specific details that SQL builders need. */

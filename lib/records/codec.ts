@@ -151,10 +151,7 @@ export function decodeRow(
   row: Row,
   dialect: Dialect,
 ): RecordData {
-  if (schema.type === "view") {
-    const { password: _hidden, ...rest } = row;
-    return rest;
-  }
+  if (schema.type === "view") return decodeViewRow(schema, row, dialect);
   const { plan, decoder } = readPlan(schema);
   // A full row (every read): one generated object literal.
   const full = decoder(row, dialect);
@@ -167,6 +164,37 @@ export function decodeRow(
     }
   }
   return out;
+}
+
+const viewPlans = new WeakMap<EntitySchema, [string, ColumnKind][]>();
+
+/**
+ * A view row as the database gives it, except columns copied from a bool or
+ * JSON field (their `origin`), which SQLite stores as 0/1 and text.
+ */
+function decodeViewRow(
+  schema: EntitySchema,
+  row: Row,
+  dialect: Dialect,
+): RecordData {
+  const { password: _hidden, ...rest } = row;
+  if (dialect.name !== "sqlite") return rest;
+  let plan = viewPlans.get(schema);
+  if (!plan) {
+    plan = schema.fields
+      .filter((f) =>
+        f.origin && f.name !== "__proto__" && kindOf(f) !== "text" &&
+        kindOf(f) !== "int"
+      )
+      .map((f) => [f.name, kindOf(f)]);
+    viewPlans.set(schema, plan);
+  }
+  for (const [name, kind] of plan) {
+    if (Object.hasOwn(rest, name)) {
+      rest[name] = dialect.decode(kind, rest[name]);
+    }
+  }
+  return rest;
 }
 
 interface ReadPlan {

@@ -8,7 +8,8 @@
 
 import { MoonbaseError } from "../errors.ts";
 import { newFieldId } from "../ids.ts";
-import { type Dialect, ident } from "../db/storage.ts";
+import { type Dialect, ident, type SqlValue } from "../db/storage.ts";
+import { kindOf } from "./field_types.ts";
 import type { Entity } from "./entity.ts";
 import {
   columnOf,
@@ -33,6 +34,8 @@ import type { EntitySchema, FieldDef } from "./types.ts";
 export interface PatchPlan {
   schema: EntitySchema;
   statements: string[];
+  /** Updates run after the statements (existing rows get a new field's default). */
+  fills: { sql: string; params: SqlValue[] }[];
 }
 
 const PATCH_KEYS = new Set([
@@ -74,6 +77,7 @@ export function planPatch(
     fields: current.fields.filter((f) => !f.system),
   });
   const statements: string[] = [];
+  const fills: PatchPlan["fills"] = [];
   if (input.name !== undefined && input.name !== current.name) {
     const name = checkName(input.name, "entity");
     const other = byName(name);
@@ -83,11 +87,12 @@ export function planPatch(
         `Cannot rename entity: "${name}" already exists`,
       );
     }
-    statements.push(
-      `ALTER ${current.type === "view" ? "VIEW" : "TABLE"} ${
-        tableOf(current.name)
-      } RENAME TO ${tableOf(name)}`,
-    );
+    // A view is renamed by creating it anew below (SQLite cannot rename views).
+    if (current.type !== "view") {
+      statements.push(
+        `ALTER TABLE ${tableOf(current.name)} RENAME TO ${tableOf(name)}`,
+      );
+    }
     schema.name = name;
     for (const f of schema.fields) {
       if (f.foreign_key?.entity.toLowerCase() === current.name.toLowerCase()) {
@@ -110,13 +115,14 @@ export function planPatch(
       input.fields.length > 0
     ) bad("Cannot change entity: a view has no fields");
     if (input.view_query !== undefined) {
-      schema.view_query = checkViewQuery(
-        input.view_query,
-        ctx.authEntities?.() ?? [],
-      );
-      statements.push(dropSql({ ...schema }), ...createSql(schema, dialect));
+      schema.view_query = checkViewQuery(input.view_query);
     }
-    return { schema, statements };
+    if (
+      schema.view_query !== current.view_query || schema.name !== current.name
+    ) {
+      statements.push(dropSql(current), ...createSql(schema, dialect));
+    }
+    return { schema, statements, fills };
   }
   if (input.view_query !== undefined && input.view_query !== "") {
     bad("Cannot change entity: only views have view_query");
@@ -125,9 +131,9 @@ export function planPatch(
     if (!Array.isArray(input.fields)) {
       bad("Cannot change entity: fields must be an array");
     }
-    planFields(schema, input.fields, ctx, dialect, statements);
+    planFields(schema, input.fields, ctx, dialect, statements, fills);
   }
-  return { schema, statements };
+  return { schema, statements, fills };
 }
 
 function planFields(
@@ -136,6 +142,7 @@ function planFields(
   ctx: SchemaContext,
   dialect: Dialect,
   statements: string[],
+  fills: PatchPlan["fills"],
 ): void {
   const table = tableOf(schema.name);
   for (const raw of items) {
@@ -175,8 +182,15 @@ function planFields(
       schema.fields.push(f);
       statements.push(
         `ALTER TABLE ${table} ADD COLUMN ${columnSql(f, dialect)}`,
-        ...fieldIndexSql(schema, f, dialect),
       );
+      // Existing rows take the default, as a record created now would.
+      if (f.default !== undefined) {
+        fills.push({
+          sql: `UPDATE ${table} SET ${columnOf(f.name)} = ?`,
+          params: [dialect.encode(kindOf(f), f.default)],
+        });
+      }
+      statements.push(...fieldIndexSql(schema, f, dialect));
       continue;
     }
     const old = schema.fields[index];

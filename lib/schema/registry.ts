@@ -17,7 +17,7 @@ import { Entity, fileNames } from "./entity.ts";
 import { decodeRow } from "../records/codec.ts";
 import type { FileStore } from "../files/store.ts";
 import { planPatch } from "./migrate.ts";
-import { saveSchema, viewFields } from "./stored.ts";
+import { saveSchema } from "./stored.ts";
 import {
   checkName,
   checkViewQuery,
@@ -26,6 +26,15 @@ import {
   validateRules,
 } from "./validate.ts";
 import type { EntitySchema, EntityType } from "./types.ts";
+import {
+  auditViews,
+  guardView,
+  readersOf,
+  snapshotViews,
+  type ViewWorldEntity,
+} from "./views.ts";
+import { ddlReason, isViewDependency } from "./ddl_errors.ts";
+import { allFields } from "../records/codec.ts";
 
 const CREATE_KEYS = new Set([
   "name",
@@ -136,8 +145,6 @@ export class Registry {
     return {
       entityType: (name: string): EntityType | undefined =>
         this.byName(name)?.type,
-      authEntities: () =>
-        this.all().filter((e) => e.type === "auth").map((e) => e.name),
       checkExpr: this.#checkExpr,
     };
   }
@@ -180,14 +187,13 @@ export class Registry {
       if (Array.isArray(input.fields) && input.fields.length > 0) {
         bad("Cannot create entity: a view has no fields");
       }
-      schema.view_query = checkViewQuery(
-        input.view_query,
-        ctx.authEntities?.() ?? [],
-      );
+      schema.view_query = checkViewQuery(input.view_query);
     } else {
-      const fields = input.fields ?? [];
+      const fields = input.fields;
       if (!Array.isArray(fields)) {
-        bad("Cannot create entity: fields must be an array");
+        bad(
+          `Cannot create entity: fields is required for ${type} entities (a list; [] for none)`,
+        );
       }
       if (fields.length > 200) bad("Cannot create entity: at most 200 fields");
       const seen = new Set<string>();
@@ -204,10 +210,16 @@ export class Registry {
         schema.fields.push(f);
       }
     }
-    await this.#write(schema, async (tx) => {
+    await this.#write(schema, "create", async (tx) => {
+      // A new table can only matter to a view that names it already (one left
+      // over from before views were guarded): audit only then.
+      const before = type === "view"
+        ? undefined
+        : await snapshotViews(tx, this.#store.dialect);
       for (const s of createSql(schema, this.#store.dialect)) await tx.exec(s);
+      const world = this.#world(schema);
       if (type === "view") {
-        schema.fields = await viewFields(tx, this.#store, name);
+        schema.fields = await guardView(tx, this.#store.dialect, world, schema);
       }
       await tx.run(
         `INSERT INTO "mb_tables" ("id", "name", "lname", "type", "schema", "created", "updated") VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -221,6 +233,7 @@ export class Registry {
           now,
         ],
       );
+      if (before) await this.#audit(tx, schema, "create", before, world);
     });
     return this.get(schema.id)!;
   }
@@ -244,7 +257,10 @@ export class Registry {
       (f.type === "file" || f.type === "files") && !f.system && !kept.has(f.id)
     );
     const orphans: string[] = [];
-    await this.#write(plan.schema, async (tx) => {
+    await this.#write(plan.schema, "change", async (tx) => {
+      const before = plan.statements.length > 0
+        ? await snapshotViews(tx, this.#store.dialect)
+        : undefined;
       if (dropped.length > 0) {
         const cols = dropped.map((f) => columnOf(f.name)).join(", ");
         const rows = await tx.query(
@@ -258,13 +274,17 @@ export class Registry {
         }
       }
       for (const s of plan.statements) await tx.exec(s);
-      if (plan.schema.type === "view") {
-        plan.schema.fields = await viewFields(
+      for (const f of plan.fills) await tx.run(f.sql, f.params);
+      const world = this.#world(plan.schema);
+      if (plan.schema.type === "view" && plan.statements.length > 0) {
+        plan.schema.fields = await guardView(
           tx,
-          this.#store,
-          plan.schema.name,
+          this.#store.dialect,
+          world,
+          plan.schema,
         );
       }
+      if (before) await this.#audit(tx, plan.schema, "change", before, world);
       if (plan.schema.name !== current.name) {
         for (const ref of this.refsOf(current.name)) {
           if (ref.schema.id === current.id) continue;
@@ -279,7 +299,7 @@ export class Registry {
         }
       }
       await saveSchema(tx, plan.schema);
-    });
+    }, current.name);
     const entity = this.get(plan.schema.id)!;
     if (this.#files && orphans.length > 0) {
       await this.#files.remove(entity.id, orphans);
@@ -301,9 +321,26 @@ export class Registry {
         }`,
       );
     }
-    await this.#write(entity.schema, async (tx) => {
+    const readers = await readersOf(
+      this.#store,
+      this.#store.dialect,
+      this.#world(),
+      entity.name,
+    );
+    if (readers.length > 0) {
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot delete entity ${entity.name}: read by view ${
+          readers.join(", ")
+        } (change or delete the view first)`,
+      );
+    }
+    await this.#write(entity.schema, "delete", async (tx) => {
+      const before = await snapshotViews(tx, this.#store.dialect);
       await tx.exec(dropSql(entity.schema));
       await tx.run(`DELETE FROM "mb_tables" WHERE "id" = ?`, [entity.id]);
+      const world = this.#world().filter((e) => e.schema.id !== entity.id);
+      await this.#audit(tx, entity.schema, "delete", before, world);
     });
     await this.#files?.removeEntity(entity.id);
   }
@@ -327,9 +364,37 @@ export class Registry {
     return entity;
   }
 
+  /** Every entity as views see it; `changed` replaces (or adds) its own entry. */
+  #world(changed?: EntitySchema): ViewWorldEntity[] {
+    const out: ViewWorldEntity[] = this.all()
+      .filter((e) => e.id !== changed?.id)
+      .map((e) => ({ schema: e.schema, fields: e.fields }));
+    if (changed) out.push({ schema: changed, fields: allFields(changed) });
+    return out;
+  }
+
+  /** Checks the other views after a change's statements; saves views whose columns moved. */
+  async #audit(
+    tx: Queryable,
+    schema: EntitySchema,
+    action: string,
+    before: Awaited<ReturnType<typeof snapshotViews>>,
+    world: ViewWorldEntity[],
+  ): Promise<void> {
+    const moved = await auditViews(tx, this.#store.dialect, world, {
+      id: schema.id,
+      name: schema.name,
+      action,
+      after: action === "delete" ? undefined : schema.name,
+    }, before);
+    for (const v of moved) await saveSchema(tx, v);
+  }
+
   async #write(
     schema: EntitySchema,
+    action: string,
     fn: (tx: Queryable) => Promise<void>,
+    table = schema.name,
   ): Promise<void> {
     try {
       await this.#store.transaction(async (tx) => {
@@ -349,12 +414,25 @@ export class Registry {
           `Cannot change entity ${schema.name}: existing records have duplicate values`,
         );
       }
-      const msg = err instanceof Error
-        ? err.message.split("\n")[0].slice(0, 300)
-        : "database error";
+      if (isViewDependency(err)) {
+        const readers = await readersOf(
+          this.#store,
+          this.#store.dialect,
+          this.#world(),
+          table,
+        ).catch(() => []);
+        throw new MoonbaseError(
+          "conflict",
+          `Cannot ${action} entity ${schema.name}: read by ${
+            readers.length > 0 ? `view ${readers.join(", ")}` : "a view"
+          } (change or delete the view first)`,
+        );
+      }
       throw new MoonbaseError(
         "invalid",
-        `Cannot change entity ${schema.name}: ${msg}`,
+        schema.type === "view"
+          ? `Cannot accept view_query: it does not run (${ddlReason(err)})`
+          : `Cannot ${action} entity ${schema.name}: ${ddlReason(err)}`,
       );
     }
     await this.load();

@@ -41,6 +41,11 @@ export interface FieldDef {
   foreign_key?: { entity: string; on_delete: OnDelete };
   /** Built-in field (id, created, updated, email, password, verified). */
   system?: boolean;
+  /**
+   * View columns only: the entity field (`entity.field`) the column is a
+   * plain copy of; its values are decoded like that field's.
+   */
+  origin?: string;
 }
 
 /** Entity types. */

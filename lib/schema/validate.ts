@@ -31,8 +31,6 @@ const ON_DELETE = ["cascade", "set null", "restrict"] as const;
 export interface SchemaContext {
   /** Type of an existing entity by (case-insensitive) name, or undefined. */
   entityType(name: string): EntityType | undefined;
-  /** Names of the auth entities (views may not read them: they hold password hashes). */
-  authEntities?(): string[];
   /** Checks a custom rule expression; returns an error message or undefined. */
   checkExpr(expr: string): string | undefined;
 }
@@ -64,8 +62,11 @@ export function checkName(name: unknown, what: "entity" | "field"): string {
       }: use 1-64 characters of a-z, A-Z, 0-9, _`,
     );
   }
-  if (what === "entity" && name.toLowerCase().startsWith("mb_")) {
-    fail(`Cannot accept entity name "${name}": the mb_ prefix is reserved`);
+  const prefix = /^(mb_|sqlite_|pg_)/i.exec(name)?.[1];
+  if (what === "entity" && prefix) {
+    fail(
+      `Cannot accept entity name "${name}": the ${prefix.toLowerCase()} prefix is reserved`,
+    );
   }
   return name;
 }

@@ -1,0 +1,117 @@
+/**
+ * The fields of a view: its columns as the database reports them, typed
+ * from the entity field each column copies, else from the type the database
+ * gives the column, else `json` (any JSON value).
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import type { ViewColumn } from "./view_inspect.ts";
+import type { FieldDef, FieldType } from "./types.ts";
+
+/** An entity field a view column can copy, with its entity's name. */
+export interface OriginField {
+  entity: string;
+  field: FieldDef;
+  /** The entity is a view (its field names its own origin, or none). */
+  view?: boolean;
+}
+
+function bad(message: string): never {
+  throw new MoonbaseError("invalid", message);
+}
+
+/** Database type names (PostgreSQL `format_type`, SQLite declared types) → field types. */
+const DB_TYPES: Record<string, FieldType> = {
+  bigint: "int",
+  integer: "int",
+  smallint: "int",
+  "double precision": "double",
+  real: "double",
+  numeric: "double",
+  boolean: "bool",
+  text: "string",
+  "character varying": "string",
+  character: "string",
+  name: "string",
+  json: "json",
+  jsonb: "json",
+  date: "date",
+  "timestamp with time zone": "date",
+  "timestamp without time zone": "date",
+};
+
+/** File and relation columns are plain values in a view (no file serving, no references). */
+const COPY_AS: Partial<Record<FieldType, FieldType>> = {
+  file: "string",
+  files: "json",
+  relation: "string",
+};
+
+function typed(
+  col: ViewColumn,
+  originOf: (table: string, column: string) => OriginField | undefined,
+): FieldDef {
+  const out: FieldDef = {
+    id: col.name,
+    name: col.name,
+    type: "json",
+    required: false,
+    unique: false,
+  };
+  const from = col.table && col.column
+    ? originOf(col.table, col.column)
+    : undefined;
+  if (from) {
+    const f = from.field;
+    out.type = COPY_AS[f.type] ?? f.type;
+    if (f.type === "select" && f.values) out.values = [...f.values];
+    // A view's field names its own origin (or has none: it is computed).
+    const origin = from.view ? f.origin : `${from.entity}.${f.name}`;
+    if (origin) out.origin = origin;
+    return out;
+  }
+  const db = col.dbType?.toLowerCase();
+  if (db && !col.table && Object.hasOwn(DB_TYPES, db)) out.type = DB_TYPES[db];
+  return out;
+}
+
+/**
+ * Fields of a just-created view from its columns; every column must be named
+ * with `a-z A-Z 0-9 _` and one must be `id`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { viewFieldsOf } from "moonbase/lib/schema/view_fields.ts";
+ * const title = { id: "f1", name: "title", type: "string" as const, required: true, unique: false };
+ * const fields = viewFieldsOf(
+ *   [{ name: "id" }, { name: "title", table: "posts", column: "title" }, { name: "n", dbType: "bigint" }],
+ *   (t, c) => t === "posts" && c === "title" ? { entity: "posts", field: title } : undefined,
+ * );
+ * assert.deepEqual(fields.map((f) => f.type), ["json", "string", "int"]);
+ * assert.equal(fields[1].origin, "posts.title");
+ * ```
+ */
+export function viewFieldsOf(
+  columns: readonly ViewColumn[],
+  originOf: (table: string, column: string) => OriginField | undefined,
+): FieldDef[] {
+  const names = columns.map((c) => c.name);
+  const odd = names.find((n) => !/^[A-Za-z0-9_]{1,63}$/.test(n));
+  if (odd !== undefined) {
+    bad(
+      `Cannot create view: column ${
+        JSON.stringify(odd.slice(0, 64))
+      } must be named with a-z, A-Z, 0-9, _ (use AS)`,
+    );
+  }
+  if (new Set(names.map((n) => n.toLowerCase())).size !== names.length) {
+    bad("Cannot create view: two columns have the same name (use AS)");
+  }
+  if (!names.includes("id")) {
+    bad("Cannot create view: view_query must return an id column");
+  }
+  return columns.map((c) => typed(c, originOf));
+}
