@@ -154,12 +154,16 @@ export class ExpressionRules implements RuleEngine {
     return opts;
   }
 
-  /** Hooks for the `filter` list parameter (bare field names and `auth.*`). */
+  /**
+   * Hooks for the `filter` list parameter (bare field names and `auth.*`);
+   * `perRow`: never compiled to SQL (see {@link RuleEngine.filter}).
+   */
   filter(
     entity: Entity,
     source: string,
     auth: AuthValue,
     req: RuleRequest,
+    perRow = false,
   ): OpOptions {
     if (source.length > 4096) {
       throw new MoonbaseError(
@@ -188,7 +192,9 @@ export class ExpressionRules implements RuleEngine {
       throw err;
     }
     req = plainRequest(ast, req);
-    const compiled = compileToSql(ast, this.#sqlContext(entity, auth, req));
+    const compiled = perRow
+      ? undefined
+      : compileToSql(ast, this.#sqlContext(entity, auth, req));
     if (compiled) {
       return {
         where: { sql: compiled.sql, params: compiled.params as SqlValue[] },

@@ -40,11 +40,17 @@ export interface RuleEngine {
     auth: AuthValue,
     req: RuleRequest,
   ): OpOptions;
+  /**
+   * Hooks for the `filter` parameter; `perRow` keeps it out of SQL (a
+   * per-row rule is in force: a filter narrowing the rows scanned would make
+   * the scan budget an oracle on the hidden rows).
+   */
   filter(
     entity: Entity,
     source: string,
     auth: AuthValue,
     req: RuleRequest,
+    perRow?: boolean,
   ): OpOptions;
 }
 
@@ -136,7 +142,14 @@ export class RecordService {
     if (filter === null || filter.trim() === "") {
       return entity.list(query, { ...hooks, cursor });
     }
-    const filtered = both(hooks, this.#rules.filter(entity, filter, auth, req));
+    // Under a per-row rule the filter runs per row too, after the rule: a
+    // filter in SQL would choose which hidden rows use up the scan budget
+    // (has_more, count's 400), an oracle on the values of hidden rows.
+    const perRow = hooks.keep !== undefined;
+    const filtered = both(
+      hooks,
+      this.#rules.filter(entity, filter, auth, req, perRow),
+    );
     return entity.list(query, { ...filtered, filtered: true, cursor });
   }
 

@@ -76,7 +76,10 @@ function email(value: unknown): Checked {
 }
 
 function url(value: unknown): Checked {
-  if (typeof value !== "string" || value.length > 2048) {
+  // NUL: the URL parser accepts it, SQLite would read the value back cut short.
+  if (
+    typeof value !== "string" || value.length > 2048 || value.includes("\0")
+  ) {
     return bad("invalid_url", "Must be a URL");
   }
   try {
