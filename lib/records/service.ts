@@ -138,6 +138,7 @@ export class RecordService {
   ): Promise<ListResult> {
     const cursor = { key: this.#cursorKey, caller: callerOf(auth) };
     const hooks = this.#hooks(entity, "list", auth, req);
+    if (hooks.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
     const filter = query.get("filter");
     if (filter === null || filter.trim() === "") {
       return entity.list(query, { ...hooks, cursor });
@@ -232,5 +233,30 @@ export class RecordService {
       this.#hooks(entity, "delete", auth, req),
     );
     if (!rec) throw notFound(entity);
+  }
+}
+
+/** Sort keys allowed under a list rule checked row by row. */
+const PER_ROW_SORTS = new Set(["id", "created", "updated"]);
+
+/**
+ * Under a per-row list rule, sorting by a field the caller can set would
+ * turn the scan budget into an oracle: whether the caller's own row shows up
+ * after a cursor tells how many hidden rows lie between two chosen values.
+ * Only `id`, `created` and `updated` (which no client chooses) may order
+ * such a list.
+ */
+function sortUnderPerRowRule(sort: string | null): void {
+  if (sort === null) return;
+  for (const part of sort.split(",")) {
+    const name = part.trim().replace(/^[-+]/, "");
+    if (name !== "" && !PER_ROW_SORTS.has(name)) {
+      throw new MoonbaseError(
+        "invalid",
+        `Cannot sort by ${
+          name.slice(0, 64)
+        }: the list rule is checked row by row (not compiled to SQL); sort by id, created or updated, or write a rule that compiles to SQL`,
+      );
+    }
   }
 }
