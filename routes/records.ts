@@ -11,6 +11,11 @@ import type { Entity } from "../lib/schema/entity.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
+import { checkAccountChange, touchesAccount } from "../lib/auth/account.ts";
+import type { AuthValue } from "../lib/auth/sessions.ts";
+import { signupThrottle, withHeaders } from "../lib/auth/signup.ts";
+import { rateHeaders } from "../lib/auth/rate_limit.ts";
+import { MoonbaseError } from "../lib/errors.ts";
 import type {
   RecordService,
   RecordWrite,
@@ -59,6 +64,22 @@ async function readWrite(
   return { body, uploads: new Map(), cleanup: () => Promise.resolve() };
 }
 
+/**
+ * Checking the current password on an account change counts as a login
+ * attempt (a stolen token cannot be used to guess the password).
+ */
+async function countPasswordCheck(ctx: Context<Core>): Promise<void> {
+  const state = await ctx.app.limiter.hit(`login:${ctx.ip}`);
+  if (!state.allowed) {
+    throw new MoonbaseError(
+      "rate_limited",
+      "Cannot check the password: too many attempts, try again later",
+      null,
+      rateHeaders(state),
+    );
+  }
+}
+
 /** Registers the record routes. */
 export function recordRoutes(
   r: Router<Handler<Core>>,
@@ -91,6 +112,7 @@ export function recordRoutes(
     const entity = records.entity(ctx.params.entity);
     const auth = await ctx.auth();
     records.precheck(entity, "add", auth);
+    if (entity.type === "auth") return await signup(ctx, entity, auth);
     const write = await readWrite(ctx, entity);
     const rec = await records.create(
       entity,
@@ -100,11 +122,53 @@ export function recordRoutes(
     );
     return json(201, rec);
   });
+  /** A create on an auth entity: throttled per IP (admins excepted). */
+  async function signup(
+    ctx: Context<Core>,
+    entity: Entity,
+    auth: AuthValue,
+  ): Promise<Response> {
+    const headers = await signupThrottle(ctx.app.limiter, ctx.ip, entity, auth)
+      .catch((err) => {
+        ctx.app.log.warn("sign-up rate limit hit", {
+          ip: ctx.ip,
+          entity: entity.name,
+          request_id: ctx.requestId,
+        });
+        throw err;
+      });
+    try {
+      const write = await readWrite(ctx, entity);
+      const rec = await records.create(
+        entity,
+        write,
+        auth,
+        ruleRequest(ctx, write.body),
+      );
+      return json(201, rec, headers);
+    } catch (err) {
+      throw headers ? withHeaders(err, headers) : err;
+    }
+  }
   r.add("PATCH", `${base}/:id`, async (ctx) => {
     const entity = records.entity(ctx.params.entity);
     const auth = await ctx.auth();
     records.precheck(entity, "update", auth);
     const write = await readWrite(ctx, entity);
+    if (touchesAccount(entity, write.body)) {
+      try {
+        write.body = await checkAccountChange(
+          entity,
+          ctx.params.id,
+          write.body,
+          auth,
+          () => countPasswordCheck(ctx),
+        );
+      } catch (err) {
+        await write.cleanup();
+        throw err;
+      }
+    }
     const rec = await records.update(
       entity,
       ctx.params.id,
