@@ -20,6 +20,7 @@ import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
 import { Sessions } from "./auth/sessions.ts";
 import { Revocations } from "./auth/revocation.ts";
+import { InstanceSync } from "./sync.ts";
 import { LoginLimiter } from "./auth/rate_limit.ts";
 import { randomToken } from "./ids.ts";
 import { setCursorKey } from "./records/list_query.ts";
@@ -42,6 +43,8 @@ export interface Core {
   readonly sessions: Sessions;
   readonly signer: TokenSigner;
   readonly limiter: LoginLimiter;
+  /** Revocations and schema changes from other instances (LISTEN/NOTIFY + polls). */
+  readonly sync: InstanceSync;
   readonly files: FileStore;
   readonly log: Logger;
   /** Extension scripts loaded from `--scriptsDir`. */
@@ -103,6 +106,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
   const config = resolveConfig(options);
   const storage = await openStorage(config);
   let logStorage: Storage | undefined;
+  let sync: InstanceSync | undefined;
   try {
     await ensureSystemTables(storage);
     // Logs never share the request path's connections: on SQLite a file of
@@ -160,15 +164,10 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     setCursorKey(secret.value);
     const revocations = new Revocations(storage);
     await revocations.start();
+    const instanceSync = sync = new InstanceSync(storage, schemas, revocations);
+    await instanceSync.start(config.connection);
     const sessions = new Sessions(signer, schemas, storage, revocations);
     const setupToken = (await hasAdmin(storage)) ? undefined : randomToken(24);
-    let refresh: ReturnType<typeof setInterval> | undefined;
-    if (storage.dialect.name === "postgres") {
-      refresh = setInterval(
-        () => schemas.refreshIfChanged().catch(() => {}),
-        1000,
-      );
-    }
     return {
       config,
       storage,
@@ -176,6 +175,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       sessions,
       signer,
       limiter: new LoginLimiter(storage),
+      sync: instanceSync,
       files,
       log,
       logs,
@@ -184,17 +184,17 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       setupToken,
       notices,
       async close() {
-        if (refresh !== undefined) clearInterval(refresh);
+        await instanceSync.close();
         clearInterval(pruner);
         log.info("stopped");
         await log.close();
         logs.close();
         await logStorage?.close();
-        revocations.stop();
         await storage.close();
       },
     };
   } catch (err) {
+    await sync?.close();
     await logStorage?.close().catch(() => {});
     await storage.close().catch(() => {});
     throw err;
