@@ -13,9 +13,11 @@ import { json, noContent } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
 import { checkAccountChange, touchesAccount } from "../lib/auth/account.ts";
 import type { AuthValue } from "../lib/auth/sessions.ts";
-import { signupThrottle, withHeaders } from "../lib/auth/signup.ts";
-import { rateHeaders } from "../lib/auth/rate_limit.ts";
-import { MoonbaseError } from "../lib/errors.ts";
+import {
+  passwordCheckThrottle,
+  signupThrottle,
+  withHeaders,
+} from "../lib/auth/throttles.ts";
 import type {
   RecordService,
   RecordWrite,
@@ -62,22 +64,6 @@ async function readWrite(
   }
   const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
   return { body, uploads: new Map(), cleanup: () => Promise.resolve() };
-}
-
-/**
- * Checking the current password on an account change counts as a login
- * attempt (a stolen token cannot be used to guess the password).
- */
-async function countPasswordCheck(ctx: Context<Core>): Promise<void> {
-  const state = await ctx.app.limiter.hit(`login:${ctx.ip}`);
-  if (!state.allowed) {
-    throw new MoonbaseError(
-      "rate_limited",
-      "Cannot check the password: too many attempts, try again later",
-      null,
-      rateHeaders(state),
-    );
-  }
 }
 
 /** Registers the record routes. */
@@ -162,7 +148,7 @@ export function recordRoutes(
           ctx.params.id,
           write.body,
           auth,
-          () => countPasswordCheck(ctx),
+          () => passwordCheckThrottle(ctx.app.limiter, ctx.ip),
         );
       } catch (err) {
         await write.cleanup();

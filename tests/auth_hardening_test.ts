@@ -392,6 +392,10 @@ forEachDb(
           const r = await patch(s, path, token, body);
           assert.ok(r.status === 404 || r.status === 403, r.text);
         }
+        const form = new FormData();
+        form.append("role", "editor");
+        const m = await s.request("PATCH", path, { token, raw: form });
+        assert.ok(m.status === 404 || m.status === 403, `multipart: ${m.text}`);
         const r = await s.request("GET", path, { token: admin });
         assert.equal(r.data.role, null, "role unchanged");
         is(

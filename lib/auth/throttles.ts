@@ -1,7 +1,11 @@
 /**
- * The sign-up throttle: creating a record of an auth entity (a sign-up when
- * its `add` rule lets guests in) is limited per client IP like logins, with
- * the same headers. Admins are not limited.
+ * Throttles besides the login route's (`routes/auth.ts`):
+ *
+ * - sign-ups: creating a record of an auth entity (a sign-up when its `add`
+ *   rule lets guests in) is limited per client IP like logins, with the
+ *   same headers; admins are not limited;
+ * - a PATCH that checks `oldPassword` counts as a login attempt, so a stolen
+ *   token cannot be used to guess the password.
  *
  * @module
  */
@@ -39,6 +43,22 @@ export async function signupThrottle(
     );
   }
   return headers;
+}
+
+/** Counts a check of the current password as a login attempt from `ip` (429 past the limit). */
+export async function passwordCheckThrottle(
+  limiter: LoginLimiter,
+  ip: string,
+): Promise<void> {
+  const state = await limiter.hit(`login:${ip}`);
+  if (!state.allowed) {
+    throw new MoonbaseError(
+      "rate_limited",
+      "Cannot check the password: too many attempts, try again later",
+      null,
+      rateHeaders(state),
+    );
+  }
 }
 
 /** The same error with extra headers (rate-limit headers on every answer). */
