@@ -13,6 +13,7 @@ import { json, noContent } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
 import { checkAccountChange, touchesAccount } from "../lib/auth/account.ts";
 import type { AuthValue } from "../lib/auth/sessions.ts";
+import { MoonbaseError } from "../lib/errors.ts";
 import {
   passwordCheckThrottle,
   signupThrottle,
@@ -116,11 +117,13 @@ export function recordRoutes(
   ): Promise<Response> {
     const headers = await signupThrottle(ctx.app.limiter, ctx.ip, entity, auth)
       .catch((err) => {
-        ctx.app.log.warn("sign-up rate limit hit", {
-          ip: ctx.ip,
-          entity: entity.name,
-          request_id: ctx.requestId,
-        });
+        if (err instanceof MoonbaseError && err.code === "rate_limited") {
+          ctx.app.log.warn("sign-up rate limit hit", {
+            ip: ctx.ip,
+            entity: entity.name,
+            request_id: ctx.requestId,
+          });
+        }
         throw err;
       });
     try {
