@@ -1318,8 +1318,8 @@ forEachDb("files", async (t, db) => {
         assertEquals((await getFile(s, members)).status, 404, "members: guest");
         assertEquals(
           (await getFile(s, members, { token: "garbage" })).status,
-          404,
-          "members: bad token",
+          401,
+          "members: bad token (an invalid token is a 401)",
         );
         const m = await getFile(s, members, { token: w.u2.token });
         assertEquals([m.status, m.text], [200, "members"], "members: any user");
