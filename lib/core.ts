@@ -20,6 +20,7 @@ import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
 import { Sessions } from "./auth/sessions.ts";
 import { Revocations } from "./auth/revocation.ts";
+import { InstanceSync } from "./sync.ts";
 import { LoginLimiter } from "./auth/rate_limit.ts";
 import { randomToken } from "./ids.ts";
 import { type CursorKey, cursorKeyOf } from "./records/list_cursor.ts";
@@ -44,6 +45,8 @@ export interface Core {
   /** Seals list cursors (derived from the JWT secret). */
   readonly cursorKey: CursorKey;
   readonly limiter: LoginLimiter;
+  /** Revocations and schema changes from other instances (LISTEN/NOTIFY + polls). */
+  readonly sync: InstanceSync;
   readonly files: FileStore;
   readonly log: Logger;
   /** Extension scripts loaded from `--scriptsDir`. */
@@ -105,6 +108,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
   const config = resolveConfig(options);
   const storage = await openStorage(config);
   let logStorage: Storage | undefined;
+  let sync: InstanceSync | undefined;
   try {
     await ensureSystemTables(storage);
     // Logs never share the request path's connections: on SQLite a file of
@@ -161,15 +165,10 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     const signer = new TokenSigner(secret.value, config.tokenTtl);
     const revocations = new Revocations(storage);
     await revocations.start();
+    const instanceSync = sync = new InstanceSync(storage, schemas, revocations);
+    await instanceSync.start(config.connection);
     const sessions = new Sessions(signer, schemas, storage, revocations);
     const setupToken = (await hasAdmin(storage)) ? undefined : randomToken(24);
-    let refresh: ReturnType<typeof setInterval> | undefined;
-    if (storage.dialect.name === "postgres") {
-      refresh = setInterval(
-        () => schemas.refreshIfChanged().catch(() => {}),
-        1000,
-      );
-    }
     return {
       config,
       storage,
@@ -178,6 +177,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       signer,
       cursorKey: cursorKeyOf(secret.value),
       limiter: new LoginLimiter(storage),
+      sync: instanceSync,
       files,
       log,
       logs,
@@ -186,17 +186,17 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       setupToken,
       notices,
       async close() {
-        if (refresh !== undefined) clearInterval(refresh);
+        await instanceSync.close();
         clearInterval(pruner);
         log.info("stopped");
         await log.close();
         logs.close();
         await logStorage?.close();
-        revocations.stop();
         await storage.close();
       },
     };
   } catch (err) {
+    await sync?.close();
     await logStorage?.close().catch(() => {});
     await storage.close().catch(() => {});
     throw err;

@@ -74,15 +74,17 @@ export async function limitedLogin(
 }
 
 /**
- * The entity of a legacy refresh/logout comes from the token; it must pass
- * the same checks as the scoped path (admins keep their own routes too).
+ * The entity of a legacy refresh/logout comes from the token and passes the
+ * same checks as the scoped path `/api/v1/auth/<entity>/…` would: an admin
+ * token gets the same `404 Route Not Found` as `/api/v1/auth/mb_admins/…`
+ * (admins use `/api/v1/sys/admins/refresh|logout`).
  */
 async function legacyEntity(
   core: Core,
   header: string | null,
 ): Promise<Entity> {
   const { entity } = await core.sessions.session(header);
-  return entity.isSystem ? entity : authEntity(core, entity.name);
+  return authEntity(core, entity.name);
 }
 
 /** Registers the auth routes. */

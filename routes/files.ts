@@ -14,6 +14,7 @@ import type { Router } from "../lib/http/router.ts";
 import { fileOwner } from "../lib/files/owner.ts";
 import { serveFile } from "../lib/files/serve.ts";
 import type { RecordService } from "../lib/records/service.ts";
+import type { AuthValue } from "../lib/auth/sessions.ts";
 
 function notFound(): MoonbaseError {
   return new MoonbaseError("not_found", "Cannot find file");
@@ -29,18 +30,26 @@ async function download(
     !entity || entity.name !== ctx.params.entity || !entity.hasApi ||
     entity.isSystem
   ) throw notFound();
+  const open = entity.rules.get.mode === "public";
+  // A presented token is checked first, before the file is looked up: an
+  // invalid, expired or revoked one is a 401 whatever the name (so it tells
+  // nothing about which files exist). Files of public entities ignore tokens.
+  let auth: AuthValue | undefined;
+  if (!open) {
+    const query = ctx.url.searchParams.get("token");
+    auth = await core.sessions.resolve(
+      ctx.req.headers.get("authorization") ??
+        (query ? `Bearer ${query}` : null),
+      "file",
+    );
+  }
   const path = core.files.path(entity.id, ctx.params.name);
   if (!path) throw notFound();
   const owner = await fileOwner(core.storage, entity, ctx.params.name);
   if (!owner) throw notFound();
-  const open = entity.rules.get.mode === "public";
-  if (!open) {
-    // Any denial (no token, bad token, rule says no) looks like a missing file.
+  if (auth) {
+    // A caller the rule refuses (a guest included) sees a missing file.
     try {
-      const query = ctx.url.searchParams.get("token");
-      const header = ctx.req.headers.get("authorization") ??
-        (query ? `Bearer ${query}` : null);
-      const auth = await core.sessions.resolve(header, "file");
       await records.get(entity, owner, auth, {
         body: {},
         query: {},

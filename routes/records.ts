@@ -12,6 +12,14 @@ import type { Context, Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
 import { checkedPerRow, PER_ROW_HEADERS } from "../lib/records/list.ts";
 import type { Router } from "../lib/http/router.ts";
+import { checkAccountChange, touchesAccount } from "../lib/auth/account.ts";
+import type { AuthValue } from "../lib/auth/sessions.ts";
+import { MoonbaseError } from "../lib/errors.ts";
+import {
+  passwordCheckThrottle,
+  signupThrottle,
+  withHeaders,
+} from "../lib/auth/throttles.ts";
 import type {
   RecordService,
   RecordWrite,
@@ -92,6 +100,7 @@ export function recordRoutes(
     const entity = records.entity(ctx.params.entity);
     const auth = await ctx.auth();
     records.precheck(entity, "add", auth);
+    if (entity.type === "auth") return await signup(ctx, entity, auth);
     const write = await readWrite(ctx, entity);
     const rec = await records.create(
       entity,
@@ -101,11 +110,55 @@ export function recordRoutes(
     );
     return json(201, rec);
   });
+  /** A create on an auth entity: throttled per IP (admins excepted). */
+  async function signup(
+    ctx: Context<Core>,
+    entity: Entity,
+    auth: AuthValue,
+  ): Promise<Response> {
+    const headers = await signupThrottle(ctx.app.limiter, ctx.ip, entity, auth)
+      .catch((err) => {
+        if (err instanceof MoonbaseError && err.code === "rate_limited") {
+          ctx.app.log.warn("sign-up rate limit hit", {
+            ip: ctx.ip,
+            entity: entity.name,
+            request_id: ctx.requestId,
+          });
+        }
+        throw err;
+      });
+    try {
+      const write = await readWrite(ctx, entity);
+      const rec = await records.create(
+        entity,
+        write,
+        auth,
+        ruleRequest(ctx, write.body),
+      );
+      return json(201, rec, headers);
+    } catch (err) {
+      throw headers ? withHeaders(err, headers) : err;
+    }
+  }
   r.add("PATCH", `${base}/:id`, async (ctx) => {
     const entity = records.entity(ctx.params.entity);
     const auth = await ctx.auth();
     records.precheck(entity, "update", auth);
     const write = await readWrite(ctx, entity);
+    if (touchesAccount(entity, write.body)) {
+      try {
+        write.body = await checkAccountChange(
+          entity,
+          ctx.params.id,
+          write.body,
+          auth,
+          () => passwordCheckThrottle(ctx.app.limiter, ctx.ip),
+        );
+      } catch (err) {
+        await write.cleanup();
+        throw err;
+      }
+    }
     const rec = await records.update(
       entity,
       ctx.params.id,

@@ -117,7 +117,11 @@ async function signup(
   entity: string,
   body: Record<string, unknown>,
 ): Promise<Record<string, unknown>> {
-  const r = await s.request("POST", `/api/v1/entities/${entity}`, { body });
+  // Sign-ups are rate-limited per IP: each from its own address.
+  const r = await s.request("POST", `/api/v1/entities/${entity}`, {
+    body,
+    headers: { "x-forwarded-for": nextIp() },
+  });
   assertStatus(r, 201, `signup ${body.email}`);
   return r.data;
 }
@@ -293,6 +297,7 @@ forEachDb("auth: auth entity records", async (t, db) => {
       for (const bad of ["1234567", "", 12345678, null]) {
         const r = await s.request("POST", "/api/v1/entities/users", {
           body: { email: "pw@example.com", password: bad },
+          headers: { "x-forwarded-for": nextIp() },
         });
         assertStatus(r, 400, `password ${JSON.stringify(bad)}`);
         assert(r.data.fields.password, `fields.password: ${r.text}`);
@@ -300,6 +305,7 @@ forEachDb("auth: auth entity records", async (t, db) => {
       }
       let r = await s.request("POST", "/api/v1/entities/users", {
         body: { email: "nopw@example.com" },
+        headers: { "x-forwarded-for": nextIp() },
       });
       assertStatus(r, 400, "missing password");
       assert(r.data.fields.password, `fields.password: ${r.text}`);
@@ -336,26 +342,27 @@ forEachDb("auth: auth entity records", async (t, db) => {
       // A short password is refused and the old one still works.
       r = await s.request("PATCH", `/api/v1/entities/users/${id}`, {
         token: tok,
-        body: { password: "short" },
+        body: { password: "short", oldPassword: USER_PW },
       });
       assertStatus(r, 400);
       assert(r.data.fields.password, r.text);
       // Email change is lower-cased; a duplicate is a 409.
+      // (A user's own email or password change needs `oldPassword`.)
       r = await s.request("PATCH", `/api/v1/entities/users/${id}`, {
         token: tok,
-        body: { email: "Ada@example.com" },
+        body: { email: "Ada@example.com", oldPassword: USER_PW },
       });
       assertStatus(r, 409, "email taken (other case)");
       r = await s.request("PATCH", `/api/v1/entities/users/${id}`, {
         token: tok,
-        body: { email: "Patch2@Example.com" },
+        body: { email: "Patch2@Example.com", oldPassword: USER_PW },
       });
       assertStatus(r, 200);
       assertEquals(r.data.email, "patch2@example.com");
       // With password: the new one works, the old one no longer does.
       r = await s.request("PATCH", `/api/v1/entities/users/${id}`, {
         token: tok,
-        body: { password: "brand-new-pass" },
+        body: { password: "brand-new-pass", oldPassword: USER_PW },
       });
       assertStatus(r, 200);
       assert(!("password" in r.data));

@@ -1233,20 +1233,22 @@ forEachDb("files", async (t, db) => {
         const fileAt = (prefix: string) => `${prefix}/priv/${name}`;
         for (const prefix of ["/api/files", "/api/v1/files"]) {
           const path = fileAt(prefix);
-          const denied: [string, { token?: string; query?: string }][] = [
-            ["guest", {}],
-            ["other user (header)", { token: w.u2.token }],
-            ["other user (?token=)", { query: w.u2.token }],
-            ["garbage token", { token: "garbage" }],
-            ["garbage ?token=", { query: "garbage" }],
-            ["tampered token", { token: tampered }],
-            ["tampered ?token=", { query: tampered }],
-          ];
-          for (const [who, o] of denied) {
+          // Refused by the rule: 404; an invalid token: 401 (issue 13).
+          const denied: [string, { token?: string; query?: string }, number][] =
+            [
+              ["guest", {}, 404],
+              ["other user (header)", { token: w.u2.token }, 404],
+              ["other user (?token=)", { query: w.u2.token }, 404],
+              ["garbage token", { token: "garbage" }, 401],
+              ["garbage ?token=", { query: "garbage" }, 401],
+              ["tampered token", { token: tampered }, 401],
+              ["tampered ?token=", { query: tampered }, 401],
+            ];
+          for (const [who, o, status] of denied) {
             for (const method of ["GET", "HEAD"]) {
               const q = o.query ? `?token=${encodeURIComponent(o.query)}` : "";
               const g = await getFile(s, path + q, { method, token: o.token });
-              assertEquals(g.status, 404, `${method} ${path} as ${who}`);
+              assertEquals(g.status, status, `${method} ${path} as ${who}`);
               assert(!g.text.includes("u1 private"), `${who}: no content`);
             }
           }
@@ -1316,8 +1318,8 @@ forEachDb("files", async (t, db) => {
         assertEquals((await getFile(s, members)).status, 404, "members: guest");
         assertEquals(
           (await getFile(s, members, { token: "garbage" })).status,
-          404,
-          "members: bad token",
+          401,
+          "members: bad token (an invalid token is a 401)",
         );
         const m = await getFile(s, members, { token: w.u2.token });
         assertEquals([m.status, m.text], [200, "members"], "members: any user");

@@ -168,6 +168,8 @@ class Cells {
   }
 }
 
+let addSeq = 0;
+
 /** Body of a new record of a table entity. */
 function newBody(
   kind: Kind,
@@ -347,6 +349,8 @@ forEachDb("rule modes table", async (t, db) => {
             const add = await s.request("POST", path, {
               token,
               body: newBody(kind, entity, tag),
+              // Sign-ups are rate-limited per IP: each add from its own address.
+              headers: { "x-forwarded-for": `10.77.0.${++addSeq % 250}` },
             });
             const probe = await s.request(
               "GET",

@@ -236,7 +236,7 @@ forEachDb(
           `/api/v1/entities/users/${userId}`,
           {
             token: user,
-            body: { password: PW.short },
+            body: { password: PW.short, oldPassword: PW.user },
           },
         );
         assertStatus(r, 400);
@@ -246,7 +246,11 @@ forEachDb(
           `/api/v1/entities/users/${userId}`,
           {
             token: user,
-            body: { password: PW.userNew, name: "Ada L." },
+            body: {
+              password: PW.userNew,
+              name: "Ada L.",
+              oldPassword: PW.user,
+            },
           },
         );
         assertStatus(r, 200);

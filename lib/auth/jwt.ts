@@ -27,12 +27,14 @@ const CACHE_MAX = 10_000;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { TokenSigner } from "moonbase/lib/auth/jwt.ts";
  * const signer = new TokenSigner("a-secret-of-at-least-32-characters!!", 3600);
  * const { token } = await signer.sign("user-1", "users");
  * const claims = await signer.verify(token);
- * console.assert(claims?.sub === "user-1" && claims.entity === "users");
- * console.assert((await signer.verify(token + "x")) === undefined);
+ * assert.equal(claims?.sub, "user-1");
+ * assert.equal(claims?.entity, "users");
+ * assert.equal(await signer.verify(token + "x"), undefined);
  * ```
  */
 export class TokenSigner {

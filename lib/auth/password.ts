@@ -9,22 +9,31 @@
 import { scrypt, timingSafeEqual } from "node:crypto";
 import { Buffer } from "node:buffer";
 import { MoonbaseError } from "../errors.ts";
-import { KdfGate } from "./kdf_gate.ts";
+import { KdfGate, type KdfPriority } from "./kdf_gate.ts";
 
 const N = 32768, R = 8, P = 1, KEYLEN = 32;
 const MAXMEM = 128 * N * R * 2;
 
 /**
  * One scrypt per core at a time (a burst of logins is served in turn, not
- * all at once); past 256 waiting, a login is refused with a 503.
+ * all at once); past 256 waiting, a login is refused with a 503. New
+ * passwords (sign-ups, password changes) wait behind logins, use at most
+ * one slot fewer than there are cores, and past 64 waiting get the 503.
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { kdfGate } from "moonbase/lib/auth/password.ts";
- * console.assert(kdfGate.limit >= 1 && kdfGate.maxWaiting === 256);
+ * assert.ok(kdfGate.limit >= 1);
+ * assert.equal(kdfGate.maxWaiting, 256);
+ * assert.equal(kdfGate.maxLowWaiting, 64);
  * ```
  */
-export const kdfGate = new KdfGate(navigator.hardwareConcurrency || 2, 256);
+export const kdfGate = new KdfGate(
+  navigator.hardwareConcurrency || 2,
+  256,
+  64,
+);
 
 function derive(
   password: string,
@@ -32,16 +41,19 @@ function derive(
   n: number,
   r: number,
   p: number,
+  priority: KdfPriority,
 ): Promise<Buffer> {
-  return kdfGate.run(() =>
-    new Promise((resolve, reject) =>
-      scrypt(password.normalize("NFC"), salt, KEYLEN, {
-        N: n,
-        r,
-        p,
-        maxmem: MAXMEM * 2,
-      }, (err, key) => err ? reject(err) : resolve(key))
-    )
+  return kdfGate.run(
+    () =>
+      new Promise((resolve, reject) =>
+        scrypt(password.normalize("NFC"), salt, KEYLEN, {
+          N: n,
+          r,
+          p,
+          maxmem: MAXMEM * 2,
+        }, (err, key) => err ? reject(err) : resolve(key))
+      ),
+    priority,
   );
 }
 
@@ -50,15 +62,16 @@ function derive(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { hashPassword, verifyPassword } from "moonbase/lib/auth/password.ts";
  * const h = await hashPassword("correct horse");
- * console.assert(await verifyPassword("correct horse", h));
- * console.assert(!(await verifyPassword("wrong", h)));
+ * assert.equal(await verifyPassword("correct horse", h), true);
+ * assert.equal(await verifyPassword("wrong", h), false);
  * ```
  */
 export async function hashPassword(password: string): Promise<string> {
   const salt = Buffer.from(crypto.getRandomValues(new Uint8Array(16)));
-  const key = await derive(password, salt, N, R, P);
+  const key = await derive(password, salt, N, R, P, "low");
   return `scrypt$${N}$${R}$${P}$${salt.toString("base64")}$${
     key.toString("base64")
   }`;
@@ -66,17 +79,20 @@ export async function hashPassword(password: string): Promise<string> {
 
 /**
  * Verifies a password against a stored hash in constant time. A malformed
- * hash verifies as false.
+ * hash verifies as false. Logins verify at `high` priority; a check that
+ * guards a password change passes `low`.
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { verifyPassword } from "moonbase/lib/auth/password.ts";
- * console.assert(!(await verifyPassword("x", "not-a-hash")));
+ * assert.equal(await verifyPassword("x", "not-a-hash"), false);
  * ```
  */
 export async function verifyPassword(
   password: string,
   stored: string,
+  priority: KdfPriority = "high",
 ): Promise<boolean> {
   const parts = stored.split("$");
   if (parts.length !== 6 || parts[0] !== "scrypt") return false;
@@ -90,7 +106,7 @@ export async function verifyPassword(
   if (salt.length < 8 || expected.length < 16) return false;
   let key: Buffer;
   try {
-    key = await derive(password, salt, n, r, p);
+    key = await derive(password, salt, n, r, p, priority);
   } catch (err) {
     // A full queue is not a wrong password.
     if (err instanceof MoonbaseError) throw err;
@@ -116,11 +132,15 @@ export const PARAMS = `${N}$${R}$${P}`;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { verifyDummy } from "moonbase/lib/auth/password.ts";
- * console.assert((await verifyDummy("anything")) === false);
+ * assert.equal(await verifyDummy("anything"), false);
  * ```
  */
-export async function verifyDummy(password: string): Promise<false> {
-  await verifyPassword(password, DUMMY_HASH);
+export async function verifyDummy(
+  password: string,
+  priority: KdfPriority = "high",
+): Promise<false> {
+  await verifyPassword(password, DUMMY_HASH, priority);
   return false;
 }

@@ -1,7 +1,7 @@
 /**
- * Login rate limit: a fixed one-minute window per client IP, counted in the
- * database (`mb_ratelimit`) so every instance on one database shares it and
- * memory stays bounded whatever the number of IPs.
+ * Login and sign-up rate limits: a fixed one-minute window per client IP,
+ * counted in the database (`mb_ratelimit`) so every instance on one database
+ * shares it and memory stays bounded whatever the number of IPs.
  *
  * @module
  */
@@ -10,6 +10,13 @@ import type { Storage } from "../db/storage.ts";
 
 /** Attempts allowed per window, and the window. */
 export const LOGIN_LIMIT = 5, WINDOW_MS = 60_000;
+
+/**
+ * Sign-ups (creates on an auth entity by anyone but an admin) allowed per
+ * window and IP: each costs a scrypt, and each answers whether an email is
+ * taken, so this also bounds email probing.
+ */
+export const SIGNUP_LIMIT = 10;
 
 /** The outcome of counting one attempt. */
 export interface RateState {
@@ -23,18 +30,22 @@ export interface RateState {
 }
 
 /**
- * Counts login attempts per key.
+ * Counts attempts per key (`login:<ip>`, `signup:<ip>`); the limit is
+ * `LOGIN_LIMIT` unless told.
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { SqliteStorage } from "moonbase/lib/db/sqlite.ts";
  * import { ensureSystemTables } from "moonbase/lib/db/system.ts";
- * import { LoginLimiter } from "moonbase/lib/auth/rate_limit.ts";
+ * import { LoginLimiter, SIGNUP_LIMIT } from "moonbase/lib/auth/rate_limit.ts";
  * const db = new SqliteStorage(":memory:");
  * await ensureSystemTables(db);
  * const limiter = new LoginLimiter(db);
- * for (let i = 0; i < 5; i++) console.assert((await limiter.hit("1.2.3.4")).allowed);
- * console.assert(!(await limiter.hit("1.2.3.4")).allowed);
+ * for (let i = 0; i < 5; i++) assert.ok((await limiter.hit("login:1.2.3.4")).allowed);
+ * assert.equal((await limiter.hit("login:1.2.3.4")).allowed, false);
+ * const signup = await limiter.hit("signup:1.2.3.4", SIGNUP_LIMIT);
+ * assert.deepEqual([signup.allowed, signup.limit, signup.remaining], [true, 10, 9]);
  * await db.close();
  * ```
  */
@@ -48,7 +59,11 @@ export class LoginLimiter {
   }
 
   /** Counts one attempt for `key` and says whether it may proceed. */
-  async hit(key: string, now: number = Date.now()): Promise<RateState> {
+  async hit(
+    key: string,
+    limit: number = LOGIN_LIMIT,
+    now: number = Date.now(),
+  ): Promise<RateState> {
     const rows = await this.#store.query(
       `INSERT INTO "mb_ratelimit" ("key", "window_start", "count") VALUES (?, ?, 1)
        ON CONFLICT ("key") DO UPDATE SET
@@ -67,9 +82,9 @@ export class LoginLimiter {
     const start = Number(rows[0]?.window_start ?? now);
     const resetMs = start + WINDOW_MS;
     return {
-      allowed: count <= LOGIN_LIMIT,
-      limit: LOGIN_LIMIT,
-      remaining: Math.max(0, LOGIN_LIMIT - count),
+      allowed: count <= limit,
+      limit,
+      remaining: Math.max(0, limit - count),
       reset: Math.ceil(resetMs / 1000),
       retryAfter: Math.max(1, Math.ceil((resetMs - now) / 1000)),
     };

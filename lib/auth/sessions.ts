@@ -132,10 +132,14 @@ export class Sessions {
     if (claims.scope !== undefined && claims.scope !== scope) {
       throw invalidToken();
     }
+    // The token's entity must still exist, be `auth`, and (unless it is the
+    // admins' system entity) have its API: switching `has_api` off shuts its
+    // users out everywhere, like deleting it.
     const entity = this.#registry.byName(claims.entity);
-    if (!entity || entity.type !== "auth" || entity.name !== claims.entity) {
-      throw invalidToken();
-    }
+    if (
+      !entity || entity.type !== "auth" || entity.name !== claims.entity ||
+      (!entity.hasApi && !entity.isSystem)
+    ) throw invalidToken();
     const user = await entity.read(claims.sub);
     if (!user) throw invalidToken();
     return { token: m[1], claims, entity, user };

@@ -56,18 +56,18 @@ export interface RuleEngine {
 
 /**
  * Only admins may set `verified` on an auth entity's records; for anyone
- * else the key is ignored like the other read-only keys.
+ * else the key is ignored like the other read-only keys, and a new `email`
+ * makes the account unverified (an unchanged one was already dropped by
+ * `lib/auth/account.ts`).
  */
 function writable(
   entity: Entity,
   body: Record<string, unknown>,
   auth: AuthValue,
 ): Record<string, unknown> {
-  if (
-    entity.type !== "auth" || auth.type === "admin" ||
-    !Object.hasOwn(body, "verified")
-  ) return body;
+  if (entity.type !== "auth" || auth.type === "admin") return body;
   const { verified: _ignored, ...rest } = body;
+  if (Object.hasOwn(rest, "email")) rest.verified = false;
   return rest;
 }
 

@@ -58,6 +58,8 @@ export class Registry {
   #version = "";
   #checkExpr: (expr: string) => string | undefined;
   #files: FileStore | undefined;
+  /** Called after a schema change commits (announces it to other instances). */
+  onChange: (() => void) | undefined;
 
   /** `checkExpr` validates custom rule expressions (returns a problem or undefined). */
   constructor(
@@ -436,6 +438,7 @@ export class Registry {
       );
     }
     await this.load();
+    this.onChange?.();
   }
 }
 

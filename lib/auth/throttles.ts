@@ -1,0 +1,74 @@
+/**
+ * Throttles besides the login route's (`routes/auth.ts`):
+ *
+ * - sign-ups: creating a record of an auth entity (a sign-up when its `add`
+ *   rule lets guests in) is limited per client IP like logins, with the
+ *   same headers; admins are not limited;
+ * - a PATCH that checks `oldPassword` counts as a login attempt, so a stolen
+ *   token cannot be used to guess the password.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import type { Entity } from "../schema/entity.ts";
+import { type LoginLimiter, rateHeaders, SIGNUP_LIMIT } from "./rate_limit.ts";
+import type { AuthValue } from "./sessions.ts";
+
+/**
+ * Counts one sign-up from `ip` and returns the `X-RateLimit-*` headers for
+ * the answer, or undefined when no limit applies (not an auth entity, or an
+ * admin). Throws a 429 with `Retry-After` past `SIGNUP_LIMIT` a minute.
+ *
+ * @example
+ * ```ts ignore
+ * const headers = await signupThrottle(core.limiter, ctx.ip, users, auth);
+ * ```
+ */
+export async function signupThrottle(
+  limiter: LoginLimiter,
+  ip: string,
+  entity: Entity,
+  auth: AuthValue,
+): Promise<Record<string, string> | undefined> {
+  if (entity.type !== "auth" || auth.type === "admin") return undefined;
+  const state = await limiter.hit(`signup:${ip}`, SIGNUP_LIMIT);
+  const headers = rateHeaders(state);
+  if (!state.allowed) {
+    throw new MoonbaseError(
+      "rate_limited",
+      "Cannot sign up: too many sign-ups from this address, try again later",
+      null,
+      headers,
+    );
+  }
+  return headers;
+}
+
+/** Counts a check of the current password as a login attempt from `ip` (429 past the limit). */
+export async function passwordCheckThrottle(
+  limiter: LoginLimiter,
+  ip: string,
+): Promise<void> {
+  const state = await limiter.hit(`login:${ip}`);
+  if (!state.allowed) {
+    throw new MoonbaseError(
+      "rate_limited",
+      "Cannot check the password: too many attempts, try again later",
+      null,
+      rateHeaders(state),
+    );
+  }
+}
+
+/** The same error with extra headers (rate-limit headers on every answer). */
+export function withHeaders(
+  err: unknown,
+  headers: Record<string, string>,
+): unknown {
+  if (!(err instanceof MoonbaseError)) return err;
+  return new MoonbaseError(err.code, err.message, err.data, {
+    ...err.headers,
+    ...headers,
+  });
+}
