@@ -143,6 +143,22 @@ for (const db of DATABASES) {
             PROGRAM.replace("SPEC", rel.startsWith(".") ? rel : `./${rel}`),
           );
           check(await runIn(dir, await envFor()), VERSION);
+          // An embedder type-checks their program with their own config
+          // (once: it does not depend on the database).
+          if (db !== DATABASES[0]) return;
+          const checked = await new Deno.Command(Deno.execPath(), {
+            args: ["check", "main.ts"],
+            cwd: dir,
+            env: { NO_COLOR: "1" },
+            stdout: "piped",
+            stderr: "piped",
+            signal: AbortSignal.timeout(120_000),
+          }).output();
+          assert.equal(
+            checked.code,
+            0,
+            new TextDecoder().decode(checked.stderr),
+          );
         });
       } finally {
         await Deno.remove(root, { recursive: true });
