@@ -6,12 +6,13 @@
 
 import { parseArgs } from "node:util";
 import { createApp, VERSION } from "./mod.ts";
-import type { AppConfig } from "./lib/config.ts";
+import { type AppConfig, publicDirProblem } from "./lib/config.ts";
 import { createCore, hasAdmin } from "./lib/core.ts";
 import { StorageUnavailableError } from "./lib/db/storage.ts";
 import { MoonbaseError } from "./lib/errors.ts";
 import { removeAdmin } from "./lib/auth/admins.ts";
 import { isLevel } from "./lib/logs/types.ts";
+import { commandFor } from "./lib/cli_hint.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
@@ -138,6 +139,12 @@ export function parseCli(args: string[]): Cli {
   if (v.database && !v.connection) {
     throw new UsageError("--database PSQL needs --connection <url>");
   }
+  const publicDir = publicDirProblem(v.publicDir);
+  if (publicDir) {
+    throw new UsageError(
+      `invalid --publicDir ${JSON.stringify(v.publicDir)}: ${publicDir}`,
+    );
+  }
   const config: AppConfig = {
     dataDir: v.dataDir,
     database: v.database?.toUpperCase(),
@@ -182,7 +189,9 @@ async function serve(
     console.log(
       `No admin yet. Create one at ${base}/mb/setup?token=${app.setupToken}`,
     );
-    console.log(`  or: moonbase admins --add <email> <password>`);
+    console.log(
+      `  or: ${commandFor("admins --add <email> <password>", config)}`,
+    );
   }
   let stopping = false;
   const stop = async () => {

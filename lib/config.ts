@@ -4,6 +4,8 @@
  * @module
  */
 
+import { MoonbaseError } from "./errors.ts";
+
 /** Options of `createApp` (every CLI option has one). */
 export interface AppConfig {
   /** Data directory (SQLite file, JWT secret, uploaded files). Default `./data`. */
@@ -61,7 +63,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     dataDir: c.dataDir ?? "./data",
     database: c.database ?? "SQLITE",
     connection: c.connection,
-    publicDir: c.publicDir,
+    publicDir: checkedPublicDir(c.publicDir),
     scriptsDir: c.scriptsDir ?? "./scripts",
     dev: c.dev ?? false,
     tokenTtl: c.tokenTtl ?? 3600,
@@ -77,4 +79,38 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     logRetentionDays: c.logRetentionDays ?? 7,
     logMaxRows: c.logMaxRows ?? 100_000,
   };
+}
+
+/**
+ * Why `dir` cannot be served at `/` (undefined when it can, or is unset).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { publicDirProblem } from "moonbase/lib/config.ts";
+ * assert.equal(publicDirProblem(undefined), undefined);
+ * assert.equal(publicDirProblem("./no/such/dir"), "no such directory");
+ * ```
+ */
+export function publicDirProblem(dir: string | undefined): string | undefined {
+  if (dir === undefined) return undefined;
+  try {
+    return Deno.statSync(dir).isDirectory ? undefined : "not a directory";
+  } catch (err) {
+    return err instanceof Deno.errors.NotFound
+      ? "no such directory"
+      : `cannot read it (${err instanceof Error ? err.name : err})`;
+  }
+}
+
+/** `dir` when it can be served; a clear error at start otherwise. */
+function checkedPublicDir(dir: string | undefined): string | undefined {
+  const problem = publicDirProblem(dir);
+  if (problem) {
+    throw new MoonbaseError(
+      "invalid",
+      `Cannot serve publicDir ${JSON.stringify(dir)}: ${problem}`,
+    );
+  }
+  return dir;
 }

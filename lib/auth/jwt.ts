@@ -6,7 +6,9 @@
  * @module
  */
 
-import { jwtVerify, SignJWT } from "jose";
+// Full specifier, not the import map: embedders import mod.ts without it.
+// deno-lint-ignore no-import-prefix
+import { jwtVerify, SignJWT } from "npm:jose@6.2.17";
 import { uuidv7 } from "../ids.ts";
 
 /** Claims Moonbase puts in every token. */

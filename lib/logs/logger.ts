@@ -69,6 +69,8 @@ export class Logger {
   #flushing: Promise<void> | undefined;
   #dropped = 0;
   #encoder = new TextEncoder();
+  /** Pretty lines are coloured only on a terminal, and never with NO_COLOR. */
+  #color = !Deno.noColor && Deno.stdout.isTerminal();
 
   /** `level` is the least severe level kept (store and console). */
   constructor(
@@ -231,7 +233,9 @@ export class Logger {
     } else shown = batch.filter((e) => e.type === "app");
     if (shown.length === 0) return;
     const lines =
-      shown.map((e) => this.#console === "json" ? JSON.stringify(e) : pretty(e))
+      shown.map((e) =>
+        this.#console === "json" ? JSON.stringify(e) : pretty(e, this.#color)
+      )
         .join("\n") + "\n";
     try {
       Deno.stdout.writeSync(this.#encoder.encode(lines));
@@ -259,9 +263,9 @@ export class Logger {
   }
 }
 
-function pretty(e: LogEntry): string {
-  const reset = "\x1b[0m";
-  const head = `${COLORS[e.level]}${e.level.toUpperCase().padEnd(5)}${reset} ${
+function pretty(e: LogEntry, color: boolean): string {
+  const level = e.level.toUpperCase().padEnd(5);
+  const head = `${color ? `${COLORS[e.level]}${level}\x1b[0m` : level} ${
     e.time.slice(11, 23)
   }`;
   if (e.type === "request") {

@@ -1,0 +1,181 @@
+/**
+ * The README's examples, run as a new user would run them: in order, with
+ * bash, against a fresh server.
+ *
+ * Convention (documented here and in the README's walkthrough): a ```sh or
+ * ```bash block is run when the line before it (blank lines aside) is
+ *
+ *     <!-- readme-test -->            every HTTP answer must be 2xx
+ *     <!-- readme-test: 201 200 -->   the block's HTTP answers, in order
+ *
+ * Every block that calls `curl` must be marked (so no example escapes the
+ * test); long-running commands (`deno task start`, `serve`) and the
+ * PostgreSQL set-up (sudo) stay unmarked.
+ *
+ * Each block runs in its own `bash` with `set -euo pipefail`, in one temp
+ * working directory; the variables a block assigns at its top level (e.g.
+ * `TOKEN=$(curl … | jq -r .data.token)`) are carried to the next blocks.
+ * Rewritten before running: `localhost:7070` → the test server's address;
+ * `deno run -A main.ts` → this checkout's main.ts with the server's
+ * `--dataDir` (and `--database PSQL --connection …` on PostgreSQL). `curl` is
+ * wrapped to record each answer's status (`-D`) and nothing else.
+ *
+ * Needs `curl` and `jq` (the README's examples use both). `MB_README_SHOW=1`
+ * prints every block with its output.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { forEachDb, startServer } from "./_server.ts";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const README = await Deno.readTextFile(`${ROOT}/README.md`);
+
+/** A runnable README block. */
+interface Block {
+  line: number;
+  code: string;
+  /** Expected statuses in order, or undefined: every answer 2xx. */
+  statuses?: number[];
+}
+
+/** The README's fenced shell blocks, with their marks. */
+function shellBlocks(md: string): (Block & { marked: boolean })[] {
+  const lines = md.split("\n");
+  const out: (Block & { marked: boolean })[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^```(sh|bash)\s*$/.test(lines[i])) continue;
+    const end = lines.indexOf("```", i + 1);
+    assert.ok(end > i, `unclosed block at README line ${i + 1}`);
+    let j = i - 1;
+    while (j >= 0 && lines[j].trim() === "") j--;
+    const mark = lines[j]?.match(/^<!-- readme-test(?::([\d\s]*))? -->$/);
+    out.push({
+      line: i + 1,
+      code: lines.slice(i + 1, end).join("\n"),
+      marked: mark !== null && mark !== undefined,
+      statuses: mark?.[1]?.trim()
+        ? mark[1].trim().split(/\s+/).map(Number)
+        : undefined,
+    });
+    i = end;
+  }
+  return out;
+}
+
+function which(cmd: string): boolean {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    try {
+      if (Deno.statSync(`${dir}/${cmd}`).isFile) return true;
+    } catch { /* not here */ }
+  }
+  return false;
+}
+
+Deno.test("readme: every example block that calls curl is run", () => {
+  const blocks = shellBlocks(README);
+  const unmarked = blocks.filter((b) => !b.marked && /\bcurl\b/.test(b.code));
+  assert.deepEqual(unmarked.map((b) => `README.md:${b.line}`), []);
+  assert.ok(blocks.filter((b) => b.marked).length >= 10, "marks are gone");
+  // The first lines stay: the two commands to run and to test.
+  assert.match(README, /```sh\ndeno task start .*\ndeno task test .*\n```/);
+});
+
+/** Shell words quoted for bash. */
+function q(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/** Statuses recorded by the curl wrapper, in order. */
+async function statusesIn(dir: string): Promise<number[]> {
+  const names = [...Deno.readDirSync(dir)].map((e) => e.name)
+    .filter((n) => /^\d+$/.test(n)).sort((a, b) => Number(a) - Number(b));
+  const out: number[] = [];
+  for (const n of names) {
+    const text = await Deno.readTextFile(`${dir}/${n}`);
+    const codes = [...text.matchAll(/^HTTP\/[\d.]+ (\d{3})/gm)];
+    out.push(Number(codes.at(-1)?.[1] ?? 0)); // after any 100 Continue
+    await Deno.remove(`${dir}/${n}`);
+  }
+  return out;
+}
+
+const PRELUDE = `set -euo pipefail
+curl() {
+  local n
+  n=$(( $(cat "$MB_HDRS/next") + 1 ))
+  echo "$n" > "$MB_HDRS/next"
+  command curl -D "$MB_HDRS/$n" "$@"
+}
+source "$MB_STATE"
+`;
+
+forEachDb(
+  "readme: the examples run in order on a fresh server",
+  async (t, db) => {
+    assert.ok(
+      which("curl") && which("jq"),
+      "the README test needs curl and jq (apt-get install curl jq)",
+    );
+    const server = await startServer(db);
+    const work = await Deno.makeTempDir({ prefix: "mb_readme_" });
+    try {
+      const hdrs = `${work}/.headers`;
+      await Deno.mkdir(hdrs);
+      await Deno.writeTextFile(`${hdrs}/next`, "0");
+      const state = `${work}/.state`;
+      await Deno.writeTextFile(state, "");
+      const dbArgs = db === "postgres"
+        ? ` --database PSQL --connection ${q(server.connection!)}`
+        : "";
+      const cli = `${q(Deno.execPath())} run -A ${q(`${ROOT}/main.ts`)} ` +
+        `--dataDir ${q(server.dataDir)}${dbArgs}`;
+      const host = server.url.replace(/^http:\/\//, "");
+      const env: Record<string, string> = {
+        ...Deno.env.toObject(),
+        NO_COLOR: "1",
+      };
+      delete env.MB_JWT_SECRET;
+      for (const block of shellBlocks(README).filter((b) => b.marked)) {
+        await t.step(`README.md:${block.line}`, async () => {
+          const code = block.code.replaceAll("localhost:7070", host)
+            .replaceAll("deno run -A main.ts", cli);
+          const names = [
+            ...new Set(
+              [...code.matchAll(/^([A-Za-z_]\w*)=/gm)].map((m) => m[1]),
+            ),
+          ];
+          const save = names.map((n) => `declare -p ${n} >> "$MB_STATE"`)
+            .join("\n");
+          const out = await new Deno.Command("bash", {
+            args: ["-c", `${PRELUDE}${code}\n${save}\n`],
+            cwd: work,
+            env: { ...env, MB_HDRS: hdrs, MB_STATE: state },
+            stdout: "piped",
+            stderr: "piped",
+            signal: AbortSignal.timeout(120_000),
+          }).output();
+          const dec = new TextDecoder();
+          const shown = `--- block\n${code}\n--- stdout\n${
+            dec.decode(out.stdout).slice(0, 3000)
+          }\n--- stderr\n${dec.decode(out.stderr).slice(0, 3000)}`;
+          if (Deno.env.get("MB_README_SHOW")) console.log(shown);
+          assert.equal(out.code, 0, `exit ${out.code}\n${shown}`);
+          const got = await statusesIn(hdrs);
+          if (block.statuses) assert.deepEqual(got, block.statuses, shown);
+          else {
+            assert.ok(
+              got.every((s) => s >= 200 && s < 300),
+              `${got}\n${shown}`,
+            );
+          }
+        });
+      }
+    } finally {
+      await server.close();
+      await Deno.remove(work, { recursive: true });
+    }
+  },
+);
