@@ -7,7 +7,7 @@
  * within a few MiB of each other.
  *
  *   deno run -A bench/soak.ts [--minutes 10] [--connections 12]
- *     [--database PSQL] [--v8 "--expose-gc"]
+ *     [--database PSQL] [--v8=--max-old-space-size=64]
  *
  * With `--database PSQL` it runs on a throwaway PostgreSQL cluster.
  *

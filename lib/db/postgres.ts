@@ -15,7 +15,7 @@ import type {
   Storage,
 } from "./storage.ts";
 import { StorageUnavailableError } from "../errors.ts";
-import { Breaker } from "./pg_breaker.ts";
+import { Breaker, BREAKER_TIMES } from "./pg_breaker.ts";
 import {
   client,
   clientError,
@@ -90,7 +90,7 @@ export class PostgresStorage implements Storage {
 
   /** Asks the database for `SELECT 1` on a connection of its own, within `ms`. */
   async #probeOnce(ms: number): Promise<boolean> {
-    const sql = this.#probe ??= client(this.#url, Math.max(1, ms / 1000));
+    const sql = this.#probe ??= client(this.#url, ms / 1000);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<"late">((r) => timer = setTimeout(r, ms, "late"));
     try {
@@ -180,9 +180,16 @@ export class PostgresStorage implements Storage {
   /** Checks that the server answers; throws `StorageUnavailableError` otherwise. */
   async connect(): Promise<void> {
     try {
-      await Promise.all(this.#lanes.map((l) => l.sql`SELECT 1 AS ok`));
+      // The probe's connection too: a probe then only costs a round trip.
+      this.#probe = client(this.#url, BREAKER_TIMES.probeMs / 1000);
+      await Promise.all(
+        [...this.#lanes.map((l) => l.sql), this.#probe].map((sql) =>
+          sql`SELECT 1 AS ok`
+        ),
+      );
     } catch (err) {
       this.#breaker.stop();
+      await this.#probe?.end({ timeout: 0 }).catch(() => {});
       await this.#end(0);
       const msg = err instanceof Error ? err.message : String(err);
       throw new StorageUnavailableError(`Cannot connect to PostgreSQL: ${msg}`);
