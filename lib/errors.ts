@@ -80,9 +80,10 @@ export function invalidFields(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { StorageUnavailableError } from "moonbase/lib/errors.ts";
  * const e = new StorageUnavailableError("Cannot reach PostgreSQL: refused");
- * console.assert(e.retryAfter === 2);
+ * assert.equal(e.retryAfter, 2);
  * ```
  */
 export class StorageUnavailableError extends Error {
@@ -103,8 +104,9 @@ export class StorageUnavailableError extends Error {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { diskFull } from "moonbase/lib/errors.ts";
- * console.assert(diskFull().code === "insufficient_storage");
+ * assert.equal(diskFull().code, "insufficient_storage");
  * ```
  */
 export function diskFull(): MoonbaseError {
