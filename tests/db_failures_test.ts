@@ -57,6 +57,11 @@ function outageCalls(s: TestServer, id: string) {
         body: { identity: "admin@example.com", password: s.adminPassword },
       }),
     health: () => s.request("GET", "/api/v1/health"),
+    schema: async () =>
+      s.request("POST", "/api/v1/schemas", {
+        token: await s.adminToken(),
+        body: { name: "later", type: "base", fields: [] },
+      }),
   };
 }
 
