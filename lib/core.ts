@@ -77,7 +77,7 @@ export async function openStorage(config: ResolvedConfig): Promise<Storage> {
       `Cannot use --database ${config.database}: use PSQL, or omit it for SQLite`,
     );
   }
-  await Deno.mkdir(config.dataDir, { recursive: true });
+  await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   return new SqliteStorage(join(config.dataDir, "moonbase.db"));
 }
 

@@ -16,7 +16,8 @@ export type ErrorCode =
   | "too_large"
   | "unsupported_media_type"
   | "rate_limited"
-  | "unavailable";
+  | "unavailable"
+  | "insufficient_storage";
 
 /** Per-field validation detail: `{name: {code, message}}`. */
 export type FieldErrors = Record<string, { code: string; message: string }>;
@@ -70,4 +71,47 @@ export function invalidFields(
 ): MoonbaseError {
   const names = Object.keys(fields).join(", ");
   return new MoonbaseError("invalid", `${message} (${names})`, { fields });
+}
+
+/**
+ * The database cannot be reached or opened. Its message may carry driver
+ * details (for the operator); a client is only ever told "Cannot reach the
+ * database", with a 503 and `Retry-After` (see `lib/http/envelope.ts`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { StorageUnavailableError } from "moonbase/lib/errors.ts";
+ * const e = new StorageUnavailableError("Cannot reach PostgreSQL: refused");
+ * assert.equal(e.retryAfter, 2);
+ * ```
+ */
+export class StorageUnavailableError extends Error {
+  /** Seconds a client should wait before retrying. */
+  readonly retryAfter: number;
+
+  /** Creates the error with a one-line reason. */
+  constructor(message: string, retryAfter = 2) {
+    super(message);
+    this.name = "StorageUnavailableError";
+    this.retryAfter = retryAfter;
+  }
+}
+
+/**
+ * The disk (or the database's size limit) is full: a write cannot be saved
+ * (507 Insufficient Storage; nothing half-written is kept).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { diskFull } from "moonbase/lib/errors.ts";
+ * assert.equal(diskFull().code, "insufficient_storage");
+ * ```
+ */
+export function diskFull(): MoonbaseError {
+  return new MoonbaseError(
+    "insufficient_storage",
+    "Cannot save: the server's disk is full; try again once space is freed",
+  );
 }

@@ -1,23 +1,31 @@
 /**
- * `GET /api/v1/health`: status, uptime, version and a database check
- * (503 when the database does not answer within a second).
+ * `GET /api/v1/health`: status, uptime, version and the database's state —
+ * `ok`, `unavailable` (cannot be reached, or no answer within a second) or
+ * `full` (writes fail for lack of space); 503 unless `ok`.
  *
  * @module
  */
 
 import { type Core, VERSION } from "../lib/core.ts";
+import type { DatabaseState } from "../lib/db/storage.ts";
 import type { Handler } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
 
-async function databaseUp(core: Core): Promise<boolean> {
+const PROBLEM: Record<DatabaseState, string> = {
+  ok: "",
+  unavailable: "Database is not answering",
+  full: "Database cannot save: the disk is full",
+};
+
+async function databaseState(core: Core): Promise<DatabaseState> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<boolean>((r) =>
-    timer = setTimeout(() => r(false), 1000)
+  const timeout = new Promise<DatabaseState>((r) =>
+    timer = setTimeout(() => r("unavailable"), 1000)
   );
   try {
     return await Promise.race([
-      core.storage.ping().then(() => true, () => false),
+      core.storage.state().catch((): DatabaseState => "unavailable"),
       timeout,
     ]);
   } finally {
@@ -28,18 +36,16 @@ async function databaseUp(core: Core): Promise<boolean> {
 /** Registers the health route. */
 export function healthRoutes(r: Router<Handler<Core>>): void {
   r.add("GET", "/api/v1/health", async ({ app }) => {
-    const up = await databaseUp(app);
+    const database = await databaseState(app);
+    const up = database === "ok";
     const data = {
-      status: up ? "ok" : "down",
+      status: up ? "ok" : database === "full" ? "degraded" : "down",
       uptime: Math.floor((Date.now() - app.startedAt) / 1000),
       version: VERSION,
-      database: up ? "ok" : "down",
+      database,
     };
-    return json(
-      up ? 200 : 503,
-      data,
-      { "cache-control": "no-store" },
-      up ? "" : "Database is not answering",
-    );
+    const headers: Record<string, string> = { "cache-control": "no-store" };
+    if (!up) headers["retry-after"] = "2";
+    return json(up ? 200 : 503, data, headers, PROBLEM[database]);
   });
 }

@@ -15,6 +15,12 @@ export interface PgCluster {
   readonly url: string;
   /** Creates a fresh, empty database and returns its connection URL. */
   createDatabase(): Promise<string>;
+  /** Stops the server at once (`pg_ctl stop -m immediate`): a database outage. */
+  stop(): Promise<void>;
+  /** Starts the stopped server again on the same port. */
+  restart(): Promise<void>;
+  /** The postmaster's pid and its children's (to freeze it with SIGSTOP). */
+  pids(): Promise<number[]>;
 }
 
 let started: Promise<PgCluster> | undefined;
@@ -49,7 +55,7 @@ async function run(args: string[], asPostgres = true): Promise<string> {
   return text;
 }
 
-async function start(): Promise<PgCluster> {
+async function start(durable = false): Promise<PgCluster> {
   const dir = await Deno.makeTempDir({ prefix: "mb_pg_" });
   await Deno.chmod(dir, 0o777);
   if (Deno.uid() === 0) await run(["chown", "postgres:postgres", dir], false);
@@ -66,19 +72,25 @@ async function start(): Promise<PgCluster> {
     "-E",
     "UTF8",
   ]);
+  // A durable cluster keeps synchronous_commit on: an immediate stop then
+  // loses nothing that was acknowledged.
   const opts =
-    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
-  await run([
-    `${BIN}/pg_ctl`,
-    "-D",
-    data,
-    "-o",
-    opts,
-    "-l",
-    `${dir}/log`,
-    "-w",
-    "start",
-  ]);
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off${
+      durable ? "" : " -c synchronous_commit=off"
+    } -c full_page_writes=off -c max_connections=200`;
+  const up = () =>
+    run([
+      `${BIN}/pg_ctl`,
+      "-D",
+      data,
+      "-o",
+      opts,
+      "-l",
+      `${dir}/log`,
+      "-w",
+      "start",
+    ]);
+  await up();
   globalThis.addEventListener("unload", () => {
     const args = ["-D", data, "-m", "immediate", "stop"];
     const cmd = Deno.uid() === 0
@@ -102,6 +114,28 @@ async function start(): Promise<PgCluster> {
       }
       return `postgres://postgres@127.0.0.1:${port}/${name}`;
     },
+    async stop() {
+      await run([`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "stop"]);
+    },
+    async restart() {
+      await up();
+    },
+    async pids() {
+      const head = await Deno.readTextFile(`${data}/postmaster.pid`);
+      const main = Number(head.split("\n")[0]);
+      const out = [main];
+      for await (const e of Deno.readDir("/proc")) {
+        if (!/^\d+$/.test(e.name)) continue;
+        try {
+          const stat = await Deno.readTextFile(`/proc/${e.name}/stat`);
+          const ppid = Number(
+            stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1],
+          );
+          if (ppid === main) out.push(Number(e.name));
+        } catch { /* gone */ }
+      }
+      return out;
+    },
   };
 }
 
@@ -117,4 +151,13 @@ async function start(): Promise<PgCluster> {
 export function startPostgres(): Promise<PgCluster> {
   started ??= start();
   return started;
+}
+
+/**
+ * Starts a cluster of the caller's own (not shared with other tests of the
+ * process, synchronous_commit on), for tests that stop, freeze and restart
+ * it; stopped at exit.
+ */
+export function startOwnPostgres(): Promise<PgCluster> {
+  return start(true);
 }

@@ -43,7 +43,7 @@ export async function resolveSecret(
     if (!(err instanceof Deno.errors.NotFound)) throw err;
   }
   const value = randomToken(32);
-  await Deno.mkdir(dataDir, { recursive: true });
+  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
   await Deno.writeTextFile(path, value + "\n", { mode: 0o600 });
   await Deno.chmod(path, 0o600).catch(() => {});
   return { value, source: "generated" };

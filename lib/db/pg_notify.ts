@@ -8,7 +8,9 @@
  * @module
  */
 
-import postgres from "postgres";
+// Full specifier, not the import map: embedders import mod.ts without it.
+// deno-lint-ignore no-import-prefix
+import postgres from "npm:postgres@3.4.7";
 import type { Queryable } from "./storage.ts";
 
 /** A channel name: lower-case letters and `_` only (never quoted input). */

@@ -8,154 +8,26 @@
 
 // Full specifier, not the import map: embedders import mod.ts without it.
 // deno-lint-ignore no-import-prefix
-import postgres from "npm:postgres@3.4.7";
+import type postgres from "npm:postgres@3.4.7";
 import type {
-  ColumnKind,
-  ConstraintFailure,
-  Dialect,
+  DatabaseState,
   Queryable,
   Row,
   SqlValue,
   Storage,
 } from "./storage.ts";
-import { StorageUnavailableError } from "./storage.ts";
-import { MoonbaseError } from "../errors.ts";
-import { RowMakers } from "./shapes.ts";
+import { StorageUnavailableError } from "../errors.ts";
+import { Breaker, BREAKER_TIMES } from "./pg_breaker.ts";
+import {
+  client,
+  clientError,
+  lost,
+  queryable,
+  unreachable,
+} from "./pg_client.ts";
+import { postgresDialect } from "./postgres_dialect.ts";
 
-const TYPES: Record<ColumnKind, string> = {
-  text: "TEXT",
-  int: "BIGINT",
-  double: "DOUBLE PRECISION",
-  bool: "BOOLEAN",
-  json: "JSONB",
-};
-
-const CODES: Record<string, ConstraintFailure["kind"]> = {
-  "23505": "unique",
-  "23503": "foreign_key",
-  "23502": "not_null",
-  "23514": "check",
-};
-
-/** The PostgreSQL dialect. */
-export const postgresDialect: Dialect = {
-  name: "postgres",
-  forUpdate: " FOR UPDATE",
-  jsonArrayContains: (col) => `${col} @> jsonb_build_array(?::text)`,
-  columnType: (kind) => TYPES[kind],
-  encode(kind, value) {
-    if (value === null || value === undefined) return null;
-    // postgres.js serializes JSONB parameters itself (it learns their type when preparing).
-    if (kind === "json") return value as SqlValue;
-    return value as SqlValue;
-  },
-  decode(kind, value) {
-    if (value === null || value === undefined) return null;
-    if (kind === "int" || kind === "double") return Number(value);
-    return value;
-  },
-  constraintFailure(err) {
-    const e = err as { code?: string; constraint_name?: string };
-    const kind = e.code ? CODES[e.code] : undefined;
-    if (!kind) return undefined;
-    return e.constraint_name
-      ? { kind, constraint: e.constraint_name }
-      : { kind };
-  },
-};
-
-const numbered = new Map<string, string>();
-
-/** Rewrites `?` placeholders to `$1…$n` (generated SQL never has `?` elsewhere). */
-function numberedPlaceholders(sql: string): string {
-  let out = numbered.get(sql);
-  if (out === undefined) {
-    let n = 0;
-    out = sql.replace(/\?/g, () => `$${++n}`);
-    if (numbered.size > 5000) numbered.clear();
-    numbered.set(sql, out);
-  }
-  return out;
-}
-
-type Sql = postgres.Sql | postgres.TransactionSql;
-
-const CONNECTION_ERRORS = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "CONNECT_TIMEOUT",
-  "CONNECTION_CLOSED",
-  "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED",
-  "57P01",
-  "57P03",
-]);
-
-/** PostgreSQL cannot store NUL characters in text: a clear 400 instead of a 500. */
-function clientError(err: unknown): unknown {
-  const code = (err as { code?: string }).code;
-  if (code && CONNECTION_ERRORS.has(code)) {
-    return new MoonbaseError(
-      "unavailable",
-      "Cannot reach the database: try again later",
-    );
-  }
-  if (code === "42703" || code === "42P01") {
-    return new MoonbaseError(
-      "conflict",
-      "Cannot complete: the entity's schema changed during the request; retry",
-    );
-  }
-  if (code === "22021" || code === "22P05" || code === "22P02") {
-    return new MoonbaseError(
-      "invalid",
-      "Cannot use value: it contains characters the database cannot store",
-    );
-  }
-  return err;
-}
-
-const makers = new RowMakers();
-
-function queryable(sql: Sql): Queryable {
-  const pending = (text: string, params: readonly SqlValue[]) =>
-    sql.unsafe(
-      numberedPlaceholders(text),
-      params as postgres.ParameterOrJSON<never>[],
-      { prepare: true },
-    );
-  const unsafe = async (text: string, params: readonly SqlValue[]) => {
-    try {
-      return await pending(text, params);
-    } catch (err) {
-      throw clientError(err);
-    }
-  };
-  return {
-    async query(text, params = []) {
-      // Rows as arrays, made into objects by one generated literal (see
-      // shapes.ts): postgres.js's own objects store each column by name.
-      let values;
-      try {
-        values = await pending(text, params).values();
-      } catch (err) {
-        throw clientError(err);
-      }
-      const columns = values.columns ?? [];
-      if (values.length === 0 || columns.length === 0) return [];
-      const make = makers.for(text, columns);
-      const rows: Row[] = new Array(values.length);
-      for (let i = 0; i < values.length; i++) rows[i] = make(values[i]);
-      return rows;
-    },
-    async run(text, params = []) {
-      return (await unsafe(text, params)).count;
-    },
-    async exec(text) {
-      await sql.unsafe(text);
-    },
-  };
-}
+export { postgresDialect } from "./postgres_dialect.ts";
 
 /** One connection of the pool, with the work sent to it and not yet settled. */
 interface Lane {
@@ -164,35 +36,23 @@ interface Lane {
   pending: number;
   /** A transaction holds the connection (at most one does). */
   held: boolean;
+  /** Statements settled so far, and the count and time the stall watch last saw. */
+  settled: number;
+  seen: number;
+  seenAt: number;
 }
 
 function openLane(url: string): Lane {
-  const sql = postgres(url, {
-    max: 1,
-    // Connections stay open: the pool is small and fixed, and postgres.js's
-    // idle timer, re-armed after every query, made Deno warn of a negative
-    // timeout under load.
-    idle_timeout: 0,
-    connect_timeout: 5,
-    onnotice: () => {},
-    // int8 and numeric as JSON numbers (Moonbase ints are safe integers).
-    types: {
-      int8: {
-        to: 20,
-        from: [20],
-        serialize: (x: unknown) => String(x),
-        parse: (x: string) => Number(x),
-      },
-      numeric: {
-        to: 1700,
-        from: [1700],
-        serialize: (x: unknown) => String(x),
-        parse: (x: string) => Number(x),
-      },
-    },
-    transform: { undefined: null },
-  });
-  return { sql, q: queryable(sql), pending: 0, held: false };
+  const sql = client(url, 5);
+  return {
+    sql,
+    q: queryable(sql),
+    pending: 0,
+    held: false,
+    settled: 0,
+    seen: 0,
+    seenAt: Date.now(),
+  };
 }
 
 /**
@@ -206,15 +66,85 @@ function openLane(url: string): Lane {
  * shrink when they empty, and a connection is looked up by a linear scan: under
  * steady load that scan grew with every query and, on this project's
  * benchmark, doubled the CPU per request within a minute.
+ *
+ * When the database cannot be reached, a breaker (see pg_breaker.ts) makes
+ * every statement fail at once with `StorageUnavailableError` (503) until a
+ * background probe gets an answer again.
  */
 export class PostgresStorage implements Storage {
   readonly dialect = postgresDialect;
+  #url: string;
   #lanes: Lane[];
   #waiting: (() => void)[] = [];
+  #breaker: Breaker;
+  #probe: postgres.Sql | undefined;
 
   /** Creates a pool for `url` (no connection is made until `connect()`). */
   constructor(url: string, max = 10) {
+    this.#url = url;
     this.#lanes = Array.from({ length: Math.max(1, max) }, () => openLane(url));
+    this.#breaker = new Breaker({
+      probe: (ms) => this.#probeOnce(ms),
+      stalled: (now, ms) => this.#stalled(now, ms),
+      onOpen: () => this.#dropConnections(),
+    });
+  }
+
+  /** Asks the database for `SELECT 1` on a connection of its own, within `ms`. */
+  async #probeOnce(ms: number): Promise<boolean> {
+    const sql = this.#probe ??= client(this.#url, ms / 1000);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((r) => timer = setTimeout(r, ms, "late"));
+    try {
+      const out = await Promise.race([
+        sql`SELECT 1 AS ok`.then(() => "ok" as const, (e: unknown) => e),
+        late,
+      ]);
+      // Any answer of the server's own (even an error) means it is reachable.
+      if (out === "ok" || (out !== "late" && !unreachable(out))) return true;
+    } finally {
+      clearTimeout(timer);
+    }
+    // A fresh client next time: this one may be stuck or backing off.
+    this.#probe = undefined;
+    sql.end({ timeout: 0 }).catch(() => {});
+    return false;
+  }
+
+  /** True when a connection has had work without any settling for `ms`. */
+  #stalled(now: number, ms: number): boolean {
+    let stalled = false;
+    for (const l of this.#lanes) {
+      if (l.pending === 0 || l.settled !== l.seen) {
+        l.seen = l.settled;
+        l.seenAt = now;
+      } else if (now - l.seenAt >= ms) stalled = true;
+    }
+    return stalled;
+  }
+
+  /**
+   * The database is unreachable: new connections replace the old ones, and
+   * what hung on the old ones fails now (postgres.js rejects it when its
+   * client is destroyed) instead of waiting for the database to return.
+   */
+  #dropConnections(): void {
+    const old = this.#lanes;
+    this.#lanes = old.map(() => openLane(this.#url));
+    for (const l of old) l.sql.end({ timeout: 0 }).catch(() => {});
+    this.#wake();
+  }
+
+  #wake(): void {
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const wake of waiting) wake();
+  }
+
+  #unavailable(): StorageUnavailableError {
+    return new StorageUnavailableError(
+      "Cannot reach PostgreSQL: it did not answer; retrying in the background",
+    );
   }
 
   /** The free lane with the least work; undefined when every lane is held. */
@@ -227,26 +157,41 @@ export class PostgresStorage implements Storage {
   }
 
   async #on<T>(fn: (lane: Lane) => Promise<T>): Promise<T> {
+    if (this.#breaker.open) throw this.#unavailable();
     let lane = this.#lane();
     // Every connection is held by a transaction: wait for the first to end
     // rather than queue behind one chosen now.
     while (!lane) {
       await new Promise<void>((wake) => this.#waiting.push(wake));
+      if (this.#breaker.open) throw this.#unavailable();
       lane = this.#lane();
     }
     lane.pending++;
     try {
       return await fn(lane);
+    } catch (err) {
+      // A lost connection: is the database gone, or only this connection?
+      if (err instanceof StorageUnavailableError) this.#breaker.suspect();
+      throw err;
     } finally {
       lane.pending--;
+      lane.settled++;
     }
   }
 
   /** Checks that the server answers; throws `StorageUnavailableError` otherwise. */
   async connect(): Promise<void> {
     try {
-      await Promise.all(this.#lanes.map((l) => l.sql`SELECT 1 AS ok`));
+      // The probe's connection too: a probe then only costs a round trip.
+      this.#probe = client(this.#url, BREAKER_TIMES.probeMs / 1000);
+      await Promise.all(
+        [...this.#lanes.map((l) => l.sql), this.#probe].map((sql) =>
+          sql`SELECT 1 AS ok`
+        ),
+      );
     } catch (err) {
+      this.#breaker.stop();
+      await this.#probe?.end({ timeout: 0 }).catch(() => {});
       await this.#end(0);
       const msg = err instanceof Error ? err.message : String(err);
       throw new StorageUnavailableError(`Cannot connect to PostgreSQL: ${msg}`);
@@ -272,19 +217,32 @@ export class PostgresStorage implements Storage {
         return await lane.sql.begin((tx) => fn(queryable(tx))) as T;
       } catch (err) {
         // DDL errors inside a transaction keep their own meaning (the registry maps them).
-        const code = (err as { code?: string }).code;
-        throw code && CONNECTION_ERRORS.has(code) ? clientError(err) : err;
+        throw unreachable(err) ? lost(err) : err;
       } finally {
         lane.held = false;
-        const waiting = this.#waiting;
-        this.#waiting = [];
-        for (const wake of waiting) wake();
+        this.#wake();
       }
     });
   }
 
   async ping(): Promise<void> {
-    await this.#on((l) => l.sql`SELECT 1 AS ok`);
+    await this.#on(async (l) => {
+      try {
+        await l.sql`SELECT 1 AS ok`;
+      } catch (err) {
+        throw clientError(err);
+      }
+    });
+  }
+
+  async state(): Promise<DatabaseState> {
+    if (this.#breaker.open) return "unavailable";
+    try {
+      await this.ping();
+      return "ok";
+    } catch {
+      return "unavailable";
+    }
   }
 
   async #end(timeout: number): Promise<void> {
@@ -294,6 +252,8 @@ export class PostgresStorage implements Storage {
   }
 
   async close(): Promise<void> {
+    this.#breaker.stop();
+    await this.#probe?.end({ timeout: 0 }).catch(() => {});
     await this.#end(5);
   }
 }

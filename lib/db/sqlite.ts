@@ -11,6 +11,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import type {
   ColumnOrigin,
+  DatabaseState,
   Queryable,
   Row,
   SqlValue,
@@ -19,32 +20,17 @@ import type {
 import { StorageUnavailableError } from "./storage.ts";
 import { type RowMaker, rowMaker } from "./shapes.ts";
 import { sqliteDialect } from "./sqlite_dialect.ts";
+import { ownerOnly } from "./private_files.ts";
 import { writes } from "./statement_kind.ts";
-import { MoonbaseError } from "../errors.ts";
+import { diskFull } from "../errors.ts";
+import {
+  FULL_REPORTED_MS,
+  groupLost,
+  noSpace,
+  staleSchema,
+} from "./sqlite_errors.ts";
 
 export { sqliteDialect } from "./sqlite_dialect.ts";
-
-/** A statement that names a column or table a concurrent schema change removed: 409, retry. */
-function staleSchema(err: unknown): unknown {
-  const msg = err instanceof Error ? err.message : "";
-  if (
-    /^(no such column|no such table|table \S+ has no column named)/.test(msg)
-  ) {
-    return new MoonbaseError(
-      "conflict",
-      "Cannot complete: the entity's schema changed during the request; retry",
-    );
-  }
-  return err;
-}
-
-/** Told to the writes of a group that could not be committed. */
-function groupLost(): MoonbaseError {
-  return new MoonbaseError(
-    "unavailable",
-    "Cannot save: the database could not commit the write; try again",
-  );
-}
 
 /** A cached statement and its result column names. */
 interface Prepared {
@@ -83,10 +69,14 @@ export class SqliteStorage implements Storage {
   #direct: Queryable;
   #group: Group | undefined;
   #turn = false;
+  /** A write failed for lack of space, and none has succeeded since. */
+  #full = false;
+  #fullAt = 0;
 
   /** Opens (creating if needed) the database file at `path`. */
   constructor(path: string) {
     try {
+      ownerOnly(path);
       this.#db = new DatabaseSync(path);
       this.#db.exec("PRAGMA journal_mode=WAL");
       this.#db.exec("PRAGMA synchronous=NORMAL");
@@ -149,8 +139,16 @@ export class SqliteStorage implements Storage {
     try {
       return this.#allRaw(sql, params);
     } catch (err) {
-      throw staleSchema(err);
+      throw this.#error(err);
     }
+  }
+
+  /** Maps a SQLite error: a full disk (507, remembered for health), a stale schema (409). */
+  #error(err: unknown): unknown {
+    if (!noSpace(err)) return staleSchema(err);
+    this.#full = true;
+    this.#fullAt = Date.now();
+    return diskFull();
   }
 
   #allRaw(sql: string, params: readonly SqlValue[] = []): Row[] {
@@ -168,7 +166,7 @@ export class SqliteStorage implements Storage {
     try {
       return this.#runRaw(sql, params);
     } catch (err) {
-      throw staleSchema(err);
+      throw this.#error(err);
     }
   }
 
@@ -181,7 +179,7 @@ export class SqliteStorage implements Storage {
     try {
       prepared = this.#stmt(sql);
     } catch (err) {
-      return Promise.reject(staleSchema(err));
+      return Promise.reject(this.#error(err));
     }
     // A write (… RETURNING) commits like `run`.
     if (prepared.writes) return this.#write(() => this.#all(sql, params));
@@ -192,7 +190,7 @@ export class SqliteStorage implements Storage {
       return Promise.resolve(this.#rows(prepared, params));
     } catch (err) {
       this.#failed();
-      return Promise.reject(staleSchema(err));
+      return Promise.reject(this.#error(err));
     }
   }
 
@@ -207,7 +205,9 @@ export class SqliteStorage implements Storage {
       // The first write of this turn commits on its own, answered at once.
       this.#startTurn();
       try {
-        return Promise.resolve(statement());
+        const out = statement();
+        this.#full = false;
+        return Promise.resolve(out);
       } catch (err) {
         return Promise.reject(err);
       }
@@ -259,7 +259,9 @@ export class SqliteStorage implements Storage {
     if (!this.#db.isTransaction) return this.#lose(group);
     try {
       this.#db.exec("COMMIT");
-    } catch {
+      this.#full = false;
+    } catch (err) {
+      this.#error(err); // remembers a full disk for health and for the group
       try {
         if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       } catch { /* the connection reports the next error itself */ }
@@ -278,11 +280,12 @@ export class SqliteStorage implements Storage {
     if (this.#group && !this.#db.isTransaction) this.#lose(this.#group);
   }
 
-  /** Tells every write of a group that was not committed, with a 503. */
+  /** Tells every write of a group that was not committed: 507 when the disk was full, else 503. */
   #lose(group: Group): void {
     this.#group = undefined;
     this.#cache.clear();
-    for (const w of group.waiting) w.fail(groupLost());
+    const why = this.#full ? diskFull : groupLost;
+    for (const w of group.waiting) w.fail(why());
   }
 
   /** Runs `fn` once no transaction is open. */
@@ -320,6 +323,7 @@ export class SqliteStorage implements Storage {
       try {
         out = await fn(this.#direct);
         this.#db.exec(alone ? "COMMIT" : "RELEASE mb_tx");
+        if (alone) this.#full = false;
       } catch (err) {
         if (this.#db.isTransaction) {
           this.#db.exec(alone ? "ROLLBACK" : "ROLLBACK TO mb_tx");
@@ -333,7 +337,7 @@ export class SqliteStorage implements Storage {
       }
     } catch (err) {
       if (!alone) this.#failed();
-      throw err;
+      throw this.#error(err);
     } finally {
       this.#active = undefined;
       release();
@@ -347,6 +351,16 @@ export class SqliteStorage implements Storage {
 
   async ping(): Promise<void> {
     await this.query("SELECT 1 AS ok");
+  }
+
+  async state(): Promise<DatabaseState> {
+    try {
+      await this.ping();
+    } catch {
+      return "unavailable";
+    }
+    const full = this.#full && Date.now() - this.#fullAt < FULL_REPORTED_MS;
+    return full ? "full" : "ok";
   }
 
   async close(): Promise<void> {

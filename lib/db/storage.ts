@@ -61,6 +61,9 @@ export interface Dialect {
   constraintFailure(err: unknown): ConstraintFailure | undefined;
 }
 
+/** What the health check reports about the database. */
+export type DatabaseState = "ok" | "unavailable" | "full";
+
 /** Logical storage kinds that field types map to. */
 export type ColumnKind = "text" | "int" | "double" | "bool" | "json";
 
@@ -75,18 +78,18 @@ export interface Storage extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
+  /**
+   * The database's condition for the health check: `unavailable` when it
+   * cannot be reached, `full` while writes fail for lack of space (until a
+   * write succeeds again), else `ok`.
+   */
+  state(): Promise<DatabaseState>;
   /** Closes every connection. */
   close(): Promise<void>;
 }
 
-/** Thrown when the database cannot be reached or opened. */
-export class StorageUnavailableError extends Error {
-  /** Creates the error with a one-line reason. */
-  constructor(message: string) {
-    super(message);
-    this.name = "StorageUnavailableError";
-  }
-}
+/** Thrown when the database cannot be reached or opened (lives in lib/errors.ts). */
+export { StorageUnavailableError } from "../errors.ts";
 
 /**
  * Quotes an identifier. Only `[A-Za-z0-9_]` names are accepted, so no

@@ -8,7 +8,7 @@
  */
 
 import { join } from "node:path";
-import { MoonbaseError } from "../errors.ts";
+import { diskFull, MoonbaseError } from "../errors.ts";
 import type { Part } from "./multipart.ts";
 import { STORED_NAME, storedName } from "./names.ts";
 import { sniff, typeAllowed } from "./sniff.ts";
@@ -55,14 +55,19 @@ export class FileStore {
     budget: UploadBudget,
     mimeTypes?: readonly string[],
   ): Promise<StoredFile> {
-    await Deno.mkdir(this.dir(entityId), { recursive: true });
     const name = storedName(part.filename ?? "");
     const path = join(this.dir(entityId), name);
-    const file = await Deno.open(path, {
-      write: true,
-      createNew: true,
-      mode: 0o640,
-    });
+    let file: Deno.FsFile;
+    try {
+      await Deno.mkdir(this.dir(entityId), { recursive: true });
+      file = await Deno.open(path, {
+        write: true,
+        createNew: true,
+        mode: 0o640,
+      });
+    } catch (err) {
+      throw noSpace(err) ? diskFull() : err;
+    }
     let size = 0, head: Uint8Array = new Uint8Array(0), type = "";
     try {
       for await (const chunk of part.body()) {
@@ -86,7 +91,7 @@ export class FileStore {
     } catch (err) {
       file.close();
       await Deno.remove(path).catch(() => {});
-      throw err;
+      throw noSpace(err) ? diskFull() : err;
     } finally {
       try {
         file.close();
@@ -135,6 +140,12 @@ export class FileStore {
     }
     return n;
   }
+}
+
+/** The disk (or the user's quota) is full. */
+function noSpace(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code === "ENOSPC" || code === "EDQUOT";
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

@@ -5,7 +5,11 @@
  * @module
  */
 
-import { type ErrorCode, MoonbaseError } from "../errors.ts";
+import {
+  type ErrorCode,
+  MoonbaseError,
+  StorageUnavailableError,
+} from "../errors.ts";
 
 const STATUS: Record<ErrorCode, number> = {
   invalid: 400,
@@ -18,6 +22,7 @@ const STATUS: Record<ErrorCode, number> = {
   unsupported_media_type: 415,
   rate_limited: 429,
   unavailable: 503,
+  insufficient_storage: 507,
 };
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -83,6 +88,15 @@ export function errorResponse(
 ): Response {
   if (err instanceof MoonbaseError) {
     return json(STATUS[err.code], err.data, err.headers, err.message);
+  }
+  if (err instanceof StorageUnavailableError) {
+    // The message may name hosts or driver details: the client gets a fixed one.
+    return json(
+      503,
+      null,
+      { "retry-after": String(err.retryAfter) },
+      "Cannot reach the database: try again later",
+    );
   }
   report(err);
   return json(500, null, undefined, "Internal Server Error");

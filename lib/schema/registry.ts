@@ -7,7 +7,7 @@
  * @module
  */
 
-import { MoonbaseError } from "../errors.ts";
+import { MoonbaseError, StorageUnavailableError } from "../errors.ts";
 import type { Queryable, Storage } from "../db/storage.ts";
 import { ADMIN_SCHEMA } from "../db/system.ts";
 import { newFieldId, uuidv7 } from "../ids.ts";
@@ -409,6 +409,7 @@ export class Registry {
     } catch (err) {
       await this.load();
       if (err instanceof MoonbaseError) throw err;
+      if (err instanceof StorageUnavailableError) throw err; // 503, not a 400
       const failure = this.#store.dialect.constraintFailure(err);
       if (failure?.kind === "unique") {
         throw new MoonbaseError(

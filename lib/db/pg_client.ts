@@ -1,0 +1,160 @@
+/**
+ * postgres.js clients and what runs on them: `?` placeholders, rows built by
+ * generated literals, and driver errors mapped to Moonbase's (a lost
+ * connection → `StorageUnavailableError`, a full disk → 507, …).
+ *
+ * @module
+ */
+
+// Full specifier, not the import map: embedders import mod.ts without it.
+// deno-lint-ignore no-import-prefix
+import postgres from "npm:postgres@3.4.7";
+import type { Queryable, Row, SqlValue } from "./storage.ts";
+import { diskFull, MoonbaseError, StorageUnavailableError } from "../errors.ts";
+import { RowMakers } from "./shapes.ts";
+
+const numbered = new Map<string, string>();
+
+/** Rewrites `?` placeholders to `$1…$n` (generated SQL never has `?` elsewhere). */
+function numberedPlaceholders(sql: string): string {
+  let out = numbered.get(sql);
+  if (out === undefined) {
+    let n = 0;
+    out = sql.replace(/\?/g, () => `$${++n}`);
+    if (numbered.size > 5000) numbered.clear();
+    numbered.set(sql, out);
+  }
+  return out;
+}
+
+type Sql = postgres.Sql | postgres.TransactionSql;
+
+/** Errors that mean "the database cannot be reached", not "the query failed". */
+const CONNECTION_ERRORS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now
+]);
+
+/** True when `err` says the database cannot be reached. */
+export function unreachable(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code !== undefined && CONNECTION_ERRORS.has(code);
+}
+
+export function lost(err: unknown): StorageUnavailableError {
+  const code = (err as { code?: string }).code;
+  return new StorageUnavailableError(`Cannot reach PostgreSQL: ${code}`);
+}
+
+/** PostgreSQL cannot store NUL characters in text: a clear 400 instead of a 500. */
+export function clientError(err: unknown): unknown {
+  const code = (err as { code?: string }).code;
+  if (unreachable(err)) return lost(err);
+  if (code === "53100") return diskFull();
+  if (code === "42703" || code === "42P01") {
+    return new MoonbaseError(
+      "conflict",
+      "Cannot complete: the entity's schema changed during the request; retry",
+    );
+  }
+  if (code === "22021" || code === "22P05" || code === "22P02") {
+    return new MoonbaseError(
+      "invalid",
+      "Cannot use value: it contains characters the database cannot store",
+    );
+  }
+  return err;
+}
+
+const makers = new RowMakers();
+
+export function queryable(sql: Sql): Queryable {
+  const pending = (text: string, params: readonly SqlValue[]) =>
+    sql.unsafe(
+      numberedPlaceholders(text),
+      params as postgres.ParameterOrJSON<never>[],
+      { prepare: true },
+    );
+  const unsafe = async (text: string, params: readonly SqlValue[]) => {
+    try {
+      return await pending(text, params);
+    } catch (err) {
+      throw clientError(err);
+    }
+  };
+  return {
+    async query(text, params = []) {
+      // Rows as arrays, made into objects by one generated literal (see
+      // shapes.ts): postgres.js's own objects store each column by name.
+      let values;
+      try {
+        values = await pending(text, params).values();
+      } catch (err) {
+        throw clientError(err);
+      }
+      const columns = values.columns ?? [];
+      if (values.length === 0 || columns.length === 0) return [];
+      const make = makers.for(text, columns);
+      const rows: Row[] = new Array(values.length);
+      for (let i = 0; i < values.length; i++) rows[i] = make(values[i]);
+      return rows;
+    },
+    async run(text, params = []) {
+      return (await unsafe(text, params)).count;
+    },
+    async exec(text) {
+      try {
+        await sql.unsafe(text);
+      } catch (err) {
+        // DDL errors keep their own meaning (the registry maps them).
+        throw unreachable(err) ? lost(err) : err;
+      }
+    },
+  };
+}
+
+/** A postgres.js client of one connection. */
+export function client(url: string, connectTimeout: number): postgres.Sql {
+  return postgres(url, {
+    max: 1,
+    // Connections stay open: the pool is small and fixed, and postgres.js's
+    // idle timer, re-armed after every query, made Deno warn of a negative
+    // timeout under load.
+    idle_timeout: 0,
+    connect_timeout: connectTimeout,
+    // postgres.js's own backoff grows to 20 s between reconnects: requests
+    // queued behind it hung that long once the database was back.
+    backoff: (attempt: number) => Math.min(0.05 * attempt, 0.5),
+    onnotice: () => {},
+    // int8 and numeric as JSON numbers (Moonbase ints are safe integers).
+    types: {
+      int8: {
+        to: 20,
+        from: [20],
+        serialize: (x: unknown) => String(x),
+        parse: (x: string) => Number(x),
+      },
+      numeric: {
+        to: 1700,
+        from: [1700],
+        serialize: (x: unknown) => String(x),
+        parse: (x: string) => Number(x),
+      },
+    },
+    transform: { undefined: null },
+  });
+}

@@ -1,0 +1,54 @@
+/**
+ * The PostgreSQL dialect: column types, value encoding, constraint errors.
+ *
+ * @module
+ */
+
+import type {
+  ColumnKind,
+  ConstraintFailure,
+  Dialect,
+  SqlValue,
+} from "./storage.ts";
+
+const TYPES: Record<ColumnKind, string> = {
+  text: "TEXT",
+  int: "BIGINT",
+  double: "DOUBLE PRECISION",
+  bool: "BOOLEAN",
+  json: "JSONB",
+};
+
+const CODES: Record<string, ConstraintFailure["kind"]> = {
+  "23505": "unique",
+  "23503": "foreign_key",
+  "23502": "not_null",
+  "23514": "check",
+};
+
+/** The PostgreSQL dialect. */
+export const postgresDialect: Dialect = {
+  name: "postgres",
+  forUpdate: " FOR UPDATE",
+  jsonArrayContains: (col) => `${col} @> jsonb_build_array(?::text)`,
+  columnType: (kind) => TYPES[kind],
+  encode(kind, value) {
+    if (value === null || value === undefined) return null;
+    // postgres.js serializes JSONB parameters itself (it learns their type when preparing).
+    if (kind === "json") return value as SqlValue;
+    return value as SqlValue;
+  },
+  decode(kind, value) {
+    if (value === null || value === undefined) return null;
+    if (kind === "int" || kind === "double") return Number(value);
+    return value;
+  },
+  constraintFailure(err) {
+    const e = err as { code?: string; constraint_name?: string };
+    const kind = e.code ? CODES[e.code] : undefined;
+    if (!kind) return undefined;
+    return e.constraint_name
+      ? { kind, constraint: e.constraint_name }
+      : { kind };
+  },
+};
