@@ -8,7 +8,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { Queryable, Storage } from "../db/storage.ts";
+import { physicalName, type Queryable, type Storage } from "../db/storage.ts";
 import { ADMIN_SCHEMA } from "../db/system.ts";
 import { newFieldId, uuidv7 } from "../ids.ts";
 import type { RelationRef } from "../records/crud.ts";
@@ -163,6 +163,7 @@ export class Registry {
         `Cannot create entity: "${name}" already exists`,
       );
     }
+    this.#tableFree(name, "create");
     const type = input.type;
     if (type !== "base" && type !== "auth" && type !== "view") {
       bad(`Cannot create entity: type must be base, auth or view`);
@@ -244,6 +245,9 @@ export class Registry {
     input: Record<string, unknown>,
   ): Promise<Entity> {
     const current = this.#mutable(idOrName, "change");
+    if (typeof input.name === "string") {
+      this.#tableFree(input.name, "rename", current.id);
+    }
     const plan = planPatch(
       current.schema,
       input,
@@ -343,6 +347,26 @@ export class Registry {
       await this.#audit(tx, entity.schema, "delete", before, world);
     });
     await this.#files?.removeEntity(entity.id);
+  }
+
+  /**
+   * Refuses a name whose table would be another entity's table but for case
+   * (long names are stored under a hashed prefix): PostgreSQL keeps both
+   * tables apart, while the view rule and SQLite match tables ignoring case.
+   */
+  #tableFree(name: string, action: string, self?: string): void {
+    const table = physicalName(name).toLowerCase();
+    const other = this.all().find((e) =>
+      e.id !== self && physicalName(e.name).toLowerCase() === table
+    );
+    if (other && other.name.toLowerCase() !== name.toLowerCase()) {
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot ${action} entity: "${
+          name.slice(0, 64)
+        }" would share the table of entity ${other.name}`,
+      );
+    }
   }
 
   #mutable(idOrName: string, action: string): Entity {
