@@ -85,3 +85,63 @@ forEachDb("attack: views and physical-name twins", async (t, db) => {
     await s.close();
   }
 });
+
+forEachDb(
+  "attack: a view saved before the guard is not served",
+  async (_t, db) => {
+    // A view over an auth entity, as a database written before views were
+    // guarded holds it: made here by changing the view behind Moonbase's back.
+    const dataDir = await Deno.makeTempDir({ prefix: "mb_test_" });
+    const first = await startServer(db, { dataDir });
+    let second: TestServer | undefined;
+    try {
+      await createEntity(first, { name: "c_users", type: "auth", fields: [] });
+      await createRecord(first, "c_users", {
+        email: "u@example.com",
+        password: "secret-pass-1",
+      });
+      await createEntity(first, {
+        name: "c_posts",
+        fields: [{ name: "title", type: "string" }],
+      });
+      await createRecord(first, "c_posts", { title: "Hello" });
+      await createEntity(first, {
+        name: "c_view",
+        type: "view",
+        view_query: "SELECT id, title AS t FROM c_posts",
+        rules: allRules("public"),
+      });
+      await createEntity(first, {
+        name: "c_fine",
+        type: "view",
+        view_query: "SELECT id, title FROM c_posts",
+        rules: allRules("public"),
+      });
+      await first.app.storage.exec(`DROP VIEW "c_view"`);
+      await first.app.storage.exec(
+        `CREATE VIEW "c_view" AS SELECT id, password AS t FROM c_users`,
+      );
+      await first.close();
+      second = await startServer(db, { dataDir, connection: first.connection });
+      for (const path of ["c_view", `c_view/${crypto.randomUUID()}`]) {
+        const r = await second.request("GET", `/api/v1/entities/${path}`);
+        assert.ok(!r.text.includes(HASH), `hash served: ${r.text}`);
+        assert.equal(r.status, 503, r.text);
+      }
+      const fine = await second.request("GET", "/api/v1/entities/c_fine");
+      assert.equal(fine.status, 200, fine.text);
+      // The admin can still fix it; then it is served again.
+      const a = await asAdmin(second);
+      const fixed = await a.patch("schemas/c_view", {
+        view_query: "SELECT id, upper(title) AS t FROM c_posts",
+      });
+      assert.equal(fixed.status, 200, fixed.text);
+      const r = await second.request("GET", "/api/v1/entities/c_view");
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.data.items[0].t, "HELLO");
+    } finally {
+      await second?.close();
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    }
+  },
+);
