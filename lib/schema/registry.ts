@@ -30,6 +30,7 @@ import {
   auditViews,
   guardView,
   readersOf,
+  refusedViews,
   snapshotViews,
   type ViewWorldEntity,
 } from "./views.ts";
@@ -56,6 +57,8 @@ export class Registry {
   #byName = new Map<string, Entity>();
   #byId = new Map<string, Entity>();
   #version = "";
+  /** Views that break the view rule (id → problem): their records are not served. */
+  #refused = new Map<string, string>();
   #checkExpr: (expr: string) => string | undefined;
   #files: FileStore | undefined;
 
@@ -85,6 +88,24 @@ export class Registry {
       this.#put(JSON.parse(String(row.schema)) as EntitySchema);
     }
     this.#version = String(meta[0]?.value ?? "0");
+    this.#refused = await refusedViews(
+      this.#store,
+      this.#store.dialect,
+      this.#world(),
+    ).catch(() => new Map());
+  }
+
+  /** Why the view `id` may not be served (it breaks the view rule), if it may not. */
+  viewRefusal(id: string): string | undefined {
+    return this.#refused.get(id);
+  }
+
+  /** Views whose records are not served, with the reason (for the operator's log). */
+  refusedViews(): { name: string; problem: string }[] {
+    return [...this.#refused].map(([id, problem]) => ({
+      name: this.#byId.get(id)?.name ?? id,
+      problem,
+    }));
   }
 
   /** Reloads when another instance changed a schema. */
