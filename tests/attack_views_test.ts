@@ -145,3 +145,55 @@ forEachDb(
     }
   },
 );
+
+forEachDb(
+  "attack: views naming catalog objects (PostgreSQL)",
+  async (t, db) => {
+    if (db !== "postgres") return;
+    const s = await startServer(db);
+    try {
+      await createEntity(s, {
+        name: "d_posts",
+        fields: [{ name: "title", type: "string" }],
+      });
+      await createRecord(s, "d_posts", { title: "Hello" });
+      // Casts to regclass, regrole, … and their output look names up in the
+      // catalogs: a view could list every table, role and function; the SQL
+      // value functions give the database role and database name.
+      const queries = [
+        `SELECT p.id, (g::oid)::regclass::text AS x FROM d_posts p, generate_series(16384, 16500) g`,
+        `SELECT p.id, (g::oid)::regrole::text AS x FROM d_posts p, generate_series(1, 20000) g`,
+        `SELECT id, 'mb_admins'::regclass::oid::int8 AS x FROM d_posts`,
+        `SELECT id, ARRAY['mb_admins']::regclass[]::text AS x FROM d_posts`,
+        `SELECT id, current_user AS x FROM d_posts`,
+        `SELECT id, session_user AS x, current_catalog AS y FROM d_posts`,
+      ];
+      for (const [i, q] of queries.entries()) {
+        await t.step(q, async () => {
+          const a = await asAdmin(s);
+          const r = await a.post("schemas", {
+            name: `d_v${i}`,
+            type: "view",
+            view_query: q,
+            rules: allRules("public"),
+          });
+          if (r.status === 201) {
+            const g = await s.request("GET", `/api/v1/entities/d_v${i}`);
+            assert.fail(`created; serves ${g.text.slice(0, 300)}`);
+          }
+          assert.equal(r.status, 400, r.text);
+        });
+      }
+      await t.step("dates and times stay allowed", async () => {
+        await createEntity(s, {
+          name: "d_ok",
+          type: "view",
+          view_query:
+            `SELECT id, current_date AS d, current_timestamp AS ts, localtimestamp AS l FROM d_posts`,
+        });
+      });
+    } finally {
+      await s.close();
+    }
+  },
+);
