@@ -142,6 +142,9 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       files,
     );
     await schemas.load();
+    for (const v of schemas.refusedViews()) {
+      log.warn(`view ${v.name} is not served: ${v.problem}`, { view: v.name });
+    }
     // Another instance on the same PostgreSQL may have uploads in flight: spare recent files.
     await sweepAll(
       schemas,

@@ -113,6 +113,12 @@ export class RecordService {
         `Cannot find entity: no entity ${JSON.stringify(name.slice(0, 80))}`,
       );
     }
+    if (e.type === "view" && this.#registry.viewRefusal(e.id) !== undefined) {
+      throw new MoonbaseError(
+        "unavailable",
+        `Cannot read view ${e.name}: it reads what views may not read; an admin must change or delete it`,
+      );
+    }
     return e;
   }
 

@@ -8,7 +8,7 @@
  */
 
 import { MoonbaseError, StorageUnavailableError } from "../errors.ts";
-import type { Queryable, Storage } from "../db/storage.ts";
+import { physicalName, type Queryable, type Storage } from "../db/storage.ts";
 import { ADMIN_SCHEMA } from "../db/system.ts";
 import { newFieldId, uuidv7 } from "../ids.ts";
 import type { RelationRef } from "../records/crud.ts";
@@ -30,6 +30,7 @@ import {
   auditViews,
   guardView,
   readersOf,
+  refusedViews,
   snapshotViews,
   type ViewWorldEntity,
 } from "./views.ts";
@@ -56,6 +57,8 @@ export class Registry {
   #byName = new Map<string, Entity>();
   #byId = new Map<string, Entity>();
   #version = "";
+  /** Views that break the view rule (id → problem): their records are not served. */
+  #refused = new Map<string, string>();
   #checkExpr: (expr: string) => string | undefined;
   #files: FileStore | undefined;
   /** Called after a schema change commits (announces it to other instances). */
@@ -87,6 +90,24 @@ export class Registry {
       this.#put(JSON.parse(String(row.schema)) as EntitySchema);
     }
     this.#version = String(meta[0]?.value ?? "0");
+    this.#refused = await refusedViews(
+      this.#store,
+      this.#store.dialect,
+      this.#world(),
+    ).catch(() => new Map());
+  }
+
+  /** Why the view `id` may not be served (it breaks the view rule), if it may not. */
+  viewRefusal(id: string): string | undefined {
+    return this.#refused.get(id);
+  }
+
+  /** Views whose records are not served, with the reason (for the operator's log). */
+  refusedViews(): { name: string; problem: string }[] {
+    return [...this.#refused].map(([id, problem]) => ({
+      name: this.#byId.get(id)?.name ?? id,
+      problem,
+    }));
   }
 
   /** Reloads when another instance changed a schema. */
@@ -165,6 +186,7 @@ export class Registry {
         `Cannot create entity: "${name}" already exists`,
       );
     }
+    this.#tableFree(name, "create");
     const type = input.type;
     if (type !== "base" && type !== "auth" && type !== "view") {
       bad(`Cannot create entity: type must be base, auth or view`);
@@ -246,6 +268,9 @@ export class Registry {
     input: Record<string, unknown>,
   ): Promise<Entity> {
     const current = this.#mutable(idOrName, "change");
+    if (typeof input.name === "string") {
+      this.#tableFree(input.name, "rename", current.id);
+    }
     const plan = planPatch(
       current.schema,
       input,
@@ -345,6 +370,26 @@ export class Registry {
       await this.#audit(tx, entity.schema, "delete", before, world);
     });
     await this.#files?.removeEntity(entity.id);
+  }
+
+  /**
+   * Refuses a name whose table would be another entity's table but for case
+   * (long names are stored under a hashed prefix): PostgreSQL keeps both
+   * tables apart, while the view rule and SQLite match tables ignoring case.
+   */
+  #tableFree(name: string, action: string, self?: string): void {
+    const table = physicalName(name).toLowerCase();
+    const other = this.all().find((e) =>
+      e.id !== self && physicalName(e.name).toLowerCase() === table
+    );
+    if (other && other.name.toLowerCase() !== name.toLowerCase()) {
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot ${action} entity: "${
+          name.slice(0, 64)
+        }" would share the table of entity ${other.name}`,
+      );
+    }
   }
 
   #mutable(idOrName: string, action: string): Entity {

@@ -28,6 +28,63 @@ const OPERATOR_KEYS = ["opno", "eqop", "sortop"];
 /** Nodes a view may not contain: a domain's CHECK may call any function. */
 const REFUSED_NODES = ["COERCETODOMAIN"];
 
+/**
+ * Types whose input and output functions look names up in the catalogs
+ * (`regproc`, `regprocedure`, `regoper`, `regoperator`, `regclass`,
+ * `regtype`, `regrole`, `regnamespace`, `regconfig`, `regdictionary`,
+ * `regcollation`, `aclitem`) and their arrays: `(n::oid)::regclass::text`
+ * lists every table. The OIDs are fixed in `pg_catalog`.
+ */
+const CATALOG_TYPES = new Set([
+  24,
+  1008,
+  2202,
+  2207,
+  2203,
+  2208,
+  2204,
+  2209,
+  2205,
+  2210,
+  2206,
+  2211,
+  4096,
+  4097,
+  4089,
+  4090,
+  3734,
+  3735,
+  3769,
+  3770,
+  4191,
+  4192,
+  1033,
+  1034,
+]);
+/** `SQLValueFunction` ops from `CURRENT_ROLE` (9) on: role, database and schema names. */
+const FIRST_NAME_OP = 9;
+
+/** Refusals for catalog types and name-giving SQL value functions in a tree. */
+function catalogUses(tree: string, refused: Set<string>): void {
+  for (const m of tree.matchAll(/:\w*type\w* (\d+)/g)) {
+    if (CATALOG_TYPES.has(Number(m[1]))) {
+      refused.add("a catalog type (regclass, regrole, …)");
+    }
+  }
+  for (const m of tree.matchAll(/:\w*types \(o([\d ]*)\)/g)) {
+    for (const n of m[1].trim().split(/\s+/)) {
+      if (CATALOG_TYPES.has(Number(n))) {
+        refused.add("a catalog type (regclass, regrole, …)");
+      }
+    }
+  }
+  for (const m of tree.matchAll(/\{SQLVALUEFUNCTION :op (\d+)/g)) {
+    if (Number(m[1]) >= FIRST_NAME_OP) {
+      refused.add("the current role, database or schema name");
+    }
+  }
+}
+
 const HERE =
   `(SELECT "oid" FROM pg_namespace WHERE nspname = current_schema())`;
 
@@ -117,6 +174,7 @@ export async function inspectPostgres(
       for (const m of tree.matchAll(/:opnos \(o([\d ]*)\)/g)) {
         for (const n of m[1].trim().split(/\s+/)) if (n) ops.add(Number(n));
       }
+      catalogUses(tree, refused);
       for (const node of REFUSED_NODES) {
         if (tree.includes(`{${node} `)) refused.add("a domain type");
       }

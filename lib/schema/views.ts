@@ -202,3 +202,29 @@ export async function readersOf(
   }
   return out;
 }
+
+/**
+ * The views that break the view rule as the database stands (views saved
+ * before the rule was enforced, or changed behind Moonbase's back): view id
+ * → the problem. A view that does not run is left out (it serves nothing).
+ */
+export async function refusedViews(
+  q: Queryable,
+  dialect: Dialect,
+  entities: readonly ViewWorldEntity[],
+): Promise<Map<string, string>> {
+  const world = new World(entities);
+  const out = new Map<string, string>();
+  for (const { schema: v } of entities) {
+    if (v.type !== "view" || v.is_system) continue;
+    let ins: ViewInspection;
+    try {
+      ins = await inspectView(q, dialect, physicalName(v.name));
+    } catch {
+      continue;
+    }
+    const problem = viewReadProblem(ins, world.target);
+    if (problem) out.set(v.id, problem);
+  }
+  return out;
+}
