@@ -60,6 +60,7 @@ function skewedSilent(db: Storage): Storage {
     dialect: db.dialect,
     transaction: (fn) => db.transaction((tx) => fn(wrap(tx))),
     ping: () => db.ping(),
+    state: () => db.state(),
     close: () => db.close(),
   };
 }

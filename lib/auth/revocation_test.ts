@@ -34,6 +34,7 @@ function slowCutoffReads(db: Storage): { store: Storage; release(): void } {
     run: (sql, params) => db.run(sql, params),
     exec: (sql) => db.exec(sql),
     ping: () => db.ping(),
+    state: () => db.state(),
     close: () => db.close(),
     query: async (sql, params) => {
       const rows = await db.query(sql, params);
