@@ -1,12 +1,14 @@
 /**
  * The open connections of a server and the one sweeper that closes them:
- * a connection that sends no complete request within the header timeout,
- * or none after its last response within the idle timeout, is asked to
- * close gracefully (hyper closes it at once when nothing is in progress, or
- * after the response it is still sending); one that ignored that request
- * by the next sweep (stuck on a body nobody reads, or on a client that does
- * not read its response) is closed hard. Per request the hot path only
- * updates counters; timing is the sweeper's job.
+ * a connection that sends no complete request head within the header
+ * timeout, or no new request within the idle timeout after its last
+ * response, is closed — unless a streamed response body is still being
+ * written on it. Per request the hot path only updates a counter and a
+ * timestamp; timing is the sweeper's job.
+ *
+ * Connections are closed hard (never with hyper's graceful shutdown: a
+ * connection stuck on a request body nobody reads ignores it, and once
+ * asked it can no longer be closed by other means).
  *
  * @module
  */
@@ -16,7 +18,6 @@ import { sweepBodies } from "./deadlines.ts";
 /** What a served connection looks like (`Deno.HttpServer` per connection). */
 export interface ConnServer {
   finished: Promise<void>;
-  shutdown(): Promise<void>;
   ref(): void;
   unref(): void;
 }
@@ -29,8 +30,40 @@ export interface ConnLimits {
   bodyTimeoutMs: number;
 }
 
+/** Time a finished response gets to leave before its connection is closed. */
+export const GRACE_MS = 250;
+
 /** Request info as the HTTP engine gives it (remoteAddr throws once done). */
 type Info = { readonly remoteAddr: unknown };
+
+/**
+ * The abort "signal" handed to Deno's per-connection server: it keeps the
+ * one listener Deno registers and calls it inside `try`, so closing a
+ * connection that Deno is closing itself cannot throw an uncaught error.
+ */
+export class Closer {
+  #fn: (() => void) | undefined;
+  /** True once `close()` ran. */
+  closed = false;
+  readonly aborted = false;
+
+  addEventListener(_type: string, fn: () => void): void {
+    this.#fn = fn;
+  }
+
+  removeEventListener(): void {}
+
+  /** Closes the connection now. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const fn = this.#fn;
+    this.#fn = undefined;
+    try {
+      fn?.();
+    } catch { /* already closed by Deno */ }
+  }
+}
 
 /** One accepted connection. */
 export class Connection {
@@ -40,14 +73,14 @@ export class Connection {
   requests = 0;
   /** When the connection was accepted (performance.now()). */
   readonly opened: number;
-  /** When the last handler returned (the sweeper's coarse clock). */
+  /** When the last handler returned (performance.now()). */
   last: number;
-  /** When a graceful close was asked (0: not yet). */
-  closing = 0;
+  /** The last response leaves a body unread (408, 413): close it soon. */
+  closeSoon = false;
   /** The last request's info: tells whether its response is still sent. */
   info: Info | undefined;
-  /** Aborting it closes the connection at once. */
-  readonly abort = new AbortController();
+  /** Closes the connection. */
+  readonly closer = new Closer();
   /** Deno's HTTP server on this one connection. */
   http: ConnServer | undefined;
 
@@ -66,24 +99,19 @@ export class Connection {
     }
   }
 
-  /** Asks for a graceful close (idle: at once; busy: after the response). */
-  close(now: number): void {
-    if (this.closing) return;
-    this.closing = now;
-    this.http?.shutdown().catch(() => {});
-  }
-
-  /** Closes the connection now. */
-  kill(): void {
-    this.abort.abort();
+  /** True when nothing runs or is sent on it for `ms` (it may be closed). */
+  idleFor(now: number, ms: number): boolean {
+    return this.inFlight === 0 && !this.closer.closed &&
+      now - (this.requests === 0 ? this.opened : this.last) >= ms &&
+      !this.sending();
   }
 }
 
 /** The connections of one server, swept by one timer. */
 export class ConnectionTable {
   readonly conns = new Set<Connection>();
-  /** Coarse clock (performance.now() at the last sweep). */
-  clock = performance.now();
+  /** Stopping: connections close as soon as nothing runs on them. */
+  draining = false;
   readonly #limits: ConnLimits;
   #timer: ReturnType<typeof setInterval> | undefined;
   #waiters: (() => void)[] = [];
@@ -139,22 +167,17 @@ export class ConnectionTable {
     });
   }
 
-  /** One pass: expire body reads, close idle connections, kill stuck ones. */
+  /** One pass: expire body reads, close expired connections. */
   sweep(): void {
-    const now = this.clock = performance.now();
+    const now = performance.now();
     sweepBodies(now);
     const { headerTimeoutMs, idleTimeoutMs } = this.#limits;
+    const draining = this.draining;
     for (const c of this.conns) {
-      if (c.inFlight > 0) continue;
-      if (c.closing) {
-        if (now > c.closing && !c.sending()) c.kill();
-        continue;
-      }
-      if (
-        c.requests === 0
-          ? now - c.opened >= headerTimeoutMs
-          : now - c.last >= idleTimeoutMs
-      ) c.close(now);
+      const wait = c.requests === 0
+        ? (draining ? 0 : headerTimeoutMs)
+        : (draining || c.closeSoon ? GRACE_MS : idleTimeoutMs);
+      if (c.idleFor(now, wait)) c.closer.close();
     }
   }
 
@@ -164,9 +187,10 @@ export class ConnectionTable {
    * then the one idle the longest. False when every connection is busy.
    */
   evict(): boolean {
+    const now = performance.now();
     let victim: Connection | undefined;
     for (const c of this.conns) {
-      if (c.inFlight > 0 || c.abort.signal.aborted || c.sending()) continue;
+      if (!c.idleFor(now, c.requests === 0 ? 0 : GRACE_MS)) continue;
       if (
         !victim ||
         (c.requests === 0 && victim.requests > 0) ||
@@ -174,18 +198,18 @@ export class ConnectionTable {
           (c.requests === 0 ? c.opened < victim.opened : c.last < victim.last)
       ) victim = c;
     }
-    victim?.kill();
+    victim?.closer.close();
     return victim !== undefined;
   }
 
-  /** Asks every connection to close gracefully. */
-  closeAll(): void {
-    const now = performance.now();
-    for (const c of this.conns) c.close(now);
+  /** Drains: idle connections close now, the others after their response. */
+  drain(): void {
+    this.draining = true;
+    this.sweep();
   }
 
   /** Closes every connection now. */
-  killAll(): void {
-    for (const c of this.conns) c.kill();
+  closeAll(): void {
+    for (const c of this.conns) c.closer.close();
   }
 }

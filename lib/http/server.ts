@@ -189,19 +189,18 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
 
   #serve(conn: Deno.TcpConn): void {
     const table = this.#table;
-    const c = new Connection(table.clock);
+    const c = new Connection(performance.now());
     const handler = this.#handler;
     const done = (res: Response) => {
       c.inFlight--;
-      // 408/413 leave a body unread: close the connection at the next sweep.
-      c.last = res.status === 408 || res.status === 413
-        ? -Infinity
-        : table.clock;
+      c.last = performance.now();
+      // 408/413 leave a body unread: close the connection once it is out.
+      c.closeSoon = res.status === 408 || res.status === 413;
       return res;
     };
     const fail = (err: unknown) => {
       c.inFlight--;
-      c.last = table.clock;
+      c.last = performance.now();
       throw err;
     };
     const onRequest: ServeHandler = (req, info) => {
@@ -211,7 +210,8 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
       return handler(req, info).then(done, fail);
     };
     try {
-      c.http = this.#serveOn(conn, c.abort.signal, onRequest, (err) => {
+      const signal = c.closer as unknown as AbortSignal;
+      c.http = this.#serveOn(conn, signal, onRequest, (err) => {
         this.#log("error", "Cannot handle request", {
           error: err instanceof Error ? err.stack ?? err.message : String(err),
         });
@@ -231,7 +231,6 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
       if (this.#stopping && table.conns.size === 0) this.#settle();
     };
     c.http.finished.then(gone, gone);
-    if (this.#stopping) c.close(table.clock);
   }
 
   #settle(): void {
@@ -254,7 +253,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
    */
   shutdown(): Promise<void> {
     this.#stopAccepting();
-    this.#table.closeAll();
+    this.#table.drain();
     this.#settle();
     return this.finished;
   }
@@ -262,7 +261,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
   /** Stops accepting and closes every connection now. */
   close(): Promise<void> {
     this.#stopAccepting();
-    this.#table.killAll();
+    this.#table.closeAll();
     this.#settle();
     return this.finished;
   }
