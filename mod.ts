@@ -23,6 +23,7 @@ import {
   type Lifecycle,
 } from "./lib/http/handler.ts";
 import { listen, Server } from "./lib/http/server.ts";
+import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
 
 export { Entity } from "./lib/schema/entity.ts";
@@ -111,18 +112,11 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     serve(
       options: { port?: number; hostname?: string; signal?: AbortSignal } = {},
     ) {
-      const c = core.config;
       return Promise.resolve(listen(handler, {
         port: options.port ?? 7070,
         hostname: options.hostname ?? "0.0.0.0",
         signal: options.signal,
-        limits: {
-          headerTimeoutMs: c.headerTimeout * 1000,
-          idleTimeoutMs: c.idleTimeout * 1000,
-          bodyTimeoutMs: c.bodyTimeout * 1000,
-          bodyDeadlineMs: c.bodyDeadline * 1000,
-          maxConnections: c.maxConnections,
-        },
+        limits: limitsOf(core.config),
         log: (level, message, data) => core.log[level](message, data),
       }));
     },

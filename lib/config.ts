@@ -4,7 +4,7 @@
  * @module
  */
 
-import { defaultMaxConnections } from "./http/server.ts";
+import { defaultMaxConnections } from "./http/limits.ts";
 
 /** Options of `createApp` (every CLI option has one). */
 export interface AppConfig {

@@ -12,29 +12,9 @@
 
 import { Connection, ConnectionTable, type ConnServer } from "./connections.ts";
 import { setBodyLimits } from "./deadlines.ts";
+import { DEFAULT_LIMITS, type ServerLimits } from "./limits.ts";
 
-/** Limits of a server (times in milliseconds). */
-export interface ServerLimits {
-  /** A new connection must send a complete request head within this. */
-  headerTimeoutMs: number;
-  /** A connection with no request in progress is closed after this. */
-  idleTimeoutMs: number;
-  /** Longest pause while a request body arrives (then 408). */
-  bodyTimeoutMs: number;
-  /** Longest time a whole request body may take (then 408). */
-  bodyDeadlineMs: number;
-  /** Most connections open at once. */
-  maxConnections: number;
-}
-
-/** Defaults of the limits. */
-export const DEFAULT_LIMITS: ServerLimits = {
-  headerTimeoutMs: 10_000,
-  idleTimeoutMs: 30_000,
-  bodyTimeoutMs: 30_000,
-  bodyDeadlineMs: 600_000,
-  maxConnections: 1024,
-};
+export { DEFAULT_LIMITS, type ServerLimits };
 
 /** Where the server reports trouble. */
 export type ServerLog = (
@@ -78,30 +58,6 @@ function serveOnConnection(): ServeOn | undefined {
   return typeof fn === "function" ? fn as ServeOn : undefined;
 }
 
-/**
- * The default connection cap: 1024, lowered below the open-file limit when
- * Linux says it is smaller (`/proc/self/limits`, read only when permitted),
- * leaving 64 descriptors to the database, logs and files.
- */
-export function defaultMaxConnections(): number {
-  try {
-    const path = "/proc/self/limits";
-    if (
-      Deno.permissions.querySync({ name: "read", path }).state !== "granted"
-    ) {
-      return DEFAULT_LIMITS.maxConnections;
-    }
-    const m = /^Max open files\s+(\d+)/m.exec(Deno.readTextFileSync(path));
-    if (!m) return DEFAULT_LIMITS.maxConnections;
-    return Math.max(
-      16,
-      Math.min(DEFAULT_LIMITS.maxConnections, Number(m[1]) - 64),
-    );
-  } catch {
-    return DEFAULT_LIMITS.maxConnections;
-  }
-}
-
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function plain500(): Response {
@@ -141,7 +97,12 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
     this.#table = new ConnectionTable(limits);
     this.finished = new Promise((r) => this.#done = r);
     this.#table.start();
-    this.#acceptLoop().then(() => this.#settle());
+    this.#acceptLoop().catch((err) => {
+      this.#log("error", "Cannot accept connections any more", {
+        error: err instanceof Error ? err.stack ?? err.message : String(err),
+      });
+      this.#stopAccepting();
+    }).then(() => this.#settle());
   }
 
   /** Connections open now. */
@@ -207,7 +168,11 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
       c.inFlight++;
       c.requests++;
       c.info = info;
-      return handler(req, info).then(done, fail);
+      try {
+        return handler(req, info).then(done, fail);
+      } catch (err) {
+        return fail(err); // a handler that throws before returning a promise
+      }
     };
     try {
       const signal = c.closer as unknown as AbortSignal;
@@ -307,6 +272,11 @@ export function listen(
   options: ListenOptions = {},
 ): Deno.HttpServer<Deno.NetAddr> {
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!(value > 0)) {
+      throw new RangeError(`Cannot listen: ${name} must be positive`);
+    }
+  }
   const log: ServerLog = options.log ??
     ((level, message, data) => console[level](message, data ?? ""));
   const port = options.port ?? 7070;
