@@ -11,6 +11,24 @@ import { listen, Server } from "./server.ts";
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Resolves with `p`, or rejects when it takes longer than `ms`. */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`${what}: over ${ms} ms`)),
+          ms,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function url(server: Deno.HttpServer<Deno.NetAddr>, path = "/"): string {
   return `http://127.0.0.1:${server.addr.port}${path}`;
 }
@@ -79,7 +97,7 @@ Deno.test(
       assert.equal(settled, false);
       assert.ok(logged.includes("Cannot handle request"));
     } finally {
-      await server.shutdown();
+      await within(server.shutdown(), 5000, "shutdown");
     }
     assert.equal(settled, true);
   },
