@@ -97,12 +97,18 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
     this.#table = new ConnectionTable(limits);
     this.finished = new Promise((r) => this.#done = r);
     this.#table.start();
-    this.#acceptLoop().catch((err) => {
-      this.#log("error", "Cannot accept connections any more", {
+    this.#run();
+  }
+
+  /** Runs the accept loop; should it ever throw, logs and starts it again. */
+  #run(): void {
+    this.#acceptLoop().then(() => this.#settle(), (err) => {
+      this.#log("error", "Cannot accept connections: restarting", {
         error: err instanceof Error ? err.stack ?? err.message : String(err),
       });
-      this.#stopAccepting();
-    }).then(() => this.#settle());
+      if (this.#stopping) this.#settle();
+      else setTimeout(() => this.#run(), 100);
+    });
   }
 
   /** Connections open now. */
