@@ -38,6 +38,11 @@ Options:
   --maxBodySize <bytes>    largest JSON body (default 1048576)
   --maxUploadSize <bytes>  largest upload (default 10485760)
   --trustProxy             take the client IP from X-Forwarded-For
+  --headerTimeout <s>      time allowed for a request head (default 10)
+  --idleTimeout <s>        idle keep-alive connection lifetime (default 30)
+  --bodyTimeout <s>        longest pause within a request body (default 30)
+  --bodyDeadline <s>       longest time for a request body (default 600)
+  --maxConnections <n>     most open connections (default 1024 or ulimit -n - 64)
   --logLevel <level>       trace, debug, info (default), warn or error
   --logRetentionDays <n>   days logs are kept (default 7)
   --logMaxRows <n>         most log rows kept (default 100000)
@@ -112,6 +117,11 @@ export function parseCli(args: string[]): Cli {
         maxBodySize: { type: "string" },
         maxUploadSize: { type: "string" },
         trustProxy: { type: "boolean" },
+        headerTimeout: { type: "string" },
+        idleTimeout: { type: "string" },
+        bodyTimeout: { type: "string" },
+        bodyDeadline: { type: "string" },
+        maxConnections: { type: "string" },
         logLevel: { type: "string" },
         logRetentionDays: { type: "string" },
         logMaxRows: { type: "string" },
@@ -161,6 +171,11 @@ export function parseCli(args: string[]): Cli {
     logLevel: logLevelOf(v.logLevel),
     logRetentionDays: int(v.logRetentionDays, "logRetentionDays", 1, 3650),
     logMaxRows: int(v.logMaxRows, "logMaxRows", 100, 100_000_000),
+    headerTimeout: int(v.headerTimeout, "headerTimeout", 1, 3600),
+    idleTimeout: int(v.idleTimeout, "idleTimeout", 1, 86_400),
+    bodyTimeout: int(v.bodyTimeout, "bodyTimeout", 1, 3600),
+    bodyDeadline: int(v.bodyDeadline, "bodyDeadline", 1, 86_400),
+    maxConnections: int(v.maxConnections, "maxConnections", 1, 1_000_000),
   };
   const port = int(v.port, "port", 0, 65535) ?? 7070;
   return { command, rest, values: v, config, port, host: v.host ?? "0.0.0.0" };

@@ -22,6 +22,8 @@ import {
   createHandler,
   type Lifecycle,
 } from "./lib/http/handler.ts";
+import { listen, Server } from "./lib/http/server.ts";
+import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
 
 export { Entity } from "./lib/schema/entity.ts";
@@ -46,13 +48,17 @@ export interface App extends Core {
   handler(req: Request, info?: ConnInfo): Promise<Response>;
   /** Adds a custom route (`:params` allowed); it may replace a built-in one. */
   route(method: string, path: string, handler: Handler<Core>): void;
-  /** Starts listening; resolves once the server is up. */
+  /**
+   * Starts listening; resolves once the server is up. Connections are held
+   * to the config's limits (header, idle and body timeouts, a cap).
+   */
   serve(
     options?: { port?: number; hostname?: string; signal?: AbortSignal },
   ): Promise<Deno.HttpServer<Deno.NetAddr>>;
   /**
-   * Graceful stop: new requests get 503, requests in flight (bodies
-   * included) finish (up to `timeoutMs`), then the server shuts down and the
+   * Graceful stop: no new connections, idle ones close at once, new
+   * requests on open ones get 503, requests in flight (bodies included)
+   * finish (up to `timeoutMs`, then their connections are closed), then the
    * database closes.
    */
   stop(server: Deno.HttpServer, timeoutMs?: number): Promise<void>;
@@ -77,13 +83,27 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     handler,
     async stop(server: Deno.HttpServer, timeoutMs = 10_000) {
       life.draining = true;
+      const deadline = Date.now() + timeoutMs;
+      // Moonbase's server stops accepting and closes idle connections now;
+      // the others close once their response is out.
+      const down = server instanceof Server ? server.shutdown() : undefined;
       if (life.inFlight > 0) {
         await new Promise<void>((resolve) => {
           life.idle = resolve;
           setTimeout(resolve, timeoutMs);
         });
       }
-      await server.shutdown();
+      if (down) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          down,
+          new Promise((r) =>
+            timer = setTimeout(r, Math.max(0, deadline - Date.now()))
+          ),
+        ]);
+        clearTimeout(timer);
+        await (server as Server).close();
+      } else await server.shutdown();
       await core.close();
     },
     route(method: string, path: string, h: Handler<Core>) {
@@ -92,14 +112,13 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     serve(
       options: { port?: number; hostname?: string; signal?: AbortSignal } = {},
     ) {
-      return new Promise<Deno.HttpServer<Deno.NetAddr>>((resolve) => {
-        const server = Deno.serve({
-          port: options.port ?? 7070,
-          hostname: options.hostname ?? "0.0.0.0",
-          signal: options.signal,
-          onListen: () => queueMicrotask(() => resolve(server)),
-        }, handler);
-      });
+      return Promise.resolve(listen(handler, {
+        port: options.port ?? 7070,
+        hostname: options.hostname ?? "0.0.0.0",
+        signal: options.signal,
+        limits: limitsOf(core.config),
+        log: (level, message, data) => core.log[level](message, data),
+      }));
     },
   });
   // A lost database connection must not bring the server down: postgres.js may

@@ -5,6 +5,7 @@
  */
 
 import { MoonbaseError } from "./errors.ts";
+import { defaultMaxConnections } from "./http/limits.ts";
 
 /** Options of `createApp` (every CLI option has one). */
 export interface AppConfig {
@@ -46,6 +47,20 @@ export interface AppConfig {
   logRetentionDays?: number;
   /** Most log rows kept (default 100000). */
   logMaxRows?: number;
+  /** Seconds a new connection may take to send a complete request head (default 10). */
+  headerTimeout?: number;
+  /** Seconds an idle keep-alive connection is kept open (default 30). */
+  idleTimeout?: number;
+  /** Longest pause, in seconds, while a request body arrives (default 30; then 408). */
+  bodyTimeout?: number;
+  /** Seconds a whole request body may take (default 600; then 408). */
+  bodyDeadline?: number;
+  /**
+   * Most connections open at once (default 1024, lowered below the
+   * open-file limit on Linux). At the cap the idlest connection is closed
+   * to make room, or new connections wait in the listen backlog.
+   */
+  maxConnections?: number;
 }
 
 /** Config with every default applied. */
@@ -78,6 +93,11 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     logLevel: c.logLevel ?? "info",
     logRetentionDays: c.logRetentionDays ?? 7,
     logMaxRows: c.logMaxRows ?? 100_000,
+    headerTimeout: c.headerTimeout ?? 10,
+    idleTimeout: c.idleTimeout ?? 30,
+    bodyTimeout: c.bodyTimeout ?? 30,
+    bodyDeadline: c.bodyDeadline ?? 600,
+    maxConnections: c.maxConnections ?? defaultMaxConnections(),
   };
 }
 

@@ -14,6 +14,7 @@ export type ErrorCode =
   | "method_not_allowed"
   | "conflict"
   | "too_large"
+  | "timeout"
   | "unsupported_media_type"
   | "rate_limited"
   | "unavailable"

@@ -7,6 +7,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
+import { BodyWatch } from "../http/deadlines.ts";
 
 /** One part; read `body()` to the end before asking for the next part. */
 export interface Part {
@@ -124,6 +125,7 @@ export async function* parseMultipart(
   maxParts = 200,
 ): AsyncGenerator<Part> {
   const reader = stream.getReader();
+  const watch = new BodyWatch(reader);
   const delim = new TextEncoder().encode(`\r\n--${boundary}`);
   let buf: Uint8Array = new Uint8Array([13, 10]); // so the first delimiter also starts with CRLF
   let done = false;
@@ -133,8 +135,10 @@ export async function* parseMultipart(
     try {
       r = await reader.read();
     } catch {
+      if (watch.expired) throw watch.error();
       throw bad("the connection was interrupted");
     }
+    watch.step();
     if (r.done) {
       done = true;
       return false;
@@ -196,6 +200,7 @@ export async function* parseMultipart(
       }
     }
   } finally {
+    watch.done();
     await reader.cancel().catch(() => {});
   }
 }

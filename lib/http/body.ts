@@ -1,12 +1,14 @@
 /**
  * Bounded request-body reading: 415 on a wrong type, 413 past the cap
  * (before reading when `Content-Length` says so, else while streaming),
- * 400 on malformed or too deeply nested JSON.
+ * 408 when the body stalls or takes too long (`deadlines.ts`), 400 on
+ * malformed or too deeply nested JSON.
  *
  * @module
  */
 
 import { MoonbaseError } from "../errors.ts";
+import { BodyWatch } from "./deadlines.ts";
 
 /** Deepest nesting accepted in a JSON body. */
 export const MAX_JSON_DEPTH = 32;
@@ -37,24 +39,31 @@ export async function readBytes(
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = req.body.getReader();
-  while (true) {
-    let step: ReadableStreamReadResult<Uint8Array>;
-    try {
-      step = await reader.read();
-    } catch {
-      throw new MoonbaseError(
-        "invalid",
-        "Cannot read body: the connection was interrupted",
-      );
+  const watch = new BodyWatch(reader);
+  try {
+    while (true) {
+      let step: ReadableStreamReadResult<Uint8Array>;
+      try {
+        step = await reader.read();
+      } catch {
+        if (watch.expired) throw watch.error();
+        throw new MoonbaseError(
+          "invalid",
+          "Cannot read body: the connection was interrupted",
+        );
+      }
+      watch.step();
+      const { done, value } = step;
+      if (done) break;
+      size += value.length;
+      if (size > max) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge(max);
+      }
+      chunks.push(value);
     }
-    const { done, value } = step;
-    if (done) break;
-    size += value.length;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge(max);
-    }
-    chunks.push(value);
+  } finally {
+    watch.done();
   }
   if (chunks.length === 1) return chunks[0];
   const out = new Uint8Array(size);

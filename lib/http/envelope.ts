@@ -17,6 +17,7 @@ const STATUS: Record<ErrorCode, number> = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  timeout: 408,
   conflict: 409,
   too_large: 413,
   unsupported_media_type: 415,

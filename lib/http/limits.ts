@@ -1,0 +1,86 @@
+/**
+ * The connection limits of the server, their defaults, and their values
+ * from an app's config (seconds there, milliseconds here).
+ *
+ * @module
+ */
+
+/** Limits of a server (times in milliseconds). */
+export interface ServerLimits {
+  /** A new connection must send a complete request head within this. */
+  headerTimeoutMs: number;
+  /** A connection with no request in progress is closed after this. */
+  idleTimeoutMs: number;
+  /** Longest pause while a request body arrives (then 408). */
+  bodyTimeoutMs: number;
+  /** Longest time a whole request body may take (then 408). */
+  bodyDeadlineMs: number;
+  /** Most connections open at once. */
+  maxConnections: number;
+}
+
+/** Defaults of the limits. */
+export const DEFAULT_LIMITS: ServerLimits = {
+  headerTimeoutMs: 10_000,
+  idleTimeoutMs: 30_000,
+  bodyTimeoutMs: 30_000,
+  bodyDeadlineMs: 600_000,
+  maxConnections: 1024,
+};
+
+/** Time limits of a resolved config (seconds) as server limits. */
+export interface LimitConfig {
+  headerTimeout: number;
+  idleTimeout: number;
+  bodyTimeout: number;
+  bodyDeadline: number;
+  maxConnections: number;
+}
+
+/**
+ * The server limits of a config.
+ *
+ * @example
+ * ```ts
+ * import { limitsOf } from "moonbase/lib/http/limits.ts";
+ * import assert from "node:assert/strict";
+ * const l = limitsOf({
+ *   headerTimeout: 10, idleTimeout: 30, bodyTimeout: 30, bodyDeadline: 600,
+ *   maxConnections: 100,
+ * });
+ * assert.equal(l.idleTimeoutMs, 30_000);
+ * ```
+ */
+export function limitsOf(c: LimitConfig): ServerLimits {
+  return {
+    headerTimeoutMs: c.headerTimeout * 1000,
+    idleTimeoutMs: c.idleTimeout * 1000,
+    bodyTimeoutMs: c.bodyTimeout * 1000,
+    bodyDeadlineMs: c.bodyDeadline * 1000,
+    maxConnections: c.maxConnections,
+  };
+}
+
+/**
+ * The default connection cap: 1024, lowered below the open-file limit when
+ * Linux says it is smaller (`/proc/self/limits`, read only when permitted),
+ * leaving 64 descriptors to the database, logs and files.
+ */
+export function defaultMaxConnections(): number {
+  try {
+    const path = "/proc/self/limits";
+    if (
+      Deno.permissions.querySync({ name: "read", path }).state !== "granted"
+    ) {
+      return DEFAULT_LIMITS.maxConnections;
+    }
+    const m = /^Max open files\s+(\d+)/m.exec(Deno.readTextFileSync(path));
+    if (!m) return DEFAULT_LIMITS.maxConnections;
+    return Math.max(
+      16,
+      Math.min(DEFAULT_LIMITS.maxConnections, Number(m[1]) - 64),
+    );
+  } catch {
+    return DEFAULT_LIMITS.maxConnections;
+  }
+}
