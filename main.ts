@@ -187,6 +187,14 @@ async function serve(
   host: string,
 ): Promise<void> {
   const app = await createApp(config);
+  // The server process is Moonbase's own: no stray rejection may end it.
+  globalThis.addEventListener("unhandledrejection", (e) => {
+    e.preventDefault();
+    const err = e.reason;
+    app.log.error("unhandled rejection", {
+      stack: err instanceof Error ? err.stack ?? err.message : String(err),
+    });
+  });
   for (const n of app.notices) console.error(n);
   const server = await app.serve({ port, hostname: host });
   const shown = host === "0.0.0.0" ? "localhost" : host;

@@ -25,6 +25,7 @@ import {
 import { listen, Server } from "./lib/http/server.ts";
 import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
+import { isConnectionLoss } from "./lib/db/connection_loss.ts";
 
 export { Entity } from "./lib/schema/entity.ts";
 export { MoonbaseError } from "./lib/errors.ts";
@@ -123,10 +124,14 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
   });
   // A lost database connection must not bring the server down: postgres.js may
   // reject a promise nobody awaits when a socket resets. Log it and go on.
+  // Only a lost connection is swallowed: any other rejection belongs to the
+  // program (an embedder's own top-level error must end it, not hang it);
+  // the `moonbase serve` command adds its own catch-all (see main.ts).
   const onUnhandled = (e: PromiseRejectionEvent) => {
+    if (!isConnectionLoss(e.reason)) return;
     e.preventDefault();
     const err = e.reason;
-    core.log.error("unhandled rejection", {
+    core.log.warn("connection lost (unhandled rejection)", {
       stack: err instanceof Error ? err.stack ?? err.message : String(err),
     });
   };

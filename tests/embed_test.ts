@@ -167,6 +167,32 @@ for (const db of DATABASES) {
   });
 }
 
+Deno.test({
+  name: "embed: an embedder's own top-level error ends its program",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "mb_embed_err_" });
+    try {
+      await Deno.writeTextFile(
+        `${dir}/main.ts`,
+        `import { createApp } from "${MOD_URL}";
+const app = await createApp({ dataDir: "${dir}/data", quiet: true });
+await app.serve({ port: 0, hostname: "127.0.0.1" });
+const admins = app.schemas.get("mb_admins")!;
+await admins.create({ email: "twice@example.com", password: "password-123" });
+await admins.create({ email: "twice@example.com", password: "password-123" });
+`,
+      );
+      const o = await runIn(dir, {});
+      assert.notEqual(o.code, 0, "the program must fail, not succeed");
+      assert.match(o.stderr, /error/i);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
 Deno.test("embed: product source imports no name of Moonbase's import map", async () => {
   const map = JSON.parse(await Deno.readTextFile(`${CHECKOUT}/deno.json`))
     .imports as Record<string, string>;
