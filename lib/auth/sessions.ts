@@ -182,8 +182,10 @@ export class Sessions {
   ): Promise<LoginResult> {
     const s = await this.session(header);
     if (expected && s.entity.id !== expected.id) throw invalidToken();
-    await this.#revoked.revoke(s.claims);
+    // Spent once: of parallel refreshes (or a racing logout) one wins.
+    const first = await this.#revoked.revoke(s.claims);
     this.#signer.forget(s.token);
+    if (!first) throw invalidToken();
     return await this.issue(s.entity, s.user);
   }
 
@@ -191,8 +193,9 @@ export class Sessions {
   async logout(header: string | null, expected?: Entity): Promise<void> {
     const s = await this.session(header);
     if (expected && s.entity.id !== expected.id) throw invalidToken();
-    await this.#revoked.revoke(s.claims);
+    const first = await this.#revoked.revoke(s.claims);
     this.#signer.forget(s.token);
+    if (!first) throw invalidToken();
   }
 
   /** Revokes every token of a user except the one presented in `header` (if it is theirs). */
