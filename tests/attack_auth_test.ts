@@ -4,7 +4,9 @@
  * once. Parallel refreshes of one token must not mint several live tokens,
  * and a logout racing a refresh must not leave the refresh's new token
  * alive (sequentially, the later of the two answers 401). On PostgreSQL the
- * same holds across two instances on one database.
+ * same holds across two instances on one database. A password change ends
+ * every other session, including ones being refreshed or logged in with the
+ * old password at that moment.
  *
  * @module
  */
@@ -123,6 +125,112 @@ forEachDb("attack: a token is spent once by refresh/logout", async (t, db) => {
     await s.close();
   }
 });
+
+/** Changes the password of `id` from `old` to `next` with the user's own token. */
+function changePassword(
+  s: TestServer,
+  id: string,
+  token: string,
+  old: string,
+  next: string,
+): Promise<Reply> {
+  return s.request("PATCH", `/api/v1/entities/users/${id}`, {
+    token,
+    body: { password: next, oldPassword: old },
+    headers: { "x-forwarded-for": nextIp() },
+  });
+}
+
+function loginWith(s: TestServer, email: string, password: string) {
+  return s.request("POST", "/api/v1/auth/users/login", {
+    body: { identity: email, password },
+    headers: { "x-forwarded-for": nextIp() },
+  });
+}
+
+forEachDb(
+  "attack: a password change ends sessions in flight",
+  async (t, db) => {
+    const s = await startServer(db, { trustProxy: true });
+    try {
+      await usersEntity(s);
+
+      await t.step(
+        "a stolen token refreshed in a loop does not survive",
+        async () => {
+          const u = await seedUser(s, "users", { email: "loop@x.com" }, PW);
+          let pw = PW;
+          for (let round = 0; round < 4; round++) {
+            const mine = (await loginWith(s, "loop@x.com", pw)).data.token;
+            // Several chains, each refreshing its latest token as fast as it can.
+            const chains = await Promise.all(
+              Array.from(
+                { length: 4 },
+                async () =>
+                  (await loginWith(s, "loop@x.com", pw)).data.token as string,
+              ),
+            );
+            let stop = false;
+            const loops = chains.map(async (_, i) => {
+              while (!stop) {
+                const r = await refresh(s, chains[i]);
+                if (r.status !== 200) return;
+                chains[i] = r.data.token;
+              }
+            });
+            await new Promise((r) => setTimeout(r, 60));
+            const next = `changed-password-${round}`;
+            const p = await changePassword(s, u.id, mine, pw, next);
+            assert.equal(p.status, 200, p.text);
+            pw = next;
+            await new Promise((r) => setTimeout(r, 60));
+            stop = true;
+            await Promise.all(loops);
+            for (const token of chains) {
+              assert.equal(
+                await works(s, u.id, token),
+                false,
+                `round ${round}: a refreshed token outlived the password change`,
+              );
+            }
+          }
+        },
+      );
+
+      await t.step(
+        "a login with the old password during the change",
+        async () => {
+          const u = await seedUser(s, "users", { email: "during@x.com" }, PW);
+          let pw = PW;
+          for (let round = 0, delay = 0; round < 14; round++, delay += 40) {
+            const mine = (await loginWith(s, "during@x.com", pw)).data.token;
+            const next = `during-password-${round}`;
+            let settled = false;
+            const change = changePassword(s, u.id, mine, pw, next).finally(() =>
+              settled = true
+            );
+            await new Promise((r) => setTimeout(r, delay));
+            const late = settled; // the change was done before this login
+            const old = await loginWith(s, "during@x.com", pw);
+            const p = await change;
+            assert.equal(p.status, 200, p.text);
+            pw = next;
+            if (old.status === 200) {
+              assert.equal(
+                await works(s, u.id, old.data.token),
+                false,
+                `delay ${delay}: a login with the old password outlived the change`,
+              );
+            } else assert.equal(old.status, 401, old.text);
+            if (late) break; // later delays only log in after the change
+          }
+        },
+      );
+    } finally {
+      await s.close();
+    }
+  },
+);
 
 Deno.test({
   name: "attack: two instances refreshing one token mint one new token",
