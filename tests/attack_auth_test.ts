@@ -160,7 +160,7 @@ forEachDb(
         async () => {
           const u = await seedUser(s, "users", { email: "loop@x.com" }, PW);
           let pw = PW;
-          for (let round = 0; round < 4; round++) {
+          for (let round = 0; round < 3; round++) {
             const mine = (await loginWith(s, "loop@x.com", pw)).data.token;
             // Several chains, each refreshing its latest token as fast as it can.
             const chains = await Promise.all(
@@ -202,7 +202,7 @@ forEachDb(
         async () => {
           const u = await seedUser(s, "users", { email: "during@x.com" }, PW);
           let pw = PW;
-          for (let round = 0, delay = 0; round < 14; round++, delay += 40) {
+          for (let round = 0, delay = 80; round < 10; round++, delay += 50) {
             const mine = (await loginWith(s, "during@x.com", pw)).data.token;
             const next = `during-password-${round}`;
             let settled = false;
