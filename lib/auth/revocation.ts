@@ -199,6 +199,22 @@ export class Revocations {
     );
   }
 
+  /**
+   * True when the user's sessions were ended (a cutoff, by a password
+   * change) after `since` (ms), unless `jti` is the token the cutoff keeps.
+   * Login and refresh ask after issuing: a token issued while the password
+   * changed must not outlive the change.
+   */
+  endedAfter(
+    entity: string,
+    sub: string,
+    since: number,
+    jti?: string,
+  ): boolean {
+    const c = this.#cutoffs.get(`${entity}/${sub}`);
+    return c !== undefined && jti !== c.keep && since < c.cutoff;
+  }
+
   /** True when the token was revoked (alone or by a cutoff). */
   isRevoked(claims: TokenClaims): boolean {
     if (this.#jtis.has(claims.jti)) return true;
