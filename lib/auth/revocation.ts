@@ -161,17 +161,26 @@ export class Revocations {
     });
   }
 
-  /** Revokes one token everywhere. */
-  async revoke(claims: TokenClaims): Promise<void> {
+  /**
+   * Revokes one token everywhere. Resolves true only for the call that
+   * revoked it first (on this instance, or in the database for every
+   * instance): a token is spent once, so parallel refreshes or a logout
+   * racing a refresh cannot each go on as if they had revoked it.
+   */
+  async revoke(claims: TokenClaims): Promise<boolean> {
+    if (this.#jtis.has(claims.jti)) return false;
     this.#jtis.set(claims.jti, claims.exp);
+    let first = false;
     await this.#write(
       { j: claims.jti, e: claims.exp },
-      (tx, seq) =>
-        tx.run(
+      async (tx, seq) => {
+        first = await tx.run(
           `INSERT INTO "mb_revoked" ("jti", "exp", "created", "seq") VALUES (?, ?, ?, ?) ON CONFLICT ("jti") DO NOTHING`,
           [claims.jti, claims.exp, Date.now(), seq],
-        ),
+        ) > 0;
+      },
     );
+    return first;
   }
 
   /** Revokes every token of a user issued until now, except `keepJti`. */
@@ -188,6 +197,22 @@ export class Revocations {
           [key, cutoff, keepJti, Date.now(), seq],
         ),
     );
+  }
+
+  /**
+   * True when the user's sessions were ended (a cutoff, by a password
+   * change) after `since` (ms), unless `jti` is the token the cutoff keeps.
+   * Login and refresh ask after issuing: a token issued while the password
+   * changed must not outlive the change.
+   */
+  endedAfter(
+    entity: string,
+    sub: string,
+    since: number,
+    jti?: string,
+  ): boolean {
+    const c = this.#cutoffs.get(`${entity}/${sub}`);
+    return c !== undefined && jti !== c.keep && since < c.cutoff;
   }
 
   /** True when the token was revoked (alone or by a cutoff). */

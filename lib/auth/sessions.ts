@@ -12,7 +12,7 @@ import type { Entity } from "../schema/entity.ts";
 import { decodeRow } from "../records/codec.ts";
 import type { Storage } from "../db/storage.ts";
 import type { TokenClaims, TokenSigner } from "./jwt.ts";
-import type { Revocations } from "./revocation.ts";
+import { type Revocations, uuidTime } from "./revocation.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
 
 /** Who is calling. */
@@ -91,6 +91,7 @@ export class Sessions {
         },
       );
     }
+    const since = Date.now();
     const row = await entity.rowFromCols(
       identity.includes("@") ? identity.toLowerCase() : identity,
       ["id", "email"],
@@ -100,10 +101,15 @@ export class Sessions {
       ? await verifyPassword(password, hash)
       : await verifyDummy(password);
     if (!row || !ok) throw new MoonbaseError("unauthenticated", BAD_LOGIN);
-    return await this.issue(
+    const result = await this.issue(
       entity,
       decodeRow(entity.schema, row, this.#store.dialect),
     );
+    // The password changed while this login checked the one it had read.
+    if (this.#revoked.endedAfter(entity.name, String(row.id), since)) {
+      throw new MoonbaseError("unauthenticated", BAD_LOGIN);
+    }
+    return result;
   }
 
   /** Signs a token for a user record. */
@@ -182,17 +188,26 @@ export class Sessions {
   ): Promise<LoginResult> {
     const s = await this.session(header);
     if (expected && s.entity.id !== expected.id) throw invalidToken();
-    await this.#revoked.revoke(s.claims);
+    // Spent once: of parallel refreshes (or a racing logout) one wins.
+    const first = await this.#revoked.revoke(s.claims);
     this.#signer.forget(s.token);
-    return await this.issue(s.entity, s.user);
+    if (!first) throw invalidToken();
+    const result = await this.issue(s.entity, s.user);
+    // The user's sessions ended while this refresh ran (a password change).
+    const { entity, sub, jti } = s.claims;
+    if (this.#revoked.endedAfter(entity, sub, uuidTime(jti), jti)) {
+      throw invalidToken();
+    }
+    return result;
   }
 
   /** Revokes the presented token. */
   async logout(header: string | null, expected?: Entity): Promise<void> {
     const s = await this.session(header);
     if (expected && s.entity.id !== expected.id) throw invalidToken();
-    await this.#revoked.revoke(s.claims);
+    const first = await this.#revoked.revoke(s.claims);
     this.#signer.forget(s.token);
+    if (!first) throw invalidToken();
   }
 
   /** Revokes every token of a user except the one presented in `header` (if it is theirs). */
