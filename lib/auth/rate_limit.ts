@@ -7,6 +7,7 @@
  */
 
 import type { Storage } from "../db/storage.ts";
+import { clientKey } from "./client_key.ts";
 
 /** Attempts allowed per window, and the window. */
 export const LOGIN_LIMIT = 5, WINDOW_MS = 60_000;
@@ -70,7 +71,7 @@ export class LoginLimiter {
          "count" = CASE WHEN "mb_ratelimit"."window_start" > ? THEN "mb_ratelimit"."count" + 1 ELSE 1 END,
          "window_start" = CASE WHEN "mb_ratelimit"."window_start" > ? THEN "mb_ratelimit"."window_start" ELSE excluded."window_start" END
        RETURNING "count", "window_start"`,
-      [key.slice(0, 200), now, now - WINDOW_MS, now - WINDOW_MS],
+      [limitKey(key).slice(0, 200), now, now - WINDOW_MS, now - WINDOW_MS],
     );
     if (++this.#hits % 500 === 0) {
       await this.#store.run(
@@ -100,4 +101,10 @@ export function rateHeaders(s: RateState): Record<string, string> {
   };
   if (!s.allowed) h["Retry-After"] = String(s.retryAfter);
   return h;
+}
+
+/** `<kind>:<address>` with the address reduced to what limits count by. */
+function limitKey(key: string): string {
+  const at = key.indexOf(":");
+  return at < 0 ? key : key.slice(0, at + 1) + clientKey(key.slice(at + 1));
 }
