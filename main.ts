@@ -30,6 +30,7 @@ Options:
   --database <kind>        PSQL for PostgreSQL (default: SQLite in --dataDir)
   --connection <url>       PostgreSQL connection URL (with --database PSQL)
   --poolSize <n>           PostgreSQL connections (default: CPU cores, 2 to 10)
+  --statementTimeout <s>   PostgreSQL: longest statement of a request (default 30; 0: none)
   --dataDir <dir>          data directory (default ./data)
   --publicDir <dir>        directory served at /
   --scriptsDir <dir>       directory of JavaScript extension scripts (default ./scripts)
@@ -109,6 +110,7 @@ export function parseCli(args: string[]): Cli {
         database: { type: "string" },
         connection: { type: "string" },
         poolSize: { type: "string" },
+        statementTimeout: { type: "string" },
         dataDir: { type: "string" },
         publicDir: { type: "string" },
         scriptsDir: { type: "string" },
@@ -160,6 +162,7 @@ export function parseCli(args: string[]): Cli {
     database: v.database?.toUpperCase(),
     connection: v.connection,
     poolSize: int(v.poolSize, "poolSize", 1, 100),
+    statementTimeout: int(v.statementTimeout, "statementTimeout", 0, 86_400),
     publicDir: v.publicDir,
     scriptsDir: v.scriptsDir,
     dev: v.dev,

@@ -41,6 +41,11 @@ export interface AppConfig {
    * cores, 2 connections served ~30% more than 10.
    */
   poolSize?: number;
+  /**
+   * PostgreSQL: seconds any request statement may run before the database
+   * cancels it (503); 0 for no limit (default 30). Schema changes are exempt.
+   */
+  statementTimeout?: number;
   /** Least severe level logged: trace, debug, info (default), warn, error. */
   logLevel?: "trace" | "debug" | "info" | "warn" | "error";
   /** Days logs are kept (default 7). */
@@ -90,6 +95,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     quiet: c.quiet ?? false,
     poolSize: c.poolSize ??
       Math.max(2, Math.min(10, navigator.hardwareConcurrency || 2)),
+    statementTimeout: c.statementTimeout ?? 30,
     logLevel: c.logLevel ?? "info",
     logRetentionDays: c.logRetentionDays ?? 7,
     logMaxRows: c.logMaxRows ?? 100_000,

@@ -68,7 +68,11 @@ export async function openStorage(config: ResolvedConfig): Promise<Storage> {
         "Cannot use --database PSQL: --connection <url> is required",
       );
     }
-    const pg = new PostgresStorage(config.connection, config.poolSize);
+    const pg = new PostgresStorage(
+      config.connection,
+      config.poolSize,
+      config.statementTimeout * 1000,
+    );
     await pg.connect();
     return pg;
   }

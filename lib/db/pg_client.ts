@@ -65,6 +65,16 @@ export function clientError(err: unknown): unknown {
   const code = (err as { code?: string }).code;
   if (unreachable(err)) return lost(err);
   if (code === "53100") return diskFull();
+  if (code === "57014") {
+    // statement_timeout (a runaway query, e.g. an unbounded view): the
+    // connection is free again, the request gets a clear answer.
+    return new MoonbaseError(
+      "unavailable",
+      "Cannot answer in time: a database query ran longer than the statement timeout",
+      null,
+      { "retry-after": "5" },
+    );
+  }
   if (code === "42703" || code === "42P01") {
     return new MoonbaseError(
       "conflict",
@@ -127,10 +137,20 @@ export function queryable(sql: Sql): Queryable {
   };
 }
 
-/** A postgres.js client of one connection. */
-export function client(url: string, connectTimeout: number): postgres.Sql {
+/**
+ * A postgres.js client of one connection; `statementTimeoutMs` (0: none)
+ * cancels any statement running longer (PostgreSQL's `statement_timeout`).
+ */
+export function client(
+  url: string,
+  connectTimeout: number,
+  statementTimeoutMs = 0,
+): postgres.Sql {
   return postgres(url, {
     max: 1,
+    connection: statementTimeoutMs > 0
+      ? { statement_timeout: statementTimeoutMs }
+      : {},
     // Connections stay open: the pool is small and fixed, and postgres.js's
     // idle timer, re-armed after every query, made Deno warn of a negative
     // timeout under load.

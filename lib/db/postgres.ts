@@ -42,8 +42,8 @@ interface Lane {
   seenAt: number;
 }
 
-function openLane(url: string): Lane {
-  const sql = client(url, 5);
+function openLane(url: string, statementTimeoutMs: number): Lane {
+  const sql = client(url, 5, statementTimeoutMs);
   return {
     sql,
     q: queryable(sql),
@@ -78,11 +78,20 @@ export class PostgresStorage implements Storage {
   #waiting: (() => void)[] = [];
   #breaker: Breaker;
   #probe: postgres.Sql | undefined;
+  #statementTimeoutMs: number;
 
   /** Creates a pool for `url` (no connection is made until `connect()`). */
-  constructor(url: string, max = 10) {
+  /**
+   * `statementTimeoutMs` (0: none) bounds every statement of the pool;
+   * schema changes lift it inside their transaction.
+   */
+  constructor(url: string, max = 10, statementTimeoutMs = 0) {
     this.#url = url;
-    this.#lanes = Array.from({ length: Math.max(1, max) }, () => openLane(url));
+    this.#statementTimeoutMs = statementTimeoutMs;
+    this.#lanes = Array.from(
+      { length: Math.max(1, max) },
+      () => openLane(url, statementTimeoutMs),
+    );
     this.#breaker = new Breaker({
       probe: (ms) => this.#probeOnce(ms),
       stalled: (now, ms) => this.#stalled(now, ms),
@@ -130,7 +139,7 @@ export class PostgresStorage implements Storage {
    */
   #dropConnections(): void {
     const old = this.#lanes;
-    this.#lanes = old.map(() => openLane(this.#url));
+    this.#lanes = old.map(() => openLane(this.#url, this.#statementTimeoutMs));
     for (const l of old) l.sql.end({ timeout: 0 }).catch(() => {});
     this.#wake();
   }

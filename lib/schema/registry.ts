@@ -445,6 +445,10 @@ export class Registry {
   ): Promise<void> {
     try {
       await this.#store.transaction(async (tx) => {
+        // A schema change may rewrite a big table: no statement timeout.
+        if (this.#store.dialect.name === "postgres") {
+          await tx.exec("SET LOCAL statement_timeout = 0");
+        }
         await fn(tx);
         await tx.run(
           `UPDATE "mb_meta" SET "value" = ? WHERE "key" = 'schema_version'`,
