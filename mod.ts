@@ -3,11 +3,12 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createApp } from "moonbase/mod.ts";
  * const app = await createApp({ dataDir: await Deno.makeTempDir(), quiet: true });
  * app.route("GET", "/api/hello", () => new Response("hi"));
  * const res = await app.handler(new Request("http://localhost/api/hello"));
- * console.assert(await res.text() === "hi");
+ * assert.ok(await res.text() === "hi");
  * await app.close();
  * ```
  *

@@ -102,9 +102,10 @@ export async function hasAdmin(storage: Storage): Promise<boolean> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createCore } from "moonbase/lib/core.ts";
  * const core = await createCore({ dataDir: await Deno.makeTempDir(), quiet: true });
- * console.assert(core.schemas.get("mb_admins")?.isSystem === true);
+ * assert.ok(core.schemas.get("mb_admins")?.isSystem === true);
  * await core.close();
  * ```
  */

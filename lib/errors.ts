@@ -28,9 +28,10 @@ export type FieldErrors = Record<string, { code: string; message: string }>;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { MoonbaseError } from "moonbase/lib/errors.ts";
  * const e = new MoonbaseError("not_found", "Cannot find record: no such id");
- * console.assert(e.code === "not_found");
+ * assert.ok(e.code === "not_found");
  * ```
  */
 export class MoonbaseError extends Error {
@@ -61,9 +62,10 @@ export class MoonbaseError extends Error {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { invalidFields } from "moonbase/lib/errors.ts";
  * const e = invalidFields({ title: { code: "required", message: "Missing required value" } });
- * console.assert(e.code === "invalid");
+ * assert.ok(e.code === "invalid");
  * ```
  */
 export function invalidFields(

@@ -16,9 +16,10 @@ let seq = 0;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { uuidv7 } from "moonbase/lib/ids.ts";
  * const a = uuidv7(), b = uuidv7();
- * console.assert(a < b && /^[0-9a-f-]{36}$/.test(a));
+ * assert.ok(a < b && /^[0-9a-f-]{36}$/.test(a));
  * ```
  */
 export function uuidv7(): string {
@@ -54,8 +55,9 @@ export function uuidv7(): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { randomToken } from "moonbase/lib/ids.ts";
- * console.assert(randomToken(16).length === 22);
+ * assert.ok(randomToken(16).length === 22);
  * ```
  */
 export function randomToken(bytes = 32): string {
@@ -72,8 +74,9 @@ export function randomToken(bytes = 32): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { newFieldId } from "moonbase/lib/ids.ts";
- * console.assert(/^[0-9a-f]{16}$/.test(newFieldId()));
+ * assert.ok(/^[0-9a-f]{16}$/.test(newFieldId()));
  * ```
  */
 export function newFieldId(): string {

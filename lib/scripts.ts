@@ -26,9 +26,10 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { loadScripts } from "moonbase/lib/scripts.ts";
  * const s = await loadScripts("/nonexistent-dir");
- * console.assert(s.helpers.size === 0 && s.files.length === 0);
+ * assert.ok(s.helpers.size === 0 && s.files.length === 0);
  * ```
  */
 export async function loadScripts(dir: string): Promise<Scripts> {

@@ -17,10 +17,11 @@ export type RowMaker = (values: readonly unknown[]) => Record<string, unknown>;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { rowMaker } from "moonbase/lib/db/shapes.ts";
  * const make = rowMaker(["id", "title"]);
  * const row = make(["a1", "Hello"]);
- * console.assert(row.id === "a1" && row.title === "Hello");
+ * assert.ok(row.id === "a1" && row.title === "Hello");
  * ```
  */
 export function rowMaker(names: readonly string[]): RowMaker {
@@ -57,12 +58,13 @@ export type RowDecoder<K extends string> = (
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { rowDecoder } from "moonbase/lib/db/shapes.ts";
  * const d = rowDecoder([["ok", "ok_col", "bool"], ["n", "n", "int"]]);
  * const dec = { decode: (k: string, v: unknown) => k === "bool" ? v === 1 : v };
  * const out = d({ ok_col: 1, n: 5 }, dec)!;
- * console.assert(out.ok === true && out.n === 5);
- * console.assert(d({ n: 5 }, dec) === undefined);
+ * assert.ok(out.ok === true && out.n === 5);
+ * assert.ok(d({ n: 5 }, dec) === undefined);
  * ```
  */
 export function rowDecoder<K extends string>(
@@ -96,11 +98,12 @@ export function rowDecoder<K extends string>(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { RowMakers } from "moonbase/lib/db/shapes.ts";
  * const makers = new RowMakers();
  * const make = makers.for("SELECT a", [{ name: "a" }]);
- * console.assert(make([1]).a === 1);
- * console.assert(makers.for("SELECT a", [{ name: "a" }]) === make);
+ * assert.ok(make([1]).a === 1);
+ * assert.ok(makers.for("SELECT a", [{ name: "a" }]) === make);
  * ```
  */
 export class RowMakers {

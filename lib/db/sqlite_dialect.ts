@@ -25,10 +25,11 @@ const TYPES: Record<ColumnKind, string> = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { sqliteDialect } from "moonbase/lib/db/sqlite_dialect.ts";
- * console.assert(sqliteDialect.encode("bool", true) === 1);
+ * assert.ok(sqliteDialect.encode("bool", true) === 1);
  * const v = sqliteDialect.decode("json", '{"a":1}') as { a: number };
- * console.assert(v.a === 1);
+ * assert.ok(v.a === 1);
  * ```
  */
 export const sqliteDialect: Dialect = {

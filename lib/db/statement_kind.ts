@@ -12,8 +12,9 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { writes } from "moonbase/lib/db/statement_kind.ts";
- * console.assert(!writes("SELECT 1") && writes("UPDATE t SET a = 1 RETURNING a"));
+ * assert.ok(!writes("SELECT 1") && writes("UPDATE t SET a = 1 RETURNING a"));
  * ```
  */
 export function writes(sql: string): boolean {

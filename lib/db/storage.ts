@@ -97,8 +97,9 @@ export { StorageUnavailableError } from "../errors.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ident } from "moonbase/lib/db/storage.ts";
- * console.assert(ident("posts") === '"posts"');
+ * assert.ok(ident("posts") === '"posts"');
  * ```
  */
 export function ident(name: string): string {
@@ -126,9 +127,10 @@ function fnv1a(text: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { physicalName } from "moonbase/lib/db/storage.ts";
- * console.assert(physicalName("posts") === "posts");
- * console.assert(physicalName("a".repeat(64)).length === 63);
+ * assert.ok(physicalName("posts") === "posts");
+ * assert.ok(physicalName("a".repeat(64)).length === 63);
  * ```
  */
 export function physicalName(name: string): string {

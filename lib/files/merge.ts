@@ -26,6 +26,7 @@ function listOf(v: unknown): string[] {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { mergeFiles } from "moonbase/lib/files/merge.ts";
  * import { adminOnlyRules } from "moonbase/lib/schema/types.ts";
  * const schema = { id: "e", name: "docs", type: "base" as const, view_query: "", has_api: true,
@@ -34,8 +35,8 @@ function listOf(v: unknown): string[] {
  * const values = new Map<string, unknown>([["att", ["a_0000000000.txt"]]]);
  * const removed = mergeFiles(schema, { att: ["a_0000000000.txt", "b_0000000000.txt"] }, values,
  *   new Map([["att", ["c_0000000000.txt"]]]));
- * console.assert(removed[0] === "b_0000000000.txt");
- * console.assert((values.get("att") as string[]).length === 2);
+ * assert.ok(removed[0] === "b_0000000000.txt");
+ * assert.ok((values.get("att") as string[]).length === 2);
  * ```
  */
 export function mergeFiles(

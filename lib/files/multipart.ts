@@ -58,8 +58,9 @@ function bad(message: string): MoonbaseError {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { boundaryOf } from "moonbase/lib/files/multipart.ts";
- * console.assert(boundaryOf('multipart/form-data; boundary="abc"') === "abc");
+ * assert.ok(boundaryOf('multipart/form-data; boundary="abc"') === "abc");
  * ```
  */
 export function boundaryOf(contentType: string): string {
@@ -108,6 +109,7 @@ function disposition(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseMultipart } from "moonbase/lib/files/multipart.ts";
  * const text = '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\nhello\r\n--b--\r\n';
  * const parts: string[] = [];
@@ -116,7 +118,7 @@ function disposition(
  *   for await (const c of p.body()) s += new TextDecoder().decode(c);
  *   parts.push(`${p.name}=${s}`);
  * }
- * console.assert(parts[0] === "t=hello");
+ * assert.ok(parts[0] === "t=hello");
  * ```
  */
 export async function* parseMultipart(

@@ -17,10 +17,11 @@ export const STORED_NAME =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { storedName, STORED_NAME } from "moonbase/lib/files/names.ts";
  * const n = storedName("../../etc/pass wd.PNG");
- * console.assert(STORED_NAME.test(n) && n.startsWith("pass_wd_") && n.endsWith(".png"));
- * console.assert(STORED_NAME.test(storedName("")));
+ * assert.ok(STORED_NAME.test(n) && n.startsWith("pass_wd_") && n.endsWith(".png"));
+ * assert.ok(STORED_NAME.test(storedName("")));
  * ```
  */
 export function storedName(original: string): string {

@@ -29,9 +29,10 @@ function startsWith(bytes: Uint8Array, sig: number[], at = 0): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { sniff } from "moonbase/lib/files/sniff.ts";
- * console.assert(sniff(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) === "image/png");
- * console.assert(sniff(new TextEncoder().encode("<svg xmlns=...>")) === "image/svg+xml");
+ * assert.ok(sniff(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) === "image/png");
+ * assert.ok(sniff(new TextEncoder().encode("<svg xmlns=...>")) === "image/svg+xml");
  * ```
  */
 export function sniff(head: Uint8Array): string {

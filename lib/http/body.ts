@@ -24,9 +24,10 @@ export function mediaType(req: Request): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readBytes } from "moonbase/lib/http/body.ts";
  * const bytes = await readBytes(new Request("http://x", { method: "POST", body: "hi" }), 10);
- * console.assert(bytes.length === 2);
+ * assert.ok(bytes.length === 2);
  * ```
  */
 export async function readBytes(
@@ -99,8 +100,9 @@ function depthOf(value: unknown, depth: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseJson } from "moonbase/lib/http/body.ts";
- * console.assert((parseJson('{"a":1}') as { a: number }).a === 1);
+ * assert.ok((parseJson('{"a":1}') as { a: number }).a === 1);
  * ```
  */
 export function parseJson(text: string): unknown {
@@ -124,11 +126,12 @@ export function parseJson(text: string): unknown {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readJsonObject } from "moonbase/lib/http/body.ts";
  * const req = new Request("http://x", {
  *   method: "POST", body: '{"title":"hi"}', headers: { "content-type": "application/json" },
  * });
- * console.assert((await readJsonObject(req, 1024)).title === "hi");
+ * assert.ok((await readJsonObject(req, 1024)).title === "hi");
  * ```
  */
 export async function readJsonObject(

@@ -14,11 +14,12 @@ const EXPOSE_HEADERS =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Cors } from "moonbase/lib/http/cors.ts";
  * const cors = new Cors(["https://app.example"]);
  * const req = new Request("http://x/", { headers: { origin: "https://app.example" } });
- * console.assert(cors.headers(req)?.["access-control-allow-origin"] === "https://app.example");
- * console.assert(cors.headers(new Request("http://x/", { headers: { origin: "https://evil" } })) === undefined);
+ * assert.ok(cors.headers(req)?.["access-control-allow-origin"] === "https://app.example");
+ * assert.ok(cors.headers(new Request("http://x/", { headers: { origin: "https://evil" } })) === undefined);
  * ```
  */
 export class Cors {

@@ -37,9 +37,10 @@ const BASE_HEADERS = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { json } from "moonbase/lib/http/envelope.ts";
  * const res = json(200, { ok: true });
- * console.assert((await res.json()).data.ok === true);
+ * assert.ok((await res.json()).data.ok === true);
  * ```
  */
 export function json(
@@ -63,8 +64,9 @@ export function json(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { noContent } from "moonbase/lib/http/envelope.ts";
- * console.assert(noContent().status === 204);
+ * assert.ok(noContent().status === 204);
  * ```
  */
 export function noContent(): Response {
@@ -77,10 +79,11 @@ export function noContent(): Response {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { errorResponse } from "moonbase/lib/http/envelope.ts";
  * import { MoonbaseError } from "moonbase/lib/errors.ts";
  * const res = errorResponse(new MoonbaseError("conflict", "Cannot create record: duplicate"));
- * console.assert(res.status === 409);
+ * assert.ok(res.status === 409);
  * ```
  */
 export function errorResponse(

@@ -25,12 +25,13 @@ function node<H>(): Node<H> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Router } from "moonbase/lib/http/router.ts";
  * const r = new Router<string>();
  * r.add("GET", "/api/v1/entities/:entity/:id", "get");
  * const m = r.match("GET", "/api/v1/entities/posts/42");
- * console.assert(m.kind === "found" && m.params.id === "42");
- * console.assert(r.match("PUT", "/api/v1/entities/posts/42").kind === "method_not_allowed");
+ * assert.ok(m.kind === "found" && m.params.id === "42");
+ * assert.ok(r.match("PUT", "/api/v1/entities/posts/42").kind === "method_not_allowed");
  * ```
  */
 export class Router<H> {

@@ -35,8 +35,9 @@ const TYPES: Record<string, string> = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { contentTypeOf } from "moonbase/lib/http/static.ts";
- * console.assert(contentTypeOf("a.PNG") === "image/png");
+ * assert.ok(contentTypeOf("a.PNG") === "image/png");
  * ```
  */
 export function contentTypeOf(name: string): string {
@@ -49,10 +50,11 @@ export function contentTypeOf(name: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { safeJoin } from "moonbase/lib/http/static.ts";
- * console.assert(safeJoin("/srv", "/a/b.txt") === "/srv/a/b.txt");
- * console.assert(safeJoin("/srv", "/../etc/passwd") === undefined);
- * console.assert(safeJoin("/srv", "/%2e%2e/etc") === undefined);
+ * assert.ok(safeJoin("/srv", "/a/b.txt") === "/srv/a/b.txt");
+ * assert.ok(safeJoin("/srv", "/../etc/passwd") === undefined);
+ * assert.ok(safeJoin("/srv", "/%2e%2e/etc") === undefined);
  * ```
  */
 export function safeJoin(root: string, urlPath: string): string | undefined {

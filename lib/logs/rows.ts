@@ -75,9 +75,10 @@ function idOf(ms: number, n: number, instance: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { logId, logIdFloor } from "moonbase/lib/logs/rows.ts";
  * const id = logId(1_700_000_000_000);
- * console.assert(id.startsWith(logIdFloor(1_700_000_000_000)));
+ * assert.ok(id.startsWith(logIdFloor(1_700_000_000_000)));
  * ```
  */
 export function logId(ms: number = Date.now()): string {
@@ -91,8 +92,9 @@ let isoMs = -1, iso = "";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isoOf } from "moonbase/lib/logs/rows.ts";
- * console.assert(isoOf(0) === "1970-01-01T00:00:00.000Z");
+ * assert.ok(isoOf(0) === "1970-01-01T00:00:00.000Z");
  * ```
  */
 export function isoOf(ms: number): string {
@@ -108,8 +110,9 @@ export function isoOf(ms: number): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { logIdFloor } from "moonbase/lib/logs/rows.ts";
- * console.assert(logIdFloor(0) === "000000000000");
+ * assert.ok(logIdFloor(0) === "000000000000");
  * ```
  */
 export function logIdFloor(ms: number): string {
@@ -121,6 +124,7 @@ export function logIdFloor(ms: number): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { entryRow, LOG_COLUMNS } from "moonbase/lib/logs/rows.ts";
  * const row = entryRow({
  *   id: "x", time: "2026-01-01T00:00:00.000Z", level: "warn", type: "app",
@@ -128,8 +132,8 @@ export function logIdFloor(ms: number): string {
  *   ip: null, auth_id: null, auth_entity: null, request_id: null,
  *   data: { a: 1 },
  * });
- * console.assert(row.length === LOG_COLUMNS.length && row[3] === 3);
- * console.assert(row[14] === '{"a":1}');
+ * assert.ok(row.length === LOG_COLUMNS.length && row[3] === 3);
+ * assert.ok(row[14] === '{"a":1}');
  * ```
  */
 export function entryRow(e: LogEntry): LogRow {
@@ -159,15 +163,16 @@ export function entryRow(e: LogEntry): LogRow {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { rowEntry, unpackRequests, type LogRow } from "moonbase/lib/logs/rows.ts";
  * const out: LogRow[] = [];
  * const packed = [0, 7, 2, "GET", "/x", 200, 1.5, "::1", null, null, "r1"];
  * unpackRequests(packed, out, "abcdef");
- * console.assert(out[0][0] === "000000000000-00000007-abcdef");
- * console.assert(out[0][5] === "" && out[0][3] === 2);
+ * assert.ok(out[0][0] === "000000000000-00000007-abcdef");
+ * assert.ok(out[0][5] === "" && out[0][3] === 2);
  * const e = rowEntry(out[0]);
- * console.assert(e.message === "GET /x 200" && e.level === "info");
- * console.assert(e.time === "1970-01-01T00:00:00.000Z");
+ * assert.ok(e.message === "GET /x 200" && e.level === "info");
+ * assert.ok(e.time === "1970-01-01T00:00:00.000Z");
  * ```
  */
 export function unpackRequests(
@@ -211,12 +216,13 @@ export const REQUEST_ROW_SQL =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { requestParams } from "moonbase/lib/logs/rows.ts";
  * const out: unknown[] = [];
  * const packed = [0, 7, 2, "GET", "/x", 200, 1.5, "::1", null, null, "r1"];
  * requestParams(packed, 0, 1, "abcdef", out);
- * console.assert(out.length === 10 && out[0] === "000000000000-00000007-abcdef");
- * console.assert(out[1] === 2 && out[9] === "r1");
+ * assert.ok(out.length === 10 && out[0] === "000000000000-00000007-abcdef");
+ * assert.ok(out[1] === 2 && out[9] === "r1");
  * ```
  */
 export function requestParams(
@@ -248,8 +254,9 @@ export function requestParams(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { requestMessage } from "moonbase/lib/logs/rows.ts";
- * console.assert(requestMessage("GET", "/x", 404) === "GET /x 404");
+ * assert.ok(requestMessage("GET", "/x", 404) === "GET /x 404");
  * ```
  */
 export function requestMessage(
@@ -270,6 +277,7 @@ function numberOrNull(v: unknown): number | null {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { entryRow, rowEntry } from "moonbase/lib/logs/rows.ts";
  * const e = {
  *   id: "x", time: "2026-01-01T00:00:00.000Z", level: "warn" as const,
@@ -277,7 +285,7 @@ function numberOrNull(v: unknown): number | null {
  *   status: null, duration_ms: null, ip: null, auth_id: null,
  *   auth_entity: null, request_id: null, data: { a: 1 },
  * };
- * console.assert(JSON.stringify(rowEntry(entryRow(e))) === JSON.stringify(e));
+ * assert.ok(JSON.stringify(rowEntry(entryRow(e))) === JSON.stringify(e));
  * ```
  */
 export function rowEntry(r: Readonly<LogRow>): LogEntry {

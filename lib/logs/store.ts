@@ -69,9 +69,10 @@ function isoOrFail(v: string, name: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseLogQuery } from "moonbase/lib/logs/store.ts";
  * const q = parseLogQuery(new URLSearchParams("limit=10&min_level=warn"));
- * console.assert(q.limit === 10 && q.min_level === "warn");
+ * assert.ok(q.limit === 10 && q.min_level === "warn");
  * ```
  */
 export function parseLogQuery(p: URLSearchParams): LogQuery {

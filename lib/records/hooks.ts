@@ -11,9 +11,10 @@ import type { OpOptions } from "./crud.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { both } from "moonbase/lib/records/hooks.ts";
  * const h = both({ where: { sql: "a = ?", params: [1] } }, { where: { sql: "b = ?", params: [2] } });
- * console.assert(h.where?.sql === "(a = ?) AND (b = ?)" && h.where.params.length === 2);
+ * assert.ok(h.where?.sql === "(a = ?) AND (b = ?)" && h.where.params.length === 2);
  * ```
  */
 export function both(a: OpOptions, b: OpOptions): OpOptions {

@@ -64,12 +64,13 @@ function fieldMap(schema: EntitySchema): Map<string, FieldDef> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseListOptions } from "moonbase/lib/records/list_query.ts";
  * import { adminOnlyRules } from "moonbase/lib/schema/types.ts";
  * const schema = { id: "e", name: "posts", type: "base" as const, view_query: "", has_api: true,
  *   is_system: false, created: "", updated: "", rules: adminOnlyRules(), fields: [] };
  * const o = parseListOptions(schema, new URLSearchParams("limit=10&sort=-created"));
- * console.assert(o.limit === 10 && o.sort[0].desc);
+ * assert.ok(o.limit === 10 && o.sort[0].desc);
  * ```
  */
 export function parseListOptions(
@@ -170,9 +171,10 @@ const NOT_NULL = new Set(["id", "created", "updated"]);
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { afterWhere } from "moonbase/lib/records/list_query.ts";
  * const w = afterWhere([{ field: "id", desc: false }], ["abc"]);
- * console.assert(w.sql === '("id" > ?)' && w.params[0] === "abc");
+ * assert.ok(w.sql === '("id" > ?)' && w.params[0] === "abc");
  * ```
  */
 export function afterWhere(keys: SortKey[], values: SqlValue[]): Where {

@@ -37,8 +37,9 @@ export const RESERVED_FIELD_NAMES: ReadonlySet<string> = new Set(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { builtinFields } from "moonbase/lib/schema/builtin.ts";
- * console.assert(builtinFields("auth").some((f) => f.name === "password"));
+ * assert.ok(builtinFields("auth").some((f) => f.name === "password"));
  * ```
  */
 export function builtinFields(type: EntityType): readonly FieldDef[] {

@@ -83,6 +83,7 @@ export function fieldIndexSql(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createSql } from "moonbase/lib/schema/ddl.ts";
  * import { sqliteDialect } from "moonbase/lib/db/sqlite.ts";
  * import { adminOnlyRules } from "moonbase/lib/schema/types.ts";
@@ -91,7 +92,7 @@ export function fieldIndexSql(
  *   created: "", updated: "", rules: adminOnlyRules(),
  *   fields: [{ id: "ab12", name: "title", type: "string", required: true, unique: true }],
  * }, sqliteDialect);
- * console.assert(sql[0].startsWith('CREATE TABLE "posts"') && sql.length === 3);
+ * assert.ok(sql[0].startsWith('CREATE TABLE "posts"') && sql.length === 3);
  * ```
  */
 export function createSql(

@@ -60,15 +60,16 @@ const ADMIN_AUTH: AuthValue = { id: "", entity: "", type: "admin", user: null };
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createApp } from "moonbase/mod.ts";
  * const app = await createApp({ dataDir: await Deno.makeTempDir(), quiet: true });
  * const posts = await app.schemas.create({
  *   name: "posts", type: "base", fields: [{ name: "title", type: "string", required: true }],
  * });
  * const rec = await posts.create({ title: "Hello" });
- * console.assert((await posts.read(rec.id as string))?.title === "Hello");
- * console.assert((await posts.read("missing")) === undefined);
- * console.assert(await posts.countRecords() === 1 && posts.hasField("title"));
+ * assert.ok((await posts.read(rec.id as string))?.title === "Hello");
+ * assert.ok((await posts.read("missing")) === undefined);
+ * assert.ok(await posts.countRecords() === 1 && posts.hasField("title"));
  * await app.close();
  * ```
  */

@@ -251,9 +251,10 @@ export function isFieldType(type: unknown): type is FieldType {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { checkValue } from "moonbase/lib/schema/field_types.ts";
  * const f = { id: "1", name: "n", type: "int" as const, required: false, unique: false, max: 5 };
- * console.assert(checkValue(f, 3).ok && !checkValue(f, 9).ok && !checkValue(f, "3").ok);
+ * assert.ok(checkValue(f, 3).ok && !checkValue(f, 9).ok && !checkValue(f, "3").ok);
  * ```
  */
 export function checkValue(field: FieldDef, value: unknown): Checked {

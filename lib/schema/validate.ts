@@ -44,11 +44,12 @@ function fail(message: string): never {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { checkName } from "moonbase/lib/schema/validate.ts";
  * checkName("posts_2024", "entity");
  * let threw = false;
  * try { checkName("posts; DROP TABLE x", "entity"); } catch { threw = true; }
- * console.assert(threw);
+ * assert.ok(threw);
  * ```
  */
 export function checkName(name: unknown, what: "entity" | "field"): string {
@@ -243,10 +244,11 @@ function foreignKey(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { validateRules } from "moonbase/lib/schema/validate.ts";
  * const ctx = { entityType: () => undefined, checkExpr: () => undefined };
  * const rules = validateRules({ list: { mode: "public", expr: "" } }, ctx);
- * console.assert(rules.list.mode === "public" && rules.get.mode === "");
+ * assert.ok(rules.list.mode === "public" && rules.get.mode === "");
  * ```
  */
 export function validateRules(
