@@ -185,13 +185,14 @@ export class ConnectionTable {
   /**
    * Closes one idle connection to make room (the cap is reached or the
    * process ran out of descriptors): one that never sent a request first,
-   * then the one idle the longest. False when every connection is busy.
+   * then the one idle the longest. None younger than `GRACE_MS`: a client
+   * just accepted is still sending its request. False when none qualifies.
    */
   evict(): boolean {
     const now = performance.now();
     let victim: Connection | undefined;
     for (const c of this.conns) {
-      if (!c.idleFor(now, c.requests === 0 ? 0 : GRACE_MS)) continue;
+      if (!c.idleFor(now, GRACE_MS)) continue;
       if (
         !victim ||
         (c.requests === 0 && victim.requests > 0) ||
