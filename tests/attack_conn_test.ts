@@ -117,6 +117,45 @@ Deno.test({
 
 Deno.test({
   name:
+    "attack conn: a client that reads a download slowly gets all of it [sqlite]",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const publicDir = await Deno.makeTempDir({ prefix: "mb_pub_" });
+    const size = 12 * 1024 * 1024;
+    await Deno.writeFile(join(publicDir, "big.bin"), new Uint8Array(size));
+    const s = await startServer("sqlite", { publicDir, idleTimeout: 2 });
+    const c = await connect(portOf(s));
+    try {
+      await c.write(enc.encode("GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n"));
+      // About 3 MB/s: slower than the socket buffers fill, never stalled.
+      let got = 0;
+      let head = -1;
+      const buf = new Uint8Array(1024 * 1024);
+      while (head < 0 || got < head + size) {
+        const n = await c.read(buf);
+        if (n === null) break;
+        if (head < 0) {
+          const at = dec.decode(buf.subarray(0, n)).indexOf("\r\n\r\n");
+          if (at >= 0) head = at + 4;
+        }
+        got += n;
+        await sleep(Math.floor(300 * n / buf.length));
+      }
+      assert.ok(head > 0, "no response head");
+      assert.equal(got - head, size, "the download was cut");
+    } finally {
+      try {
+        c.close();
+      } catch { /* closed */ }
+      await s.close();
+      await Deno.remove(publicDir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name:
     "attack conn: the connection that reaches the cap is served, not reset [sqlite]",
   sanitizeOps: false,
   sanitizeResources: false,
