@@ -187,3 +187,51 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "attack conn: bodies trickled into every slot lock the cap until bodyDeadline (unfixed) [sqlite]",
+  // Known gap (slow POST): a body that sends a byte just inside bodyTimeout
+  // is held until bodyDeadline; cap-many of them lock everyone out. Needs a
+  // minimum body rate or load-shedding at the cap; see the attack report.
+  // Run it with MB_ATTACK_UNFIXED=1 (it fails until the gap is closed).
+  ignore: Deno.env.get("MB_ATTACK_UNFIXED") !== "1",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const s = await startServer("sqlite", {
+      bodyTimeout: 2,
+      bodyDeadline: 120,
+      maxConnections: 4,
+    });
+    const port = portOf(s);
+    const attackers: Deno.TcpConn[] = [];
+    let trickling = true;
+    try {
+      for (let i = 0; i < 4; i++) {
+        const c = await connect(port);
+        attackers.push(c);
+        await c.write(enc.encode(
+          "POST /api/v1/sys/admins/login HTTP/1.1\r\nHost: x\r\n" +
+            "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{",
+        ));
+      }
+      (async () => {
+        while (trickling) {
+          for (const c of attackers) {
+            await c.write(enc.encode(" ")).catch(() => {});
+          }
+          await sleep(1000);
+        }
+      })();
+      assert.ok(
+        await healthWithin(port, 10_000),
+        "health locked out by trickled bodies",
+      );
+    } finally {
+      trickling = false;
+      closeAll(attackers);
+      await s.close();
+    }
+  },
+});
