@@ -7,6 +7,7 @@
  * @module
  */
 
+import { trackedResponse } from "../http/progress.ts";
 import { contentTypeOf } from "../http/static.ts";
 import { isActiveType } from "./sniff.ts";
 
@@ -127,6 +128,8 @@ export async function serveFile(
   headers["content-length"] = String(length);
   if (req.method === "HEAD") return new Response(null, { status, headers });
   const file = await Deno.open(path, { read: true });
-  if (status === 200) return new Response(file.readable, { status, headers });
-  return new Response(rangeStream(file, start, length), { status, headers });
+  const body = status === 200
+    ? file.readable
+    : rangeStream(file, start, length);
+  return trackedResponse(body, { status, headers });
 }

@@ -3,8 +3,10 @@
  * a connection that sends no complete request head within the header
  * timeout, or no new request within the idle timeout after its last
  * response, is closed — unless a streamed response body is still being
- * written on it. Per request the hot path only updates a counter and a
- * timestamp; timing is the sweeper's job.
+ * written on it and its client keeps reading (a tracked body that asked
+ * for no data during the idle timeout closes it too: progress.ts). Per
+ * request the hot path only updates a counter, a timestamp and the last
+ * response; timing is the sweeper's job.
  *
  * Connections are closed hard (never with hyper's graceful shutdown: a
  * connection stuck on a request body nobody reads ignores it, and once
@@ -14,6 +16,7 @@
  */
 
 import { sweepBodies } from "./deadlines.ts";
+import { lastPull } from "./progress.ts";
 
 /** What a served connection looks like (`Deno.HttpServer` per connection). */
 export interface ConnServer {
@@ -79,6 +82,8 @@ export class Connection {
   closeSoon = false;
   /** The last request's info: tells whether its response is still sent. */
   info: Info | undefined;
+  /** The last response (its streamed body may be tracked: progress.ts). */
+  res: Response | undefined;
   /** Closes the connection. */
   readonly closer = new Closer();
   /** Deno's HTTP server on this one connection. */
@@ -104,6 +109,17 @@ export class Connection {
     return this.inFlight === 0 && !this.closer.closed &&
       now - (this.requests === 0 ? this.opened : this.last) >= ms &&
       !this.sending();
+  }
+
+  /**
+   * True when its tracked streamed response asked for no data for `ms`:
+   * the client stopped reading it.
+   */
+  stalledFor(now: number, ms: number): boolean {
+    if (this.inFlight !== 0 || this.closer.closed || !this.res) return false;
+    const pulled = lastPull(this.res);
+    return pulled !== undefined && now - pulled >= ms &&
+      now - this.last >= ms && this.sending();
   }
 }
 
@@ -178,20 +194,23 @@ export class ConnectionTable {
       const wait = c.requests === 0
         ? (draining ? 0 : headerTimeoutMs)
         : (draining || c.closeSoon ? GRACE_MS : idleTimeoutMs);
-      if (c.idleFor(now, wait)) c.closer.close();
+      if (c.idleFor(now, wait) || c.stalledFor(now, idleTimeoutMs)) {
+        c.closer.close();
+      }
     }
   }
 
   /**
    * Closes one idle connection to make room (the cap is reached or the
    * process ran out of descriptors): one that never sent a request first,
-   * then the one idle the longest. False when every connection is busy.
+   * then the one idle the longest. None younger than `GRACE_MS`: a client
+   * just accepted is still sending its request. False when none qualifies.
    */
   evict(): boolean {
     const now = performance.now();
     let victim: Connection | undefined;
     for (const c of this.conns) {
-      if (!c.idleFor(now, c.requests === 0 ? 0 : GRACE_MS)) continue;
+      if (!c.idleFor(now, GRACE_MS)) continue;
       if (
         !victim ||
         (c.requests === 0 && victim.requests > 0) ||

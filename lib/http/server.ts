@@ -161,6 +161,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
     const done = (res: Response) => {
       c.inFlight--;
       c.last = performance.now();
+      c.res = res;
       // 408/413 leave a body unread: close the connection once it is out.
       c.closeSoon = res.status === 408 || res.status === 413;
       return res;

@@ -6,6 +6,7 @@
  */
 
 import { extname, join, resolve, sep } from "node:path";
+import { trackedResponse } from "./progress.ts";
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -105,7 +106,7 @@ export async function serveStatic(
     };
     if (req.method === "HEAD") return new Response(null, { headers });
     const file = await Deno.open(real, { read: true });
-    return new Response(file.readable, { headers });
+    return trackedResponse(file.readable, { headers });
   } catch {
     return undefined;
   }
