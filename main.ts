@@ -43,6 +43,7 @@ Options:
   --idleTimeout <s>        idle keep-alive connection lifetime (default 30)
   --bodyTimeout <s>        longest pause within a request body (default 30)
   --bodyDeadline <s>       longest time for a request body (default 600)
+  --bodyMinRate <bytes/s>  least average body rate after bodyTimeout (default 500; 0: none)
   --maxConnections <n>     most open connections (default 1024 or ulimit -n - 64)
   --logLevel <level>       trace, debug, info (default), warn or error
   --logRetentionDays <n>   days logs are kept (default 7)
@@ -123,6 +124,7 @@ export function parseCli(args: string[]): Cli {
         idleTimeout: { type: "string" },
         bodyTimeout: { type: "string" },
         bodyDeadline: { type: "string" },
+        bodyMinRate: { type: "string" },
         maxConnections: { type: "string" },
         logLevel: { type: "string" },
         logRetentionDays: { type: "string" },
@@ -178,6 +180,7 @@ export function parseCli(args: string[]): Cli {
     idleTimeout: int(v.idleTimeout, "idleTimeout", 1, 86_400),
     bodyTimeout: int(v.bodyTimeout, "bodyTimeout", 1, 3600),
     bodyDeadline: int(v.bodyDeadline, "bodyDeadline", 1, 86_400),
+    bodyMinRate: int(v.bodyMinRate, "bodyMinRate", 0, 1024 ** 3),
     maxConnections: int(v.maxConnections, "maxConnections", 1, 1_000_000),
   };
   const port = int(v.port, "port", 0, 65535) ?? 7070;

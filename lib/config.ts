@@ -61,6 +61,12 @@ export interface AppConfig {
   /** Seconds a whole request body may take (default 600; then 408). */
   bodyDeadline?: number;
   /**
+   * Least average rate (bytes per second) a request body must keep once it
+   * has taken `bodyTimeout` (default 500; 0: none), else 408: a body trickled
+   * a byte at a time would otherwise hold its connection until `bodyDeadline`.
+   */
+  bodyMinRate?: number;
+  /**
    * Most connections open at once (default 1024, lowered below the
    * open-file limit on Linux). At the cap the idlest connection is closed
    * to make room, or new connections wait in the listen backlog.
@@ -103,6 +109,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     idleTimeout: c.idleTimeout ?? 30,
     bodyTimeout: c.bodyTimeout ?? 30,
     bodyDeadline: c.bodyDeadline ?? 600,
+    bodyMinRate: c.bodyMinRate ?? 500,
     maxConnections: c.maxConnections ?? defaultMaxConnections(),
   };
 }

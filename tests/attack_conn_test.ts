@@ -190,12 +190,10 @@ Deno.test({
 
 Deno.test({
   name:
-    "attack conn: bodies trickled into every slot lock the cap until bodyDeadline (unfixed) [sqlite]",
-  // Known gap (slow POST): a body that sends a byte just inside bodyTimeout
-  // is held until bodyDeadline; cap-many of them lock everyone out. Needs a
-  // minimum body rate or load-shedding at the cap; see the attack report.
-  // Run it with MB_ATTACK_UNFIXED=1 (it fails until the gap is closed).
-  ignore: Deno.env.get("MB_ATTACK_UNFIXED") !== "1",
+    "attack conn: bodies trickled into every slot no longer lock the cap (minimum body rate) [sqlite]",
+  // Slow POST: a body sending a byte just inside bodyTimeout used to hold its
+  // connection until bodyDeadline, and cap-many of them locked everyone out.
+  // The minimum body rate (bodyMinRate) ends them once bodyTimeout has passed.
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {

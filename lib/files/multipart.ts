@@ -140,7 +140,7 @@ export async function* parseMultipart(
       if (watch.expired) throw watch.error();
       throw bad("the connection was interrupted");
     }
-    watch.step();
+    watch.step(r.value?.length);
     if (r.done) {
       done = true;
       return false;

@@ -53,7 +53,7 @@ export async function readBytes(
           "Cannot read body: the connection was interrupted",
         );
       }
-      watch.step();
+      watch.step(step.value?.length);
       const { done, value } = step;
       if (done) break;
       size += value.length;

@@ -19,9 +19,15 @@ export interface BodyLimits {
   idleMs: number;
   /** Longest time a whole body may take. */
   totalMs: number;
+  /**
+   * Least average rate (bytes per second) a body must keep once it has taken
+   * longer than `idleMs` (0: none): a client trickling a byte just inside
+   * `idleMs` would otherwise hold its connection until `totalMs`.
+   */
+  minRate: number;
 }
 
-let limits: BodyLimits = { idleMs: 30_000, totalMs: 600_000 };
+let limits: BodyLimits = { idleMs: 30_000, totalMs: 600_000, minRate: 500 };
 const watches = new Set<BodyWatch>();
 
 /** Sets the process-wide body limits (done by the server when it starts). */
@@ -55,8 +61,10 @@ export class BodyWatch {
   readonly start: number;
   /** When the last chunk arrived. */
   last: number;
+  /** Bytes read so far. */
+  bytes = 0;
   /** Why the sweeper expired this read ("" while it may go on). */
-  expired: "" | "idle" | "total" = "";
+  expired: "" | "idle" | "total" | "slow" = "";
   readonly #reader: Cancellable;
 
   constructor(reader: Cancellable) {
@@ -65,10 +73,11 @@ export class BodyWatch {
     watches.add(this);
   }
 
-  /** Notes progress; throws the 408 when the read was expired. */
-  step(): void {
+  /** Notes progress (`n` bytes read); throws the 408 when the read was expired. */
+  step(n = 0): void {
     if (this.expired) throw this.error();
     this.last = performance.now();
+    this.bytes += n;
   }
 
   /** Ends the watch (call it in `finally`). */
@@ -77,7 +86,7 @@ export class BodyWatch {
   }
 
   /** Expires the read: the pending `read()` ends and `step()` throws. */
-  expire(why: "idle" | "total"): void {
+  expire(why: "idle" | "total" | "slow"): void {
     this.expired = why;
     watches.delete(this);
     this.#reader.cancel().catch(() => {});
@@ -87,6 +96,8 @@ export class BodyWatch {
   error(): MoonbaseError {
     const message = this.expired === "total"
       ? `Cannot read body: not complete within ${limits.totalMs / 1000} s`
+      : this.expired === "slow"
+      ? `Cannot read body: it arrives slower than ${limits.minRate} bytes per second`
       : `Cannot read body: no data for ${limits.idleMs / 1000} s`;
     return new MoonbaseError("timeout", message, null, { connection: "close" });
   }
@@ -95,7 +106,12 @@ export class BodyWatch {
 /** Expires the body reads past their deadline; `now` is performance.now(). */
 export function sweepBodies(now: number): void {
   for (const w of watches) {
+    const took = now - w.start;
     if (now - w.last >= limits.idleMs) w.expire("idle");
-    else if (now - w.start >= limits.totalMs) w.expire("total");
+    else if (took >= limits.totalMs) w.expire("total");
+    else if (
+      limits.minRate > 0 && took >= limits.idleMs &&
+      w.bytes * 1000 < limits.minRate * took
+    ) w.expire("slow");
   }
 }

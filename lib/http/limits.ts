@@ -15,6 +15,8 @@ export interface ServerLimits {
   bodyTimeoutMs: number;
   /** Longest time a whole request body may take (then 408). */
   bodyDeadlineMs: number;
+  /** Least average body rate in bytes/s once a body took `bodyTimeoutMs` (0: none). */
+  bodyMinRate: number;
   /** Most connections open at once. */
   maxConnections: number;
 }
@@ -25,6 +27,7 @@ export const DEFAULT_LIMITS: ServerLimits = {
   idleTimeoutMs: 30_000,
   bodyTimeoutMs: 30_000,
   bodyDeadlineMs: 600_000,
+  bodyMinRate: 500,
   maxConnections: 1024,
 };
 
@@ -34,6 +37,7 @@ export interface LimitConfig {
   idleTimeout: number;
   bodyTimeout: number;
   bodyDeadline: number;
+  bodyMinRate: number;
   maxConnections: number;
 }
 
@@ -46,7 +50,7 @@ export interface LimitConfig {
  * import assert from "node:assert/strict";
  * const l = limitsOf({
  *   headerTimeout: 10, idleTimeout: 30, bodyTimeout: 30, bodyDeadline: 600,
- *   maxConnections: 100,
+ *   bodyMinRate: 500, maxConnections: 100,
  * });
  * assert.equal(l.idleTimeoutMs, 30_000);
  * ```
@@ -57,6 +61,7 @@ export function limitsOf(c: LimitConfig): ServerLimits {
     idleTimeoutMs: c.idleTimeout * 1000,
     bodyTimeoutMs: c.bodyTimeout * 1000,
     bodyDeadlineMs: c.bodyDeadline * 1000,
+    bodyMinRate: c.bodyMinRate,
     maxConnections: c.maxConnections,
   };
 }

@@ -280,7 +280,7 @@ export function listen(
 ): Deno.HttpServer<Deno.NetAddr> {
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   for (const [name, value] of Object.entries(limits)) {
-    if (!(value > 0)) {
+    if (name === "bodyMinRate" ? !(value >= 0) : !(value > 0)) {
       throw new RangeError(`Cannot listen: ${name} must be positive`);
     }
   }
@@ -307,6 +307,7 @@ export function listen(
   setBodyLimits({
     idleMs: limits.bodyTimeoutMs,
     totalMs: limits.bodyDeadlineMs,
+    minRate: limits.bodyMinRate,
   });
   const listener = Deno.listen({ port, hostname, transport: "tcp" });
   const server = new Server(listener, serveOn, handler, limits, log);
