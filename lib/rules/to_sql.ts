@@ -9,9 +9,12 @@
  * other (numbers/bools; text equality), `&&`, `||`, `!`, truthiness of
  * columns, `.includes/.startsWith/.endsWith` on text columns and
  * `array.includes(column)` for arrays from `auth`/`req`.
- * Not compiled (`undefined`): arithmetic on columns, `.length` of columns,
- * text columns compared numerically or ordered against each other, json and
- * files columns, helpers given row values.
+ * Also: `.length` of text columns, arithmetic on number columns
+ * (`sql_numeric.ts`) and reads of json columns (`sql_json.ts`).
+ * Not compiled (`undefined`): text columns compared numerically or ordered
+ * against each other, files columns, helpers given row values, and
+ * expressions whose JSON comparisons leave some rows undecided — for those,
+ * {@link compilePrefilter} gives a condition selecting a superset of the rows.
  *
  * Assumptions about storage (see DESIGN.md): values are stored as documented
  * in the schema layer, double columns never hold NaN (JSON cannot carry it),
@@ -25,6 +28,7 @@ import { callMethod, evaluate, type RuleHelpers } from "./evaluate.ts";
 import { readsRecord, readsRequest } from "./parser.ts";
 import { isCompareOperator } from "./sql_compare.ts";
 import { includesColumn, textMethod } from "./sql_methods.ts";
+import { jsonIncludes, jsonMember } from "./sql_json.ts";
 import {
   arithmetic,
   negative,
@@ -34,6 +38,7 @@ import {
 import {
   and,
   type Column,
+  type Cond,
   type Dialect,
   familyOf,
   not,
@@ -45,6 +50,7 @@ import {
   compareValues,
   type Compiled,
   truthyCond,
+  unsureOf,
 } from "./sql_value.ts";
 import {
   binary,
@@ -124,6 +130,15 @@ class Compiler {
     return evaluate(e, { auth, req }, this.#ctx.helpers);
   }
 
+  /** A record field: a column, or a json column's value. */
+  field(name: string): Compiled {
+    const sqlText = this.#ctx.column(name);
+    if (sqlText !== undefined && this.#ctx.fieldType(name) === "json") {
+      return { kind: "json", json: { column: sqlText, path: [] } };
+    }
+    return { kind: "column", column: this.column(name) };
+  }
+
   column(name: string): Column {
     const sqlText = this.#ctx.column(name);
     const fieldType = this.#ctx.fieldType(name);
@@ -140,12 +155,17 @@ class Compiler {
     if (!readsRecord(e)) return { kind: "const", value: this.fold(e) };
     switch (e.type) {
       case "field":
-        return { kind: "column", column: this.column(e.name) };
+        return this.field(e.name);
       case "member":
         return this.member(e.object, e.property);
       case "unary": {
         const argument = this.compile(e.argument);
-        if (e.operator === "!") return boolean(not(truthyCond(argument)));
+        if (e.operator === "!") {
+          return boolean(
+            not(truthyCond(argument, this.#d)),
+            unsureOf(argument),
+          );
+        }
         if (argument.kind === "const") {
           return { kind: "const", value: negate(argument.value) };
         }
@@ -180,14 +200,17 @@ class Compiler {
 
   /** `object.property` where the object reads the record. */
   member(object: Expr, property: string): Compiled {
-    if (object.type === "root") {
-      return { kind: "column", column: this.column(property) };
-    }
+    if (object.type === "root") return this.field(property);
     const o = this.compile(object);
     if (o.kind === "const") {
       return { kind: "const", value: getMember(o.value, property) };
     }
-    if (o.kind === "truthy") return fail("member of an unknown value");
+    if (o.kind === "json") {
+      return { kind: "json", json: jsonMember(o.json, property) };
+    }
+    if (o.kind === "truthy" || unsureOf(o) !== false) {
+      return fail("member of an unknown value");
+    }
     if (o.kind === "column" && o.column.family === "text") {
       if (property === "length") {
         return { kind: "column", column: textLength(o.column, this.#d) };
@@ -206,21 +229,27 @@ class Compiler {
       return truthy(left.value) === and_ ? this.compile(rightExpr) : left;
     }
     const right = this.compile(rightExpr);
+    // Rows unsure on either side stay unsure (whichever side JavaScript reads).
+    const unsure: Cond = or(unsureOf(left), unsureOf(right));
     if (left.kind === "bool" && right.kind === "bool") {
       return boolean(
         and_ ? and(left.cond, right.cond) : or(left.cond, right.cond),
+        unsure,
       );
     }
     if (
       left.kind === "bool" && right.kind === "const" &&
-      typeof right.value === "boolean"
+      typeof right.value === "boolean" && unsure === false
     ) {
       // x && true = x, x && false = false, x || true = true, x || false = x (x boolean)
       return right.value === and_ ? left : right;
     }
-    const l = truthyCond(left);
-    const r = truthyCond(right);
-    return { kind: "truthy", cond: and_ ? and(l, r) : or(l, r) };
+    const l = truthyCond(left, this.#d);
+    const r = truthyCond(right, this.#d);
+    const cond = and_ ? and(l, r) : or(l, r);
+    return unsure === false
+      ? { kind: "truthy", cond }
+      : { kind: "truthy", cond, unsure };
   }
 
   method(name: MethodName, objectExpr: Expr, argumentExpr: Expr): Compiled {
@@ -228,6 +257,15 @@ class Compiler {
     const a = this.compile(argumentExpr);
     if (o.kind === "const" && a.kind === "const") {
       return { kind: "const", value: callMethod(o.value, name, a.value) };
+    }
+    if (o.kind === "json") {
+      if (a.kind !== "const" || name !== "includes") {
+        return fail("json method other than includes of a known value");
+      }
+      return { kind: "truthy", cond: jsonIncludes(o.json, a.value, this.#d) };
+    }
+    if (unsureOf(o) !== false || unsureOf(a) !== false) {
+      return fail("method on an unsure value");
     }
     if (o.kind === "const") {
       if (typeof o.value === "string") {
@@ -239,7 +277,7 @@ class Compiler {
         return { kind: "const", value: undefined };
       }
       if (a.kind !== "column") {
-        return fail("array includes of a computed value");
+        return fail("array includes of a computed or json value");
       }
       if (array.length > 100) return fail("array too long");
       const values = Array.from(
@@ -288,20 +326,68 @@ export function compileToSql(
   expr: Expr,
   ctx: SqlContext,
 ): SqlQuery | undefined {
+  const parts = compileParts(expr, ctx);
+  return parts === undefined || parts.unsure !== false
+    ? undefined
+    : query(parts.cond, ctx.dialect);
+}
+
+/**
+ * For an expression {@link compileToSql} does not compile because JSON
+ * comparisons leave some rows undecided in SQL: a condition selecting a
+ * superset of the rows `test` accepts (every row it accepts, plus the
+ * undecided ones). The caller must still run `test` on every selected row.
+ * `undefined` when no such condition is known (or when `compileToSql`
+ * compiles the expression exactly).
+ *
+ * @example
+ * ```ts
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * import { compilePrefilter, compileToSql } from "moonbase/lib/rules/to_sql.ts";
+ * const expr = parseExpression("record.meta.owner == auth.id", { mode: "rule" });
+ * const ctx = {
+ *   dialect: "sqlite" as const,
+ *   column: (name: string) => name === "meta" ? '"meta"' : undefined,
+ *   fieldType: (name: string) => name === "meta" ? "json" : undefined,
+ *   scope: { auth: { id: "u1" } },
+ * };
+ * // Arrays and objects convert to strings in JavaScript: not decided in SQL.
+ * if (compileToSql(expr, ctx) !== undefined) throw new Error("exact?");
+ * if (compilePrefilter(expr, ctx) === undefined) throw new Error("prefilter");
+ * ```
+ */
+export function compilePrefilter(
+  expr: Expr,
+  ctx: SqlContext,
+): SqlQuery | undefined {
+  const parts = compileParts(expr, ctx);
+  if (parts === undefined || parts.unsure === false) return undefined;
+  const cond = or(parts.cond, parts.unsure);
+  return cond === true ? undefined : query(cond, ctx.dialect);
+}
+
+function compileParts(
+  expr: Expr,
+  ctx: SqlContext,
+): { cond: Cond; unsure: Cond } | undefined {
   try {
-    const cond = truthyCond(new Compiler(ctx).compile(expr));
-    if (typeof cond === "boolean") {
-      const sqlText = ctx.dialect === "postgres"
-        ? String(cond).toUpperCase()
-        : cond
-        ? "1"
-        : "0";
-      return { sql: sqlText, params: [] };
-    }
-    return { sql: cond.sql, params: [...cond.params] };
+    const c = new Compiler(ctx).compile(expr);
+    return { cond: truthyCond(c, ctx.dialect), unsure: unsureOf(c) };
   } catch {
     // NotCompilable, or an evaluation error while folding a constant: the
     // per-row evaluator decides (and reports) instead.
     return undefined;
   }
+}
+
+function query(cond: Cond, dialect: Dialect): SqlQuery {
+  if (typeof cond === "boolean") {
+    const sqlText = dialect === "postgres"
+      ? String(cond).toUpperCase()
+      : cond
+      ? "1"
+      : "0";
+    return { sql: sqlText, params: [] };
+  }
+  return { sql: cond.sql, params: [...cond.params] };
 }
