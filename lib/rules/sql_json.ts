@@ -14,10 +14,12 @@
  *   JSON string.
  *
  * A comparison yields a condition exact on every row outside its `unsure`
- * condition. Storage assumptions: SQLite keeps the field as the text of
- * `JSON.stringify` (numbers in JavaScript's shortest form, which `->` returns
- * unchanged), PostgreSQL as `jsonb` (numbers as exact decimals of that form,
- * so decimal order and equality are the order and equality of the doubles).
+ * condition. Storage assumptions: SQLite keeps the field as JSON text and
+ * reads its numbers to the doubles `JSON.parse` gives (true of SQLite 3.53's
+ * conversion for the shortest forms `JSON.stringify` writes, and checked by
+ * sql_json_test.ts); PostgreSQL keeps `jsonb`, whose numbers are the exact
+ * decimals written (JavaScript's shortest forms, or integers), so decimal
+ * order and equality are the order and equality of the doubles.
  *
  * Paths: keys made of `[A-Za-z_$][A-Za-z0-9_$]*` (at most 64), except
  * `length` and `__proto__` (their JavaScript meaning differs); others are
@@ -178,16 +180,14 @@ function numberTest(
       textParam(String(k === 0 ? 0 : k), d),
       " AS numeric)",
     );
-  } else if (op === "=") {
-    // The stored text is JSON.stringify's shortest form: same text, same double.
-    test = {
-      sql: `(${ref.column} -> ${sqlitePath(ref)}) = ?`,
-      params: [JSON.stringify(k)],
-    };
   } else {
-    // SQLite reads the shortest form back to the very double (checked by
-    // sql_json_test.ts) and compares integers with doubles exactly.
-    test = { sql: `${text(ref, d)} ${op} ?`, params: [k === 0 ? 0 : k] };
+    // SQLite reads a number's text to the double JSON.parse gives (checked
+    // by sql_json_test.ts) — integer text within ±2^63 to an exact integer,
+    // which CAST rounds to that double (23193437918487570 is not exact).
+    test = {
+      sql: `CAST(${text(ref, d)} AS REAL) ${op} ?`,
+      params: [k === 0 ? 0 : k],
+    };
   }
   return onKind(ref, "number", test, d);
 }
@@ -355,7 +355,10 @@ export function jsonIncludes(ref: JsonRef, a: unknown, d: Dialect): Cond {
     const test: Cond = typeof a === "string"
       ? sql("e.type = 'text' AND e.value = ", textParam(a, d))
       : typeof a === "number"
-      ? { sql: "e.type IN ('integer', 'real') AND e.value = ?", params: [a] }
+      ? {
+        sql: "e.type IN ('integer', 'real') AND CAST(e.value AS REAL) = ?",
+        params: [a === 0 ? 0 : a],
+      }
       : { sql: `e.type = '${String(a)}'`, params: [] };
     member = sql(`EXISTS (SELECT 1 FROM ${each} AS e WHERE `, test, ")");
   }
