@@ -16,7 +16,11 @@ import { RuleSyntaxError } from "../rules/ast.ts";
 import { parseExpression, readsRecord, readsRequest } from "../rules/parser.ts";
 import { evaluate, type RuleHelpers, test } from "../rules/evaluate.ts";
 import { truthy } from "../rules/values.ts";
-import { compileToSql, type SqlContext } from "../rules/to_sql.ts";
+import {
+  compilePrefilter,
+  compileToSql,
+  type SqlContext,
+} from "../rules/to_sql.ts";
 import type { RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
 import type { RuleEngine, RuleRequest } from "./service.ts";
@@ -96,9 +100,11 @@ export class ExpressionRules implements RuleEngine {
         const f = entity.field(name);
         return f && name !== "password" ? `"${physicalName(name)}"` : undefined;
       },
-      fieldType: (
-        name,
-      ) => (name === "password" ? undefined : entity.field(name)?.type),
+      fieldType: (name) => {
+        const type = name === "password" ? undefined : entity.field(name)?.type;
+        // A view's json column holds whatever its query computes: not compiled.
+        return type === "json" && entity.type === "view" ? undefined : type;
+      },
       scope: { auth, req },
       helpers: this.#helpers,
     };
@@ -142,9 +148,18 @@ export class ExpressionRules implements RuleEngine {
         check: (next) => (keep(next) ? undefined : deny(entity, "add", auth)),
       };
     }
-    const compiled = compileToSql(ast, this.#sqlContext(entity, auth, req));
+    const ctx = this.#sqlContext(entity, auth, req);
+    const compiled = compileToSql(ast, ctx);
+    // Not exact: a superset in SQL narrows the rows checked per row — only
+    // for rules the client cannot steer through `req` (which hidden rows the
+    // superset holds would tell about them through the scan budget).
+    const pre = compiled || readsRequest(ast)
+      ? undefined
+      : compilePrefilter(ast, ctx);
     const opts: OpOptions = compiled
       ? { where: { sql: compiled.sql, params: compiled.params as SqlValue[] } }
+      : pre
+      ? { where: { sql: pre.sql, params: pre.params as SqlValue[] }, keep }
       : { keep };
     if (op === "update") {
       opts.check = (
@@ -192,15 +207,19 @@ export class ExpressionRules implements RuleEngine {
       throw err;
     }
     req = plainRequest(ast, req);
-    const compiled = perRow
-      ? undefined
-      : compileToSql(ast, this.#sqlContext(entity, auth, req));
+    const ctx = perRow ? undefined : this.#sqlContext(entity, auth, req);
+    const compiled = ctx && compileToSql(ast, ctx);
     if (compiled) {
       return {
         where: { sql: compiled.sql, params: compiled.params as SqlValue[] },
       };
     }
+    // A superset in SQL (rows the filter may accept), checked per row.
+    const pre = ctx && compilePrefilter(ast, ctx);
     return {
+      ...(pre && {
+        where: { sql: pre.sql, params: pre.params as SqlValue[] },
+      }),
       keep: (record) => {
         try {
           return test(ast, { ...record, auth }, this.#helpers);

@@ -6,8 +6,10 @@
  * @module
  */
 
+import { coveringValues, jsonAtom, jsonValue } from "./_differential_json.ts";
+
 /** A record as the evaluator sees it (decoded values). */
-type Row = Record<string, string | number | boolean | null>;
+type Row = Record<string, unknown>;
 
 /**
  * Everything the differential test runs.
@@ -53,6 +55,7 @@ const TYPES: Readonly<Record<string, string>> = {
   f: "double",
   b: "bool",
   dt: "date",
+  j: "json",
 };
 const TEXT = ["s", "s2", "dt"];
 const NUMBER = ["i", "f"];
@@ -78,10 +81,10 @@ const DOUBLES = [
 
 function makeRows(): Row[] {
   const rows: Row[] = [
-    { s: null, s2: null, i: null, f: null, b: null, dt: null },
-    { s: "", s2: "", i: 0, f: 0, b: false, dt: DATES[0] },
-    { s: "5", s2: "5", i: 5, f: 5, b: true, dt: DATES[1] },
-    { s: "u1", s2: "a", i: -1, f: -0, b: null, dt: DATES[2] },
+    { s: null, s2: null, i: null, f: null, b: null, dt: null, j: null },
+    { s: "", s2: "", i: 0, f: 0, b: false, dt: DATES[0], j: {} },
+    { s: "5", s2: "5", i: 5, f: 5, b: true, dt: DATES[1], j: { a: "u1" } },
+    { s: "u1", s2: "a", i: -1, f: -0, b: null, dt: DATES[2], j: { a: 5 } },
   ];
   while (rows.length < 50) {
     const maybe = <T>(v: T) => (chance(0.15) ? null : v);
@@ -92,9 +95,13 @@ function makeRows(): Row[] {
       f: maybe(pick(DOUBLES)),
       b: maybe(chance(0.5)),
       dt: maybe(pick(DATES)),
+      j: jsonValue(pick, chance),
     });
   }
-  return rows.map((r, n) => ({ id: `r${String(n).padStart(2, "0")}`, ...r }));
+  for (const j of coveringValues()) {
+    rows.push({ s: null, s2: null, i: null, f: null, b: null, dt: null, j });
+  }
+  return rows.map((r, n) => ({ id: `r${String(n).padStart(3, "0")}`, ...r }));
 }
 
 const AUTHS = [
@@ -247,6 +254,7 @@ function numericAtom(): string {
 }
 
 function atom(): string {
+  if (chance(0.3)) return jsonAtom(pick, chance);
   if (chance(0.3)) return numericAtom();
   const r = rand();
   if (r < 0.4) return comparison();

@@ -8,7 +8,7 @@ import postgres from "postgres";
 import { hasPostgres, startPostgres } from "../../tests/_pg.ts";
 import { type RuleScope, test } from "./evaluate.ts";
 import { parseExpression } from "./parser.ts";
-import { compileToSql, type SqlContext } from "./to_sql.ts";
+import { compilePrefilter, compileToSql, type SqlContext } from "./to_sql.ts";
 import { differentialCases } from "./_differential_cases.ts";
 
 type Dialect = "sqlite" | "postgres";
@@ -59,14 +59,26 @@ async function differential(
   let compiled = 0;
   let total = 0;
   let selective = 0; // compiled queries selecting some but not all rows
+  let prefilters = 0; // supersets (JSON comparisons SQL cannot decide)
+  let json = 0; // compiled expressions reading the json field
   for (const { source, expr, scope } of CASES) {
     for (const auth of AUTHS) {
       total++;
-      const q = compileToSql(expr, context(dialect, auth));
-      if (q === undefined) continue;
-      compiled++;
+      const ctx = context(dialect, auth);
+      const q = compileToSql(expr, ctx);
       const want = ROWS.filter((record) => test(expr, scope(record, auth)))
         .map((r) => String(r.id));
+      if (q === undefined) {
+        const pre = compilePrefilter(expr, ctx);
+        if (pre === undefined) continue;
+        prefilters++;
+        const got = new Set(await select(pre.sql, pre.params));
+        const missing = want.filter((id) => !got.has(id));
+        assert.deepEqual(missing, [], `${dialect} prefilter: ${source}`);
+        continue;
+      }
+      compiled++;
+      if (/\bj\b/.test(source)) json++;
       let got: string[];
       try {
         got = (await select(q.sql, q.params)).sort();
@@ -87,8 +99,10 @@ async function differential(
   }
   console.log(
     `${dialect}: ${compiled} of ${total} (rule or filter, auth) pairs compiled ` +
-      `and matched the evaluator; ${selective} of them select some but not all rows`,
+      `and matched the evaluator; ${selective} of them select some but not all rows; ` +
+      `${json} read the json field; ${prefilters} prefilters were supersets`,
   );
+  assert.ok(json > 100, `only ${json} json expressions compiled`);
   assert.ok(compiled >= total / 2, `only ${compiled} of ${total} compiled`);
   return compiled;
 }
@@ -96,7 +110,7 @@ async function differential(
 Deno.test("differential: SQLite selects exactly the rows the evaluator accepts", async () => {
   const db = new DatabaseSync(":memory:");
   db.exec(
-    `CREATE TABLE t (id TEXT PRIMARY KEY, s TEXT, s2 TEXT, i INTEGER, f REAL, b INTEGER, dt TEXT)`,
+    `CREATE TABLE t (id TEXT PRIMARY KEY, s TEXT, s2 TEXT, i INTEGER, f REAL, b INTEGER, dt TEXT, j TEXT)`,
   );
   const insert = db.prepare(
     `INSERT INTO t (${COLUMNS.join(", ")}) VALUES (${
@@ -106,7 +120,11 @@ Deno.test("differential: SQLite selects exactly the rows the evaluator accepts",
   for (const r of ROWS) {
     insert.run(
       ...COLUMNS.map((c) =>
-        (typeof r[c] === "boolean" ? Number(r[c]) : r[c]) as SQLInputValue
+        (c === "j"
+          ? r.j === null ? null : JSON.stringify(r.j)
+          : typeof r[c] === "boolean"
+          ? Number(r[c])
+          : r[c]) as SQLInputValue
       ),
     );
   }
@@ -114,6 +132,7 @@ Deno.test("differential: SQLite selects exactly the rows the evaluator accepts",
   const back = db.prepare("SELECT * FROM t ORDER BY id").all().map((r) => ({
     ...r,
     b: r.b === null ? null : r.b === 1,
+    j: typeof r.j === "string" ? JSON.parse(r.j) : null,
   }));
   assert.deepEqual(back, ROWS.map((r) => ({ ...r, f: r.f === 0 ? 0 : r.f })));
   const statements = new Map<string, ReturnType<DatabaseSync["prepare"]>>();
@@ -145,13 +164,18 @@ Deno.test({
       );
       const text = icu ? `text COLLATE "en-x-icu"` : "text";
       await sql.unsafe(
-        `CREATE TABLE t (id text PRIMARY KEY, s ${text}, s2 ${text}, i bigint, f double precision, b boolean, dt ${text})`,
+        `CREATE TABLE t (id text PRIMARY KEY, s ${text}, s2 ${text}, i bigint, f double precision, b boolean, dt ${text}, j jsonb)`,
       );
-      const placeholders = COLUMNS.map((_, n) => `$${n + 1}`).join(", ");
+      // j as JSON.stringify text, like the storage's jsonb parameters.
+      const placeholders = COLUMNS.map((c, n) =>
+        c === "j" ? `$${n + 1}::text::jsonb` : `$${n + 1}`
+      ).join(", ");
       for (const r of ROWS) {
         await sql.unsafe(
           `INSERT INTO t (${COLUMNS.join(", ")}) VALUES (${placeholders})`,
-          COLUMNS.map((c) => r[c]) as never,
+          COLUMNS.map((c) =>
+            c === "j" && r.j !== null ? JSON.stringify(r.j) : r[c]
+          ) as never,
         );
       }
       const back = (await sql.unsafe("SELECT * FROM t ORDER BY id")).map((

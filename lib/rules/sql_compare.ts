@@ -104,8 +104,16 @@ export function byBoolean(x: Cond, ifTrue: boolean, ifFalse: boolean): Cond {
   return ifTrue ? x : not(x);
 }
 
-/** Strings whose UTF-16 order may differ from UTF-8 byte order against some value. */
-function hasHighCodeUnits(s: string): boolean {
+/**
+ * Strings whose UTF-16 order may differ from UTF-8 byte order against some value.
+ *
+ * @example
+ * ```ts
+ * import { hasHighCodeUnits } from "moonbase/lib/rules/sql_compare.ts";
+ * if (!hasHighCodeUnits("😀") || hasHighCodeUnits("é")) throw new Error("bad");
+ * ```
+ */
+export function hasHighCodeUnits(s: string): boolean {
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0xd800) return true;
   return false;
 }

@@ -2,7 +2,9 @@
  * The compiler's view of a sub-expression: a value known at compile time, a
  * record column, a JavaScript boolean computed in SQL, or a value of which
  * only the JavaScript truthiness is known in SQL — and the comparison of two
- * such values.
+ * such values. JSON comparisons may leave rows *unsure* (see `sql_json.ts`):
+ * a `bool`/`truthy` value then carries the condition selecting them, and its
+ * `cond` is exact only outside it.
  *
  * @module
  */
@@ -21,7 +23,9 @@ import {
   type Cond,
   type Dialect,
   NotCompilable,
+  or,
 } from "./sql_fragment.ts";
+import { compareJson, type JsonRef, jsonTruthy } from "./sql_json.ts";
 import { binary, truthy } from "./values.ts";
 
 /**
@@ -39,13 +43,16 @@ export type Compiled =
   | { readonly kind: "const"; readonly value: unknown }
   /** A record column (nullable). */
   | { readonly kind: "column"; readonly column: Column }
+  /** A value read from a json column. */
+  | { readonly kind: "json"; readonly json: JsonRef }
   /** A JavaScript boolean: the NULL-free condition is its value. */
-  | { readonly kind: "bool"; readonly cond: Cond }
+  | { readonly kind: "bool"; readonly cond: Cond; readonly unsure?: Cond }
   /** Some value whose JavaScript truthiness is the condition. */
-  | { readonly kind: "truthy"; readonly cond: Cond };
+  | { readonly kind: "truthy"; readonly cond: Cond; readonly unsure?: Cond };
 
 /**
- * A JavaScript boolean; a condition known at compile time becomes a constant.
+ * A JavaScript boolean; a condition known at compile time becomes a constant
+ * (unless some rows are unsure).
  *
  * @example
  * ```ts
@@ -53,10 +60,27 @@ export type Compiled =
  * if (boolean(true).kind !== "const") throw new Error("bad");
  * ```
  */
-export function boolean(cond: Cond): Compiled {
+export function boolean(cond: Cond, unsure: Cond = false): Compiled {
+  if (unsure !== false) return { kind: "bool", cond, unsure };
   return typeof cond === "boolean"
     ? { kind: "const", value: cond }
     : { kind: "bool", cond };
+}
+
+/**
+ * The rows on which a compiled value's condition may differ from JavaScript
+ * (`false`: none).
+ *
+ * @example
+ * ```ts
+ * import { unsureOf } from "moonbase/lib/rules/sql_value.ts";
+ * if (unsureOf({ kind: "const", value: 1 }) !== false) throw new Error("bad");
+ * ```
+ */
+export function unsureOf(c: Compiled): Cond {
+  return (c.kind === "bool" || c.kind === "truthy") && c.unsure !== undefined
+    ? c.unsure
+    : false;
 }
 
 /**
@@ -65,15 +89,17 @@ export function boolean(cond: Cond): Compiled {
  * @example
  * ```ts
  * import { truthyCond } from "moonbase/lib/rules/sql_value.ts";
- * if (truthyCond({ kind: "const", value: "0" }) !== true) throw new Error("bad");
+ * if (truthyCond({ kind: "const", value: "0" }, "sqlite") !== true) throw new Error("bad");
  * ```
  */
-export function truthyCond(c: Compiled): Cond {
+export function truthyCond(c: Compiled, d: Dialect): Cond {
   switch (c.kind) {
     case "const":
       return truthy(c.value);
     case "column":
       return columnTruthy(c.column);
+    case "json":
+      return jsonTruthy(c.json, d);
     default:
       return c.cond;
   }
@@ -105,9 +131,15 @@ export function compareValues(
   }
   // Put the row-dependent side first: `v < x` is `x > v` in JavaScript.
   if (
-    left.kind === "const" || (left.kind === "column" && right.kind === "bool")
+    left.kind === "const" ||
+    (left.kind === "column" && right.kind === "bool") ||
+    (left.kind !== "json" && right.kind === "json")
   ) {
     return compareValues(mirror(op), right, left, d);
+  }
+  if (left.kind === "json" && right.kind === "const") {
+    const r = compareJson(op, left.json, right.value, d);
+    return boolean(r.cond, r.unsure);
   }
   if (left.kind === "column" && right.kind === "const") {
     return boolean(compareColumnConst(op, left.column, right.value, d));
@@ -116,10 +148,16 @@ export function compareValues(
     return boolean(compareColumns(op, left.column, right.column, d));
   }
   if (left.kind === "bool" && right.kind === "const") {
-    return boolean(compareBoolConst(op, left.cond, right.value));
+    return boolean(
+      compareBoolConst(op, left.cond, right.value),
+      unsureOf(left),
+    );
   }
   if (left.kind === "bool" && right.kind === "bool") {
-    return boolean(compareBools(op, left.cond, right.cond));
+    return boolean(
+      compareBools(op, left.cond, right.cond),
+      or(unsureOf(left), unsureOf(right)),
+    );
   }
   throw new NotCompilable(`comparison of ${left.kind} and ${right.kind}`);
 }

@@ -9,9 +9,12 @@
  * other (numbers/bools; text equality), `&&`, `||`, `!`, truthiness of
  * columns, `.includes/.startsWith/.endsWith` on text columns and
  * `array.includes(column)` for arrays from `auth`/`req`.
- * Not compiled (`undefined`): arithmetic on columns, `.length` of columns,
- * text columns compared numerically or ordered against each other, json and
- * files columns, helpers given row values.
+ * Also: `.length` of text columns, arithmetic on number columns
+ * (`sql_numeric.ts`) and reads of json columns (`sql_json.ts`).
+ * Not compiled (`undefined`): text columns compared numerically or ordered
+ * against each other, files columns, helpers given row values, and
+ * expressions whose JSON comparisons leave some rows undecided — for those,
+ * {@link compilePrefilter} gives a condition selecting a superset of the rows.
  *
  * Assumptions about storage (see DESIGN.md): values are stored as documented
  * in the schema layer, double columns never hold NaN (JSON cannot carry it),
@@ -20,40 +23,11 @@
  * @module
  */
 
-import type { Expr, MethodName } from "./ast.ts";
-import { callMethod, evaluate, type RuleHelpers } from "./evaluate.ts";
-import { readsRecord, readsRequest } from "./parser.ts";
-import { isCompareOperator } from "./sql_compare.ts";
-import { includesColumn, textMethod } from "./sql_methods.ts";
-import {
-  arithmetic,
-  negative,
-  type Operand,
-  textLength,
-} from "./sql_numeric.ts";
-import {
-  and,
-  type Column,
-  type Dialect,
-  familyOf,
-  not,
-  NotCompilable,
-  or,
-} from "./sql_fragment.ts";
-import {
-  boolean,
-  compareValues,
-  type Compiled,
-  truthyCond,
-} from "./sql_value.ts";
-import {
-  binary,
-  getMember,
-  isPlainArray,
-  negate,
-  toString,
-  truthy,
-} from "./values.ts";
+import type { Expr } from "./ast.ts";
+import type { RuleHelpers } from "./evaluate.ts";
+import { Compiler } from "./sql_compiler.ts";
+import { type Cond, type Dialect, or } from "./sql_fragment.ts";
+import { truthyCond, unsureOf } from "./sql_value.ts";
 
 /**
  * What the compiler needs to know about the table and the request.
@@ -97,169 +71,6 @@ export interface SqlQuery {
   params: unknown[];
 }
 
-const fail = (reason: string): never => {
-  throw new NotCompilable(reason);
-};
-
-/** A compiled value as an arithmetic operand (conditions are not compiled). */
-function operand(c: Compiled): Operand {
-  if (c.kind === "const") return { value: c.value };
-  if (c.kind === "column") return { column: c.column };
-  return fail("arithmetic on a condition");
-}
-
-class Compiler {
-  readonly #ctx: SqlContext;
-  readonly #d: Dialect;
-
-  constructor(ctx: SqlContext) {
-    this.#ctx = ctx;
-    this.#d = ctx.dialect;
-  }
-
-  /** Evaluates a sub-expression that does not read the record. */
-  fold(e: Expr): unknown {
-    const { auth, req } = this.#ctx.scope;
-    if (req === undefined && readsRequest(e)) fail("req is not known");
-    return evaluate(e, { auth, req }, this.#ctx.helpers);
-  }
-
-  column(name: string): Column {
-    const sqlText = this.#ctx.column(name);
-    const fieldType = this.#ctx.fieldType(name);
-    const family = fieldType === undefined ? undefined : familyOf(fieldType);
-    if (
-      sqlText === undefined || fieldType === undefined || family === undefined
-    ) {
-      return fail(`field ${name} is not comparable in SQL`);
-    }
-    return { sql: sqlText, fieldType, family };
-  }
-
-  compile(e: Expr): Compiled {
-    if (!readsRecord(e)) return { kind: "const", value: this.fold(e) };
-    switch (e.type) {
-      case "field":
-        return { kind: "column", column: this.column(e.name) };
-      case "member":
-        return this.member(e.object, e.property);
-      case "unary": {
-        const argument = this.compile(e.argument);
-        if (e.operator === "!") return boolean(not(truthyCond(argument)));
-        if (argument.kind === "const") {
-          return { kind: "const", value: negate(argument.value) };
-        }
-        if (argument.kind === "column") {
-          return { kind: "column", column: negative(argument.column) };
-        }
-        return fail("arithmetic on a condition");
-      }
-      case "binary": {
-        const op = e.operator;
-        const left = this.compile(e.left);
-        const right = this.compile(e.right);
-        if (isCompareOperator(op)) {
-          return compareValues(op, left, right, this.#d);
-        }
-        if (left.kind === "const" && right.kind === "const") {
-          return { kind: "const", value: binary(op, left.value, right.value) };
-        }
-        const r = arithmetic(op, operand(left), operand(right), this.#d);
-        return "column" in r
-          ? { kind: "column", column: r.column }
-          : { kind: "const", value: r.value };
-      }
-      case "logical":
-        return this.logical(e.operator, e.left, e.right);
-      case "method":
-        return this.method(e.method, e.object, e.argument);
-      default:
-        return fail(`${e.type} reading the record`);
-    }
-  }
-
-  /** `object.property` where the object reads the record. */
-  member(object: Expr, property: string): Compiled {
-    if (object.type === "root") {
-      return { kind: "column", column: this.column(property) };
-    }
-    const o = this.compile(object);
-    if (o.kind === "const") {
-      return { kind: "const", value: getMember(o.value, property) };
-    }
-    if (o.kind === "truthy") return fail("member of an unknown value");
-    if (o.kind === "column" && o.column.family === "text") {
-      if (property === "length") {
-        return { kind: "column", column: textLength(o.column, this.#d) };
-      }
-      if (/^[0-9]+$/.test(property)) return fail("index of a text column");
-    }
-    // Numbers, booleans, null and (other members of) strings have no own data property.
-    return { kind: "const", value: undefined };
-  }
-
-  logical(op: "&&" | "||", leftExpr: Expr, rightExpr: Expr): Compiled {
-    const and_ = op === "&&";
-    const left = this.compile(leftExpr);
-    // Short-circuit exactly like JavaScript when the left value is known.
-    if (left.kind === "const") {
-      return truthy(left.value) === and_ ? this.compile(rightExpr) : left;
-    }
-    const right = this.compile(rightExpr);
-    if (left.kind === "bool" && right.kind === "bool") {
-      return boolean(
-        and_ ? and(left.cond, right.cond) : or(left.cond, right.cond),
-      );
-    }
-    if (
-      left.kind === "bool" && right.kind === "const" &&
-      typeof right.value === "boolean"
-    ) {
-      // x && true = x, x && false = false, x || true = true, x || false = x (x boolean)
-      return right.value === and_ ? left : right;
-    }
-    const l = truthyCond(left);
-    const r = truthyCond(right);
-    return { kind: "truthy", cond: and_ ? and(l, r) : or(l, r) };
-  }
-
-  method(name: MethodName, objectExpr: Expr, argumentExpr: Expr): Compiled {
-    const o = this.compile(objectExpr);
-    const a = this.compile(argumentExpr);
-    if (o.kind === "const" && a.kind === "const") {
-      return { kind: "const", value: callMethod(o.value, name, a.value) };
-    }
-    if (o.kind === "const") {
-      if (typeof o.value === "string") {
-        return fail("string constant method with a row argument");
-      }
-      const array = o.value;
-      // callMethod gives undefined for anything but strings and plain arrays.
-      if (!isPlainArray(array) || name !== "includes") {
-        return { kind: "const", value: undefined };
-      }
-      if (a.kind !== "column") {
-        return fail("array includes of a computed value");
-      }
-      if (array.length > 100) return fail("array too long");
-      const values = Array.from(
-        { length: array.length },
-        (_, i) => getMember(array, String(i)),
-      );
-      return boolean(includesColumn(values, a.column, this.#d));
-    }
-    if (o.kind === "truthy") return fail("method of an unknown value");
-    if (o.kind === "bool" || o.column.family !== "text") {
-      return { kind: "const", value: undefined };
-    }
-    if (a.kind !== "const") return fail("text method with a row argument");
-    return {
-      kind: "truthy",
-      cond: textMethod(name, o.column, toString(a.value), this.#d),
-    };
-  }
-}
-
 /**
  * Compiles `expr` to a SQL condition selecting the rows for which
  * `test(expr, {auth, req, record: row})` (filter mode: `{...row, auth}`) is
@@ -288,20 +99,68 @@ export function compileToSql(
   expr: Expr,
   ctx: SqlContext,
 ): SqlQuery | undefined {
+  const parts = compileParts(expr, ctx);
+  return parts === undefined || parts.unsure !== false
+    ? undefined
+    : query(parts.cond, ctx.dialect);
+}
+
+/**
+ * For an expression {@link compileToSql} does not compile because JSON
+ * comparisons leave some rows undecided in SQL: a condition selecting a
+ * superset of the rows `test` accepts (every row it accepts, plus the
+ * undecided ones). The caller must still run `test` on every selected row.
+ * `undefined` when no such condition is known (or when `compileToSql`
+ * compiles the expression exactly).
+ *
+ * @example
+ * ```ts
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * import { compilePrefilter, compileToSql } from "moonbase/lib/rules/to_sql.ts";
+ * const expr = parseExpression("record.meta.owner == auth.id", { mode: "rule" });
+ * const ctx = {
+ *   dialect: "sqlite" as const,
+ *   column: (name: string) => name === "meta" ? '"meta"' : undefined,
+ *   fieldType: (name: string) => name === "meta" ? "json" : undefined,
+ *   scope: { auth: { id: "u1" } },
+ * };
+ * // Arrays and objects convert to strings in JavaScript: not decided in SQL.
+ * if (compileToSql(expr, ctx) !== undefined) throw new Error("exact?");
+ * if (compilePrefilter(expr, ctx) === undefined) throw new Error("prefilter");
+ * ```
+ */
+export function compilePrefilter(
+  expr: Expr,
+  ctx: SqlContext,
+): SqlQuery | undefined {
+  const parts = compileParts(expr, ctx);
+  if (parts === undefined || parts.unsure === false) return undefined;
+  const cond = or(parts.cond, parts.unsure);
+  return cond === true ? undefined : query(cond, ctx.dialect);
+}
+
+function compileParts(
+  expr: Expr,
+  ctx: SqlContext,
+): { cond: Cond; unsure: Cond } | undefined {
   try {
-    const cond = truthyCond(new Compiler(ctx).compile(expr));
-    if (typeof cond === "boolean") {
-      const sqlText = ctx.dialect === "postgres"
-        ? String(cond).toUpperCase()
-        : cond
-        ? "1"
-        : "0";
-      return { sql: sqlText, params: [] };
-    }
-    return { sql: cond.sql, params: [...cond.params] };
+    const c = new Compiler(ctx).compile(expr);
+    return { cond: truthyCond(c, ctx.dialect), unsure: unsureOf(c) };
   } catch {
     // NotCompilable, or an evaluation error while folding a constant: the
     // per-row evaluator decides (and reports) instead.
     return undefined;
   }
+}
+
+function query(cond: Cond, dialect: Dialect): SqlQuery {
+  if (typeof cond === "boolean") {
+    const sqlText = dialect === "postgres"
+      ? String(cond).toUpperCase()
+      : cond
+      ? "1"
+      : "0";
+    return { sql: sqlText, params: [] };
+  }
+  return { sql: cond.sql, params: [...cond.params] };
 }

@@ -204,7 +204,10 @@ Deno.test("to_sql: falls back when semantics could differ", () => {
     "record.title < '\\uE000'", // UTF-8 vs UTF-16 order
     "record.title == 'a\\0b'", // NUL cannot be bound on PostgreSQL
     "record.title == '\\uD800'", // lone surrogate
-    "record.meta == null", // json column
+    "record.meta.owner == 'u1'", // arrays and objects convert: a prefilter only
+    "record.meta.length === 3", // .length of a json value
+    "record.meta['a b'] === 1", // keys other than names
+    "record.meta.a < record.n", // json against a column
     "record.files.includes('a')",
     "record.unknown == 1",
     "record == null",

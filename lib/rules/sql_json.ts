@@ -1,0 +1,369 @@
+/**
+ * Reads of `json` fields (`record.meta.a.b`) compiled to SQL on both
+ * databases, for the operations whose JavaScript result SQL can decide
+ * exactly from the JSON type at the path and its value:
+ *
+ * - truthiness, `===`/`!==` with any value known at compile time,
+ *   `== null`/`!= null`;
+ * - `==`/`!=` and `< <= > >=` with a value known at compile time, exactly for
+ *   missing, null, booleans, numbers and (for string comparisons) strings; the
+ *   JavaScript conversions of objects and arrays (joined text, or an error
+ *   for an object with its own `toString`) and of strings to numbers
+ *   (`Number(" 0x10 ")`) have no SQL equivalent: such rows are *unsure*;
+ * - `.includes(x)` of a JSON array (SameValueZero on a primitive `x`) or a
+ *   JSON string.
+ *
+ * A comparison yields a condition exact on every row outside its `unsure`
+ * condition. Storage assumptions: SQLite keeps the field as JSON text and
+ * reads its numbers to the doubles `JSON.parse` gives (true of SQLite 3.53's
+ * conversion for the shortest forms `JSON.stringify` writes, and checked by
+ * sql_json_test.ts); PostgreSQL keeps `jsonb`, whose numbers are the exact
+ * decimals written (JavaScript's shortest forms, or integers), so decimal
+ * order and equality are the order and equality of the doubles.
+ *
+ * Paths: keys made of `[A-Za-z_$][A-Za-z0-9_$]*` (at most 64), except
+ * `length` and `__proto__` (their JavaScript meaning differs); others are
+ * not compiled.
+ *
+ * @module
+ */
+
+import type { CompareOperator } from "./sql_compare.ts";
+import { hasHighCodeUnits } from "./sql_compare.ts";
+import {
+  and,
+  type Cond,
+  type Dialect,
+  not,
+  NotCompilable,
+  or,
+  sql,
+  textParam,
+} from "./sql_fragment.ts";
+import { binary, toPrimitive, toString } from "./values.ts";
+
+/**
+ * A value read from a `json` column: the column's SQL and the keys below it.
+ *
+ * @example
+ * ```ts
+ * import type { JsonRef } from "moonbase/lib/rules/sql_json.ts";
+ * const r: JsonRef = { column: '"meta"', path: ["a", "b"] };
+ * if (r.path.length !== 2) throw new Error("bad");
+ * ```
+ */
+export interface JsonRef {
+  readonly column: string;
+  readonly path: readonly string[];
+}
+
+/** A condition exact outside `unsure` (the rows SQL cannot decide). */
+export interface JsonCond {
+  readonly cond: Cond;
+  readonly unsure: Cond;
+}
+
+/** The types of a JSON value at a path, as JavaScript sees them. */
+type Kind =
+  | "missing"
+  | "null"
+  | "true"
+  | "false"
+  | "number"
+  | "string"
+  | "array"
+  | "object";
+const FIXED: readonly [Kind, unknown][] = [
+  ["missing", undefined],
+  ["null", null],
+  ["true", true],
+  ["false", false],
+];
+
+const KEY = /^[A-Za-z_$][A-Za-z0-9_$]{0,63}$/;
+
+/**
+ * `ref.key`, or NotCompilable for keys that are not plain names.
+ *
+ * @example
+ * ```ts
+ * import { jsonMember } from "moonbase/lib/rules/sql_json.ts";
+ * if (jsonMember({ column: '"m"', path: [] }, "a").path[0] !== "a") throw new Error("bad");
+ * ```
+ */
+export function jsonMember(ref: JsonRef, key: string): JsonRef {
+  if (!KEY.test(key) || key === "length" || key === "__proto__") {
+    throw new NotCompilable(`json key ${key}`);
+  }
+  return { column: ref.column, path: [...ref.path, key] };
+}
+
+const sqlitePath = (ref: JsonRef) =>
+  `'$${ref.path.map((k) => `."${k}"`).join("")}'`;
+/** PostgreSQL: the jsonb value at the path (NULL when missing). */
+const pgValue = (ref: JsonRef) =>
+  ref.path.reduce((s, k) => `(${s} -> '${k}')`, ref.column);
+
+const NAMES: Record<Dialect, Record<Kind, readonly string[]>> = {
+  sqlite: {
+    missing: ["missing"],
+    null: ["null"],
+    true: ["true"],
+    false: ["false"],
+    number: ["integer", "real"],
+    string: ["text"],
+    array: ["array"],
+    object: ["object"],
+  },
+  postgres: {
+    missing: ["missing"],
+    null: ["null"],
+    true: ["true"],
+    false: ["false"],
+    number: ["number"],
+    string: ["string"],
+    array: ["array"],
+    object: ["object"],
+  },
+};
+
+/** SQL naming the kind of the value (never NULL; a NULL column is JSON null at the root). */
+function kindKey(ref: JsonRef, d: Dialect): string {
+  const none = ref.path.length === 0 ? "null" : "missing";
+  if (d === "sqlite") {
+    return `COALESCE(json_type(${ref.column}, ${sqlitePath(ref)}), '${none}')`;
+  }
+  const v = pgValue(ref);
+  return `COALESCE(CASE jsonb_typeof(${v}) WHEN 'boolean' THEN ${v} #>> '{}' ` +
+    `ELSE jsonb_typeof(${v}) END, '${none}')`;
+}
+
+/** The value's kind is one of `kinds`. */
+function kindIn(ref: JsonRef, kinds: readonly Kind[], d: Dialect): Cond {
+  // A root value is never missing (a NULL column is JSON null).
+  const valid = kinds.filter((k) => ref.path.length > 0 || k !== "missing");
+  if (valid.length === 0) return false;
+  if (new Set(valid).size === (ref.path.length === 0 ? 7 : 8)) return true;
+  const list = valid.flatMap((k) => NAMES[d][k]).map((n) => `'${n}'`);
+  return { sql: `${kindKey(ref, d)} IN (${list.join(", ")})`, params: [] };
+}
+
+/** `CASE WHEN <kind> THEN <test> ELSE false END`: `test` only runs on that kind. */
+function onKind(ref: JsonRef, kind: Kind, test: Cond, d: Dialect): Cond {
+  const is = kindIn(ref, [kind], d);
+  if (typeof test === "boolean" || typeof is === "boolean") {
+    return and(is, test);
+  }
+  const no = d === "postgres" ? "FALSE" : "0";
+  return sql("(CASE WHEN ", is, " THEN ", test, ` ELSE ${no} END)`);
+}
+
+/** The string at the path (only meaningful for the string kind). */
+const text = (ref: JsonRef, d: Dialect) =>
+  d === "sqlite"
+    ? `(${ref.column} ->> ${sqlitePath(ref)})`
+    : `(${pgValue(ref)} #>> '{}')`;
+
+/** A JSON number compared with a finite double `k`. */
+function numberTest(
+  ref: JsonRef,
+  op: "=" | "<" | "<=" | ">" | ">=",
+  k: number,
+  d: Dialect,
+): Cond {
+  if (!Number.isFinite(k)) throw new NotCompilable("non-finite number");
+  let test: Cond;
+  if (d === "postgres") {
+    // Exact decimals of shortest forms: decimal order is double order.
+    test = sql(
+      `CAST(${text(ref, d)} AS numeric) ${op} CAST(`,
+      textParam(String(k === 0 ? 0 : k), d),
+      " AS numeric)",
+    );
+  } else {
+    // SQLite reads a number's text to the double JSON.parse gives (checked
+    // by sql_json_test.ts) — integer text within ±2^63 to an exact integer,
+    // which CAST rounds to that double (23193437918487570 is not exact).
+    test = {
+      sql: `CAST(${text(ref, d)} AS REAL) ${op} ?`,
+      params: [k === 0 ? 0 : k],
+    };
+  }
+  return onKind(ref, "number", test, d);
+}
+
+/** The JSON string at the path equals (or is ordered against) `s`. */
+function stringTest(
+  ref: JsonRef,
+  op: "=" | "<" | "<=" | ">" | ">=",
+  s: string,
+  d: Dialect,
+): Cond {
+  const collate = d === "postgres" && op !== "=" ? ' COLLATE "C"' : "";
+  const test = sql(`${text(ref, d)}${collate} ${op} `, textParam(s, d));
+  return onKind(ref, "string", test, d);
+}
+
+/** Truthiness: not missing, null, false, 0 or "". */
+export function jsonTruthy(ref: JsonRef, d: Dialect): Cond {
+  return or(
+    kindIn(ref, ["true", "array", "object"], d),
+    or(
+      and(kindIn(ref, ["number"], d), not(numberTest(ref, "=", 0, d))),
+      and(kindIn(ref, ["string"], d), not(stringTest(ref, "=", "", d))),
+    ),
+  );
+}
+
+/** Per kind: a known result, an SQL test, or "unsure". */
+type Outcome = Cond | "unsure";
+
+const positive = (op: CompareOperator): CompareOperator =>
+  op === "!=" ? "==" : op === "!==" ? "===" : op;
+const isObject = (v: unknown) =>
+  (typeof v === "object" && v !== null) || typeof v === "function";
+
+/** Number and string outcomes of `x op v` (op positive). */
+function valueOutcomes(
+  ref: JsonRef,
+  op: CompareOperator,
+  v: unknown,
+  d: Dialect,
+): { number: Outcome; string: Outcome; object: Outcome } {
+  if (op === "===") {
+    return {
+      number: typeof v === "number" && Number.isFinite(v)
+        ? numberTest(ref, "=", v, d)
+        : false,
+      string: typeof v === "string" ? stringTest(ref, "=", v, d) : false,
+      object: false, // a row's value is never the same object
+    };
+  }
+  if (op === "==") {
+    if (v === null || v === undefined) {
+      return { number: false, string: false, object: false };
+    }
+    const p = toPrimitive(v); // throws like the evaluator would for every row
+    if (typeof p === "bigint" || typeof p === "symbol") {
+      throw new NotCompilable("bigint or symbol");
+    }
+    const k = Number(p);
+    return {
+      number: Number.isFinite(k) ? numberTest(ref, "=", k, d) : false,
+      string: typeof p === "string" ? stringTest(ref, "=", p, d) : "unsure",
+      // Object == object compares identity; else the row's object converts.
+      object: isObject(v) ? false : "unsure",
+    };
+  }
+  // Relations: both sides to primitives, strings compare by code units,
+  // anything else as numbers.
+  const p = toPrimitive(v);
+  if (typeof p === "bigint" || typeof p === "symbol") {
+    throw new NotCompilable("bigint or symbol");
+  }
+  const rel = op as "<" | "<=" | ">" | ">=";
+  const k = Number(p);
+  let number: Outcome;
+  if (Number.isNaN(k)) number = false;
+  else if (Number.isFinite(k)) number = numberTest(ref, rel, k, d);
+  else number = binary(op, 0, k) === true; // every JSON number is finite
+  let string: Outcome = "unsure"; // Number(string) has no SQL equivalent
+  if (p === undefined) string = false; // NaN
+  else if (typeof p === "string" && !hasHighCodeUnits(p)) {
+    string = stringTest(ref, rel, p, d);
+  }
+  // The row's object or array converts (and may throw: an own `toString`).
+  return { number, string, object: "unsure" };
+}
+
+/**
+ * `ref op v` for a value `v` known at compile time.
+ *
+ * @throws {NotCompilable} (or the evaluator's error) when no row could be decided
+ *
+ * @example
+ * ```ts
+ * import { compareJson } from "moonbase/lib/rules/sql_json.ts";
+ * const r = compareJson("===", { column: '"m"', path: ["k"] }, null, "sqlite");
+ * if (r.unsure !== false || typeof r.cond === "boolean") throw new Error("bad");
+ * ```
+ */
+export function compareJson(
+  op: CompareOperator,
+  ref: JsonRef,
+  v: unknown,
+  d: Dialect,
+): JsonCond {
+  const pos = positive(op);
+  const out = new Map<Kind, Outcome>();
+  for (const [kind, value] of FIXED) {
+    out.set(kind, binary(pos, value, v) === true);
+  }
+  const values = valueOutcomes(ref, pos, v, d);
+  out.set("number", values.number);
+  out.set("string", values.string);
+  out.set("array", values.object);
+  out.set("object", values.object);
+  let cond: Cond = false;
+  const unsure: Kind[] = [];
+  const known: Kind[] = [];
+  for (const [kind, o] of out) {
+    if (o === "unsure") unsure.push(kind);
+    else if (o === true) known.push(kind);
+    else if (o !== false) cond = or(cond, o); // tests check their kind themselves
+  }
+  cond = or(kindIn(ref, known, d), cond);
+  return {
+    cond: pos === op ? cond : not(cond),
+    unsure: kindIn(ref, unsure, d),
+  };
+}
+
+/**
+ * `ref.includes(a)` for `a` known at compile time: SameValueZero membership
+ * for a JSON array, substring for a JSON string, `undefined` (falsy)
+ * otherwise. The result is exact (only its truthiness is used).
+ *
+ * @example
+ * ```ts
+ * import { jsonIncludes } from "moonbase/lib/rules/sql_json.ts";
+ * const c = jsonIncludes({ column: '"m"', path: ["tags"] }, "x", "postgres");
+ * if (typeof c === "boolean") throw new Error("bad");
+ * ```
+ */
+export function jsonIncludes(ref: JsonRef, a: unknown, d: Dialect): Cond {
+  const s = toString(a); // the string receiver converts its argument
+  const inString = s === "" ? true : sql(
+    d === "postgres" ? `strpos(${text(ref, d)}, ` : `instr(${text(ref, d)}, `,
+    textParam(s, d),
+    ") > 0",
+  );
+  let member: Cond;
+  if (typeof a === "number" && Number.isNaN(a)) member = false;
+  else if (a === undefined || isObject(a)) member = false; // JSON holds neither
+  else if (typeof a === "number" && !Number.isFinite(a)) member = false;
+  else if (d === "postgres") {
+    const one = typeof a === "string"
+      ? sql("jsonb_build_array(", textParam(a, d), ")")
+      : typeof a === "number"
+      ? sql("jsonb_build_array(CAST(", textParam(String(a), d), " AS numeric))")
+      : { sql: `'[${JSON.stringify(a)}]'::jsonb`, params: [] };
+    // Top-level containment of a scalar in an array: some element equals it.
+    member = sql(`${pgValue(ref)} @> `, one);
+  } else {
+    const each = `json_each(${ref.column}, ${sqlitePath(ref)})`;
+    const test: Cond = typeof a === "string"
+      ? sql("e.type = 'text' AND e.value = ", textParam(a, d))
+      : typeof a === "number"
+      ? {
+        sql: "e.type IN ('integer', 'real') AND CAST(e.value AS REAL) = ?",
+        params: [a === 0 ? 0 : a],
+      }
+      : { sql: `e.type = '${String(a)}'`, params: [] };
+    member = sql(`EXISTS (SELECT 1 FROM ${each} AS e WHERE `, test, ")");
+  }
+  return or(
+    onKind(ref, "array", member, d),
+    onKind(ref, "string", inString, d),
+  );
+}
