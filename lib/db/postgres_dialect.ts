@@ -34,8 +34,16 @@ export const postgresDialect: Dialect = {
   columnType: (kind) => TYPES[kind],
   encode(kind, value) {
     if (value === null || value === undefined) return null;
-    // postgres.js serializes JSONB parameters itself (it learns their type when preparing).
-    if (kind === "json") return value as SqlValue;
+    // postgres.js serializes JSONB parameters itself (it learns their type
+    // when preparing), unless it infers a type from the value first: `true`
+    // becomes a bool and `[true]` a bool[] parameter, which PostgreSQL
+    // refuses for a jsonb column. Such values go wrapped: inferred as
+    // unknown, serialized through toJSON as the JSON they are.
+    if (kind === "json") {
+      return (typeof value === "boolean" || Array.isArray(value)
+        ? { toJSON: () => value }
+        : value) as SqlValue;
+    }
     return value as SqlValue;
   },
   decode(kind, value) {
