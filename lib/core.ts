@@ -165,8 +165,9 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
         }. Set MB_JWT_SECRET in production.`,
       );
     }
-    const signer = new TokenSigner(secret.value, config.tokenTtl);
-    const revocations = new Revocations(storage);
+    const now = config.clock ?? (() => Date.now());
+    const signer = new TokenSigner(secret.value, config.tokenTtl, now);
+    const revocations = new Revocations(storage, now);
     await revocations.start();
     const instanceSync = sync = new InstanceSync(storage, schemas, revocations);
     await instanceSync.start(config.connection);

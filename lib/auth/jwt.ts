@@ -24,6 +24,12 @@ export interface TokenClaims {
 
 const CACHE_MAX = 10_000;
 
+/** A UUIDv7 carrying the time `ms` (the time base, not the process clock). */
+function uuidAt(ms: number): string {
+  const hex = Math.floor(ms).toString(16).padStart(12, "0");
+  return `${hex.slice(0, 8)}-${hex.slice(8)}${uuidv7().slice(13)}`;
+}
+
 /**
  * Signs and verifies tokens with one secret.
  *
@@ -43,11 +49,21 @@ export class TokenSigner {
   #key: Uint8Array;
   #ttl: number;
   #cache = new Map<string, TokenClaims>();
+  #now: () => number;
 
-  /** `ttlSeconds` is the lifetime of new tokens. */
-  constructor(secret: string, ttlSeconds: number) {
+  /**
+   * `ttlSeconds` is the lifetime of new tokens; `now` the time base in ms
+   * (every instance on one database uses the database's clock, see
+   * `lib/db/db_clock.ts`).
+   */
+  constructor(
+    secret: string,
+    ttlSeconds: number,
+    now: () => number = () => Date.now(),
+  ) {
     this.#key = new TextEncoder().encode(secret);
     this.#ttl = ttlSeconds;
+    this.#now = now;
   }
 
   /** Token lifetime in seconds. */
@@ -61,11 +77,12 @@ export class TokenSigner {
     entity: string,
     options: { ttl?: number; scope?: string } = {},
   ): Promise<{ token: string; claims: TokenClaims }> {
-    const iat = Math.floor(Date.now() / 1000);
+    const ms = this.#now();
+    const iat = Math.floor(ms / 1000);
     const claims: TokenClaims = {
       sub,
       entity,
-      jti: uuidv7(),
+      jti: uuidAt(ms),
       iat,
       exp: iat + (options.ttl ?? this.#ttl),
     };
@@ -83,7 +100,8 @@ export class TokenSigner {
 
   /** Returns the claims of a valid, unexpired token, else undefined. */
   async verify(token: string): Promise<TokenClaims | undefined> {
-    const now = Date.now() / 1000;
+    const ms = this.#now();
+    const now = ms / 1000;
     const hit = this.#cache.get(token);
     if (hit) {
       if (hit.exp > now) return hit;
@@ -95,6 +113,7 @@ export class TokenSigner {
       const { payload } = await jwtVerify(token, this.#key, {
         algorithms: ["HS256"],
         requiredClaims: ["sub", "jti", "iat", "exp"],
+        currentDate: new Date(ms),
       });
       const { sub, entity, jti, iat, exp, scope } = payload;
       if (

@@ -47,10 +47,12 @@ export class Revocations {
   #polling: Promise<void> | undefined;
   #again = false;
   #ready: Promise<void> | undefined;
+  #now: () => number;
 
-  /** Uses the storage's `mb_revoked`, `mb_cutoffs` and `mb_seq`. */
-  constructor(store: Storage) {
+  /** Uses the storage's `mb_revoked`, `mb_cutoffs` and `mb_seq`; `now` is the time base in ms. */
+  constructor(store: Storage, now: () => number = () => Date.now()) {
     this.#store = store;
+    this.#now = now;
   }
 
   /** Adds what this needs to the system tables (idempotent) and loads the current state. */
@@ -97,7 +99,7 @@ export class Revocations {
     if (top === this.#since) return;
     // Every row up to `top` is committed (its counter update committed with it).
     const range = [this.#since, top];
-    const now = Date.now();
+    const now = this.#now();
     const rows = await this.#store.query(
       `SELECT "jti", "exp" FROM "mb_revoked" WHERE "seq" > ? AND "seq" <= ? AND "exp" >= ?`,
       [...range, Math.floor(now / 1000)],
@@ -176,7 +178,7 @@ export class Revocations {
       async (tx, seq) => {
         first = await tx.run(
           `INSERT INTO "mb_revoked" ("jti", "exp", "created", "seq") VALUES (?, ?, ?, ?) ON CONFLICT ("jti") DO NOTHING`,
-          [claims.jti, claims.exp, Date.now(), seq],
+          [claims.jti, claims.exp, this.#now(), seq],
         ) > 0;
       },
     );
@@ -186,7 +188,7 @@ export class Revocations {
   /** Revokes every token of a user issued until now, except `keepJti`. */
   async revokeUser(entity: string, sub: string, keepJti = ""): Promise<void> {
     const key = `${entity}/${sub}`;
-    const cutoff = Date.now() + 1;
+    const cutoff = this.#now() + 1;
     this.#cutoffs.set(key, { cutoff, keep: keepJti });
     await this.#write(
       { k: key, c: cutoff, p: keepJti },
@@ -194,7 +196,7 @@ export class Revocations {
         tx.run(
           `INSERT INTO "mb_cutoffs" ("key", "cutoff", "keep_jti", "created", "seq") VALUES (?, ?, ?, ?, ?)
        ON CONFLICT ("key") DO UPDATE SET "cutoff" = excluded."cutoff", "keep_jti" = excluded."keep_jti", "created" = excluded."created", "seq" = excluded."seq"`,
-          [key, cutoff, keepJti, Date.now(), seq],
+          [key, cutoff, keepJti, this.#now(), seq],
         ),
     );
   }
