@@ -1,5 +1,6 @@
 /**
- * HS256 JWTs (via jose) with the claims `sub`, `entity`, `jti`, `iat`, `exp`.
+ * HS256 JWTs (via jose) with the claims `sub`, `entity`, `jti`, `iat`, `exp`
+ * and `gen` (the user's password generation, see `revocation.ts`).
  * Only HS256 is accepted; `exp` is required. Verified tokens are cached
  * until they expire so the hot path does not re-verify signatures.
  *
@@ -20,6 +21,8 @@ export interface TokenClaims {
   exp: number;
   /** `"file"` for short-lived file-download tokens (accepted only on file routes). */
   scope?: string;
+  /** The user's password generation when issued (absent in tokens from before generations). */
+  gen?: number;
 }
 
 const CACHE_MAX = 10_000;
@@ -75,7 +78,7 @@ export class TokenSigner {
   async sign(
     sub: string,
     entity: string,
-    options: { ttl?: number; scope?: string } = {},
+    options: { ttl?: number; scope?: string; gen?: number } = {},
   ): Promise<{ token: string; claims: TokenClaims }> {
     const ms = this.#now();
     const iat = Math.floor(ms / 1000);
@@ -86,8 +89,9 @@ export class TokenSigner {
       iat,
       exp: iat + (options.ttl ?? this.#ttl),
     };
-    if (options.scope) claims.scope = options.scope;
-    const extra = options.scope ? { entity, scope: options.scope } : { entity };
+    const extra: Record<string, string | number> = { entity };
+    if (options.scope) extra.scope = claims.scope = options.scope;
+    if (options.gen !== undefined) extra.gen = claims.gen = options.gen;
     const token = await new SignJWT(extra)
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(sub)
@@ -115,15 +119,19 @@ export class TokenSigner {
         requiredClaims: ["sub", "jti", "iat", "exp"],
         currentDate: new Date(ms),
       });
-      const { sub, entity, jti, iat, exp, scope } = payload;
+      const { sub, entity, jti, iat, exp, scope, gen } = payload;
       if (
         typeof sub !== "string" || typeof entity !== "string" ||
         typeof jti !== "string" ||
         typeof iat !== "number" || typeof exp !== "number"
       ) return undefined;
       if (scope !== undefined && typeof scope !== "string") return undefined;
+      if (
+        gen !== undefined && !(Number.isSafeInteger(gen) && Number(gen) >= 0)
+      ) return undefined;
       const claims: TokenClaims = { sub, entity, jti, iat, exp };
       if (scope) claims.scope = scope;
+      if (gen !== undefined) claims.gen = gen as number;
       if (this.#cache.size >= CACHE_MAX) this.#cache.clear();
       this.#cache.set(token, claims);
       return claims;
