@@ -72,12 +72,21 @@ export interface AppConfig {
    * to make room, or new connections wait in the listen backlog.
    */
   maxConnections?: number;
+  /**
+   * Internal (tests): this machine's clock in ms since the epoch (default
+   * `Date.now`). Tokens and revocations use it corrected to the database's
+   * clock. Not a CLI option.
+   */
+  clock?: () => number;
 }
 
 /** Config with every default applied. */
 export type ResolvedConfig =
-  & Required<Omit<AppConfig, "connection" | "publicDir" | "jwtSecret">>
+  & Required<
+    Omit<AppConfig, "connection" | "publicDir" | "jwtSecret" | "clock">
+  >
   & {
+    clock?: () => number;
     connection?: string;
     publicDir?: string;
     jwtSecret?: string;
@@ -98,6 +107,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     maxUploadSize: c.maxUploadSize ?? 10 * 1024 * 1024,
     trustProxy: c.trustProxy ?? false,
     jwtSecret: c.jwtSecret,
+    clock: c.clock,
     quiet: c.quiet ?? false,
     poolSize: c.poolSize ??
       Math.max(2, Math.min(10, navigator.hardwareConcurrency || 2)),

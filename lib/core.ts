@@ -21,6 +21,7 @@ import { resolveSecret } from "./auth/secret.ts";
 import { Sessions } from "./auth/sessions.ts";
 import { Revocations } from "./auth/revocation.ts";
 import { InstanceSync } from "./sync.ts";
+import { DbClock } from "./db/db_clock.ts";
 import { LoginLimiter } from "./auth/rate_limit.ts";
 import { randomToken } from "./ids.ts";
 import { type CursorKey, cursorKeyOf } from "./records/list_cursor.ts";
@@ -114,6 +115,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
   const storage = await openStorage(config);
   let logStorage: Storage | undefined;
   let sync: InstanceSync | undefined;
+  let dbClock: DbClock | undefined;
   try {
     await ensureSystemTables(storage);
     // Logs never share the request path's connections: on SQLite a file of
@@ -170,8 +172,11 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
         }. Set MB_JWT_SECRET in production.`,
       );
     }
-    const signer = new TokenSigner(secret.value, config.tokenTtl);
-    const revocations = new Revocations(storage);
+    // One time base for every instance on the database: its clock.
+    const clock = dbClock = new DbClock(storage, config.clock);
+    await clock.start();
+    const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
+    const revocations = new Revocations(storage, clock.now);
     await revocations.start();
     const instanceSync = sync = new InstanceSync(storage, schemas, revocations);
     await instanceSync.start(config.connection);
@@ -195,6 +200,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       notices,
       async close() {
         await instanceSync.close();
+        clock.close();
         clearInterval(pruner);
         log.info("stopped");
         await log.close();
@@ -205,6 +211,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     };
   } catch (err) {
     await sync?.close();
+    dbClock?.close();
     await logStorage?.close().catch(() => {});
     await storage.close().catch(() => {});
     throw err;

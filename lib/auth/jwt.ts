@@ -1,5 +1,6 @@
 /**
- * HS256 JWTs (via jose) with the claims `sub`, `entity`, `jti`, `iat`, `exp`.
+ * HS256 JWTs (via jose) with the claims `sub`, `entity`, `jti`, `iat`, `exp`
+ * and `gen` (the user's password generation, see `revocation.ts`).
  * Only HS256 is accepted; `exp` is required. Verified tokens are cached
  * until they expire so the hot path does not re-verify signatures.
  *
@@ -20,9 +21,17 @@ export interface TokenClaims {
   exp: number;
   /** `"file"` for short-lived file-download tokens (accepted only on file routes). */
   scope?: string;
+  /** The user's password generation when issued (absent in tokens from before generations). */
+  gen?: number;
 }
 
 const CACHE_MAX = 10_000;
+
+/** A UUIDv7 carrying the time `ms` (the time base, not the process clock). */
+function uuidAt(ms: number): string {
+  const hex = Math.floor(ms).toString(16).padStart(12, "0");
+  return `${hex.slice(0, 8)}-${hex.slice(8)}${uuidv7().slice(13)}`;
+}
 
 /**
  * Signs and verifies tokens with one secret.
@@ -43,11 +52,21 @@ export class TokenSigner {
   #key: Uint8Array;
   #ttl: number;
   #cache = new Map<string, TokenClaims>();
+  #now: () => number;
 
-  /** `ttlSeconds` is the lifetime of new tokens. */
-  constructor(secret: string, ttlSeconds: number) {
+  /**
+   * `ttlSeconds` is the lifetime of new tokens; `now` the time base in ms
+   * (every instance on one database uses the database's clock, see
+   * `lib/db/db_clock.ts`).
+   */
+  constructor(
+    secret: string,
+    ttlSeconds: number,
+    now: () => number = () => Date.now(),
+  ) {
     this.#key = new TextEncoder().encode(secret);
     this.#ttl = ttlSeconds;
+    this.#now = now;
   }
 
   /** Token lifetime in seconds. */
@@ -59,18 +78,20 @@ export class TokenSigner {
   async sign(
     sub: string,
     entity: string,
-    options: { ttl?: number; scope?: string } = {},
+    options: { ttl?: number; scope?: string; gen?: number } = {},
   ): Promise<{ token: string; claims: TokenClaims }> {
-    const iat = Math.floor(Date.now() / 1000);
+    const ms = this.#now();
+    const iat = Math.floor(ms / 1000);
     const claims: TokenClaims = {
       sub,
       entity,
-      jti: uuidv7(),
+      jti: uuidAt(ms),
       iat,
       exp: iat + (options.ttl ?? this.#ttl),
     };
-    if (options.scope) claims.scope = options.scope;
-    const extra = options.scope ? { entity, scope: options.scope } : { entity };
+    const extra: Record<string, string | number> = { entity };
+    if (options.scope) extra.scope = claims.scope = options.scope;
+    if (options.gen !== undefined) extra.gen = claims.gen = options.gen;
     const token = await new SignJWT(extra)
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(sub)
@@ -83,7 +104,8 @@ export class TokenSigner {
 
   /** Returns the claims of a valid, unexpired token, else undefined. */
   async verify(token: string): Promise<TokenClaims | undefined> {
-    const now = Date.now() / 1000;
+    const ms = this.#now();
+    const now = ms / 1000;
     const hit = this.#cache.get(token);
     if (hit) {
       if (hit.exp > now) return hit;
@@ -95,16 +117,21 @@ export class TokenSigner {
       const { payload } = await jwtVerify(token, this.#key, {
         algorithms: ["HS256"],
         requiredClaims: ["sub", "jti", "iat", "exp"],
+        currentDate: new Date(ms),
       });
-      const { sub, entity, jti, iat, exp, scope } = payload;
+      const { sub, entity, jti, iat, exp, scope, gen } = payload;
       if (
         typeof sub !== "string" || typeof entity !== "string" ||
         typeof jti !== "string" ||
         typeof iat !== "number" || typeof exp !== "number"
       ) return undefined;
       if (scope !== undefined && typeof scope !== "string") return undefined;
+      if (
+        gen !== undefined && !(Number.isSafeInteger(gen) && Number(gen) >= 0)
+      ) return undefined;
       const claims: TokenClaims = { sub, entity, jti, iat, exp };
       if (scope) claims.scope = scope;
+      if (gen !== undefined) claims.gen = gen as number;
       if (this.#cache.size >= CACHE_MAX) this.#cache.clear();
       this.#cache.set(token, claims);
       return claims;

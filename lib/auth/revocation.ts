@@ -1,8 +1,16 @@
 /**
  * Token revocation shared through the database: single tokens (`jti`, on
- * logout and refresh) and per-user cutoffs (every token issued before a
- * moment, on password change). Each instance keeps the set in memory and
- * adds its own revocations at once.
+ * logout and refresh) and per-user cutoffs (on password change). Each
+ * instance keeps the set in memory and adds its own revocations at once.
+ *
+ * A cutoff is a generation, not a time: each password change adds one to
+ * the user's generation (`mb_cutoffs.gen`, counted by the database), every
+ * token carries the generation it was issued in (`gen`), and a token of an
+ * older generation is revoked (except the one the change keeps). No clock
+ * takes part, so instances whose clocks disagree cannot revive a token or
+ * refuse a fresh one. Tokens from before generations (no `gen` claim) end
+ * at the user's next password change, and earlier cutoffs still apply to
+ * them by time.
  *
  * Other instances learn of a revocation two ways: on PostgreSQL a NOTIFY
  * sent in the revoking transaction (applied on arrival, see
@@ -16,6 +24,7 @@
  */
 
 import type { Queryable, Storage } from "../db/storage.ts";
+import { ensureSequence } from "./revocation_tables.ts";
 import { pgNotify } from "../db/pg_notify.ts";
 import type { TokenClaims } from "./jwt.ts";
 
@@ -28,13 +37,32 @@ export function uuidTime(id: string): number {
   return /^[0-9a-f]{12}$/.test(hex) ? parseInt(hex, 16) : 0;
 }
 
-interface Cutoff {
+/** A user's password-change state: generation, time (for tokens without `gen`), kept token. */
+export interface Cutoff {
+  gen: number;
   cutoff: number;
   keep: string;
 }
 
+/**
+ * True when `cutoff` ends the token: issued in an older generation (a
+ * token without `gen`: once any generation was counted, or issued before
+ * the cutoff's time), unless it is the token the change kept.
+ */
+export function endsToken(
+  cutoff: Cutoff | undefined,
+  claims: TokenClaims,
+): boolean {
+  if (cutoff === undefined || claims.jti === cutoff.keep) return false;
+  return claims.gen === undefined
+    ? cutoff.gen > 0 || uuidTime(claims.jti) < cutoff.cutoff
+    : claims.gen < cutoff.gen;
+}
+
 /** A revocation as sent in a notification. */
-type News = { j: string; e: number } | { k: string; c: number; p: string };
+type News =
+  | { j: string; e: number }
+  | { k: string; c: number; p: string; g: number };
 
 /** Revoked tokens and cutoffs. */
 export class Revocations {
@@ -47,10 +75,12 @@ export class Revocations {
   #polling: Promise<void> | undefined;
   #again = false;
   #ready: Promise<void> | undefined;
+  #now: () => number;
 
-  /** Uses the storage's `mb_revoked`, `mb_cutoffs` and `mb_seq`. */
-  constructor(store: Storage) {
+  /** Uses the storage's `mb_revoked`, `mb_cutoffs` and `mb_seq`; `now` is the time base in ms. */
+  constructor(store: Storage, now: () => number = () => Date.now()) {
     this.#store = store;
+    this.#now = now;
   }
 
   /** Adds what this needs to the system tables (idempotent) and loads the current state. */
@@ -97,28 +127,29 @@ export class Revocations {
     if (top === this.#since) return;
     // Every row up to `top` is committed (its counter update committed with it).
     const range = [this.#since, top];
-    const now = Date.now();
+    const now = this.#now();
     const rows = await this.#store.query(
       `SELECT "jti", "exp" FROM "mb_revoked" WHERE "seq" > ? AND "seq" <= ? AND "exp" >= ?`,
       [...range, Math.floor(now / 1000)],
     );
     for (const r of rows) this.#jtis.set(String(r.jti), Number(r.exp));
     const cuts = await this.#store.query(
-      `SELECT "key", "cutoff", "keep_jti" FROM "mb_cutoffs" WHERE "seq" > ? AND "seq" <= ?`,
+      `SELECT "key", "gen", "cutoff", "keep_jti" FROM "mb_cutoffs" WHERE "seq" > ? AND "seq" <= ?`,
       range,
     );
-    for (const c of cuts) {
-      this.#cut(String(c.key), Number(c.cutoff), String(c.keep_jti));
-    }
+    for (const c of cuts) this.#cut(String(c.key), cutoffOf(c));
     this.#since = top;
     if (++this.#polls % 150 === 0) await this.#prune(now);
   }
 
   /** Cutoffs only move forward: an older one read late must not bring back a token. */
-  #cut(key: string, cutoff: number, keep: string): void {
+  #cut(key: string, c: Cutoff): void {
     const known = this.#cutoffs.get(key);
-    if (known && known.cutoff > cutoff) return;
-    this.#cutoffs.set(key, { cutoff, keep });
+    if (
+      known &&
+      (known.gen > c.gen || (known.gen === c.gen && known.cutoff > c.cutoff))
+    ) return;
+    this.#cutoffs.set(key, c);
   }
 
   async #prune(now: number): Promise<void> {
@@ -139,14 +170,13 @@ export class Revocations {
       this.#jtis.set(n.j, n.e);
     } else if (
       typeof n.k === "string" && typeof n.c === "number" &&
-      typeof n.p === "string"
-    ) this.#cut(n.k, n.c, n.p);
+      typeof n.p === "string" && Number.isSafeInteger(n.g)
+    ) this.#cut(n.k, { gen: n.g as number, cutoff: n.c, keep: n.p });
   }
 
   /** Runs one revocation's writes: the next sequence value, the row, the notification. */
   async #write(
-    news: News,
-    insert: (tx: Queryable, seq: number) => Promise<unknown>,
+    insert: (tx: Queryable, seq: number) => Promise<News>,
   ): Promise<void> {
     await this.#ensure();
     const pg = this.#store.dialect.name === "postgres";
@@ -156,7 +186,7 @@ export class Revocations {
           `UPDATE "mb_seq" SET "value" = "value" + 1 WHERE "name" = 'revocation' RETURNING "value"`,
         ))[0].value,
       );
-      await insert(tx, seq);
+      const news = await insert(tx, seq);
       if (pg) await pgNotify(tx, REVOCATION_CHANNEL, JSON.stringify(news));
     });
   }
@@ -171,107 +201,73 @@ export class Revocations {
     if (this.#jtis.has(claims.jti)) return false;
     this.#jtis.set(claims.jti, claims.exp);
     let first = false;
-    await this.#write(
-      { j: claims.jti, e: claims.exp },
-      async (tx, seq) => {
-        first = await tx.run(
-          `INSERT INTO "mb_revoked" ("jti", "exp", "created", "seq") VALUES (?, ?, ?, ?) ON CONFLICT ("jti") DO NOTHING`,
-          [claims.jti, claims.exp, Date.now(), seq],
-        ) > 0;
-      },
-    );
+    await this.#write(async (tx, seq) => {
+      first = await tx.run(
+        `INSERT INTO "mb_revoked" ("jti", "exp", "created", "seq") VALUES (?, ?, ?, ?) ON CONFLICT ("jti") DO NOTHING`,
+        [claims.jti, claims.exp, this.#now(), seq],
+      ) > 0;
+      return { j: claims.jti, e: claims.exp };
+    });
     return first;
   }
 
-  /** Revokes every token of a user issued until now, except `keepJti`. */
+  /**
+   * Ends every token of a user issued until now, except `keepJti`: the
+   * user's generation goes up by one (counted by the database).
+   */
   async revokeUser(entity: string, sub: string, keepJti = ""): Promise<void> {
     const key = `${entity}/${sub}`;
-    const cutoff = Date.now() + 1;
-    this.#cutoffs.set(key, { cutoff, keep: keepJti });
-    await this.#write(
-      { k: key, c: cutoff, p: keepJti },
-      (tx, seq) =>
-        tx.run(
-          `INSERT INTO "mb_cutoffs" ("key", "cutoff", "keep_jti", "created", "seq") VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT ("key") DO UPDATE SET "cutoff" = excluded."cutoff", "keep_jti" = excluded."keep_jti", "created" = excluded."created", "seq" = excluded."seq"`,
-          [key, cutoff, keepJti, Date.now(), seq],
-        ),
-    );
+    // Only for tokens without `gen`, and for instances that predate generations.
+    const cutoff = this.#now() + 1;
+    let next: Cutoff | undefined;
+    await this.#write(async (tx, seq) => {
+      const rows = await tx.query(
+        `INSERT INTO "mb_cutoffs" ("key", "cutoff", "keep_jti", "created", "seq", "gen") VALUES (?, ?, ?, ?, ?, 1)
+       ON CONFLICT ("key") DO UPDATE SET "cutoff" = excluded."cutoff", "keep_jti" = excluded."keep_jti", "created" = excluded."created", "seq" = excluded."seq", "gen" = "mb_cutoffs"."gen" + 1
+       RETURNING "gen"`,
+        [key, cutoff, keepJti, this.#now(), seq],
+      );
+      next = { gen: Number(rows[0].gen), cutoff, keep: keepJti };
+      return { k: key, c: cutoff, p: keepJti, g: next.gen };
+    });
+    this.#cut(key, next!);
   }
 
   /**
-   * True when the user's sessions were ended (a cutoff, by a password
-   * change) after `since` (ms), unless `jti` is the token the cutoff keeps.
-   * Login and refresh ask after issuing: a token issued while the password
-   * changed must not outlive the change.
+   * The user's cutoff as the database holds it now (undefined: no password
+   * change yet). Login and refresh issue tokens in this generation, so a
+   * token issued on an instance that has not yet heard of a change is not
+   * refused once it hears.
    */
-  endedAfter(
-    entity: string,
-    sub: string,
-    since: number,
-    jti?: string,
-  ): boolean {
-    const c = this.#cutoffs.get(`${entity}/${sub}`);
-    return c !== undefined && jti !== c.keep && since < c.cutoff;
+  async current(entity: string, sub: string): Promise<Cutoff | undefined> {
+    await this.#ensure();
+    const key = `${entity}/${sub}`;
+    const row = (await this.#store.query(
+      `SELECT "gen", "cutoff", "keep_jti" FROM "mb_cutoffs" WHERE "key" = ?`,
+      [key],
+    ))[0];
+    if (!row) return undefined;
+    const c = cutoffOf(row);
+    this.#cut(key, c);
+    return c;
+  }
+
+  /** The user's generation as this instance knows it (no query). */
+  known(entity: string, sub: string): number {
+    return this.#cutoffs.get(`${entity}/${sub}`)?.gen ?? 0;
   }
 
   /** True when the token was revoked (alone or by a cutoff). */
   isRevoked(claims: TokenClaims): boolean {
-    if (this.#jtis.has(claims.jti)) return true;
-    const c = this.#cutoffs.get(`${claims.entity}/${claims.sub}`);
-    return c !== undefined && claims.jti !== c.keep &&
-      uuidTime(claims.jti) < c.cutoff;
+    return this.#jtis.has(claims.jti) ||
+      endsToken(this.#cutoffs.get(`${claims.entity}/${claims.sub}`), claims);
   }
 }
 
-/**
- * Adds the `seq` columns to `mb_revoked` and `mb_cutoffs` and the counter
- * row (idempotent; rows from before have `seq` 0 and are read by the first
- * poll). Two instances starting at once may race: retried.
- */
-async function ensureSequence(store: Storage): Promise<void> {
-  const int = store.dialect.columnType("int");
-  const text = store.dialect.columnType("text");
-  for (let attempt = 0;; attempt++) {
-    try {
-      await store.transaction(async (tx) => {
-        await tx.exec(
-          `CREATE TABLE IF NOT EXISTS "mb_seq" ("name" ${text} PRIMARY KEY, "value" ${int} NOT NULL)`,
-        );
-        await tx.run(
-          `INSERT INTO "mb_seq" ("name", "value") VALUES ('revocation', 0) ON CONFLICT ("name") DO NOTHING`,
-        );
-        for (const table of ["mb_revoked", "mb_cutoffs"]) {
-          if (!(await hasColumn(tx, store, table, "seq"))) {
-            await tx.exec(
-              `ALTER TABLE "${table}" ADD COLUMN "seq" ${int} NOT NULL DEFAULT 0`,
-            );
-          }
-          await tx.exec(
-            `CREATE INDEX IF NOT EXISTS "${table}_seq" ON "${table}" ("seq")`,
-          );
-        }
-      });
-      return;
-    } catch (err) {
-      if (attempt >= 3) throw err;
-      await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
-    }
-  }
-}
-
-async function hasColumn(
-  tx: Queryable,
-  store: Storage,
-  table: string,
-  column: string,
-): Promise<boolean> {
-  const rows = store.dialect.name === "postgres"
-    ? await tx.query(
-      `SELECT 1 AS "one" FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?`,
-      [table, column],
-    )
-    : (await tx.query(`SELECT "name" FROM pragma_table_info(?)`, [table]))
-      .filter((r) => r.name === column);
-  return rows.length > 0;
+function cutoffOf(row: Record<string, unknown>): Cutoff {
+  return {
+    gen: Number(row.gen ?? 0),
+    cutoff: Number(row.cutoff),
+    keep: String(row.keep_jti),
+  };
 }

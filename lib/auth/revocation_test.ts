@@ -10,12 +10,14 @@ const uuidAt = (ms: number) => {
   const hex = ms.toString(16).padStart(12, "0");
   return `${hex.slice(0, 8)}-${hex.slice(8)}-7000-8000-000000000000`;
 };
-const claims = (jti: string, sub = "u1"): TokenClaims => ({
+/** Claims of a token; `gen` undefined: a token from before generations. */
+const claims = (jti: string, sub = "u1", gen?: number): TokenClaims => ({
   sub,
   entity: "users",
   jti,
   iat: 0,
   exp: 2 ** 31,
+  ...(gen === undefined ? {} : { gen }),
 });
 
 async function open(file = ":memory:"): Promise<SqliteStorage> {
@@ -61,12 +63,12 @@ Deno.test("revocation: a poll that read older cutoffs does not undo a newer one"
     release();
     await polling;
     assert.equal(
-      rev.isRevoked(claims(kept)),
+      rev.isRevoked(claims(kept, "u1", 0)),
       true,
       "the old cutoff's kept token",
     );
-    assert.equal(rev.isRevoked(claims(uuidAt(Date.now() - 100))), true);
-    assert.equal(rev.isRevoked(claims(uuidAt(Date.now() + 1000))), false);
+    assert.equal(rev.isRevoked(claims(uuidAt(Date.now()), "u1", 1)), true);
+    assert.equal(rev.isRevoked(claims(uuidAt(Date.now()), "u1", 2)), false);
   } finally {
     await db.close();
   }
@@ -89,11 +91,8 @@ Deno.test("revocation: polls read by sequence, so a skewed clock cannot hide a r
     assert.equal(onB.isRevoked(claims(jti)), false, "not yet polled");
     await onB.poll();
     assert.equal(onB.isRevoked(claims(jti)), true, "jti");
-    assert.equal(
-      onB.isRevoked(claims(uuidAt(Date.now() - 10), "u2")),
-      true,
-      "cutoff",
-    );
+    assert.equal(onB.isRevoked(claims(uuidAt(0), "u2", 0)), true, "cutoff");
+    assert.equal(onB.isRevoked(claims(uuidAt(0), "u2", 1)), false, "after");
     // A fresh instance loads everything.
     const c = new Revocations(b);
     await c.start();
@@ -114,13 +113,74 @@ Deno.test("revocation: notifications only add revocations", async () => {
     rev.apply(JSON.stringify({ j: jti, e: 2 ** 31 }));
     assert.equal(rev.isRevoked(claims(jti)), true);
     const cutoff = Date.now();
-    rev.apply(JSON.stringify({ k: "users/u3", c: cutoff, p: "" }));
-    assert.equal(rev.isRevoked(claims(uuidAt(cutoff - 5), "u3")), true);
+    const other = uuidAt(cutoff + 1); // not the jti revoked above
+    rev.apply(JSON.stringify({ k: "users/u3", c: cutoff, p: "", g: 2 }));
+    assert.equal(rev.isRevoked(claims(other, "u3", 1)), true);
+    assert.equal(rev.isRevoked(claims(other, "u3", 2)), false);
     // An older cutoff arriving late does not move it back.
-    rev.apply(JSON.stringify({ k: "users/u3", c: cutoff - 1000, p: "" }));
-    assert.equal(rev.isRevoked(claims(uuidAt(cutoff - 5), "u3")), true);
+    rev.apply(JSON.stringify({ k: "users/u3", c: cutoff + 9, p: other, g: 1 }));
+    assert.equal(rev.isRevoked(claims(other, "u3", 1)), true);
     rev.apply(JSON.stringify({ j: 1, e: "x" })); // malformed: ignored
     assert.throws(() => rev.apply("not json"));
+  } finally {
+    await db.close();
+  }
+});
+
+Deno.test("revocation: a password change ends older generations, whatever the clocks say", async () => {
+  const dir = await Deno.makeTempDir();
+  const a = await open(join(dir, "db")), b = await open(join(dir, "db"));
+  try {
+    // B's clock runs an hour fast, A's an hour slow.
+    const onA = new Revocations(a, () => Date.now() - 3_600_000);
+    const onB = new Revocations(b, () => Date.now() + 3_600_000);
+    await onA.start();
+    await onB.start();
+    const future = uuidAt(Date.now() + 7_200_000);
+    const past = uuidAt(Date.now() - 7_200_000);
+    assert.equal(onB.known("users", "u4"), 0);
+    await onA.revokeUser("users", "u4");
+    assert.equal(onA.known("users", "u4"), 1);
+    // B has not polled: the database tells the generation to issue in.
+    assert.equal((await onB.current("users", "u4"))?.gen, 1);
+    for (const rev of [onA, onB]) {
+      assert.equal(rev.isRevoked(claims(future, "u4", 0)), true, "older");
+      assert.equal(rev.isRevoked(claims(past, "u4", 1)), false, "current");
+    }
+    await onB.revokeUser("users", "u4", past); // keeps the presented token
+    await onA.poll();
+    assert.equal(onA.known("users", "u4"), 2);
+    assert.equal(onA.isRevoked(claims(past, "u4", 1)), false, "kept");
+    assert.equal(onA.isRevoked(claims(future, "u4", 1)), true);
+  } finally {
+    await a.close();
+    await b.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("revocation: tokens without a generation keep the time cutoff, and end at the next change", async () => {
+  const db = await open();
+  try {
+    const rev = new Revocations(db);
+    await rev.start();
+    // A cutoff written before generations: gen 0, a time.
+    const t = Date.now() - 60_000;
+    await db.run(
+      `INSERT INTO "mb_cutoffs" ("key", "cutoff", "keep_jti", "created", "seq") VALUES ('users/u5', ?, '', ?, 0)`,
+      [t, t],
+    );
+    const fresh = new Revocations(db);
+    await fresh.start();
+    assert.equal(fresh.isRevoked(claims(uuidAt(t - 1), "u5")), true, "before");
+    assert.equal(fresh.isRevoked(claims(uuidAt(t + 1), "u5")), false, "after");
+    assert.equal(fresh.isRevoked(claims(uuidAt(t - 1), "u5", 0)), false);
+    const kept = uuidAt(t + 2);
+    await fresh.revokeUser("users", "u5", kept);
+    const late = uuidAt(Date.now() + 3_600_000); // a clock far ahead
+    assert.equal(fresh.isRevoked(claims(late, "u5")), true, "next change");
+    assert.equal(fresh.isRevoked(claims(kept, "u5")), false, "kept");
+    assert.equal(fresh.isRevoked(claims(late, "u5", 1)), false);
   } finally {
     await db.close();
   }

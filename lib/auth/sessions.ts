@@ -12,7 +12,7 @@ import type { Entity } from "../schema/entity.ts";
 import { decodeRow } from "../records/codec.ts";
 import type { Storage } from "../db/storage.ts";
 import type { TokenClaims, TokenSigner } from "./jwt.ts";
-import { type Revocations, uuidTime } from "./revocation.ts";
+import { endsToken, type Revocations } from "./revocation.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
 
 /** Who is calling. */
@@ -91,7 +91,6 @@ export class Sessions {
         },
       );
     }
-    const since = Date.now();
     const row = await entity.rowFromCols(
       identity.includes("@") ? identity.toLowerCase() : identity,
       ["id", "email"],
@@ -101,21 +100,38 @@ export class Sessions {
       ? await verifyPassword(password, hash)
       : await verifyDummy(password);
     if (!row || !ok) throw new MoonbaseError("unauthenticated", BAD_LOGIN);
-    const result = await this.issue(
-      entity,
-      decodeRow(entity.schema, row, this.#store.dialect),
-    );
-    // The password changed while this login checked the one it had read.
-    if (this.#revoked.endedAfter(entity.name, String(row.id), since)) {
+    // The token's generation must not postdate the hash it checked: read
+    // it, then see that the hash is still the same (a password change
+    // writes the hash, then the generation). If it changed meanwhile, the
+    // password just checked may be the old one.
+    const id = String(row.id);
+    const gen = (await this.#revoked.current(entity.name, id))?.gen ?? 0;
+    if ((await entity.rowFromCols(id, ["id"]))?.password !== hash) {
       throw new MoonbaseError("unauthenticated", BAD_LOGIN);
     }
-    return result;
+    const user = decodeRow(entity.schema, row, this.#store.dialect);
+    const { token, claims } = await this.#sign(entity, user, gen);
+    // A password change this instance already knows of ended it.
+    if (this.#revoked.isRevoked(claims)) {
+      throw new MoonbaseError("unauthenticated", BAD_LOGIN);
+    }
+    return { token, user };
   }
 
-  /** Signs a token for a user record. */
+  /** Signs a token for a user record, in the user's current password generation. */
   async issue(entity: Entity, user: RecordData): Promise<LoginResult> {
-    const { token } = await this.#signer.sign(String(user.id), entity.name);
+    const id = String(user.id);
+    const gen = (await this.#revoked.current(entity.name, id))?.gen ?? 0;
+    const { token } = await this.#sign(entity, user, gen);
     return { token, user };
+  }
+
+  #sign(
+    entity: Entity,
+    user: RecordData,
+    gen: number,
+  ): Promise<{ token: string; claims: TokenClaims }> {
+    return this.#signer.sign(String(user.id), entity.name, { gen });
   }
 
   /** Verifies a bearer header into claims plus the user; throws 401 on anything wrong. */
@@ -174,9 +190,12 @@ export class Sessions {
         "Cannot issue a file token: authentication required",
       );
     }
+    // The generation this instance knows (the caller's token passed it, or
+    // is the one a change kept); a change not heard of yet ends both alike.
     const { token, claims } = await this.#signer.sign(auth.id, auth.entity, {
       ttl,
       scope: "file",
+      gen: this.#revoked.known(auth.entity, auth.id),
     });
     return { token, expires: new Date(claims.exp * 1000).toISOString() };
   }
@@ -192,13 +211,19 @@ export class Sessions {
     const first = await this.#revoked.revoke(s.claims);
     this.#signer.forget(s.token);
     if (!first) throw invalidToken();
-    const result = await this.issue(s.entity, s.user);
-    // The user's sessions ended while this refresh ran (a password change).
-    const { entity, sub, jti } = s.claims;
-    if (this.#revoked.endedAfter(entity, sub, uuidTime(jti), jti)) {
-      throw invalidToken();
-    }
-    return result;
+    // The database's word on the user's password changes: one this
+    // instance has not heard of yet may have ended the token (then 401),
+    // or kept it (then the new token is of the new generation).
+    const cutoff = await this.#revoked.current(s.entity.name, s.claims.sub);
+    if (endsToken(cutoff, s.claims)) throw invalidToken();
+    const { token, claims } = await this.#sign(
+      s.entity,
+      s.user,
+      cutoff?.gen ?? 0,
+    );
+    // A change that landed after that read (known here already) ends it too.
+    if (this.#revoked.isRevoked(claims)) throw invalidToken();
+    return { token, user: s.user };
   }
 
   /** Revokes the presented token. */
