@@ -13,7 +13,12 @@ import type { Entity } from "../schema/entity.ts";
 import type { Operation } from "../schema/types.ts";
 import type { Expr } from "../rules/ast.ts";
 import { RuleSyntaxError } from "../rules/ast.ts";
-import { parseExpression, readsRecord, readsRequest } from "../rules/parser.ts";
+import {
+  parseExpression,
+  readsCallerData,
+  readsRecord,
+  readsRequest,
+} from "../rules/parser.ts";
 import { evaluate, type RuleHelpers, test } from "../rules/evaluate.ts";
 import { truthy } from "../rules/values.ts";
 import {
@@ -151,9 +156,10 @@ export class ExpressionRules implements RuleEngine {
     const ctx = this.#sqlContext(entity, auth, req);
     const compiled = compileToSql(ast, ctx);
     // Not exact: a superset in SQL narrows the rows checked per row — only
-    // for rules the client cannot steer through `req` (which hidden rows the
-    // superset holds would tell about them through the scan budget).
-    const pre = compiled || readsRequest(ast)
+    // for rules the client cannot steer through `req` or its own record
+    // (`auth.user…`): which hidden rows the superset holds would tell about
+    // them through the scan budget.
+    const pre = compiled || readsRequest(ast) || readsCallerData(ast)
       ? undefined
       : compilePrefilter(ast, ctx);
     const opts: OpOptions = compiled

@@ -282,4 +282,4 @@ export function parseExpression(source: string, options: ParseOptions): Expr {
   return new Parser(source, options).parseAll();
 }
 
-export { readsRecord, readsRequest } from "./walk.ts";
+export { readsCallerData, readsRecord, readsRequest } from "./walk.ts";

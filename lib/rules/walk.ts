@@ -59,3 +59,44 @@ export function readsRecord(expr: Expr): boolean {
 export function readsRequest(expr: Expr): boolean {
   return some(expr, (e) => e.type === "root" && e.name === "req");
 }
+
+/** Members of `auth` no caller can change. */
+const FIXED_AUTH = new Set(["id", "entity", "type"]);
+
+/**
+ * True when the expression reads caller data a user may be able to change:
+ * `auth.user…` (their own record), or `auth` as a whole — anything but
+ * `auth.id`, `auth.entity` and `auth.type`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * import { readsCallerData } from "moonbase/lib/rules/walk.ts";
+ * const reads = (s: string) => readsCallerData(parseExpression(s, { mode: "rule" }));
+ * assert.equal(reads("record.owner == auth.id"), false);
+ * assert.equal(reads("record.team == auth.user.team"), true);
+ * assert.equal(reads("record.x == auth"), true);
+ * ```
+ */
+export function readsCallerData(expr: Expr): boolean {
+  switch (expr.type) {
+    case "root":
+      return expr.name === "auth";
+    case "member":
+      return expr.object.type === "root" && expr.object.name === "auth"
+        ? !FIXED_AUTH.has(expr.property)
+        : readsCallerData(expr.object);
+    case "unary":
+      return readsCallerData(expr.argument);
+    case "binary":
+    case "logical":
+      return readsCallerData(expr.left) || readsCallerData(expr.right);
+    case "method":
+      return readsCallerData(expr.object) || readsCallerData(expr.argument);
+    case "call":
+      return expr.args.some(readsCallerData);
+    default:
+      return false;
+  }
+}
