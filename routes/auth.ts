@@ -39,11 +39,13 @@ export async function limitedLogin(
   const headers = rateHeaders(state);
   const log = ctx.app.log;
   if (!state.allowed) {
-    log.warn("login rate limit hit", {
-      ip: ctx.ip,
-      entity,
-      request_id: ctx.requestId,
-    });
+    if (state.firstRefusal) {
+      log.warn("login rate limit hit", {
+        ip: ctx.ip,
+        entity,
+        request_id: ctx.requestId,
+      });
+    }
     throw new MoonbaseError(
       "rate_limited",
       "Cannot log in: too many attempts, try again later",

@@ -116,17 +116,18 @@ export function recordRoutes(
     entity: Entity,
     auth: AuthValue,
   ): Promise<Response> {
-    const headers = await signupThrottle(ctx.app.limiter, ctx.ip, entity, auth)
-      .catch((err) => {
-        if (err instanceof MoonbaseError && err.code === "rate_limited") {
-          ctx.app.log.warn("sign-up rate limit hit", {
-            ip: ctx.ip,
-            entity: entity.name,
-            request_id: ctx.requestId,
-          });
-        }
-        throw err;
-      });
+    const headers = await signupThrottle(
+      ctx.app.limiter,
+      ctx.ip,
+      entity,
+      auth,
+      () =>
+        ctx.app.log.warn("sign-up rate limit hit", {
+          ip: ctx.ip,
+          entity: entity.name,
+          request_id: ctx.requestId,
+        }),
+    );
     try {
       const write = await readWrite(ctx, entity);
       const rec = await records.create(

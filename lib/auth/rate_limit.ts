@@ -28,6 +28,12 @@ export interface RateState {
   reset: number;
   /** Seconds to wait (when not allowed). */
   retryAfter: number;
+  /**
+   * The first refused attempt of this window: worth one log line (each
+   * refused request is in the request log already; a line per refusal would
+   * let a client flood the application log).
+   */
+  firstRefusal: boolean;
 }
 
 /**
@@ -88,6 +94,7 @@ export class LoginLimiter {
       remaining: Math.max(0, limit - count),
       reset: Math.ceil(resetMs / 1000),
       retryAfter: Math.max(1, Math.ceil((resetMs - now) / 1000)),
+      firstRefusal: count === limit + 1,
     };
   }
 }

@@ -30,11 +30,13 @@ export async function signupThrottle(
   ip: string,
   entity: Entity,
   auth: AuthValue,
+  onFirstRefusal?: () => void,
 ): Promise<Record<string, string> | undefined> {
   if (entity.type !== "auth" || auth.type === "admin") return undefined;
   const state = await limiter.hit(`signup:${ip}`, SIGNUP_LIMIT);
   const headers = rateHeaders(state);
   if (!state.allowed) {
+    if (state.firstRefusal) onFirstRefusal?.();
     throw new MoonbaseError(
       "rate_limited",
       "Cannot sign up: too many sign-ups from this address, try again later",
