@@ -8,7 +8,9 @@
  * through `sqlite_schema` (page 1 is `sqlite_schema` itself). Virtual tables
  * (`VOpen`: `pragma_*`, `dbstat`, `sqlite_dbpage`, …) are refused except
  * `json_each` and `json_tree`, recognised by the table object the same
- * connection uses for them. PostgreSQL: see `view_inspect_pg.ts`.
+ * connection uses for them; so are recursive CTEs (their queue is read back
+ * with `RowData`), since SQLite cannot interrupt a query that never ends.
+ * PostgreSQL: see `view_inspect_pg.ts`.
  *
  * @module
  */
@@ -81,6 +83,11 @@ async function inspectSqlite(
       reads.add(pages.get(Number(op.p2)) ?? "an unknown table");
     } else if (code === "VOpen" && !json.has(String(op.p4))) {
       refused.add("a virtual table (pragma or system table function)");
+    } else if (code === "RowData") {
+      // The queue of a recursive CTE (the only SELECT that reads rows back
+      // with RowData). SQLite cannot interrupt a statement, so a recursion
+      // that never ends would block the whole server: no recursion here.
+      refused.add("a recursive CTE (SQLite cannot stop one that never ends)");
     }
   }
   return {
