@@ -14,7 +14,6 @@ import { checkedPerRow, PER_ROW_HEADERS } from "../lib/records/list.ts";
 import type { Router } from "../lib/http/router.ts";
 import { checkAccountChange, touchesAccount } from "../lib/auth/account.ts";
 import type { AuthValue } from "../lib/auth/sessions.ts";
-import { MoonbaseError } from "../lib/errors.ts";
 import {
   passwordCheckThrottle,
   signupThrottle,
