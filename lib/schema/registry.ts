@@ -10,7 +10,8 @@
 import { MoonbaseError, StorageUnavailableError } from "../errors.ts";
 import { physicalName, type Queryable, type Storage } from "../db/storage.ts";
 import { ADMIN_SCHEMA } from "../db/system.ts";
-import { newFieldId, uuidv7 } from "../ids.ts";
+import { uuidv7 } from "../ids.ts";
+import { newSchema } from "./new_schema.ts";
 import type { RelationRef } from "../records/crud.ts";
 import { columnOf, createSql, dropSql, tableOf } from "./ddl.ts";
 import { Entity, fileNames } from "./entity.ts";
@@ -18,13 +19,7 @@ import { decodeRow } from "../records/codec.ts";
 import type { FileStore } from "../files/store.ts";
 import { planPatch } from "./migrate.ts";
 import { saveSchema } from "./stored.ts";
-import {
-  checkName,
-  checkViewQuery,
-  type SchemaContext,
-  validateField,
-  validateRules,
-} from "./validate.ts";
+import type { SchemaContext } from "./validate.ts";
 import type { EntitySchema, EntityType } from "./types.ts";
 import {
   auditViews,
@@ -36,20 +31,6 @@ import {
 } from "./views.ts";
 import { ddlReason, isViewDependency } from "./ddl_errors.ts";
 import { allFields } from "../records/codec.ts";
-
-const CREATE_KEYS = new Set([
-  "name",
-  "type",
-  "fields",
-  "view_query",
-  "rules",
-  "has_api",
-]);
-const READ_ONLY = new Set(["id", "is_system", "created", "updated"]);
-
-function bad(message: string): never {
-  throw new MoonbaseError("invalid", message);
-}
 
 /** Holds every entity; the one way to change schemas. */
 export class Registry {
@@ -174,66 +155,16 @@ export class Registry {
 
   /** Creates an entity from a schema object (spec §2.1). */
   async create(input: Record<string, unknown>): Promise<Entity> {
-    for (const key of Object.keys(input)) {
-      if (!CREATE_KEYS.has(key) && !READ_ONLY.has(key)) {
-        bad(`Cannot create entity: unknown key "${key.slice(0, 64)}"`);
-      }
-    }
-    const name = checkName(input.name, "entity");
-    if (this.byName(name)) {
-      throw new MoonbaseError(
-        "conflict",
-        `Cannot create entity: "${name}" already exists`,
-      );
-    }
-    this.#tableFree(name, "create");
-    const type = input.type;
-    if (type !== "base" && type !== "auth" && type !== "view") {
-      bad(`Cannot create entity: type must be base, auth or view`);
-    }
-    const ctx = this.#context();
-    const now = new Date().toISOString();
-    const schema: EntitySchema = {
-      id: uuidv7(),
-      name,
-      type,
-      fields: [],
-      view_query: "",
-      rules: validateRules(input.rules, ctx),
-      has_api: input.has_api === undefined
-        ? true
-        : checkBool(input.has_api, "has_api"),
-      is_system: false,
-      created: now,
-      updated: now,
-    };
-    if (type === "view") {
-      if (Array.isArray(input.fields) && input.fields.length > 0) {
-        bad("Cannot create entity: a view has no fields");
-      }
-      schema.view_query = checkViewQuery(input.view_query);
-    } else {
-      const fields = input.fields;
-      if (!Array.isArray(fields)) {
-        bad(
-          `Cannot create entity: fields is required for ${type} entities (a list; [] for none)`,
+    const schema = newSchema(input, this.#context(), (name) => {
+      if (this.byName(name)) {
+        throw new MoonbaseError(
+          "conflict",
+          `Cannot create entity: "${name}" already exists`,
         );
       }
-      if (fields.length > 200) bad("Cannot create entity: at most 200 fields");
-      const seen = new Set<string>();
-      for (const raw of fields) {
-        if (
-          raw && typeof raw === "object" &&
-          (raw as { system?: unknown }).system === true
-        ) continue;
-        const f = validateField(raw, newFieldId(), ctx, name);
-        if (seen.has(f.name.toLowerCase())) {
-          bad(`Cannot create entity: field "${f.name}" is declared twice`);
-        }
-        seen.add(f.name.toLowerCase());
-        schema.fields.push(f);
-      }
-    }
+      this.#tableFree(name, "create");
+    });
+    const { name, type, created: now } = schema;
     await this.#write(schema, "create", async (tx) => {
       // A new table can only matter to a view that names it already (one left
       // over from before views were guarded): audit only then.
@@ -490,11 +421,4 @@ export class Registry {
     await this.load();
     this.onChange?.();
   }
-}
-
-function checkBool(v: unknown, key: string): boolean {
-  if (typeof v !== "boolean") {
-    bad(`Cannot accept ${key}: must be true or false`);
-  }
-  return v;
 }

@@ -1,0 +1,113 @@
+/**
+ * A new entity's schema from a create request: every key checked, fields
+ * validated, nothing written. The registry claims the name and writes it.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import { newFieldId, uuidv7 } from "../ids.ts";
+import {
+  checkName,
+  checkViewQuery,
+  type SchemaContext,
+  validateField,
+  validateRules,
+} from "./validate.ts";
+import type { EntitySchema } from "./types.ts";
+
+const CREATE_KEYS = new Set([
+  "name",
+  "type",
+  "fields",
+  "view_query",
+  "rules",
+  "has_api",
+]);
+const READ_ONLY = new Set(["id", "is_system", "created", "updated"]);
+
+function bad(message: string): never {
+  throw new MoonbaseError("invalid", message);
+}
+
+function checkBool(v: unknown, key: string): boolean {
+  if (typeof v !== "boolean") {
+    bad(`Cannot accept ${key}: must be true or false`);
+  }
+  return v;
+}
+
+/**
+ * The schema a create request describes; `claim(name)` runs once the name is
+ * valid (the registry refuses a taken name there, before the rest is checked).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { newSchema } from "moonbase/lib/schema/new_schema.ts";
+ * const ctx = { entityType: () => undefined, checkExpr: () => undefined };
+ * const s = newSchema({ name: "posts", type: "base", fields: [] }, ctx, () => {});
+ * assert.deepEqual([s.name, s.type, s.fields, s.has_api], ["posts", "base", [], true]);
+ * assert.throws(() => newSchema({ name: "posts", type: "base" }, ctx, () => {}), /fields is required/);
+ * ```
+ */
+export function newSchema(
+  input: Record<string, unknown>,
+  ctx: SchemaContext,
+  claim: (name: string) => void,
+): EntitySchema {
+  for (const key of Object.keys(input)) {
+    if (!CREATE_KEYS.has(key) && !READ_ONLY.has(key)) {
+      bad(`Cannot create entity: unknown key "${key.slice(0, 64)}"`);
+    }
+  }
+  const name = checkName(input.name, "entity");
+  claim(name);
+  const type = input.type;
+  if (type !== "base" && type !== "auth" && type !== "view") {
+    bad(`Cannot create entity: type must be base, auth or view`);
+  }
+  const now = new Date().toISOString();
+  const schema: EntitySchema = {
+    id: uuidv7(),
+    name,
+    type,
+    fields: [],
+    view_query: "",
+    rules: validateRules(input.rules, ctx),
+    has_api: input.has_api === undefined
+      ? true
+      : checkBool(input.has_api, "has_api"),
+    is_system: false,
+    created: now,
+    updated: now,
+  };
+  if (type === "view") {
+    if (Array.isArray(input.fields) && input.fields.length > 0) {
+      bad("Cannot create entity: a view has no fields");
+    }
+    schema.view_query = checkViewQuery(input.view_query);
+    return schema;
+  }
+  const fields = input.fields;
+  if (!Array.isArray(fields)) {
+    bad(
+      `Cannot create entity: fields is required for ${type} entities (a list; [] for none)`,
+    );
+  }
+  if (fields.length > 200) bad("Cannot create entity: at most 200 fields");
+  const seen = new Set<string>();
+  for (const raw of fields) {
+    if (
+      raw && typeof raw === "object" &&
+      (raw as { system?: unknown }).system === true
+    ) continue;
+    const f = validateField(raw, newFieldId(), ctx, name);
+    if (seen.has(f.name.toLowerCase())) {
+      bad(`Cannot create entity: field "${f.name}" is declared twice`);
+    }
+    seen.add(f.name.toLowerCase());
+    schema.fields.push(f);
+  }
+  return schema;
+}
