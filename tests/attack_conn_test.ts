@@ -10,71 +10,17 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startServer, type TestServer } from "./_server.ts";
-
-const enc = new TextEncoder();
-const dec = new TextDecoder();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function portOf(s: TestServer): number {
-  return Number(new URL(s.url).port);
-}
-
-async function connect(port: number): Promise<Deno.TcpConn> {
-  return await Deno.connect({ hostname: "127.0.0.1", port });
-}
-
-/** Health answers 200 within `ms` (polled with short-lived requests). */
-async function healthWithin(port: number, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/api/v1/health`, {
-        signal: AbortSignal.timeout(1000),
-        headers: { connection: "close" },
-      });
-      await res.body?.cancel();
-      if (res.status === 200) return true;
-    } catch { /* not yet */ }
-    await sleep(200);
-  }
-  return false;
-}
-
-/** Reads one response head and its Content-Length body, or "" on close. */
-async function readResponse(conn: Deno.Conn, ms: number): Promise<string> {
-  let text = "";
-  const buf = new Uint8Array(16 * 1024);
-  const timer = setTimeout(() => {
-    try {
-      conn.close();
-    } catch { /* closed */ }
-  }, ms);
-  try {
-    while (true) {
-      const head = text.indexOf("\r\n\r\n");
-      if (head >= 0) {
-        const len = /content-length: *(\d+)/i.exec(text.slice(0, head));
-        if (len && text.length >= head + 4 + Number(len[1])) return text;
-      }
-      const n = await conn.read(buf);
-      if (n === null) return text;
-      text += dec.decode(buf.subarray(0, n));
-    }
-  } catch {
-    return text;
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function closeAll(conns: Deno.Conn[]): void {
-  for (const c of conns) {
-    try {
-      c.close();
-    } catch { /* closed */ }
-  }
-}
+import { startServer } from "./_server.ts";
+import {
+  closeAll,
+  connect,
+  dec,
+  enc,
+  healthWithin,
+  portOf,
+  readResponse,
+  sleep,
+} from "./_tcp.ts";
 
 Deno.test({
   name:

@@ -10,81 +10,19 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { createApp } from "../mod.ts";
+import { forEachDb, startServer, TEST_JWT_SECRET } from "./_server.ts";
 import {
-  forEachDb,
-  startServer,
-  TEST_JWT_SECRET,
-  type TestServer,
-} from "./_server.ts";
+  connect,
+  enc,
+  healthWithin,
+  portOf,
+  readResponse,
+  readUntilClosed,
+  sleep,
+} from "./_tcp.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const enc = new TextEncoder();
-const dec = new TextDecoder();
 const SMALL = { headerTimeout: 1, idleTimeout: 1, bodyTimeout: 1 };
-
-async function connect(port: number): Promise<Deno.TcpConn> {
-  return await Deno.connect({ hostname: "127.0.0.1", port });
-}
-
-function portOf(s: TestServer): number {
-  return Number(new URL(s.url).port);
-}
-
-/**
- * Reads until the server closes the connection (EOF or reset) or `ms`
- * pass; returns what arrived and whether the server closed it.
- */
-async function readUntilClosed(
-  conn: Deno.Conn,
-  ms: number,
-): Promise<{ closed: boolean; text: string }> {
-  let text = "";
-  let closed = false;
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    try {
-      conn.close();
-    } catch { /* closed */ }
-  }, ms);
-  const buf = new Uint8Array(16 * 1024);
-  try {
-    while (true) {
-      const n = await conn.read(buf);
-      if (n === null) break;
-      text += dec.decode(buf.subarray(0, n));
-    }
-    closed = !timedOut;
-  } catch {
-    closed = !timedOut; // a reset by the server also closes it
-  } finally {
-    clearTimeout(timer);
-  }
-  if (closed) {
-    try {
-      conn.close();
-    } catch { /* closed */ }
-  }
-  return { closed, text };
-}
-
-/** Reads one complete HTTP/1.1 response with a Content-Length. */
-async function readResponse(conn: Deno.Conn): Promise<string> {
-  let text = "";
-  const buf = new Uint8Array(16 * 1024);
-  while (true) {
-    const head = text.indexOf("\r\n\r\n");
-    if (head >= 0) {
-      const len = /content-length: *(\d+)/i.exec(text.slice(0, head));
-      if (len && text.length >= head + 4 + Number(len[1])) return text;
-    }
-    const n = await conn.read(buf);
-    if (n === null) throw new Error(`connection closed after ${text}`);
-    text += dec.decode(buf.subarray(0, n));
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 Deno.test({
   name: "connections: header and idle timeouts, keep-alive [sqlite]",
@@ -375,22 +313,6 @@ async function aliveAfter(child: Deno.ChildProcess, ms: number) {
   ]);
   clearTimeout(timer);
   return r;
-}
-
-/** Health answers 200 within `ms` (polled). */
-async function healthWithin(port: number, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/api/v1/health`, {
-        signal: AbortSignal.timeout(1000),
-      });
-      await res.body?.cancel();
-      if (res.status === 200) return true;
-    } catch { /* not yet */ }
-    await sleep(100);
-  }
-  return false;
 }
 
 Deno.test({
