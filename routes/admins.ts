@@ -69,6 +69,13 @@ function adminNotFound(id: string): MoonbaseError {
 /** Registers admin routes. */
 export function adminRoutes(r: Router<Handler<Core>>): void {
   r.add("POST", "/api/v1/sys/admins/setup", setupAdmin);
+  // Public: whether the server still waits for its first admin (the
+  // dashboard shows how to claim it). The token itself is never revealed.
+  r.add("GET", "/api/v1/sys/admins/setup", async (ctx) =>
+    json(200, {
+      required: ctx.app.setupToken !== undefined &&
+        !(await hasAdmin(ctx.app.storage)),
+    }));
   r.add("POST", "/api/v1/sys/admins/login", loginAdmin);
   r.add("POST", "/api/v1/sys/admins/refresh", async (ctx) => {
     return json(

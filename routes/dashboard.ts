@@ -1,7 +1,8 @@
 /**
- * The admin dashboard at `/mb`: a static single-page app (setup, login,
- * entities, records, schema and rules). Every `/mb/*` path that is not an
- * asset answers the page, so deep links and the setup link work.
+ * The admin dashboard at `/mb`: a single-page app built from
+ * `dashboard/src/` into `dashboard/dist/app.js` (`deno task build`). Its
+ * assets live under `/mb/assets/`; every other `/mb/*` path answers the
+ * page, so deep links and the setup link load the app.
  *
  * @module
  */
@@ -10,49 +11,79 @@ import type { Core } from "../lib/core.ts";
 import type { Handler } from "../lib/http/context.ts";
 import type { Router } from "../lib/http/router.ts";
 
-const ASSETS: Record<string, string> = {
-  "index.html": "text/html; charset=utf-8",
-  "app.js": "text/javascript; charset=utf-8",
-  "app.css": "text/css; charset=utf-8",
+/** Asset name → file (relative to `dashboard/`) and content type. */
+const ASSETS: Record<string, [string, string]> = {
+  "app.js": ["dist/app.js", "text/javascript; charset=utf-8"],
+  "app.css": ["dist/app.css", "text/css; charset=utf-8"],
+  "favicon.svg": ["favicon.svg", "image/svg+xml"],
 };
 
-const CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; " +
+  "img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; " +
+  "base-uri 'none'; form-action 'self'; object-src 'none'";
 
-const cache = new Map<string, string>();
+const SECURITY_HEADERS = {
+  "content-security-policy": CSP,
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+};
 
-async function asset(name: string): Promise<string> {
-  let text = cache.get(name);
-  if (text === undefined) {
-    text = await Deno.readTextFile(
-      new URL(`../dashboard/${name}`, import.meta.url),
-    );
-    cache.set(name, text);
+const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Moonbase</title>
+<p>The dashboard is not built. Run <code>deno task build</code> (or start the
+server with <code>deno task start</code>, which builds it).</p>`;
+
+/** Reads dashboard files once per process (they never change at run time). */
+class DashboardFiles {
+  #cache = new Map<string, Promise<Uint8Array<ArrayBuffer> | undefined>>();
+
+  read(file: string): Promise<Uint8Array<ArrayBuffer> | undefined> {
+    let hit = this.#cache.get(file);
+    if (!hit) {
+      hit = Deno.readFile(new URL(`../dashboard/${file}`, import.meta.url))
+        .catch(() => undefined);
+      this.#cache.set(file, hit);
+    }
+    return hit;
   }
-  return text;
-}
-
-async function page(name: string): Promise<Response> {
-  return new Response(await asset(name), {
-    headers: {
-      "content-type": ASSETS[name],
-      "content-security-policy": CSP,
-      "cache-control": "no-cache",
-      "x-frame-options": "DENY",
-      "referrer-policy": "no-referrer",
-    },
-  });
 }
 
 /** Registers the dashboard routes. */
 export function dashboardRoutes(r: Router<Handler<Core>>): void {
-  r.add("GET", "/mb", () => page("index.html"));
-  r.add(
-    "GET",
-    "/mb/:page",
-    (ctx) =>
-      page(
-        Object.hasOwn(ASSETS, ctx.params.page) ? ctx.params.page : "index.html",
-      ),
-  );
+  const files = new DashboardFiles();
+  const page = async (): Promise<Response> => {
+    const [html, js] = await Promise.all([
+      files.read("index.html"),
+      files.read("dist/app.js"),
+    ]);
+    const body = html && js ? html : new TextEncoder().encode(NOT_BUILT);
+    return new Response(body, {
+      status: html && js ? 200 : 503,
+      headers: {
+        "content-type": "text/html; charset=utf-8",
+        "cache-control": "no-cache",
+        ...SECURITY_HEADERS,
+      },
+    });
+  };
+  r.add("GET", "/mb", page);
+  r.add("GET", "/mb/*", page);
+  r.add("GET", "/mb/assets/:name", async (ctx) => {
+    const asset = Object.hasOwn(ASSETS, ctx.params.name)
+      ? ASSETS[ctx.params.name]
+      : undefined;
+    const body = asset && await files.read(asset[0]);
+    if (!asset || !body) {
+      return new Response("Not found", {
+        status: 404,
+        headers: { "content-type": "text/plain; charset=utf-8" },
+      });
+    }
+    return new Response(body, {
+      headers: {
+        "content-type": asset[1],
+        "cache-control": "no-cache",
+        ...SECURITY_HEADERS,
+      },
+    });
+  });
 }

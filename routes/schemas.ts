@@ -25,6 +25,16 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
     await requireAdmin(ctx);
     return json(200, ctx.app.schemas.all().map((e) => e.schema));
   });
+  // Record counts for the dashboard's sidebar: one COUNT(*) per entity,
+  // null where it fails (a broken view).
+  r.add("GET", "/api/v1/sys/counts", async (ctx) => {
+    await requireAdmin(ctx);
+    const out: Record<string, number | null> = {};
+    for (const e of ctx.app.schemas.all()) {
+      out[e.name] = await e.countRecords().catch(() => null);
+    }
+    return json(200, out);
+  });
   r.add("GET", "/api/v1/schemas/:id", async (ctx) => {
     await requireAdmin(ctx);
     const e = ctx.app.schemas.get(ctx.params.id);

@@ -1,90 +1,40 @@
 /**
- * The dashboard in a real (headless) Chromium: the setup link creates the
- * first admin, the login page logs in, entities and records show up.
- * Skipped when Chromium is not installed.
+ * The dashboard shell in Chromium: first run, login, deep links.
+ * (Page-specific flows live in `browser_*_test.ts`.)
  */
-import { chromium } from "playwright-core";
-import { assert, assertEquals, startServer } from "./_server.ts";
+import assert from "node:assert/strict";
+import { axeSerious, browserTest, scrollWidth, shot } from "./_browser.ts";
 
-const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find(
-  (p) => {
-    try {
-      return Deno.statSync(p).isFile;
-    } catch {
-      return false;
-    }
+browserTest(
+  "dashboard: first run shows how to claim the server, then setup logs in",
+  async ({ s, newPage, errors }) => {
+    const page = await newPage();
+    await page.goto(`${s.url}/mb`);
+    await page.getByText("This server has no admin yet").waitFor();
+    await page.goto(`${s.url}/mb/setup?token=${s.app.setupToken}`);
+    await page.getByLabel("Email").fill("root@example.com");
+    await page.getByLabel("Password").fill("root-password-1");
+    await page.getByRole("button", { name: "Create admin" }).click();
+    await page.locator(".topbar").waitFor();
+    assert.deepEqual(await axeSerious(page), []);
+    assert.deepEqual(errors, []);
   },
 );
 
-Deno.test({
-  name: "dashboard: setup link, login, entities and records in Chromium",
-  ignore: !CHROMIUM,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    const s = await startServer("sqlite");
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-      ],
-    });
-    try {
-      const page = await browser.newPage();
-      const errors: string[] = [];
-      page.on("pageerror", (e) => errors.push(String(e)));
-      // Setup page from the link the server prints.
-      const setup = await page.goto(
-        `${s.url}/mb/setup?token=${s.app.setupToken}`,
-      );
-      assertEquals(setup?.status(), 200);
-      await page.fill("input[name=email]", "root@example.com");
-      await page.fill("input[name=password]", "root-password-1");
-      await page.click("button[type=submit]");
-      await page.waitForSelector("text=Entities");
-      assert(await page.isVisible("text=mb_admins"), "system entity listed");
-      // Create an entity and a record through the API, then see them in the UI.
-      const token = await s.adminToken();
-      await s.request("POST", "/api/v1/schemas", {
-        token,
-        body: {
-          name: "posts",
-          type: "base",
-          fields: [{ name: "title", type: "string" }],
-        },
-      });
-      await s.request("POST", "/api/v1/entities/posts", {
-        token,
-        body: { title: "Hello <b>dashboard</b>" },
-      });
-      await page.goto(`${s.url}/mb?entity=posts`);
-      await page.waitForSelector("text=Hello <b>dashboard</b>");
-      await page.screenshot({ path: `${s.dataDir}/../mb_dashboard.png` }).catch(
-        () => {},
-      );
-      // Log out, then the login page works with the admin created in setup.
-      await page.click("text=Log out");
-      await page.waitForSelector("text=Admin login");
-      await page.fill("input[name=email]", "root@example.com");
-      await page.fill("input[name=password]", "root-password-1");
-      await page.click("button[type=submit]");
-      await page.waitForSelector("text=Entities");
-      // A wrong password shows the envelope's error.
-      await page.evaluate(() => sessionStorage.clear());
-      await page.goto(`${s.url}/mb/login`);
-      await page.fill("input[name=email]", "root@example.com");
-      await page.fill("input[name=password]", "wrong-password");
-      await page.click("button[type=submit]");
-      await page.waitForSelector("text=invalid identity or password");
-      assertEquals(errors, []);
-    } finally {
-      await browser.close();
-      await s.close();
-    }
+browserTest(
+  "dashboard: a deep link loads the app and returns there after login",
+  async ({ s, newPage, errors }) => {
+    await s.adminToken();
+    const page = await newPage(390);
+    await page.goto(`${s.url}/mb/about`);
+    await page.getByRole("heading", { name: "Admin login" }).waitFor();
+    assert.deepEqual(await axeSerious(page), []);
+    assert.equal(await scrollWidth(page), 390);
+    await shot(page, "login");
+    await page.getByLabel("Email").fill("admin@example.com");
+    await page.getByLabel("Password").fill(s.adminPassword);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.waitForURL(/\/mb\/about$/);
+    assert.deepEqual(errors, []);
   },
-});
+);

@@ -1,5 +1,6 @@
 /**
- * A small trie router: static segments and `:params`, with 404 vs 405 + `Allow`.
+ * A small trie router: static segments, `:params` and a trailing `*` (the
+ * rest of the path, in `params["*"]`), with 404 vs 405 + `Allow`.
  *
  * @module
  */
@@ -13,6 +14,8 @@ export type Match<H> =
 interface Node<H> {
   statics: Map<string, Node<H>>;
   param?: { name: string; node: Node<H> };
+  /** A trailing `*`: matches one or more remaining segments. */
+  rest?: Node<H>;
   handlers: Map<string, H>;
 }
 
@@ -40,8 +43,14 @@ export class Router<H> {
   /** Registers a handler; a later registration of the same route replaces it. */
   add(method: string, pattern: string, handler: H): this {
     let cur = this.#root;
-    for (const seg of pattern.split("/").filter(Boolean)) {
-      if (seg.startsWith(":")) {
+    const segs = pattern.split("/").filter(Boolean);
+    for (const [i, seg] of segs.entries()) {
+      if (seg === "*") {
+        if (i !== segs.length - 1) {
+          throw new Error(`Cannot add route ${pattern}: * must come last`);
+        }
+        cur = cur.rest ??= node();
+      } else if (seg.startsWith(":")) {
         const name = seg.slice(1);
         if (cur.param && cur.param.name !== name) {
           throw new Error(
@@ -105,6 +114,10 @@ export class Router<H> {
         params[cur.param.name] = value;
         return hit;
       }
+    }
+    if (cur.rest && cur.rest.handlers.size > 0) {
+      params["*"] = path.slice(i);
+      return cur.rest;
     }
     return undefined;
   }

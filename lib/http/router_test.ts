@@ -1,4 +1,5 @@
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
+import assert from "node:assert/strict";
 import { type Match, Router } from "./router.ts";
 
 function found(m: Match<string>): { handler: string; params: object } {
@@ -164,4 +165,19 @@ Deno.test("router: clashing parameter names are refused", () => {
     threw = true;
   }
   assertEquals(threw, true);
+});
+
+Deno.test("router: a trailing * matches the rest of the path", () => {
+  const r = new Router<string>();
+  r.add("GET", "/mb", "root");
+  r.add("GET", "/mb/assets/:name", "asset");
+  r.add("GET", "/mb/*", "app");
+  const deep = r.match("GET", "/mb/entities/posts/records/1");
+  assert.ok(deep.kind === "found" && deep.handler === "app");
+  assert.equal(deep.params["*"], "entities/posts/records/1");
+  const a = r.match("GET", "/mb/assets/app.js");
+  assert.ok(a.kind === "found" && a.handler === "asset");
+  const root = r.match("GET", "/mb");
+  assert.ok(root.kind === "found" && root.handler === "root");
+  assert.throws(() => r.add("GET", "/x/*/y", "bad"));
 });

@@ -1,0 +1,86 @@
+/// <reference lib="dom" />
+/**
+ * The admin login form; after login it returns to `?next=` (the page the
+ * admin was on when the session ended).
+ *
+ * @module
+ */
+
+import type { JSX } from "preact";
+import { useState } from "preact/hooks";
+import { api, type ApiError } from "../api.ts";
+import { navigate, query } from "../router.ts";
+import { type AdminUser, session } from "../session.ts";
+import { ErrorBox, Field, Submit } from "../ui/field.tsx";
+
+/** Where to go after login: only same-app paths are followed. */
+export function nextTarget(next: string | null): string {
+  return next && next.startsWith("/mb") && !next.startsWith("/mb/login")
+    ? next
+    : "/mb";
+}
+
+/** The login page. */
+export function LoginPage(): JSX.Element {
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError("");
+    try {
+      const data = await api.post<{ token: string; user: AdminUser }>(
+        "/sys/admins/login",
+        { identity: email, password },
+        { anonymous: true },
+      );
+      session.start(data);
+      navigate(nextTarget(query.value.get("next")), true);
+    } catch (err) {
+      const e2 = err as ApiError;
+      setError(
+        e2.status === 401 ? "Wrong email or password." : e2.message,
+      );
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="auth-page">
+      <form class="card auth-card" onSubmit={submit}>
+        <h1>
+          <img src="/mb/assets/favicon.svg" alt="" width="28" height="28" />
+          {" "}
+          Admin login
+        </h1>
+        {session.endedReason.value && (
+          <p class="notice">{session.endedReason.value}</p>
+        )}
+        <ErrorBox error={error} />
+        <Field label="Email">
+          <input
+            name="email"
+            type="email"
+            autocomplete="username"
+            required
+            value={email}
+            onInput={(e) => setEmail(e.currentTarget.value)}
+          />
+        </Field>
+        <Field label="Password">
+          <input
+            name="password"
+            type="password"
+            autocomplete="current-password"
+            required
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+          />
+        </Field>
+        <Submit busy={busy}>Log in</Submit>
+      </form>
+    </main>
+  );
+}

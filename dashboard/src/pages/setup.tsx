@@ -1,0 +1,127 @@
+/// <reference lib="dom" />
+/**
+ * First run: create the first admin with the setup token the server
+ * printed (`/mb/setup?token=…`), or explain how to get one.
+ *
+ * @module
+ */
+
+import { signal } from "@preact/signals";
+import type { JSX } from "preact";
+import { useState } from "preact/hooks";
+import { api, type ApiError } from "../api.ts";
+import { navigate, query } from "../router.ts";
+import { session } from "../session.ts";
+import { ErrorBox, Field, Submit } from "../ui/field.tsx";
+import type { AdminUser } from "../session.ts";
+
+/** Whether the server still waits for its first admin (null: not known yet). */
+export const setupRequired = signal<boolean | null>(null);
+
+/** How to claim a server that has no admin yet. */
+export function ClaimHelp(): JSX.Element {
+  return (
+    <div class="claim-help">
+      <p>
+        This server has no admin yet. When it started, it printed a setup link
+        on its console:
+      </p>
+      <pre>No admin yet. Create one at http://…/mb/setup?token=…</pre>
+      <p>
+        Open that link to create the first admin. Or create one from the command
+        line:
+      </p>
+      <pre>moonbase admins --add you@example.com 'a-long-password'</pre>
+      <p>
+        (from a checkout:{" "}
+        <code>deno run -A main.ts admins --add …</code>), then reload this page.
+      </p>
+    </div>
+  );
+}
+
+/** The setup page. */
+export function SetupPage(props: { required: boolean }): JSX.Element {
+  const token = query.value.get("token") ?? "";
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState("");
+  const [fields, setFields] = useState<Record<string, string>>({});
+  const [busy, setBusy] = useState(false);
+  if (!props.required) {
+    return (
+      <main class="auth-page">
+        <section class="card auth-card">
+          <h1>Already set up</h1>
+          <p>This server already has an admin.</p>
+          <a class="btn btn-primary" href="/mb/login">Go to the login form</a>
+        </section>
+      </main>
+    );
+  }
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError("");
+    setFields({});
+    try {
+      const data = await api.post<{ token: string; user: AdminUser }>(
+        "/sys/admins/setup",
+        { email, password },
+        { token },
+      );
+      session.start(data);
+      setupRequired.value = false;
+      navigate("/mb", true);
+    } catch (err) {
+      const e2 = err as ApiError;
+      setError(
+        e2.status === 401
+          ? "The setup link is missing its token or the token is wrong: open the link the server printed."
+          : e2.message,
+      );
+      setFields(
+        Object.fromEntries(
+          Object.entries(e2.fields ?? {}).map(([k, v]) => [k, v.message]),
+        ),
+      );
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="auth-page">
+      <form class="card auth-card" onSubmit={submit}>
+        <h1>Create the first admin</h1>
+        {!token && <ClaimHelp />}
+        <ErrorBox error={error} />
+        <Field label="Email" error={fields.email}>
+          <input
+            name="email"
+            type="email"
+            autocomplete="username"
+            required
+            value={email}
+            onInput={(e) => setEmail(e.currentTarget.value)}
+          />
+        </Field>
+        <Field
+          label="Password"
+          error={fields.password}
+          hint="At least 8 characters."
+        >
+          <input
+            name="password"
+            type="password"
+            autocomplete="new-password"
+            required
+            minLength={8}
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+          />
+        </Field>
+        <Submit busy={busy}>Create admin</Submit>
+      </form>
+    </main>
+  );
+}

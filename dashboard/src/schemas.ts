@@ -1,0 +1,45 @@
+/// <reference lib="dom" />
+/**
+ * The schemas every page needs (sidebar, forms, tables), loaded once per
+ * session and reloaded after a change; plus record counts for the sidebar.
+ *
+ * @module
+ */
+
+import { signal } from "@preact/signals";
+import type { EntitySchema } from "../../lib/schema/types.ts";
+import { api } from "./api.ts";
+
+export type { EntitySchema, FieldDef } from "../../lib/schema/types.ts";
+
+/** All schemas, system ones included (null until loaded). */
+export const schemas = signal<EntitySchema[] | null>(null);
+/** Record count per entity name (missing when unknown). */
+export const counts = signal<Record<string, number | null>>({});
+/** Why loading failed, in plain words ("" when fine). */
+export const schemasError = signal("");
+
+/** Loads (or reloads) the schemas and the counts. */
+export async function reloadSchemas(): Promise<void> {
+  try {
+    schemas.value = await api.get<EntitySchema[]>("/schemas");
+    schemasError.value = "";
+  } catch (e) {
+    schemasError.value = (e as Error).message;
+  }
+  void reloadCounts();
+}
+
+/** Reloads the record counts only (after records were added or deleted). */
+export async function reloadCounts(): Promise<void> {
+  try {
+    counts.value = await api.get<Record<string, number | null>>("/sys/counts");
+  } catch {
+    // counts are a nicety: the sidebar shows none
+  }
+}
+
+/** The schema of an entity by name (undefined when unknown or not loaded). */
+export function schemaOf(name: string): EntitySchema | undefined {
+  return schemas.value?.find((s) => s.name === name);
+}

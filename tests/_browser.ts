@@ -1,0 +1,188 @@
+/**
+ * Browser test harness for the dashboard: Debian's Chromium through
+ * `playwright-core` (never a downloaded browser), a logged-in page on a
+ * test server, axe-core checks and screenshots.
+ *
+ * Screenshots go to `$MB_SHOTS_DIR` (default `<tmp>/moonbase-shots`), named
+ * `<name>_<width>.png`.
+ *
+ * @module
+ */
+
+import axe from "axe-core";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { DATABASES, startServer, type TestServer } from "./_server.ts";
+
+/** The Chromium binary, or undefined when none is installed. */
+export const CHROMIUM: string | undefined = [
+  "/usr/bin/chromium",
+  "/usr/bin/chromium-browser",
+].find((p) => {
+  try {
+    return Deno.statSync(p).isFile;
+  } catch {
+    return false;
+  }
+});
+
+/** Where screenshots are written. */
+export const SHOTS_DIR: string = Deno.env.get("MB_SHOTS_DIR") ??
+  `${Deno.env.get("TMPDIR") ?? "/tmp"}/moonbase-shots`;
+
+/** The two widths every page must work at. */
+export const WIDTHS = [1280, 390] as const;
+
+/** Launches headless Chromium with the flags this workplace needs. */
+export function launch(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
+  });
+}
+
+/** What a browser test case gets. */
+export interface BrowserCase {
+  s: TestServer;
+  browser: Browser;
+  /** A fresh page of `width` px (default 1280), with errors collected. */
+  newPage(width?: number): Promise<Page>;
+  /** A fresh page already logged in as the test admin. */
+  adminPage(width?: number): Promise<Page>;
+  /** Uncaught page errors and console errors seen so far (should stay []). */
+  errors: string[];
+}
+
+/**
+ * Registers one `Deno.test` per database (SQLite and PostgreSQL, as
+ * `MB_TEST_DB` allows) that gets a server and a browser; skipped without
+ * Chromium. `dbs` narrows the databases (e.g. `["sqlite"]`).
+ */
+export function browserTest(
+  name: string,
+  fn: (c: BrowserCase) => Promise<void>,
+  dbs: readonly ("sqlite" | "postgres")[] = DATABASES,
+): void {
+  for (const db of DATABASES.filter((d) => dbs.includes(d))) {
+    Deno.test({
+      name: `${name} [${db}]`,
+      ignore: !CHROMIUM,
+      sanitizeOps: false,
+      sanitizeResources: false,
+      async fn() {
+        const s = await startServer(db);
+        const browser = await launch();
+        const errors: string[] = [];
+        const newPage = async (width = 1280) => {
+          const page = await browser.newPage({
+            viewport: { width, height: 900 },
+          });
+          page.setDefaultTimeout(10_000);
+          page.on("pageerror", (e) => errors.push(`pageerror: ${e}`));
+          page.on("console", (m) => {
+            // A failed fetch (e.g. an expected 4xx) logs a console error;
+            // only script errors count.
+            if (
+              m.type() === "error" && !/Failed to load resource/.test(m.text())
+            ) {
+              errors.push(`console: ${m.text()}`);
+            }
+          });
+          return page;
+        };
+        try {
+          await fn({
+            s,
+            browser,
+            errors,
+            newPage,
+            adminPage: async (width = 1280) => {
+              const page = await newPage(width);
+              await loginAs(page, s);
+              return page;
+            },
+          });
+        } finally {
+          await browser.close().catch(() => {});
+          await s.close();
+        }
+      },
+    });
+  }
+}
+
+/** Logs a page in as the test admin through the login form. */
+export async function loginAs(page: Page, s: TestServer): Promise<void> {
+  await s.adminToken(); // creates the admin
+  await page.goto(`${s.url}/mb/login`);
+  await page.getByLabel("Email").fill("admin@example.com");
+  await page.getByLabel("Password").fill(s.adminPassword);
+  await page.getByRole("button", { name: "Log in" }).click();
+  await page.locator(".topbar").waitFor();
+}
+
+/** One axe-core finding. */
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: string[];
+}
+
+/**
+ * Runs axe-core on the page and returns its serious and critical
+ * violations (assert they are `[]`).
+ */
+export async function axeSerious(page: Page): Promise<AxeViolation[]> {
+  const source = (axe as unknown as { source: string }).source;
+  if (!(await page.evaluate(() => "axe" in globalThis))) {
+    // CSP forbids inline scripts on /mb: evaluate the source instead.
+    await page.evaluate(source);
+  }
+  const found = await page.evaluate(async () => {
+    const g = globalThis as unknown as {
+      axe: {
+        run: (opts: unknown) => Promise<{
+          violations: {
+            id: string;
+            impact: string | null;
+            help: string;
+            nodes: { target: unknown[] }[];
+          }[];
+        }>;
+      };
+    };
+    const r = await g.axe.run({ resultTypes: ["violations"] });
+    return r.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.slice(0, 5).map((n) => JSON.stringify(n.target)),
+    }));
+  });
+  return found.filter((v) => v.impact === "serious" || v.impact === "critical");
+}
+
+/** Saves a full-page screenshot as `<name>_<width>.png` in SHOTS_DIR. */
+export async function shot(page: Page, name: string): Promise<string> {
+  await Deno.mkdir(SHOTS_DIR, { recursive: true });
+  const width = page.viewportSize()?.width ?? 0;
+  const path = `${SHOTS_DIR}/${name}_${width}.png`;
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+/** The page's document width (to check that nothing overflows at 390 px). */
+export function scrollWidth(page: Page): Promise<number> {
+  return page.evaluate(() =>
+    (globalThis as unknown as {
+      document: { documentElement: { scrollWidth: number } };
+    }).document.documentElement.scrollWidth
+  );
+}
