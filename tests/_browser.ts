@@ -11,6 +11,7 @@
 
 import axe from "axe-core";
 import { type Browser, chromium, type Page } from "playwright-core";
+import type { AppConfig } from "../lib/config.ts";
 import { DATABASES, startServer, type TestServer } from "./_server.ts";
 
 /** The Chromium binary, or undefined when none is installed. */
@@ -62,12 +63,14 @@ export interface BrowserCase {
 /**
  * Registers one `Deno.test` per database (SQLite and PostgreSQL, as
  * `MB_TEST_DB` allows) that gets a server and a browser; skipped without
- * Chromium. `dbs` narrows the databases (e.g. `["sqlite"]`).
+ * Chromium. `dbs` narrows the databases (e.g. `["sqlite"]`); `config`
+ * overrides the server's configuration.
  */
 export function browserTest(
   name: string,
   fn: (c: BrowserCase) => Promise<void>,
   dbs: readonly ("sqlite" | "postgres")[] = DATABASES,
+  config: AppConfig = {},
 ): void {
   for (const db of DATABASES.filter((d) => dbs.includes(d))) {
     Deno.test({
@@ -76,13 +79,10 @@ export function browserTest(
       sanitizeOps: false,
       sanitizeResources: false,
       async fn() {
-        const s = await startServer(db);
+        const s = await startServer(db, config);
         const browser = await launch();
         const errors: string[] = [];
-        const newPage = async (width = 1280) => {
-          const page = await browser.newPage({
-            viewport: { width, height: 900 },
-          });
+        const watch = (page: Page) => {
           page.setDefaultTimeout(10_000);
           page.on("pageerror", (e) => errors.push(`pageerror: ${e}`));
           page.on("console", (m) => {
@@ -90,11 +90,16 @@ export function browserTest(
             // only script errors count.
             if (
               m.type() === "error" && !/Failed to load resource/.test(m.text())
-            ) {
-              errors.push(`console: ${m.text()}`);
-            }
+            ) errors.push(`console: ${m.text()}`);
           });
-          return page;
+        };
+        const newPage = async (width = 1280) => {
+          // One context per page (own storage); tabs it opens share it.
+          const context = await browser.newContext({
+            viewport: { width, height: 900 },
+          });
+          context.on("page", watch);
+          return await context.newPage();
         };
         try {
           await fn({

@@ -80,6 +80,7 @@ export function interceptLinks(root: HTMLElement): void {
     if (e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
     const a = (e.target as Element).closest("a");
     if (!a || a.target || a.hasAttribute("download")) return;
+    if (a.getAttribute("href")?.startsWith("#")) return; // in-page anchor
     const url = new URL(a.href, location.href);
     if (url.origin !== location.origin || !url.pathname.startsWith("/mb")) {
       return;
