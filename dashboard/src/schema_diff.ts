@@ -365,9 +365,13 @@ export function formJson(form: FormState): string {
 export function formFromJson(
   text: string,
   saved?: EntitySchema,
-): { ok: true; form: FormState } | { ok: false; message: string } {
+):
+  | { ok: true; form: FormState }
+  | { ok: false; message: string; offset?: number } {
   const parsed = parseJson(text);
-  if (!parsed.ok) return { ok: false, message: parsed.message };
+  if (!parsed.ok) {
+    return { ok: false, message: parsed.message, offset: parsed.offset };
+  }
   const v = parsed.value;
   const err = (message: string) => ({ ok: false as const, message });
   if (!isObject(v)) return err("The JSON must be an object {…}");
