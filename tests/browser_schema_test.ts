@@ -278,7 +278,7 @@ browserTest(
       await page.getByRole("link", { name: "Schema" }).waitFor();
       const type = panel(page, 1).getByLabel("Type");
       assert.ok(await type.isDisabled()); // a saved field's type is fixed
-      await panel(page, 1).getByText("type cannot change").waitFor();
+      await panel(page, 1).getByText("Fixed once saved").waitFor();
       await checkPage(page, errors);
       await topShot(page, "schema_edit");
       await page.close();

@@ -4,18 +4,14 @@
  */
 import assert from "node:assert/strict";
 import type { EntitySchema, FieldDef } from "../../lib/schema/types.ts";
+import { fieldBody, patchBody, schemaBody } from "./schema_diff.ts";
+import { formState, newField, newForm, optionsOf } from "./schema_form.ts";
 import {
   errorKey,
-  fieldBody,
+  fieldErrorKeys,
   formFromJson,
   formJson,
-  formState,
-  newField,
-  newForm,
-  optionsOf,
-  patchBody,
-  schemaBody,
-} from "./schema_diff.ts";
+} from "./schema_json.ts";
 import { jsonErrorOffset, parseJson } from "./json_error.ts";
 
 const sys = (name: string): FieldDef => ({
@@ -258,4 +254,12 @@ Deno.test("schema_diff: API errors land next to the right input", () => {
     "name",
   );
   assert.equal(errorKey("Something else", form), "");
+  assert.deepEqual(
+    fieldErrorKeys({
+      "fields[2].default": { message: "bad" },
+      "fields[9].min": { message: "lost" },
+      name: { message: "taken" },
+    }, form),
+    { [`${form.fields[2].key}.default`]: "bad", name: "taken" },
+  );
 });

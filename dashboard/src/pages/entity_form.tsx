@@ -11,35 +11,31 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import type { EntitySchema, EntityType } from "../../../lib/schema/types.ts";
+import type { EntitySchema } from "../../../lib/schema/types.ts";
 import { api, ApiError, seg } from "../api.ts";
 import { entityHref, navigate } from "../router.ts";
+import { patchBody, schemaBody } from "../schema_diff.ts";
 import {
-  errorKey,
   type FormErrors,
-  formFromJson,
-  formJson,
   type FormState,
   formState,
   newForm,
-  patchBody,
-  schemaBody,
-} from "../schema_diff.ts";
+} from "../schema_form.ts";
+import {
+  errorKey,
+  fieldErrorKeys,
+  formFromJson,
+  formJson,
+} from "../schema_json.ts";
 import { reloadSchemas, schemaOf, schemas } from "../schemas.ts";
 import { confirmAction } from "../ui/confirm.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
-import { ErrorBox, Field, Submit } from "../ui/field.tsx";
+import { ErrorBox, Submit } from "../ui/field.tsx";
+import { EntityBasics, ViewQuery } from "../ui/entity_basics.tsx";
 import { FieldsSection } from "../ui/fields_section.tsx";
 import { SchemaJson } from "../ui/schema_json.tsx";
-import { ViewColumns } from "../ui/system_fields.tsx";
 import { toast } from "../ui/toast.tsx";
 import { NotFound } from "./not_found.tsx";
-
-const TYPE_HINT: Record<EntityType, string> = {
-  base: "A table of records.",
-  auth: "Users who can sign up and log in (adds email, password, verified).",
-  view: "A read-only SQL query over other entities.",
-};
 
 /** Create (no entity) or edit an entity's schema. */
 export function EntityFormPage(props: { entity?: string }): JSX.Element {
@@ -107,11 +103,15 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
 
   const refused = (err: unknown, f: FormState) => {
     const message = err instanceof Error ? err.message : String(err);
+    const placed = err instanceof ApiError && mode === "form"
+      ? fieldErrorKeys(err.fields, f)
+      : {};
     const key = err instanceof ApiError && mode === "form"
       ? errorKey(message, f)
       : "";
-    if (key) {
-      setErrors({ [key]: message });
+    if (key) placed[key] = message;
+    if (Object.keys(placed).length > 0) {
+      setErrors(placed);
       setApiError("Not saved: see the marked input above.");
     } else setApiError(`Not saved: ${message}`);
   };
@@ -248,94 +248,20 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
           )
           : (
             <>
-              <section class="card stack" aria-labelledby="entity-h">
-                <h2 id="entity-h">Entity</h2>
-                <div class="form-grid">
-                  <Field
-                    label="Entity name"
-                    error={errors.name}
-                    hint="1–64 of a-z, A-Z, 0-9, _ (the API path and table name)"
-                  >
-                    <input
-                      type="text"
-                      value={form.name}
-                      autocomplete="off"
-                      spellcheck={false}
-                      required
-                      onInput={(e) => set({ name: e.currentTarget.value })}
-                    />
-                  </Field>
-                  <Field
-                    label="Entity type"
-                    hint={editing
-                      ? `${TYPE_HINT[form.type]} The type cannot change.`
-                      : TYPE_HINT[form.type]}
-                  >
-                    <select
-                      value={form.type}
-                      disabled={editing}
-                      onChange={(e) =>
-                        set({ type: e.currentTarget.value as EntityType })}
-                    >
-                      <option value="base">base</option>
-                      <option value="auth">auth</option>
-                      <option value="view">view</option>
-                    </select>
-                  </Field>
-                  <label class="check api-check">
-                    <input
-                      type="checkbox"
-                      checked={form.has_api}
-                      onChange={(e) =>
-                        set({ has_api: e.currentTarget.checked })}
-                    />
-                    <span>
-                      REST API on
-                      <small class="hint block">
-                        Off: the record routes answer 404.
-                      </small>
-                    </span>
-                  </label>
-                </div>
-                {editing
-                  ? (
-                    <p class="muted">
-                      Access rules are edited in the{" "}
-                      <a href={entityHref(base!.name, "rules")}>Rules tab</a>.
-                    </p>
-                  )
-                  : (
-                    <p class="notice">
-                      Access rules: admins only until you change them in the
-                      Rules tab.
-                    </p>
-                  )}
-              </section>
+              <EntityBasics
+                form={form}
+                saved={base}
+                errors={errors}
+                set={set}
+              />
               {form.type === "view"
                 ? (
-                  <section class="card stack" aria-labelledby="sql-h">
-                    <h2 id="sql-h">Query</h2>
-                    <Field
-                      label="View SQL"
-                      error={errors.view_query}
-                      hint="One SELECT (or WITH … SELECT) returning an id column; name every column with a-z, 0-9, _ (use AS). It may read base entities and other views. Checked by the server when you save."
-                    >
-                      <textarea
-                        class="sql-editor"
-                        rows={8}
-                        spellcheck={false}
-                        value={form.view_query}
-                        onInput={(e) =>
-                          set({ view_query: e.currentTarget.value })}
-                      />
-                    </Field>
-                    {base && base.fields.length > 0 && (
-                      <>
-                        <h3>Columns</h3>
-                        <ViewColumns fields={base.fields} />
-                      </>
-                    )}
-                  </section>
+                  <ViewQuery
+                    form={form}
+                    saved={base}
+                    errors={errors}
+                    set={set}
+                  />
                 )
                 : (
                   <FieldsSection

@@ -8,7 +8,7 @@
 
 import type { JSX } from "preact";
 import type { FieldType } from "../../../lib/schema/types.ts";
-import { FIELD_TYPE_LIST, type FieldState, optionsOf } from "../schema_diff.ts";
+import { FIELD_TYPE_LIST, type FieldState, optionsOf } from "../schema_form.ts";
 import { Field } from "./field.tsx";
 import { FieldOptions } from "./field_options.tsx";
 
@@ -71,7 +71,7 @@ export function FieldEditor(props: {
           label="Type"
           error={errors.type}
           hint={saved
-            ? "A saved field's type cannot change: add a new field and remove this one instead."
+            ? "Fixed once saved: to change it, add a new field."
             : undefined}
         >
           <select

@@ -9,7 +9,7 @@
 
 import type { JSX } from "preact";
 import type { OnDelete } from "../../../lib/schema/types.ts";
-import { type FieldState, optionsOf } from "../schema_diff.ts";
+import { type FieldState, optionsOf } from "../schema_form.ts";
 import { ChipList } from "./chip_list.tsx";
 import { Field } from "./field.tsx";
 
