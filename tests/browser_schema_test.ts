@@ -460,6 +460,7 @@ browserTest(
     await err.waitFor();
     assert.match(await err.innerText(), /view_query|view/i);
     await checkPage(page, errors);
+    await topShot(page, "schema_view_error");
     await sql.fill("SELECT id, title FROM items");
     await page.getByRole("button", { name: "Create entity" }).click();
     await page.waitForURL(/\/mb\/entities\/item_titles$/);
@@ -492,6 +493,7 @@ browserTest(
     )
       .waitFor();
     await api(s, "GET", "/schemas/users"); // still there
+    await topShot(page, "schema_delete_refused");
 
     // The view goes first, then items, through the form.
     for (const name of ["item_titles", "items"]) {
