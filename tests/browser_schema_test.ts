@@ -428,6 +428,15 @@ browserTest(
     // deno-lint-ignore no-explicit-any
     assert.deepEqual(after.fields.filter((f: any) => !f.system), edited.fields);
     assert.equal(JSON.parse(await box.inputValue()).fields[0].name, "headline");
+
+    // A system entity is shown, not editable.
+    await page.goto(`${s.url}/mb/entities/mb_admins/schema`);
+    await page.getByText("mb_admins is a system entity").waitFor();
+    assert.ok(await page.getByLabel("Entity name").isDisabled());
+    assert.equal(
+      await page.getByRole("button", { name: "Save changes" }).count(),
+      0,
+    );
     assert.deepEqual(errors, []);
   },
 );

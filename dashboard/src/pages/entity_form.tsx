@@ -214,66 +214,68 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
         </p>
       )}
       <form class="schema-form stack" onSubmit={save} noValidate>
-        <div class="row wrap">
-          <div class="view-switch" role="group" aria-label="Editor">
-            <button
-              type="button"
-              class="btn btn-small"
-              aria-pressed={mode === "form"}
-              onClick={showForm}
-            >
-              Form
-            </button>
-            <button
-              type="button"
-              class="btn btn-small"
-              aria-pressed={mode === "json"}
-              onClick={showJson}
-            >
-              JSON
-            </button>
+        <fieldset class="plain stack" disabled={locked}>
+          <div class="row wrap">
+            <div class="view-switch" role="group" aria-label="Editor">
+              <button
+                type="button"
+                class="btn btn-small"
+                aria-pressed={mode === "form"}
+                onClick={showForm}
+              >
+                Form
+              </button>
+              <button
+                type="button"
+                class="btn btn-small"
+                aria-pressed={mode === "json"}
+                onClick={showJson}
+              >
+                JSON
+              </button>
+            </div>
           </div>
-        </div>
-        {mode === "json"
-          ? (
-            <section class="card">
-              <SchemaJson
-                text={json.text}
-                error={json.error}
-                offset={json.offset < 0 ? undefined : json.offset}
-                onText={(text) => setJson({ ...json, text })}
-                onApply={showForm}
-              />
-            </section>
-          )
-          : (
-            <>
-              <EntityBasics
-                form={form}
-                saved={base}
-                errors={errors}
-                set={set}
-              />
-              {form.type === "view"
-                ? (
-                  <ViewQuery
-                    form={form}
-                    saved={base}
-                    errors={errors}
-                    set={set}
-                  />
-                )
-                : (
-                  <FieldsSection
-                    form={form}
-                    saved={base}
-                    errors={errors}
-                    targets={targets}
-                    onFields={(fields) => set({ fields })}
-                  />
-                )}
-            </>
-          )}
+          {mode === "json"
+            ? (
+              <section class="card">
+                <SchemaJson
+                  text={json.text}
+                  error={json.error}
+                  offset={json.offset < 0 ? undefined : json.offset}
+                  onText={(text) => setJson({ ...json, text })}
+                  onApply={showForm}
+                />
+              </section>
+            )
+            : (
+              <>
+                <EntityBasics
+                  form={form}
+                  saved={base}
+                  errors={errors}
+                  set={set}
+                />
+                {form.type === "view"
+                  ? (
+                    <ViewQuery
+                      form={form}
+                      saved={base}
+                      errors={errors}
+                      set={set}
+                    />
+                  )
+                  : (
+                    <FieldsSection
+                      form={form}
+                      saved={base}
+                      errors={errors}
+                      targets={targets}
+                      onFields={(fields) => set({ fields })}
+                    />
+                  )}
+              </>
+            )}
+        </fieldset>
         <ErrorBox error={apiError} />
         <div class="row end form-actions">
           {!editing && <a class="btn" href="/mb">Cancel</a>}
