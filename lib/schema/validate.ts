@@ -183,7 +183,7 @@ export function validateField(
   if (raw.type === "select") {
     field.values = stringList(raw.values, `${where}.values`, 500);
   }
-  if (raw.mime_types !== undefined) {
+  if (raw.mime_types !== undefined && raw.mime_types !== null) {
     field.mime_types = stringList(raw.mime_types, `${where}.mime_types`, 100);
   }
   if (raw.type === "relation") {

@@ -1,18 +1,305 @@
 /// <reference lib="dom" />
 /**
- * Entity form (not built yet).
+ * The entity form: create (`/mb/entities/new`) or edit
+ * (`/mb/entities/:name/schema`) a base, auth or view entity — name, type,
+ * API switch, fields with every option (or the view's SQL), an advanced
+ * JSON view, and deleting the entity. What it sends is computed by
+ * `schema_diff.ts`: a POST body, or a PATCH with only the changes.
  *
  * @module
  */
 
 import type { JSX } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import type { EntitySchema } from "../../../lib/schema/types.ts";
+import { api, ApiError, seg } from "../api.ts";
+import { entityHref, navigate } from "../router.ts";
+import { patchBody, schemaBody } from "../schema_diff.ts";
+import {
+  type FormErrors,
+  type FormState,
+  formState,
+  newForm,
+} from "../schema_form.ts";
+import {
+  errorKey,
+  fieldErrorKeys,
+  formFromJson,
+  formJson,
+} from "../schema_json.ts";
+import { reloadSchemas, schemaOf, schemas } from "../schemas.ts";
+import { confirmAction } from "../ui/confirm.tsx";
+import { EntityHeader } from "../ui/entity_tabs.tsx";
+import { ErrorBox, Submit } from "../ui/field.tsx";
+import { EntityBasics, ViewQuery } from "../ui/entity_basics.tsx";
+import { FieldsSection } from "../ui/fields_section.tsx";
+import { SchemaJson } from "../ui/schema_json.tsx";
+import { toast } from "../ui/toast.tsx";
+import { NotFound } from "./not_found.tsx";
 
-/** Entity form. */
-export function EntityFormPage(_props: { entity?: string }): JSX.Element {
+/** Create (no entity) or edit an entity's schema. */
+export function EntityFormPage(props: { entity?: string }): JSX.Element {
+  if (!props.entity) return <EntityForm />;
+  if (!schemas.value) return <p class="muted">Loading…</p>;
+  const s = schemaOf(props.entity);
+  if (!s) return <NotFound what={`There is no entity "${props.entity}".`} />;
+  return <EntityForm key={s.id} saved={s} />;
+}
+
+function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
+  const [base, setBase] = useState(props.saved);
+  const [form, setForm] = useState<FormState>(() =>
+    props.saved ? formState(props.saved) : newForm()
+  );
+  const [mode, setMode] = useState<"form" | "json">("form");
+  const [json, setJson] = useState({ text: "", error: "", offset: -1 });
+  const [errors, setErrors] = useState<FormErrors>({});
+  const [apiError, setApiError] = useState("");
+  const [deleteError, setDeleteError] = useState("");
+  const [busy, setBusy] = useState(false);
+  const editing = base !== undefined;
+  const locked = base?.is_system === true;
+
+  useEffect(() => {
+    // Bring the first marked input into view after a refused save.
+    const el = document.querySelector<HTMLElement>(
+      ".schema-form .field.invalid input, .schema-form .field.invalid select, .schema-form .field.invalid textarea",
+    );
+    el?.focus();
+  }, [errors]);
+
+  const targets = (schemas.value ?? [])
+    .filter((s) => !s.is_system && s.type !== "view")
+    .map((s) => s.name);
+  if (!editing && /^\w+$/.test(form.name) && !targets.includes(form.name)) {
+    targets.push(form.name);
+  }
+
+  /** The form state to save (the JSON view's text applied first). */
+  const current = (): FormState | null => {
+    if (mode === "form") return form;
+    const r = formFromJson(json.text, base);
+    if (!r.ok) {
+      setJson({ ...json, error: r.message, offset: r.offset ?? -1 });
+      return null;
+    }
+    setJson({ ...json, error: "", offset: -1 });
+    setForm(r.form);
+    return r.form;
+  };
+
+  const showJson = () => {
+    const { errors: e } = schemaBody(form);
+    if (Object.keys(e).length > 0) {
+      setErrors(e);
+      return;
+    }
+    setJson({ text: formJson(form), error: "", offset: -1 });
+    setMode("json");
+  };
+  const showForm = () => {
+    if (current()) setMode("form");
+  };
+
+  const refused = (err: unknown, f: FormState) => {
+    const message = err instanceof Error ? err.message : String(err);
+    const placed = err instanceof ApiError && mode === "form"
+      ? fieldErrorKeys(err.fields, f)
+      : {};
+    const key = err instanceof ApiError && mode === "form"
+      ? errorKey(message, f)
+      : "";
+    if (key) placed[key] = message;
+    if (Object.keys(placed).length > 0) {
+      setErrors(placed);
+      setApiError("Not saved: see the marked input above.");
+    } else setApiError(`Not saved: ${message}`);
+  };
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    const f = current();
+    if (!f) return;
+    setErrors({});
+    setApiError("");
+    if (!base) {
+      const { body, errors: bad } = schemaBody(f);
+      if (Object.keys(bad).length > 0) return setErrors(bad);
+      setBusy(true);
+      try {
+        const s = await api.post<EntitySchema>("/schemas", body);
+        await reloadSchemas();
+        toast(`Entity ${s.name} created`);
+        navigate(entityHref(s.name));
+      } catch (err) {
+        refused(err, f);
+      } finally {
+        setBusy(false);
+      }
+      return;
+    }
+    const p = patchBody(base, f);
+    if (Object.keys(p.errors).length > 0) return setErrors(p.errors);
+    if (p.empty) return toast("Nothing to save: no changes");
+    if (p.dropped.length > 0) {
+      const list = p.dropped.map((n) => `"${n}"`).join(", ");
+      const ok = await confirmAction(
+        `Drop ${
+          p.dropped.length === 1 ? "field" : "fields"
+        } ${list} and all the data in ${
+          p.dropped.length === 1 ? "it" : "them"
+        }? This cannot be undone.`,
+        "Drop and save",
+      );
+      if (!ok) return;
+    }
+    setBusy(true);
+    try {
+      const s = await api.patch<EntitySchema>(
+        `/schemas/${seg(base.id)}`,
+        p.body,
+      );
+      setBase(s);
+      setForm(formState(s));
+      if (mode === "json") {
+        setJson({ text: formJson(formState(s)), error: "", offset: -1 });
+      }
+      await reloadSchemas();
+      toast(`Schema of ${s.name} saved`);
+      if (s.name !== base.name) navigate(entityHref(s.name, "schema"), true);
+    } catch (err) {
+      refused(err, f);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const remove = async () => {
+    if (!base) return;
+    setDeleteError("");
+    const ok = await confirmAction(
+      `Delete entity "${base.name}" with all its records and files? This cannot be undone.`,
+      "Delete entity",
+    );
+    if (!ok) return;
+    try {
+      await api.del(`/schemas/${seg(base.id)}`);
+      await reloadSchemas();
+      toast(`Entity ${base.name} deleted`);
+      navigate("/mb");
+    } catch (err) {
+      const m = (err as Error).message;
+      setDeleteError(
+        err instanceof ApiError && err.status === 409
+          ? `${m}. Something else still depends on this entity: change or delete that relation field or view first, then delete this entity.`
+          : m,
+      );
+    }
+  };
+
+  const set = (p: Partial<FormState>) => setForm({ ...form, ...p });
+
   return (
-    <section class="card">
-      <h1>Entity form</h1>
-      <p>Coming soon.</p>
+    <section class="entity-form">
+      {base
+        ? <EntityHeader schema={base} tab="schema" />
+        : (
+          <div class="page-head">
+            <h1>New entity</h1>
+          </div>
+        )}
+      {locked && (
+        <p class="notice">
+          {base!.name} is a system entity: its schema cannot be changed.
+        </p>
+      )}
+      <form class="schema-form stack" onSubmit={save} noValidate>
+        <fieldset class="plain stack" disabled={locked}>
+          <div class="row wrap">
+            <div class="view-switch" role="group" aria-label="Editor">
+              <button
+                type="button"
+                class="btn btn-small"
+                aria-pressed={mode === "form"}
+                onClick={showForm}
+              >
+                Form
+              </button>
+              <button
+                type="button"
+                class="btn btn-small"
+                aria-pressed={mode === "json"}
+                onClick={showJson}
+              >
+                JSON
+              </button>
+            </div>
+          </div>
+          {mode === "json"
+            ? (
+              <section class="card">
+                <SchemaJson
+                  text={json.text}
+                  error={json.error}
+                  offset={json.offset < 0 ? undefined : json.offset}
+                  onText={(text) => setJson({ ...json, text })}
+                  onApply={showForm}
+                />
+              </section>
+            )
+            : (
+              <>
+                <EntityBasics
+                  form={form}
+                  saved={base}
+                  errors={errors}
+                  set={set}
+                />
+                {form.type === "view"
+                  ? (
+                    <ViewQuery
+                      form={form}
+                      saved={base}
+                      errors={errors}
+                      set={set}
+                    />
+                  )
+                  : (
+                    <FieldsSection
+                      form={form}
+                      saved={base}
+                      errors={errors}
+                      targets={targets}
+                      onFields={(fields) => set({ fields })}
+                    />
+                  )}
+              </>
+            )}
+        </fieldset>
+        <ErrorBox error={apiError} />
+        <div class="row end form-actions">
+          {!editing && <a class="btn" href="/mb">Cancel</a>}
+          {!locked && (
+            <Submit busy={busy}>
+              {editing ? "Save changes" : "Create entity"}
+            </Submit>
+          )}
+        </div>
+      </form>
+      {base && !locked && (
+        <section class="card danger-zone stack" aria-labelledby="danger-h">
+          <h2 id="danger-h">Delete entity</h2>
+          <p class="muted">
+            Drops the table with all its records and files.
+          </p>
+          <ErrorBox error={deleteError} />
+          <div>
+            <button type="button" class="btn btn-danger" onClick={remove}>
+              Delete entity {base.name}
+            </button>
+          </div>
+        </section>
+      )}
     </section>
   );
 }
