@@ -10,7 +10,7 @@
  */
 
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, type Page, type RecordData, seg } from "./api.ts";
+import { api, type ApiError, type Page, type RecordData, seg } from "./api.ts";
 import type { FilterError } from "./ui/filter_bar.tsx";
 import {
   combinedFilter,

@@ -45,7 +45,7 @@ export function Pager(props: {
         ← Previous
       </button>
       <span class="muted" aria-live="polite">
-        Page {props.page} · {props.shown} shown
+        Page {props.page} · {props.shown} record{props.shown === 1 ? "" : "s"}
         {props.total !== null && ` · ${props.total} in total`}
       </span>
       <button
