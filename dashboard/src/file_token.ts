@@ -62,3 +62,9 @@ export function isImageName(name: string): boolean {
 export function originalName(stored: string): string {
   return stored.replace(/_[A-Za-z0-9]{10}(\.[^.]*)?$/, "$1");
 }
+
+/** A short type label from a file name's extension (`PDF`, or `file`). */
+export function extOf(name: string): string {
+  const m = /\.([A-Za-z0-9]{1,5})$/.exec(name);
+  return m ? m[1] : "file";
+}

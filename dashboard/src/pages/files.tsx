@@ -12,6 +12,7 @@ import type { JSX } from "preact";
 import { api, seg } from "../api.ts";
 import { sizeText, useFileMeta } from "../file_meta.ts";
 import {
+  extOf,
   fileUrl,
   isImageName,
   originalName,
@@ -104,7 +105,7 @@ function FilesOf(props: { schema: EntitySchema }): JSX.Element {
       {pages.loading && <p class="muted" role="status">Loading…</p>}
       {pages.page && (
         <div
-          class="table-wrap"
+          class="table-wrap files-wrap"
           tabIndex={0}
           role="region"
           aria-label={`${schema.name} files`}
@@ -137,7 +138,11 @@ function FilesOf(props: { schema: EntitySchema }): JSX.Element {
                             loading="lazy"
                           />
                         )
-                        : <span class="file-icon" aria-hidden="true">📄</span>}
+                        : (
+                          <span class="file-icon" aria-hidden="true">
+                            {extOf(row.name)}
+                          </span>
+                        )}
                     </td>
                     <td title={row.name}>{originalName(row.name)}</td>
                     <td>{row.field.name}</td>

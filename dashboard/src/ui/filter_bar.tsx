@@ -74,7 +74,7 @@ export function FilterBar(props: {
       </label>
       {props.hasText && (
         <label class="field search-field">
-          <span class="field-label">Search</span>
+          <span class="field-label">Search records</span>
           <input
             type="search"
             value={q}

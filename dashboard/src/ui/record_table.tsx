@@ -66,9 +66,13 @@ export function RecordTable(props: {
 }): JSX.Element {
   const s = props.schema;
   const selectable = s.type !== "view";
-  const fields = s.fields.filter((f) =>
+  // The record's own fields first, created/updated last.
+  const shown = s.fields.filter((f) =>
     f.name !== "id" && props.columns.includes(f.name)
   );
+  const late = (f: FieldDef) =>
+    f.system && (f.name === "created" || f.name === "updated");
+  const fields = [...shown.filter((f) => !late(f)), ...shown.filter(late)];
   const idField = s.fields.find((f) => f.name === "id");
   const ids = props.items.map((r) => r.id);
   const all = ids.length > 0 && ids.every((id) => props.selected.has(id));

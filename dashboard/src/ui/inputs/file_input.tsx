@@ -10,7 +10,8 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef } from "preact/hooks";
-import { fileUrl, isImageName, originalName } from "../../file_token.ts";
+import { extOf, fileUrl, isImageName, originalName } from "../../file_token.ts";
+import { sizeText } from "../../file_meta.ts";
 import type { FieldDef } from "../../schemas.ts";
 import { describedBy, FieldBox } from "./field_box.tsx";
 
@@ -26,12 +27,6 @@ export interface FileState {
   kept: string[];
   /** New uploads, in order. */
   added: Upload[];
-}
-
-function size(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 /** The uploader of one file field. */
@@ -89,7 +84,7 @@ export function FileInput(props: {
       hint={hint}
       class="wide file-field"
     >
-      <ol class="file-list" aria-label={`${props.label}: files`}>
+      <ol class="file-list" aria-label={`Files of ${props.label}`}>
         {v.kept.map((name, i) => (
           <li key={name} class={replaced ? "replaced" : ""}>
             {isImageName(name)
@@ -100,7 +95,7 @@ export function FileInput(props: {
                   alt=""
                 />
               )
-              : <span class="file-icon" aria-hidden="true">📄</span>}
+              : <span class="file-icon" aria-hidden="true">{extOf(name)}</span>}
             <a
               href={fileUrl(props.entity, name, props.token)}
               target="_blank"
@@ -158,10 +153,14 @@ export function FileInput(props: {
           <li key={`new-${i}-${a.file.name}`} class="new-file">
             {a.url
               ? <img class="thumb" src={a.url} alt="" />
-              : <span class="file-icon" aria-hidden="true">📄</span>}
+              : (
+                <span class="file-icon" aria-hidden="true">
+                  {extOf(a.file.name)}
+                </span>
+              )}
             <span class="file-name">{a.file.name}</span>
             <span class="badge badge-ok">new</span>
-            <span class="muted">{size(a.file.size)}</span>
+            <span class="muted">{sizeText(a.file.size)}</span>
             <button
               type="button"
               class="btn btn-small btn-ghost"
