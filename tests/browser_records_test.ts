@@ -335,3 +335,54 @@ browserTest(
     assert.deepEqual(errors, []);
   },
 );
+
+browserTest(
+  "records: auth entities take email, password (confirmed) and verified",
+  async ({ s, adminPage, errors }) => {
+    const token = await s.adminToken();
+    const made = await s.request("POST", "/api/v1/schemas", {
+      token,
+      body: {
+        name: "members",
+        type: "auth",
+        fields: [{ name: "nick", type: "string" }],
+      },
+    });
+    assert.equal(made.status, 201, made.text);
+    const page = await adminPage(1280);
+    await page.goto(`${s.url}/mb/entities/members/records/new`);
+    await page.getByLabel("email").fill("kim@example.com");
+    await page.getByLabel("nick").fill("kim");
+    await page.getByRole("textbox", { name: "password", exact: true }).fill(
+      "kim-password-1",
+    );
+    await page.getByLabel("confirm password").fill("kim-password-2");
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.getByText("The two passwords differ").waitFor();
+    await page.getByLabel("confirm password").fill("kim-password-1");
+    await page.getByLabel("verified").check();
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.waitForURL(/\/records\/[0-9a-f-]{36}$/);
+    const id = page.url().split("/").pop()!;
+    const r = (await s.request("GET", `/api/v1/entities/members/${id}`, {
+      token,
+    })).data;
+    assert.equal(r.email, "kim@example.com");
+    assert.equal(r.verified, true);
+    assert.equal(r.password, undefined);
+    const login = await s.request("POST", "/api/v1/auth/members/login", {
+      body: { identity: "kim@example.com", password: "kim-password-1" },
+    });
+    assert.equal(login.status, 200);
+    // A new password is sent only when filled; an empty one keeps it.
+    await page.getByLabel("nick").fill("kimmy");
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByText("Record saved").waitFor();
+    const again = await s.request("POST", "/api/v1/auth/members/login", {
+      body: { identity: "kim@example.com", password: "kim-password-1" },
+    });
+    assert.equal(again.status, 200);
+    assert.deepEqual(await axeSerious(page), []);
+    assert.deepEqual(errors, []);
+  },
+);

@@ -157,25 +157,27 @@ function FilesOf(props: { schema: EntitySchema }): JSX.Element {
                         …{row.record.slice(-8)}
                       </a>
                     </td>
-                    <td class="row">
-                      <a
-                        class="btn btn-small"
-                        href={url}
-                        download={originalName(row.name)}
-                        aria-label={`Download ${originalName(row.name)}`}
-                      >
-                        Download
-                      </a>
-                      {!readOnly && (
-                        <button
-                          type="button"
-                          class="btn btn-small btn-danger"
-                          aria-label={`Delete ${originalName(row.name)}`}
-                          onClick={() => remove(row)}
+                    <td>
+                      <div class="row file-row-actions">
+                        <a
+                          class="btn btn-small"
+                          href={url}
+                          download={originalName(row.name)}
+                          aria-label={`Download ${originalName(row.name)}`}
                         >
-                          Delete
-                        </button>
-                      )}
+                          Download
+                        </a>
+                        {!readOnly && (
+                          <button
+                            type="button"
+                            class="btn btn-small btn-danger"
+                            aria-label={`Delete ${originalName(row.name)}`}
+                            onClick={() => remove(row)}
+                          >
+                            Delete
+                          </button>
+                        )}
+                      </div>
                     </td>
                   </tr>
                 );
