@@ -91,7 +91,7 @@ browserTest(
     await page.getByRole("dialog").getByRole("button", { name: "Delete" })
       .click();
     await page.getByText("Deleted a.txt").waitFor();
-    await rows.nth(1).waitFor();
+    await a.waitFor({ state: "detached" });
     assert.equal(await rows.count(), 2);
     await cover.getByRole("button", { name: "Delete photo.png" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Delete" })

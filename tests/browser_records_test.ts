@@ -171,6 +171,16 @@ async function viewsColumn(page: Page): Promise<string[]> {
     .allTextContents();
 }
 
+/** Waits until the `views` column starts with `want`. */
+async function viewsStart(page: Page, want: string[]): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    const got = (await viewsColumn(page)).slice(0, want.length);
+    if (JSON.stringify(got) === JSON.stringify(want)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.deepEqual((await viewsColumn(page)).slice(0, want.length), want);
+}
+
 browserTest(
   "records: sort, filter, search, pages, count, columns and bulk delete",
   async ({ s, adminPage, errors }) => {
@@ -208,13 +218,11 @@ browserTest(
     await views.getByRole("button").click();
     await page.waitForURL(/sort=views/);
     assert.equal(await views.getAttribute("aria-sort"), "ascending");
-    await page.getByRole("cell", { name: "1", exact: true }).first().waitFor();
-    assert.deepEqual((await viewsColumn(page)).slice(0, 3), ["1", "2", "3"]);
+    await viewsStart(page, ["1", "2", "3"]);
     await views.getByRole("button").click();
     await page.waitForURL(/sort=-views/);
     assert.equal(await views.getAttribute("aria-sort"), "descending");
-    await page.getByRole("cell", { name: "30", exact: true }).waitFor();
-    assert.deepEqual((await viewsColumn(page)).slice(0, 2), ["30", "29"]);
+    await viewsStart(page, ["30", "29"]);
     await views.getByRole("button").click();
     await page.waitForURL((u) => !u.search.includes("sort="));
     assert.equal(await views.getAttribute("aria-sort"), null);

@@ -73,6 +73,8 @@ export function useRecordPages(
   s: TableState,
 ): RecordPages {
   const [page, setPage] = useState<Page<RecordData> | null>(null);
+  // The number of the page shown (it changes when its records arrive).
+  const [shownNumber, setShownNumber] = useState(1);
   const [loading, setLoading] = useState(false);
   const [error, setError] = useState("");
   const [filterError, setFilterError] = useState<FilterError | null>(null);
@@ -98,12 +100,14 @@ export function useRecordPages(
       signal: ctl.signal,
     }).then((p) => {
       setPage(p);
+      setShownNumber(stack.length);
       setError("");
       setFilterError(null);
     }).catch(async (e) => {
       if (ctl.signal.aborted) return;
       const err = e as ApiError;
       setPage(null);
+      setShownNumber(stack.length);
       if (err.status === 400 && s.filter.trim()) {
         const fe = await explainFilter(schema, s, err);
         if (!ctl.signal.aborted) {
@@ -122,14 +126,15 @@ export function useRecordPages(
     loading,
     error,
     filterError,
-    number: stack.length,
+    number: shownNumber,
     total,
     counting,
     next() {
+      if (loading) return;
       if (page?.has_more && page.cursor) setStack([...stack, page.cursor]);
     },
     prev() {
-      if (stack.length > 1) setStack(stack.slice(0, -1));
+      if (!loading && stack.length > 1) setStack(stack.slice(0, -1));
     },
     count() {
       if (!schema) return;
