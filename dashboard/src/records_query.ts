@@ -1,0 +1,116 @@
+/// <reference lib="dom" />
+/**
+ * The records table's state in the URL (`filter`, `q`, `sort`, `size`) and
+ * its translation to a list query of the API: the quick search becomes
+ * `f1.includes("q") || f2.includes("q")` over the text fields, joined to
+ * the filter by `&&`.
+ *
+ * @module
+ */
+
+import type { EntitySchema, FieldDef } from "./schemas.ts";
+
+/** Page sizes offered. */
+export const PAGE_SIZES = [10, 25, 50, 100, 200] as const;
+
+/** What the URL holds for the records table. */
+export interface TableState {
+  filter: string;
+  q: string;
+  /** `name`, `-name` or "" (API order). */
+  sort: string;
+  size: number;
+}
+
+/** Reads the table state from the page's query. */
+export function readState(q: URLSearchParams): TableState {
+  const size = Number(q.get("size"));
+  return {
+    filter: q.get("filter") ?? "",
+    q: q.get("q") ?? "",
+    sort: q.get("sort") ?? "",
+    size: (PAGE_SIZES as readonly number[]).includes(size) ? size : 25,
+  };
+}
+
+/** The query changes for `setQuery()` (defaults are left out of the URL). */
+export function stateToQuery(s: TableState): Record<string, string> {
+  return {
+    filter: s.filter.trim(),
+    q: s.q.trim(),
+    sort: s.sort,
+    size: s.size === 25 ? "" : String(s.size),
+  };
+}
+
+const TEXT_TYPES = new Set(["string", "text", "email", "url"]);
+
+/** Fields the quick search looks in (password never). */
+export function textFields(schema: EntitySchema): FieldDef[] {
+  return schema.fields.filter((f) =>
+    TEXT_TYPES.has(f.type) && f.name !== "password"
+  );
+}
+
+/** The field shown for a record of `schema` in pickers and links. */
+export function displayField(schema: EntitySchema | undefined): string {
+  const fields = schema?.fields ?? [];
+  const pick = fields.find((f) => f.type === "string" && !f.system) ??
+    fields.find((f) => f.type === "email") ??
+    fields.find((f) => TEXT_TYPES.has(f.type) && f.name !== "password");
+  return pick?.name ?? "id";
+}
+
+/** A string literal of the filter language (JSON escaping is valid there). */
+export function literal(text: string): string {
+  return JSON.stringify(text);
+}
+
+/** The search expression over `fields` ("" when there is nothing to search). */
+export function searchExpr(fields: string[], q: string): string {
+  const text = q.trim();
+  if (!text || fields.length === 0) return "";
+  return fields.map((f) => `${f}.includes(${literal(text)})`).join(" || ");
+}
+
+/** The API's `filter`: the admin's filter and the quick search, both apply. */
+export function combinedFilter(schema: EntitySchema, s: TableState): string {
+  const search = searchExpr(textFields(schema).map((f) => f.name), s.q);
+  const filter = s.filter.trim();
+  if (filter && search) return `(${filter}) && (${search})`;
+  return filter || search;
+}
+
+/** Fields that can be sorted by clicking their header. */
+export function sortable(f: FieldDef): boolean {
+  return f.type !== "json" && f.type !== "files" && f.type !== "file";
+}
+
+/** The next sort after clicking `name`: asc → desc → off. */
+export function nextSort(current: string, name: string): string {
+  if (current === name) return "-" + name;
+  if (current === "-" + name) return "";
+  return name;
+}
+
+/** The API query of one page. */
+export function listQuery(
+  schema: EntitySchema,
+  s: TableState,
+  cursor: string | null,
+  count = false,
+): Record<string, string | number | boolean | undefined> {
+  return {
+    limit: s.size,
+    sort: s.sort || undefined,
+    filter: combinedFilter(schema, s) || undefined,
+    after: cursor ?? undefined,
+    count: count || undefined,
+  };
+}
+
+/** Where a parse error points (`… at 12`), or -1. */
+export function errorPosition(message: string): number {
+  const m = /\bat (\d+)\s*$/.exec(message.trim().replace(/\.$/, ""));
+  return m ? Number(m[1]) : -1;
+}

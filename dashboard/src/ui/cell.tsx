@@ -1,0 +1,160 @@
+/// <reference lib="dom" />
+/**
+ * One table cell's content, rendered by field type: local dates (ISO on
+ * hover), ✓/✗ booleans, truncated text, collapsed JSON, relation links,
+ * image thumbnails and file links, shortened ids.
+ *
+ * @module
+ */
+
+import type { JSX } from "preact";
+import { fileUrl, isImageName, originalName } from "../file_token.ts";
+import type { FieldDef } from "../schemas.ts";
+
+/** Date and time in the browser's zone ("" for a non-date). */
+export function localDate(iso: string): string {
+  const d = new Date(iso);
+  if (isNaN(d.getTime())) return iso;
+  return d.toLocaleString(undefined, {
+    year: "numeric",
+    month: "short",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+  });
+}
+
+/** An id shortened to its last 8 characters, the full id on hover. */
+export function ShortId(props: { id: string }): JSX.Element {
+  const id = props.id;
+  return (
+    <span class="mono" title={id}>
+      {id.length > 12 ? "…" + id.slice(-8) : id}
+    </span>
+  );
+}
+
+function FileLinks(
+  props: { entity: string; names: string[]; token: string },
+): JSX.Element {
+  return (
+    <span class="file-cell">
+      {props.names.map((n) => (
+        <a
+          key={n}
+          href={fileUrl(props.entity, n, props.token)}
+          target="_blank"
+          rel="noopener"
+          title={n}
+          class="file-chip"
+          onClick={(e) => e.stopPropagation()}
+        >
+          {isImageName(n)
+            ? (
+              <img
+                class="thumb"
+                src={fileUrl(props.entity, n, props.token)}
+                alt={originalName(n)}
+                loading="lazy"
+              />
+            )
+            : originalName(n)}
+        </a>
+      ))}
+    </span>
+  );
+}
+
+function JsonValue(props: { value: unknown }): JSX.Element {
+  const v = props.value;
+  const text = JSON.stringify(v);
+  if (v === null || typeof v !== "object") {
+    return <span class="mono" title={text}>{text}</span>;
+  }
+  const n = Array.isArray(v) ? v.length : Object.keys(v).length;
+  const label = Array.isArray(v)
+    ? `[…] ${n} item${n === 1 ? "" : "s"}`
+    : `{…} ${n} key${n === 1 ? "" : "s"}`;
+  return <span class="mono json-cell" title={text}>{label}</span>;
+}
+
+function Empty(): JSX.Element {
+  return (
+    <span class="muted">
+      <span aria-hidden="true">—</span>
+      <span class="sr-only">empty</span>
+    </span>
+  );
+}
+
+/** The content of one cell. */
+export function Cell(props: {
+  field: FieldDef;
+  value: unknown;
+  entity: string;
+  token: string;
+}): JSX.Element {
+  const { field: f, value: v } = props;
+  if (v === null || v === undefined || v === "") {
+    return <Empty />;
+  }
+  if (f.name === "id" && typeof v === "string") return <ShortId id={v} />;
+  switch (f.type) {
+    case "bool":
+      return v
+        ? (
+          <span class="bool-yes">
+            <span aria-hidden="true">✓</span>
+            <span class="sr-only">yes</span>
+          </span>
+        )
+        : (
+          <span class="bool-no">
+            <span aria-hidden="true">✗</span>
+            <span class="sr-only">no</span>
+          </span>
+        );
+    case "date":
+      return (
+        <time dateTime={String(v)} title={String(v)}>
+          {localDate(String(v))}
+        </time>
+      );
+    case "json":
+      return <JsonValue value={v} />;
+    case "relation": {
+      const target = f.foreign_key?.entity ?? "";
+      return (
+        <a
+          href={`/mb/entities/${encodeURIComponent(target)}/records/${
+            encodeURIComponent(String(v))
+          }`}
+          onClick={(e) => e.stopPropagation()}
+          title={`${target} ${v}`}
+          class="mono"
+        >
+          {String(v).length > 12 ? "…" + String(v).slice(-8) : String(v)}
+        </a>
+      );
+    }
+    case "file":
+    case "files": {
+      const names = Array.isArray(v) ? v.map(String) : [String(v)];
+      if (names.length === 0) {
+        return <Empty />;
+      }
+      return (
+        <FileLinks entity={props.entity} names={names} token={props.token} />
+      );
+    }
+    default: {
+      const text = typeof v === "string" ? v : JSON.stringify(v);
+      return (
+        <span class="trunc" title={text}>
+          {text.length > 80 ? text.slice(0, 80) + "…" : text}
+        </span>
+      );
+    }
+  }
+}

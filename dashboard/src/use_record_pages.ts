@@ -1,0 +1,155 @@
+/// <reference lib="dom" />
+/**
+ * Keyset paging over an entity's records for a page of the dashboard: the
+ * current page, a stack of the cursors that led to it (Previous pops),
+ * a total fetched on demand, and a filter error told apart from other
+ * errors (with its position, from `POST /sys/rules/check` when the server
+ * has it, else from the message).
+ *
+ * @module
+ */
+
+import { useEffect, useState } from "preact/hooks";
+import { api, type ApiError, type Page, type RecordData, seg } from "./api.ts";
+import type { FilterError } from "./ui/filter_bar.tsx";
+import {
+  combinedFilter,
+  errorPosition,
+  listQuery,
+  type TableState,
+} from "./records_query.ts";
+import type { EntitySchema } from "./schemas.ts";
+
+/** What a records page shows. */
+export interface RecordPages {
+  page: Page<RecordData> | null;
+  loading: boolean;
+  error: string;
+  filterError: FilterError | null;
+  /** 1-based page number. */
+  number: number;
+  total: number | null;
+  counting: boolean;
+  next(): void;
+  prev(): void;
+  count(): void;
+  reload(): void;
+}
+
+async function explainFilter(
+  schema: EntitySchema,
+  s: TableState,
+  err: ApiError,
+): Promise<FilterError> {
+  const filter = s.filter.trim();
+  try {
+    const r = await api.post<
+      { valid: boolean; error?: string; position?: number; end?: number }
+    >("/sys/rules/check", {
+      entity: schema.name,
+      expr: filter,
+      kind: "filter",
+    });
+    if (!r.valid) {
+      const position = r.position ?? -1;
+      return {
+        message: r.error || err.message,
+        position,
+        end: r.end ?? position + 1,
+      };
+    }
+  } catch {
+    // no checker on this server (404) or it failed: read the list's message
+  }
+  let position = errorPosition(err.message);
+  // The list got "(filter) && (search)": one character before the filter.
+  if (position >= 0 && combinedFilter(schema, s) !== filter) position -= 1;
+  return { message: err.message, position, end: position + 1 };
+}
+
+/** Pages of `schema`'s records under the table state `s`. */
+export function useRecordPages(
+  schema: EntitySchema | undefined,
+  s: TableState,
+): RecordPages {
+  const [page, setPage] = useState<Page<RecordData> | null>(null);
+  // The number of the page shown (it changes when its records arrive).
+  const [shownNumber, setShownNumber] = useState(1);
+  const [loading, setLoading] = useState(false);
+  const [error, setError] = useState("");
+  const [filterError, setFilterError] = useState<FilterError | null>(null);
+  const [counted, setCounted] = useState<{ key: string; total: number }>();
+  const [counting, setCounting] = useState(false);
+  const [tick, setTick] = useState(0);
+  const stateKey = JSON.stringify([schema?.name, s]);
+  // Cursors and the total belong to one query: a new one starts at page 1.
+  const [nav, setNav] = useState<{ key: string; stack: (string | null)[] }>(
+    { key: stateKey, stack: [null] },
+  );
+  const stack = nav.key === stateKey ? nav.stack : [null];
+  const setStack = (next: (string | null)[]) =>
+    setNav({ key: stateKey, stack: next });
+  const total = counted?.key === stateKey ? counted.total : null;
+  const cursor = stack[stack.length - 1];
+  useEffect(() => {
+    if (!schema) return;
+    const ctl = new AbortController();
+    setLoading(true);
+    api.get<Page<RecordData>>(`/entities/${seg(schema.name)}`, {
+      query: listQuery(schema, s, cursor),
+      signal: ctl.signal,
+    }).then((p) => {
+      setPage(p);
+      setShownNumber(stack.length);
+      setError("");
+      setFilterError(null);
+    }).catch(async (e) => {
+      if (ctl.signal.aborted) return;
+      const err = e as ApiError;
+      setPage(null);
+      setShownNumber(stack.length);
+      if (err.status === 400 && s.filter.trim()) {
+        const fe = await explainFilter(schema, s, err);
+        if (!ctl.signal.aborted) {
+          setFilterError(fe);
+          setError("");
+        }
+      } else {
+        setFilterError(null);
+        setError(err.message);
+      }
+    }).finally(() => !ctl.signal.aborted && setLoading(false));
+    return () => ctl.abort();
+  }, [stateKey, cursor, tick, stack.length]);
+  return {
+    page,
+    loading,
+    error,
+    filterError,
+    number: shownNumber,
+    total,
+    counting,
+    next() {
+      if (loading) return;
+      if (page?.has_more && page.cursor) setStack([...stack, page.cursor]);
+    },
+    prev() {
+      if (!loading && stack.length > 1) setStack(stack.slice(0, -1));
+    },
+    count() {
+      if (!schema) return;
+      setCounting(true);
+      api.get<Page<RecordData>>(`/entities/${seg(schema.name)}`, {
+        query: { ...listQuery(schema, s, null, true), limit: 1, fields: "id" },
+      }).then((p) =>
+        p.total !== undefined && setCounted({ key: stateKey, total: p.total })
+      )
+        .catch((e) => setError((e as Error).message))
+        .finally(() => setCounting(false));
+    },
+    reload() {
+      setTick(tick + 1);
+      setCounted(undefined);
+    },
+  };
+}
