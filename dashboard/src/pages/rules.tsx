@@ -200,8 +200,8 @@ function OpRule(props: {
         {props.changed && <span class="badge badge-warn">changed</span>}
       </legend>
       <div class="rule-row">
-        <label class="field rule-mode" for={selectId}>
-          <span class="field-label">{who}</span>
+        <div class="field rule-mode">
+          <label class="field-label" for={selectId}>{who}</label>
           <select
             id={selectId}
             value={rule.mode}
@@ -212,7 +212,7 @@ function OpRule(props: {
               <option key={v} value={v}>{label}</option>
             ))}
           </select>
-        </label>
+        </div>
         {rule.mode === "custom"
           ? (
             <RuleInput

@@ -161,7 +161,8 @@ export function RuleInput(props: RuleInputProps): JSX.Element {
     } else if (open && (e.key === "ArrowDown" || e.key === "ArrowUp")) {
       e.preventDefault();
       const step = e.key === "ArrowDown" ? 1 : -1;
-      setActive((active + step + options.length) % options.length);
+      const n = options.length;
+      setActive((a) => (a + step + n) % n);
     } else if (open && (e.key === "Enter" || e.key === "Tab")) {
       e.preventDefault();
       insert(options[active] ?? options[0]);
@@ -183,9 +184,11 @@ export function RuleInput(props: RuleInputProps): JSX.Element {
   const listId = `${id}-list`;
   const errId = `${id}-error`;
   const hintId = `${id}-hint`;
+  const saveErrId = `${id}-save-error`;
   const describedBy = [
     props.hint ? hintId : "",
-    invalid || props.error ? errId : "",
+    invalid ? errId : "",
+    props.error ? saveErrId : "",
   ]
     .filter(Boolean).join(" ");
 
@@ -273,9 +276,7 @@ export function RuleInput(props: RuleInputProps): JSX.Element {
             </code>
           </div>
         )}
-        {props.error && !invalid && (
-          <p id={errId} class="error-text">{props.error}</p>
-        )}
+        {props.error && <p id={saveErrId} class="error-text">{props.error}</p>}
         {result?.valid && (
           <span class="rule-ok">
             ✓ Valid {result.compiled === "sql"

@@ -35,16 +35,25 @@ export interface Vocabulary {
   methods: string[];
 }
 
-/** Asks the server whether `expr` is valid (aborted by `signal`). */
-export function checkExpr(
+/**
+ * Asks the server whether `expr` is valid; rejects with an `AbortError` once
+ * `signal` is aborted (also when the abort lands while the body is read).
+ */
+export async function checkExpr(
   entity: string,
   expr: string,
   kind: ExprKind,
   signal?: AbortSignal,
 ): Promise<CheckResult> {
-  return api.post<CheckResult>("/sys/rules/check", { entity, expr, kind }, {
-    signal,
-  });
+  const r = await api.post<CheckResult | undefined>(
+    "/sys/rules/check",
+    { entity, expr, kind },
+    { signal },
+  );
+  if (signal?.aborted || !r) {
+    throw new DOMException("The check was superseded", "AbortError");
+  }
+  return r;
 }
 
 const cache = new Map<string, Promise<Vocabulary>>();

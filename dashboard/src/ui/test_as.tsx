@@ -104,7 +104,15 @@ export function TestAs(props: {
       );
     } catch (err) {
       setResult(null);
-      setError((err as Error).message);
+      const msg = (err as Error).message;
+      const bad = /^Cannot test rule: Cannot parse rule: (.*) at \d+$/.exec(
+        msg,
+      );
+      setError(
+        bad
+          ? `Cannot test: the ${op} rule above is not valid yet (${bad[1]}).`
+          : msg,
+      );
     } finally {
       setBusy(false);
     }
@@ -119,18 +127,20 @@ export function TestAs(props: {
         Nothing is written.
       </p>
       <form class="form-grid" onSubmit={run}>
-        <label class="field">
-          <span class="field-label">Operation</span>
+        <div class="field">
+          <label class="field-label" for="test-as-op">Operation</label>
           <select
+            id="test-as-op"
             value={op}
             onChange={(e) => setOp(e.currentTarget.value as Operation)}
           >
             {props.ops.map((o) => <option key={o} value={o}>{o}</option>)}
           </select>
-        </label>
-        <label class="field">
-          <span class="field-label">Caller</span>
+        </div>
+        <div class="field">
+          <label class="field-label" for="test-as-caller">Caller</label>
           <select
+            id="test-as-caller"
             value={who}
             onChange={(e) => setWho(e.currentTarget.value)}
           >
@@ -139,20 +149,24 @@ export function TestAs(props: {
               <option key={s.name} value={s.name}>User of {s.name}</option>
             ))}
           </select>
-        </label>
+        </div>
         {who !== "" && (
           <>
-            <label class="field">
-              <span class="field-label">Search users by email</span>
+            <div class="field">
+              <label class="field-label" for="test-as-search">
+                Search users by email
+              </label>
               <input
+                id="test-as-search"
                 type="search"
                 value={q}
                 onInput={(e) => setQ(e.currentTarget.value)}
               />
-            </label>
-            <label class={`field ${usersError ? "invalid" : ""}`}>
-              <span class="field-label">User</span>
+            </div>
+            <div class={`field ${usersError ? "invalid" : ""}`}>
+              <label class="field-label" for="test-as-user">User</label>
               <select
+                id="test-as-user"
                 value={userId}
                 onChange={(e) => setUserId(e.currentTarget.value)}
               >
@@ -164,7 +178,7 @@ export function TestAs(props: {
                 ))}
               </select>
               {usersError && <small class="error-text">{usersError}</small>}
-            </label>
+            </div>
           </>
         )}
         <div class="field test-as-run">
@@ -186,18 +200,24 @@ export function TestAs(props: {
         </p>
       )}
       {error && <p class="error-box" role="alert">{error}</p>}
-      {result && <TrialTable op={op} result={result} />}
+      {result && (
+        <TrialTable
+          op={op}
+          result={result}
+          email={String(users.find((u) => u.id === result.as.id)?.email ?? "")}
+        />
+      )}
     </section>
   );
 }
 
 function TrialTable(
-  props: { op: Operation; result: TrialResult },
+  props: { op: Operation; result: TrialResult; email: string },
 ): JSX.Element {
   const { result, op } = props;
   const who = result.as.type === "guest"
     ? "a guest"
-    : `user ${result.as.id.slice(0, 8)}… of ${result.as.entity}`;
+    : `${props.email || result.as.id} (${result.as.entity})`;
   const allowed = result.items.filter((i) => i.allowed).length;
   return (
     <div class="stack" aria-live="polite">
@@ -215,7 +235,12 @@ function TrialTable(
       {result.items.length === 0
         ? <p class="muted">This entity has no records yet.</p>
         : (
-          <div class="table-wrap">
+          <div
+            class="table-wrap"
+            tabIndex={0}
+            role="region"
+            aria-label="Test results per record"
+          >
             <table class="data trial-table">
               <caption class="sr-only">Test results per record</caption>
               <thead>
