@@ -226,6 +226,7 @@ function OpRule(props: {
                 ? "record is the record being created; Ctrl+Space lists names."
                 : "Type record., auth. or req. for names (Ctrl+Space lists them)."}
               error={props.error}
+              compiledBadge={op !== "add"}
             />
           )
           : (

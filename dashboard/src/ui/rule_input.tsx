@@ -52,6 +52,8 @@ export interface RuleInputProps {
   error?: string;
   /** Rows of the textarea (default 2). */
   rows?: number;
+  /** Show whether lists apply it in SQL or per row (default true; off for `add` rules). */
+  compiledBadge?: boolean;
 }
 
 const DEBOUNCE_MS = 250;
@@ -279,7 +281,9 @@ export function RuleInput(props: RuleInputProps): JSX.Element {
         {props.error && <p id={saveErrId} class="error-text">{props.error}</p>}
         {result?.valid && (
           <span class="rule-ok">
-            ✓ Valid {result.compiled === "sql"
+            ✓ Valid {props.compiledBadge === false
+              ? null
+              : result.compiled === "sql"
               ? <span class="badge badge-ok">SQL</span>
               : <span class="badge badge-warn">per row</span>}
           </span>
