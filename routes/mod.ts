@@ -16,6 +16,7 @@ import { fileRoutes } from "./files.ts";
 import { logRoutes } from "./logs.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
+import { ruleRoutes } from "./rules.ts";
 import { schemaRoutes } from "./schemas.ts";
 
 /**
@@ -44,5 +45,6 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   recordRoutes(r, records);
   fileRoutes(r, records);
   logRoutes(r);
+  ruleRoutes(r);
   return r;
 }
