@@ -106,7 +106,9 @@ export async function request<T = unknown>(
   let env: { data?: unknown; error?: string } = {};
   try {
     env = await res.json();
-  } catch {
+  } catch (e) {
+    // Aborted while reading: the caller cancelled, say so (not "no data").
+    if (e instanceof DOMException && e.name === "AbortError") throw e;
     // not an envelope: fall back to the status text below
   }
   if (!res.ok) {
