@@ -41,10 +41,7 @@ export function AdminsPage(_props: Record<string, never>): JSX.Element {
     api.get<Page<Admin>>("/sys/admins", {
       query: { limit: 500, sort: "created" },
       signal: ac.signal,
-    }).then((p) => {
-      setPage(p);
-      setError("");
-    }).catch((e) => {
+    }).then(setPage).catch((e) => {
       if (e instanceof ApiError) setError(e.message);
     });
     return () => ac.abort();
@@ -62,6 +59,7 @@ export function AdminsPage(_props: Record<string, never>): JSX.Element {
       "Delete admin",
     );
     if (!ok) return;
+    setError("");
     try {
       await api.del(`/sys/admins/${seg(a.id)}`);
       toast(`Admin ${a.email} deleted`);
@@ -99,8 +97,8 @@ export function AdminsPage(_props: Record<string, never>): JSX.Element {
             <thead>
               <tr>
                 <th scope="col">Email</th>
-                <th scope="col">Created</th>
-                <th scope="col">Id</th>
+                <th scope="col" class="wide-only">Created</th>
+                <th scope="col" class="wide-only">Id</th>
                 <th scope="col">
                   <span class="sr-only">Actions</span>
                 </th>
@@ -109,16 +107,19 @@ export function AdminsPage(_props: Record<string, never>): JSX.Element {
             <tbody>
               {page.items.map((a) => (
                 <tr key={a.id}>
-                  <td>
+                  <td class="admin-email">
                     {a.email}{" "}
                     {a.id === me && <span class="badge badge-you">you</span>}
+                    <small class="narrow-only muted">
+                      created {localTime(a.created)}
+                    </small>
                   </td>
-                  <td>
+                  <td class="wide-only">
                     <time dateTime={a.created}>{localTime(a.created)}</time>
                   </td>
-                  <td class="mono" title={a.id}>{a.id}</td>
+                  <td class="mono wide-only" title={a.id}>{a.id}</td>
                   <td class="actions">
-                    <div class="row">
+                    <div class="row wrap">
                       <button
                         type="button"
                         class="btn btn-small"

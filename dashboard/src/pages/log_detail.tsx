@@ -32,7 +32,11 @@ const none = <span class="muted">—</span>;
 /** The caller, linked to its record when it is a user of an entity. */
 function Caller(props: { e: LogEntry }): JSX.Element {
   const { auth_id: id, auth_entity: entity } = props.e;
-  if (!id) return <span class="muted">guest or none</span>;
+  if (!id) {
+    return (
+      <span class="muted">{props.e.type === "request" ? "guest" : "none"}</span>
+    );
+  }
   if (entity === "mb_admins") {
     return <span class="mono">{id} (admin)</span>;
   }
@@ -117,7 +121,12 @@ export function LogDetailPage(props: { id: string }): JSX.Element {
             <h2>Data</h2>
             {e.data
               ? (
-                <pre class="log-data" tabIndex={0} aria-label="Data as JSON">
+                <pre
+                  class="log-data"
+                  tabIndex={0}
+                  role="region"
+                  aria-label="Entry data as JSON"
+                >
                   {JSON.stringify(e.data, null, 2)}
                 </pre>
               )

@@ -10,7 +10,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, ApiError, type Page } from "../api.ts";
+import { ApiError, type Page } from "../api.ts";
 import { query, setQuery } from "../router.ts";
 import { ErrorBox } from "../ui/field.tsx";
 import {
@@ -21,7 +21,7 @@ import {
 } from "../ui/log_filters.tsx";
 import type { LogEntry } from "../ui/log_format.tsx";
 import { LogTable } from "../ui/log_table.tsx";
-import { useLiveTail } from "../ui/live_tail.ts";
+import { getTagged, useLiveTail } from "../ui/live_tail.ts";
 import { RateChart } from "../ui/rate_chart.tsx";
 
 /** Most rows kept on screen while the tail prepends. */
@@ -53,10 +53,13 @@ export function LogsPage(_props: Record<string, never>): JSX.Element {
   useEffect(() => {
     const ac = new AbortController();
     setLoading(true);
-    api.get<Page<LogEntry>>("/sys/logs", {
-      query: { ...filters, limit, after },
-      signal: ac.signal,
-    }).then((p) => {
+    // Tagged like the tail's polls: the tail leaves this page's own
+    // requests out.
+    getTagged<Page<LogEntry>>(
+      "/sys/logs",
+      { ...filters, limit, after },
+      ac.signal,
+    ).then((p) => {
       setPage(p);
       setItems(p.items);
       setFresh(new Set());

@@ -86,7 +86,7 @@ export function LogFiltersForm(props: {
   return (
     <form class="card log-filters" onSubmit={submit} aria-label="Filter logs">
       <div class="log-filter-grid">
-        <Field label="Search" class="log-search">
+        <Field label="Search logs" class="log-search">
           <input
             type="search"
             name="search"
@@ -128,7 +128,7 @@ export function LogFiltersForm(props: {
             <option value="app">app</option>
           </select>
         </Field>
-        <Field label="From" error={error}>
+        <Field label="From" error={error} class="log-date">
           <input
             type="datetime-local"
             name="start_date"
@@ -137,7 +137,7 @@ export function LogFiltersForm(props: {
             onInput={(e) => setStart(e.currentTarget.value)}
           />
         </Field>
-        <Field label="To">
+        <Field label="To" class="log-date">
           <input
             type="datetime-local"
             name="end_date"

@@ -53,7 +53,7 @@ export function LogTable(props: {
           <tr>
             <th scope="col">Time</th>
             <th scope="col">Level</th>
-            <th scope="col">Type</th>
+            <th scope="col" class="log-type">Type</th>
             <th scope="col">Message</th>
             <th scope="col">Duration</th>
             <th scope="col">IP</th>
@@ -79,7 +79,7 @@ export function LogTable(props: {
               <td>
                 <LevelBadge level={e.level} />
               </td>
-              <td>{e.type}</td>
+              <td class="log-type">{e.type}</td>
               <td class="log-message">
                 <Message e={e} />
               </td>

@@ -104,7 +104,9 @@ export function RateChart(props: {
       </section>
     );
   }
-  const days = (Date.parse(stats.to) - Date.parse(stats.from)) > 86_400_000;
+  // Times alone when the range stays within one local day.
+  const days = localTime(stats.from).slice(0, 10) !==
+    localTime(new Date(Date.parse(stats.to) - 1).toISOString()).slice(0, 10);
   const label = (iso: string) =>
     days ? localTime(iso).slice(0, 16) : localTime(iso).slice(11, 16);
   const n = stats.buckets.length || 1;
