@@ -1,5 +1,6 @@
 /**
- * `GET /api/v1/health`: status, uptime, version and the database's state —
+ * `GET /api/v1/health`: status, uptime, version, the database's kind
+ * (`sqlite` or `postgres`) and its state —
  * `ok`, `unavailable` (cannot be reached, or no answer within a second) or
  * `full` (writes fail for lack of space); 503 unless `ok`.
  *
@@ -43,6 +44,8 @@ export function healthRoutes(r: Router<Handler<Core>>): void {
       uptime: Math.floor((Date.now() - app.startedAt) / 1000),
       version: VERSION,
       database,
+      // The kind only ("sqlite" | "postgres"), never a connection string.
+      database_kind: app.storage.dialect.name,
     };
     const headers: Record<string, string> = { "cache-control": "no-store" };
     if (!up) headers["retry-after"] = "2";

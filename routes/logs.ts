@@ -1,5 +1,6 @@
 /**
- * `GET /api/v1/sys/logs` (admin only): request and app logs, newest first.
+ * `GET /api/v1/sys/logs` (admin only): request and app logs, newest first;
+ * `/stats`: request counts over time; `/:id`: one entry.
  *
  * @module
  */
@@ -9,6 +10,11 @@ import type { Handler } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
 import { parseLogQuery } from "../lib/logs/store.ts";
+import {
+  logEntryById,
+  parseStatsQuery,
+  requestStats,
+} from "../lib/logs/stats.ts";
 import { requireAdmin } from "./guards.ts";
 
 /** Registers the logs route. */
@@ -18,5 +24,16 @@ export function logRoutes(r: Router<Handler<Core>>): void {
     const q = parseLogQuery(ctx.url.searchParams);
     await ctx.app.log.flush();
     return json(200, await ctx.app.logs.query(q));
+  });
+  r.add("GET", "/api/v1/sys/logs/stats", async (ctx) => {
+    await requireAdmin(ctx);
+    const q = parseStatsQuery(ctx.url.searchParams);
+    await ctx.app.log.flush();
+    return json(200, await requestStats(ctx.app.logs, q));
+  });
+  r.add("GET", "/api/v1/sys/logs/:id", async (ctx) => {
+    await requireAdmin(ctx);
+    await ctx.app.log.flush();
+    return json(200, await logEntryById(ctx.app.logs, ctx.params.id));
   });
 }

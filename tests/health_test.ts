@@ -39,7 +39,7 @@ function healthy(r: Reply, where: string): number {
   const d = r.data as Record<string, unknown>;
   assertEquals(
     Object.keys(d).sort(),
-    ["database", "status", "uptime", "version"],
+    ["database", "database_kind", "status", "uptime", "version"],
     `${where}: data keys`,
   );
   assertEquals(d.status, "ok", `${where}: status`);
