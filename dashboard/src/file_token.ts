@@ -28,21 +28,24 @@ export function useFileToken(
   key: unknown,
 ): { token: string; ready: boolean } {
   const need = needsToken(schema);
-  const [state, setState] = useState({ token: "", ready: !need });
+  // The token belongs to one (entity, key): until the one for the current
+  // pair arrives, nothing is ready (no URL without its token is rendered).
+  const want = need ? `${schema?.name}\u0000${String(key)}` : "";
+  const [state, setState] = useState({ token: "", for: "" });
   useEffect(() => {
-    if (!need) {
-      setState({ token: "", ready: true });
-      return;
-    }
+    if (!need) return;
     let live = true;
     api.post<{ token: string }>("/files/token")
-      .then((d) => live && setState({ token: d.token, ready: true }))
-      .catch(() => live && setState({ token: "", ready: true }));
+      .then((d) => live && setState({ token: d.token, for: want }))
+      .catch(() => live && setState({ token: "", for: want }));
     return () => {
       live = false;
     };
-  }, [need, schema?.name, key]);
-  return state;
+  }, [want]);
+  if (!need) return { token: "", ready: true };
+  return state.for === want
+    ? { token: state.token, ready: true }
+    : { token: "", ready: false };
 }
 
 /** The URL of a stored file, with `?token=` when one is given. */

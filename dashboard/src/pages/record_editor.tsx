@@ -174,7 +174,7 @@ function Editor(props: { schema: EntitySchema; id: string }): JSX.Element {
         )}
         <ErrorBox error={formError} />
         {!loaded && !formError && <p class="muted">Loading…</p>}
-        {loaded && (
+        {loaded && file.ready && (
           <div class="form-grid record-fields">
             {editableFields(schema).map((f) => (
               <FieldInput

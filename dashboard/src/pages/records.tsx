@@ -145,7 +145,7 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
         {pages.loading && <span class="muted" role="status">Loading…</span>}
       </div>
       <ErrorBox error={pages.error} />
-      {pages.page && (
+      {pages.page && file.ready && (
         <RecordTable
           schema={schema}
           columns={columns}
