@@ -345,6 +345,17 @@ browserTest(
     await page.getByText("Page 1 · 10 records").waitFor();
     await page.getByRole("button", { name: "Count" }).click();
     await page.getByText("11 in total").waitFor();
+    // Sort off (oldest first), fewer columns: Alpha's image and files show.
+    await views.getByRole("button").click();
+    await page.waitForURL((u) => !u.search.includes("sort="));
+    await page.getByText("Columns", { exact: true }).click();
+    for (const name of ["body", "contact", "site", "score", "when"]) {
+      await page.getByRole("checkbox", { name, exact: true }).uncheck();
+    }
+    await page.getByText("Columns", { exact: true }).click();
+    const firstRow = page.locator(".records-table tbody tr").first();
+    await firstRow.getByRole("cell", { name: "Alpha", exact: true }).waitFor();
+    assert.ok(await imageLoads(firstRow.locator("img.thumb")), "thumbnail");
     await tour(page, errors, "tour_04_records");
 
     // ── 6. "Test as" a guest: the published records pass the list rule. ──
