@@ -195,6 +195,9 @@ function FilesOf(props: { schema: EntitySchema }): JSX.Element {
         onSize={(size) => setQuery(stateToQuery({ ...state, size }))}
         page={pages.number}
         shown={items.length}
+        summary={`${rows.length} file${
+          rows.length === 1 ? "" : "s"
+        } in ${items.length} record${items.length === 1 ? "" : "s"}`}
         hasPrev={pages.number > 1}
         hasNext={!!pages.page?.has_more}
         onPrev={pages.prev}

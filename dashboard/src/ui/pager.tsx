@@ -15,6 +15,8 @@ export function Pager(props: {
   onSize: (n: number) => void;
   page: number;
   shown: number;
+  /** Words after the page number instead of "N records" (e.g. files). */
+  summary?: string;
   hasPrev: boolean;
   hasNext: boolean;
   onPrev: () => void;
@@ -45,7 +47,8 @@ export function Pager(props: {
         ← Previous
       </button>
       <span class="muted" aria-live="polite">
-        Page {props.page} · {props.shown} record{props.shown === 1 ? "" : "s"}
+        Page {props.page} · {props.summary ??
+          `${props.shown} record${props.shown === 1 ? "" : "s"}`}
         {props.total !== null && ` · ${props.total} in total`}
       </span>
       <button

@@ -131,6 +131,10 @@ export function RateChart(props: {
           </li>
         </ul>
       </div>
+      <p class="muted">
+        Every request in the date range (level, type and search filter the table
+        only).
+      </p>
       <div class="rate-plot">
         <span class="rate-max muted" aria-hidden="true">{max}</span>
         <svg

@@ -15,8 +15,12 @@ export function NumberInput(
   props: InputProps<string> & { field: FieldDef },
 ): JSX.Element {
   const f = props.field;
-  const hint = f.min !== undefined || f.max !== undefined
-    ? `From ${f.min ?? "−∞"} to ${f.max ?? "∞"}`
+  const hint = f.min !== undefined && f.max !== undefined
+    ? `From ${f.min} to ${f.max}`
+    : f.min !== undefined
+    ? `At least ${f.min}`
+    : f.max !== undefined
+    ? `At most ${f.max}`
     : f.type === "int"
     ? "A whole number"
     : "";

@@ -16,8 +16,12 @@ export function TextInput(
   const f = props.field;
   const hint = f.pattern
     ? `Must match ${f.pattern}`
-    : f.min !== undefined || f.max !== undefined
-    ? `${f.min ?? 0}–${f.max ?? "∞"} characters`
+    : f.min !== undefined && f.max !== undefined
+    ? `${f.min}–${f.max} characters`
+    : f.min !== undefined
+    ? `At least ${f.min} characters`
+    : f.max !== undefined
+    ? `At most ${f.max} characters`
     : "";
   const common = {
     id: props.id,
