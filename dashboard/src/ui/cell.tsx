@@ -94,6 +94,8 @@ export function Cell(props: {
   value: unknown;
   entity: string;
   token: string;
+  /** For relations: the target record's label (shown instead of its id). */
+  label?: string;
 }): JSX.Element {
   const { field: f, value: v } = props;
   if (v === null || v === undefined || v === "") {
@@ -132,9 +134,15 @@ export function Cell(props: {
           }`}
           onClick={(e) => e.stopPropagation()}
           title={`${target} ${v}`}
-          class="mono"
+          class={props.label ? undefined : "mono"}
         >
-          {String(v).length > 12 ? "…" + String(v).slice(-8) : String(v)}
+          {props.label
+            ? (props.label.length > 40
+              ? props.label.slice(0, 40) + "…"
+              : props.label)
+            : String(v).length > 12
+            ? "…" + String(v).slice(-8)
+            : String(v)}
         </a>
       );
     }

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { useRelationLabels } from "../relation_labels.ts";
 import type { JSX } from "preact";
 import type { RecordData } from "../api.ts";
 import { navigate } from "../router.ts";
@@ -75,6 +76,7 @@ export function RecordTable(props: {
   const fields = [...shown.filter((f) => !late(f)), ...shown.filter(late)];
   const idField = s.fields.find((f) => f.name === "id");
   const ids = props.items.map((r) => r.id);
+  const labels = useRelationLabels(s, props.items, props.columns);
   const all = ids.length > 0 && ids.every((id) => props.selected.has(id));
   return (
     <div
@@ -154,6 +156,9 @@ export function RecordTable(props: {
                     value={r[f.name]}
                     entity={s.name}
                     token={props.token}
+                    label={f.type === "relation"
+                      ? labels.get(f.name)?.get(String(r[f.name]))
+                      : undefined}
                   />
                 </td>
               ))}
