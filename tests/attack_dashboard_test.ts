@@ -119,3 +119,62 @@ forEachDb(
     }
   },
 );
+
+forEachDb(
+  "attack: sidebar counts stop at 10 000 rows (the dashboard asks after every save; a join view has no bound)",
+  async (_t, db) => {
+    const s = await startServer(db);
+    try {
+      const admin = await s.adminToken();
+      const call = (method: string, path: string, body?: unknown) =>
+        s.request(method, path, { token: admin, body });
+      ok(
+        await call("POST", "/api/v1/schemas", {
+          name: "items",
+          type: "base",
+          fields: [{ name: "title", type: "string" }],
+          rules: {},
+        }),
+        201,
+        "items",
+      );
+      const now = new Date().toISOString();
+      const rows = Array.from(
+        { length: 150 },
+        (_, i) => [crypto.randomUUID(), now, now, `t${i}`],
+      );
+      await s.app.storage.run(
+        `INSERT INTO "items" ("id", "created", "updated", "title") VALUES ${
+          rows.map(() => "(?, ?, ?, ?)").join(", ")
+        }`,
+        rows.flat(),
+      );
+      // 150 × 150 = 22 500 rows; three such joins would be 3 375 000.
+      ok(
+        await call("POST", "/api/v1/schemas", {
+          name: "pairs",
+          type: "view",
+          view_query:
+            "SELECT a.id AS id, b.title AS title FROM items a, items b",
+          rules: {},
+        }),
+        201,
+        "pairs",
+      );
+      const r = await call("GET", "/api/v1/sys/counts");
+      ok(r, 200, "counts");
+      assert.equal(r.data.items, 150, "exact below the cap");
+      assert.equal(r.data.mb_admins, 1);
+      assert.equal(r.data.pairs, 10_001, "more than 10 000: the cap + 1");
+      // The entity's own count (records API, count=true) stays exact.
+      const page = await call(
+        "GET",
+        "/api/v1/entities/pairs?limit=1&count=true",
+      );
+      ok(page, 200, "count=true");
+      assert.equal(page.data.total, 22_500);
+    } finally {
+      await s.close();
+    }
+  },
+);

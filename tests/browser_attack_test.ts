@@ -32,3 +32,46 @@ browserTest(
   undefined,
   { tokenTtl: 30 * 86_400 },
 );
+
+browserTest(
+  "attack: the sidebar shows a capped count as 10,000+",
+  async ({ s, adminPage, errors }) => {
+    const admin = await s.adminToken();
+    const mk = (body: unknown) =>
+      s.request("POST", "/api/v1/schemas", { token: admin, body });
+    assert.equal(
+      (await mk({
+        name: "items",
+        type: "base",
+        fields: [{ name: "title", type: "string" }],
+        rules: {},
+      })).status,
+      201,
+    );
+    const now = new Date().toISOString();
+    const rows = Array.from(
+      { length: 120 },
+      (_, i) => [crypto.randomUUID(), now, now, `t${i}`],
+    );
+    await s.app.storage.run(
+      `INSERT INTO "items" ("id", "created", "updated", "title") VALUES ${
+        rows.map(() => "(?, ?, ?, ?)").join(", ")
+      }`,
+      rows.flat(),
+    );
+    assert.equal(
+      (await mk({
+        name: "pairs",
+        type: "view",
+        view_query: "SELECT a.id AS id, b.title AS title FROM items a, items b",
+        rules: {},
+      })).status,
+      201,
+    );
+    const page = await adminPage();
+    const nav = page.getByRole("navigation", { name: "Main" });
+    await nav.getByLabel("10,000+ records").waitFor();
+    await nav.getByLabel("120 records").waitFor();
+    assert.deepEqual(errors, []);
+  },
+);
