@@ -11,6 +11,7 @@ import type { Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
 import { requireAdmin } from "./guards.ts";
+import { recordCounts } from "../lib/schema/counts.ts";
 
 function notFound(id: string): MoonbaseError {
   return new MoonbaseError(
@@ -25,15 +26,14 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
     await requireAdmin(ctx);
     return json(200, ctx.app.schemas.all().map((e) => e.schema));
   });
-  // Record counts for the dashboard's sidebar: one COUNT(*) per entity,
-  // null where it fails (a broken view).
+  // Record counts for the dashboard's sidebar: one bounded count per
+  // entity (at most COUNT_CAP + 1), null where it fails (a broken view).
   r.add("GET", "/api/v1/sys/counts", async (ctx) => {
     await requireAdmin(ctx);
-    const out: Record<string, number | null> = {};
-    for (const e of ctx.app.schemas.all()) {
-      out[e.name] = await e.countRecords().catch(() => null);
-    }
-    return json(200, out);
+    return json(
+      200,
+      await recordCounts(ctx.app.storage, ctx.app.schemas.all()),
+    );
   });
   r.add("GET", "/api/v1/schemas/:id", async (ctx) => {
     await requireAdmin(ctx);

@@ -16,6 +16,10 @@ export type { EntitySchema, FieldDef } from "../../lib/schema/types.ts";
 export const schemas = signal<EntitySchema[] | null>(null);
 /** Record count per entity name (missing when unknown). */
 export const counts = signal<Record<string, number | null>>({});
+/** Counts stop at 10 000: `/sys/counts` answers 10 001 for "more". */
+export function countLabel(n: number): string {
+  return n > 10_000 ? `${(10_000).toLocaleString()}+` : n.toLocaleString();
+}
 /** Why loading failed, in plain words ("" when fine). */
 export const schemasError = signal("");
 

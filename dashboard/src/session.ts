@@ -15,6 +15,13 @@ import { signal } from "@preact/signals";
 const KEY = "mb_admin_session";
 /** Refresh this long before `exp`. */
 const REFRESH_BEFORE_MS = 5 * 60_000;
+/**
+ * Longest single timer: browsers run a `setTimeout` longer than 2^31 - 1 ms
+ * (24.8 days; `--tokenTtl` allows a year) at once, which made every refresh
+ * schedule the next one immediately (a refresh loop). Longer waits are
+ * chained.
+ */
+const MAX_TIMER_MS = 86_400_000;
 
 /** The admin record as login returns it. */
 export interface AdminUser {
@@ -129,7 +136,15 @@ class Session {
 
   #schedule(ms: number): void {
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.refresh(), ms);
+    const due = Date.now() + ms;
+    const wait = (left: number) => {
+      this.#timer = setTimeout(() => {
+        const rest = due - Date.now();
+        if (rest > 0) wait(rest);
+        else void this.refresh();
+      }, Math.min(left, MAX_TIMER_MS));
+    };
+    wait(ms);
   }
 
   #clear(persist: boolean, reason: string): void {

@@ -223,9 +223,15 @@ export async function runTrial(
     }));
     return out;
   }
-  if (t.op !== "add" && (hooks.where || hooks.keep)) {
-    out.compiled = compiledOf(hooks);
-  }
+  const readsRows = t.op !== "add" && !!(hooks.where || hooks.keep);
+  if (readsRows) out.compiled = compiledOf(hooks);
+  // A view's ids need not be unique (a join repeats them, an outer join
+  // leaves them null): reading a listed row back by id may find another
+  // row, or none. A list decides each row itself, and so does the trial
+  // (the rule's own per-row check, as the record service runs it).
+  const rowCheck = readsRows && t.op === "list" && t.entity.type === "view"
+    ? engine.hooks(t.entity, "add", t.rule.expr, auth, req).check
+    : undefined;
   for (const rec of records) {
     const id = String(rec.id);
     const item: TrialItem = {
@@ -234,7 +240,14 @@ export async function runTrial(
       allowed: true,
     };
     failure = undefined;
-    if (t.op !== "add" && (hooks.where || hooks.keep)) {
+    if (rowCheck) {
+      try {
+        await rowCheck(rec, NO_DB);
+      } catch (err) {
+        if (!(err instanceof MoonbaseError)) throw err;
+        item.allowed = false;
+      }
+    } else if (readsRows) {
       const seen = await t.entity.read(id, {
         where: hooks.where,
         keep: hooks.keep,

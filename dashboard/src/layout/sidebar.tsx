@@ -9,7 +9,7 @@
 import type { ComponentChildren, JSX } from "preact";
 import { useState } from "preact/hooks";
 import { entityHref, path } from "../router.ts";
-import { counts, schemas, schemasError } from "../schemas.ts";
+import { countLabel, counts, schemas, schemasError } from "../schemas.ts";
 
 const TYPE_LABEL: Record<string, string> = {
   base: "base",
@@ -76,9 +76,9 @@ export function Sidebar(): JSX.Element {
                   class="count"
                   aria-label={typeof n !== "number"
                     ? undefined
-                    : `${n} records`}
+                    : `${countLabel(n)} records`}
                 >
-                  {typeof n !== "number" ? "" : n.toLocaleString()}
+                  {typeof n !== "number" ? "" : countLabel(n)}
                 </span>
               </NavLink>
             </li>

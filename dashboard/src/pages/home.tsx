@@ -7,7 +7,7 @@
 
 import type { JSX } from "preact";
 import { entityHref } from "../router.ts";
-import { counts, schemas } from "../schemas.ts";
+import { countLabel, counts, schemas } from "../schemas.ts";
 
 /** The start page. */
 export function HomePage(): JSX.Element {
@@ -34,7 +34,9 @@ export function HomePage(): JSX.Element {
             </a>
             <p class="muted">
               {s.fields.filter((f) => !f.system).length} fields ·{" "}
-              {counts.value[s.name] ?? "?"} records
+              {typeof counts.value[s.name] === "number"
+                ? countLabel(counts.value[s.name] as number)
+                : "?"} records
             </p>
           </li>
         ))}
