@@ -185,8 +185,10 @@ export async function runTrial(
   const engine = new ExpressionRules(helpers, (err) => {
     failure = err instanceof Error ? err.message : String(err);
   });
+  // Newest first; ids (UUIDv7, monotonic) order records made in the same
+  // millisecond.
   const sortKey = t.entity.hasField("created")
-    ? "-created"
+    ? "-created,-id"
     : t.entity.hasField("id")
     ? "-id"
     : "";
