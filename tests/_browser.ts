@@ -61,15 +61,23 @@ export interface BrowserCase {
 }
 
 /**
- * Registers one `Deno.test` per database (SQLite and PostgreSQL, as
+ * Databases of a page-level browser test: SQLite, or both with
+ * `MB_BROWSER_ALL_DBS=1`. The pages talk to the same API on both databases
+ * (its tests run on both); `browserTestAllDbs` flows (first run, session,
+ * the end-to-end tour) always run on both.
+ */
+export const PAGE_DBS: readonly ("sqlite" | "postgres")[] =
+  Deno.env.get("MB_BROWSER_ALL_DBS") === "1" ? DATABASES : ["sqlite"];
+
+/**
+ * Registers one `Deno.test` per database of `dbs` (default `PAGE_DBS`, as
  * `MB_TEST_DB` allows) that gets a server and a browser; skipped without
- * Chromium. `dbs` narrows the databases (e.g. `["sqlite"]`); `config`
- * overrides the server's configuration.
+ * Chromium. `config` overrides the server's configuration.
  */
 export function browserTest(
   name: string,
   fn: (c: BrowserCase) => Promise<void>,
-  dbs: readonly ("sqlite" | "postgres")[] = DATABASES,
+  dbs: readonly ("sqlite" | "postgres")[] = PAGE_DBS,
   config: AppConfig = {},
 ): void {
   for (const db of DATABASES.filter((d) => dbs.includes(d))) {
@@ -120,6 +128,15 @@ export function browserTest(
       },
     });
   }
+}
+
+/** `browserTest` on SQLite and PostgreSQL (as `MB_TEST_DB` allows). */
+export function browserTestAllDbs(
+  name: string,
+  fn: (c: BrowserCase) => Promise<void>,
+  config: AppConfig = {},
+): void {
+  browserTest(name, fn, DATABASES, config);
 }
 
 /** Logs a page in as the test admin through the login form. */

@@ -10,7 +10,12 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { axeSerious, browserTest, scrollWidth, shot } from "./_browser.ts";
+import {
+  axeSerious,
+  browserTestAllDbs,
+  scrollWidth,
+  shot,
+} from "./_browser.ts";
 import type { TestServer } from "./_server.ts";
 import { imageLoads, makePng, textFile } from "./_records_fixtures.ts";
 
@@ -95,7 +100,7 @@ async function nav(page: Page, name: string | RegExp) {
     .getByRole("link", { name, exact: true }).click();
 }
 
-browserTest(
+browserTestAllDbs(
   "e2e: an administrator's tour of the dashboard",
   async ({ s, newPage, errors }) => {
     const page = await newPage(1280);

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { browserTest, loginAs } from "./_browser.ts";
+import { browserTestAllDbs, loginAs } from "./_browser.ts";
 
 const KEY = "mb_admin_session";
 
@@ -19,7 +19,7 @@ function storedToken(page: Page): Promise<string> {
   }, KEY);
 }
 
-browserTest(
+browserTestAllDbs(
   "session: survives a reload and is shared with a new tab",
   async ({ s, adminPage, errors }) => {
     const page = await adminPage();
@@ -35,7 +35,7 @@ browserTest(
   },
 );
 
-browserTest(
+browserTestAllDbs(
   "session: refreshed before it expires, and every tab takes the new token",
   async ({ s, adminPage, errors }) => {
     const page = await adminPage();
@@ -61,11 +61,10 @@ browserTest(
     await tab.locator(".topbar").waitFor();
     assert.deepEqual(errors, []);
   },
-  undefined,
   { tokenTtl: 305 },
 );
 
-browserTest(
+browserTestAllDbs(
   "session: a revoked token returns to the login form, then back to the page",
   async ({ s, adminPage, errors }) => {
     const page = await adminPage();
@@ -87,7 +86,7 @@ browserTest(
   },
 );
 
-browserTest(
+browserTestAllDbs(
   "session: an expired token is dropped at load and the login returns to the page",
   async ({ s, newPage, errors }) => {
     await s.adminToken();
@@ -119,7 +118,7 @@ browserTest(
   },
 );
 
-browserTest(
+browserTestAllDbs(
   "session: log out revokes the token and shows the login form; a wrong password is explained",
   async ({ s, adminPage, errors }) => {
     const page = await adminPage();
@@ -138,7 +137,7 @@ browserTest(
   },
 );
 
-browserTest(
+browserTestAllDbs(
   "session: keyboard users reach a skip link first, and focus is visible",
   async ({ s, adminPage }) => {
     const page = await adminPage();

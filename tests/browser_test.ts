@@ -3,9 +3,14 @@
  * (Page-specific flows live in `browser_*_test.ts`.)
  */
 import assert from "node:assert/strict";
-import { axeSerious, browserTest, scrollWidth, shot } from "./_browser.ts";
+import {
+  axeSerious,
+  browserTestAllDbs,
+  scrollWidth,
+  shot,
+} from "./_browser.ts";
 
-browserTest(
+browserTestAllDbs(
   "dashboard: first run shows how to claim the server, then setup logs in",
   async ({ s, newPage, errors }) => {
     const page = await newPage();
@@ -21,7 +26,7 @@ browserTest(
   },
 );
 
-browserTest(
+browserTestAllDbs(
   "dashboard: a deep link loads the app and returns there after login",
   async ({ s, newPage, errors }) => {
     await s.adminToken();

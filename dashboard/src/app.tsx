@@ -108,7 +108,11 @@ export function App(): JSX.Element {
     page = (
       <main class="auth-page">
         <section class="card auth-card">
-          <h1>Welcome to Moonbase</h1>
+          <h1>
+            <img src="/mb/assets/favicon.svg" alt="" width="28" height="28" />
+            {" "}
+            Welcome to Moonbase
+          </h1>
           <ClaimHelp />
         </section>
       </main>

@@ -92,7 +92,11 @@ export function SetupPage(props: { required: boolean }): JSX.Element {
   return (
     <main class="auth-page">
       <form class="card auth-card" onSubmit={submit}>
-        <h1>Create the first admin</h1>
+        <h1>
+          <img src="/mb/assets/favicon.svg" alt="" width="28" height="28" />
+          {" "}
+          Create the first admin
+        </h1>
         {!token && <ClaimHelp />}
         <ErrorBox error={error} />
         <Field label="Email" error={fields.email}>
