@@ -119,6 +119,7 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
         hostname: options.hostname ?? "0.0.0.0",
         signal: options.signal,
         limits: limitsOf(core.config),
+        bodies: core.bodies,
         log: (level, message, data) => core.log[level](message, data),
       }));
     },

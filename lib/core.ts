@@ -24,6 +24,8 @@ import { InstanceSync } from "./sync.ts";
 import { DbClock } from "./db/db_clock.ts";
 import { LoginLimiter } from "./auth/rate_limit.ts";
 import { randomToken } from "./ids.ts";
+import { BodyDeadlines } from "./http/deadlines.ts";
+import { SetupGate } from "./auth/setup_gate.ts";
 import { type CursorKey, cursorKeyOf } from "./records/list_cursor.ts";
 import { FileStore } from "./files/store.ts";
 import { sweepAll } from "./files/sweep.ts";
@@ -56,6 +58,10 @@ export interface Core {
   readonly startedAt: number;
   /** One-time token for `POST /api/v1/sys/admins/setup`, while no admin exists. */
   setupToken: string | undefined;
+  /** Runs this instance's first-admin setups one at a time. */
+  readonly setupGate: SetupGate;
+  /** This instance's request-body reads and their time limits (from the config). */
+  readonly bodies: BodyDeadlines;
   /** Messages for the operator (secret warnings, setup link). */
   readonly notices: string[];
   close(): Promise<void>;
@@ -197,6 +203,12 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       scripts,
       startedAt: Date.now(),
       setupToken,
+      setupGate: new SetupGate(),
+      bodies: new BodyDeadlines({
+        idleMs: config.bodyTimeout * 1000,
+        totalMs: config.bodyDeadline * 1000,
+        minRate: config.bodyMinRate,
+      }),
       notices,
       async close() {
         await instanceSync.close();

@@ -8,6 +8,7 @@ const HEX = Array.from(
   { length: 256 },
   (_, i) => i.toString(16).padStart(2, "0"),
 );
+// Process-wide on purpose: ids are unique and ordered per process, whichever app makes them.
 let lastMs = 0;
 let seq = 0;
 

@@ -19,12 +19,10 @@ function admins(core: Core): Entity {
   return core.schemas.get("mb_admins")!;
 }
 
-let setupLock: Promise<unknown> = Promise.resolve();
-
 /** `POST /api/v1/sys/admins/setup`: only while no admin exists, with the setup token. */
 export async function setupAdmin(ctx: Context<Core>): Promise<Response> {
   const core = ctx.app;
-  const run = setupLock.then(async () => {
+  const run = core.setupGate.run(async () => {
     if (await hasAdmin(core.storage)) {
       core.setupToken = undefined;
       throw new MoonbaseError(
@@ -41,20 +39,27 @@ export async function setupAdmin(ctx: Context<Core>): Promise<Response> {
         "Cannot set up: the setup token printed at start is required",
       );
     }
-    const body = await readJsonObject(ctx.req, core.config.maxBodySize);
+    const body = await readJsonObject(
+      ctx.req,
+      core.config.maxBodySize,
+      core.bodies,
+    );
     const { email, password } = body;
     const user = await admins(core).create({ email, password });
     core.setupToken = undefined;
     return await core.sessions.issue(admins(core), user);
   });
-  setupLock = run.catch(() => {});
   return json(201, await run);
 }
 
 /** `POST /api/v1/sys/admins/login` (rate-limited like every login). */
 export function loginAdmin(ctx: Context<Core>): Promise<Response> {
   return limitedLogin(ctx, async () => {
-    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    const body = await readJsonObject(
+      ctx.req,
+      ctx.app.config.maxBodySize,
+      ctx.app.bodies,
+    );
     return await ctx.app.sessions.login(admins(ctx.app), body);
   }, "mb_admins");
 }
@@ -99,7 +104,11 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
   });
   r.add("POST", "/api/v1/sys/admins", async (ctx) => {
     await requireAdmin(ctx);
-    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    const body = await readJsonObject(
+      ctx.req,
+      ctx.app.config.maxBodySize,
+      ctx.app.bodies,
+    );
     return json(201, await admins(ctx.app).create(body));
   });
   r.add("GET", "/api/v1/sys/admins/:id", async (ctx) => {
@@ -110,7 +119,11 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
   });
   r.add("PATCH", "/api/v1/sys/admins/:id", async (ctx) => {
     await requireAdmin(ctx);
-    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    const body = await readJsonObject(
+      ctx.req,
+      ctx.app.config.maxBodySize,
+      ctx.app.bodies,
+    );
     const entity = admins(ctx.app);
     const rec = await entity.update(ctx.params.id, body);
     if (!rec) throw adminNotFound(ctx.params.id);

@@ -97,7 +97,11 @@ export function authRoutes(r: Router<Handler<Core>>): void {
     (ctx) =>
       limitedLogin(ctx, async () => {
         const entity = authEntity(ctx.app, ctx.params.entity);
-        const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+        const body = await readJsonObject(
+          ctx.req,
+          ctx.app.config.maxBodySize,
+          ctx.app.bodies,
+        );
         return await ctx.app.sessions.login(entity, body);
       }, ctx.params.entity),
   );
@@ -119,7 +123,11 @@ export function authRoutes(r: Router<Handler<Core>>): void {
   // Legacy non-scoped forms (spec §4.2, last paragraph).
   r.add("POST", "/api/v1/auth/login", (ctx) =>
     limitedLogin(ctx, async () => {
-      const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+      const body = await readJsonObject(
+        ctx.req,
+        ctx.app.config.maxBodySize,
+        ctx.app.bodies,
+      );
       const { entity: name, ...credentials } = body;
       return await ctx.app.sessions.login(
         authEntity(ctx.app, name),

@@ -61,9 +61,14 @@ async function readWrite(
       entity,
       ctx.app.files,
       ctx.app.config.maxUploadSize,
+      ctx.app.bodies,
     );
   }
-  const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+  const body = await readJsonObject(
+    ctx.req,
+    ctx.app.config.maxBodySize,
+    ctx.app.bodies,
+  );
   return { body, uploads: new Map(), cleanup: () => Promise.resolve() };
 }
 

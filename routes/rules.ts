@@ -51,7 +51,11 @@ function str(v: unknown, name: string, action: string): string {
 export function ruleRoutes(r: Router<Handler<Core>>): void {
   r.add("POST", "/api/v1/sys/rules/check", async (ctx) => {
     await requireAdmin(ctx);
-    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    const body = await readJsonObject(
+      ctx.req,
+      ctx.app.config.maxBodySize,
+      ctx.app.bodies,
+    );
     const action = "check rule";
     onlyKeys(body, ["entity", "expr", "kind", "completions"], action);
     const entity = ruleEntity(ctx.app.schemas, body.entity);
@@ -92,7 +96,11 @@ export function ruleRoutes(r: Router<Handler<Core>>): void {
 
   r.add("POST", "/api/v1/sys/rules/test", async (ctx) => {
     await requireAdmin(ctx);
-    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    const body = await readJsonObject(
+      ctx.req,
+      ctx.app.config.maxBodySize,
+      ctx.app.bodies,
+    );
     const action = "test rule";
     onlyKeys(body, ["entity", "op", "rule", "as", "limit"], action);
     const entity = ruleEntity(ctx.app.schemas, body.entity);

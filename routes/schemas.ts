@@ -43,14 +43,22 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
   });
   r.add("POST", "/api/v1/schemas", async (ctx) => {
     await requireAdmin(ctx);
-    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    const body = await readJsonObject(
+      ctx.req,
+      ctx.app.config.maxBodySize,
+      ctx.app.bodies,
+    );
     const e = await ctx.app.schemas.create(body);
     ctx.app.log.info("schema created", { entity: e.name, id: e.id });
     return json(201, e.schema);
   });
   r.add("PATCH", "/api/v1/schemas/:id", async (ctx) => {
     await requireAdmin(ctx);
-    const body = await readJsonObject(ctx.req, ctx.app.config.maxBodySize);
+    const body = await readJsonObject(
+      ctx.req,
+      ctx.app.config.maxBodySize,
+      ctx.app.bodies,
+    );
     const e = await ctx.app.schemas.update(ctx.params.id, body);
     ctx.app.log.info("schema changed", { entity: e.name, id: e.id });
     return json(200, e.schema);

@@ -20,6 +20,10 @@ const MAXMEM = 128 * N * R * 2;
  * passwords (sign-ups, password changes) wait behind logins, use at most
  * one slot fewer than there are cores, and past 64 waiting get the 503.
  *
+ * Process-wide on purpose: the cores and memory it rations belong to the
+ * process, so every app in the process shares it (a gate per app would let
+ * each app run one scrypt per core at once).
+ *
  * @example
  * ```ts
  * import assert from "node:assert/strict";

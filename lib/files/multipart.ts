@@ -7,7 +7,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import { BodyWatch } from "../http/deadlines.ts";
+import { type BodyDeadlines, BodyWatch } from "../http/deadlines.ts";
 
 /** One part; read `body()` to the end before asking for the next part. */
 export interface Part {
@@ -105,7 +105,8 @@ function disposition(
 }
 
 /**
- * Parses a multipart stream into parts.
+ * Parses a multipart stream into parts (408 when `bodies`, the app's body
+ * deadlines, expires the read).
  *
  * @example
  * ```ts
@@ -125,9 +126,10 @@ export async function* parseMultipart(
   stream: ReadableStream<Uint8Array>,
   boundary: string,
   maxParts = 200,
+  bodies?: BodyDeadlines,
 ): AsyncGenerator<Part> {
   const reader = stream.getReader();
-  const watch = new BodyWatch(reader);
+  const watch = new BodyWatch(reader, bodies);
   const delim = new TextEncoder().encode(`\r\n--${boundary}`);
   let buf: Uint8Array = new Uint8Array([13, 10]); // so the first delimiter also starts with CRLF
   let done = false;

@@ -9,6 +9,7 @@
 
 import { MoonbaseError } from "../errors.ts";
 import { parseJson } from "../http/body.ts";
+import type { BodyDeadlines } from "../http/deadlines.ts";
 import type { Entity } from "../schema/entity.ts";
 import type { FieldDef } from "../schema/types.ts";
 import { boundaryOf, parseMultipart } from "./multipart.ts";
@@ -82,13 +83,15 @@ async function readText(
 
 /**
  * Parses a multipart write for an entity, enforcing `maxUpload` per file and
- * per request (413 before reading when `Content-Length` already exceeds it).
+ * per request (413 before reading when `Content-Length` already exceeds it),
+ * and the app's body deadlines (`bodies`).
  */
 export async function readMultipartWrite(
   req: Request,
   entity: Entity,
   store: FileStore,
   maxUpload: number,
+  bodies?: BodyDeadlines,
 ): Promise<MultipartWrite> {
   const declared = Number(req.headers.get("content-length") ?? "0");
   if (declared > maxUpload + OVERHEAD) {
@@ -111,7 +114,9 @@ export async function readMultipartWrite(
   const lists = new Map<string, string[]>();
   let text = 0;
   try {
-    for await (const part of parseMultipart(req.body, boundary)) {
+    for await (
+      const part of parseMultipart(req.body, boundary, undefined, bodies)
+    ) {
       const field = entity.field(part.name);
       if (part.filename !== undefined) {
         if (!field || (field.type !== "file" && field.type !== "files")) {

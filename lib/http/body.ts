@@ -8,7 +8,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import { BodyWatch } from "./deadlines.ts";
+import { type BodyDeadlines, BodyWatch } from "./deadlines.ts";
 
 /** Deepest nesting accepted in a JSON body. */
 export const MAX_JSON_DEPTH = 32;
@@ -20,7 +20,8 @@ export function mediaType(req: Request): string {
 }
 
 /**
- * Reads at most `max` bytes of the body; throws `too_large` beyond it.
+ * Reads at most `max` bytes of the body; throws `too_large` beyond it, and
+ * the 408 when `bodies` (the app's body deadlines) expires the read.
  *
  * @example
  * ```ts
@@ -33,6 +34,7 @@ export function mediaType(req: Request): string {
 export async function readBytes(
   req: Request,
   max: number,
+  bodies?: BodyDeadlines,
 ): Promise<Uint8Array> {
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > max) throw tooLarge(max);
@@ -40,7 +42,7 @@ export async function readBytes(
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = req.body.getReader();
-  const watch = new BodyWatch(reader);
+  const watch = new BodyWatch(reader, bodies);
   try {
     while (true) {
       let step: ReadableStreamReadResult<Uint8Array>;
@@ -122,7 +124,8 @@ export function parseJson(text: string): unknown {
 }
 
 /**
- * Reads a JSON object body (`application/json`), enforcing type, size and depth.
+ * Reads a JSON object body (`application/json`), enforcing type, size and
+ * depth, and the app's body deadlines (`bodies`, usually `ctx.app.bodies`).
  *
  * @example
  * ```ts
@@ -137,6 +140,7 @@ export function parseJson(text: string): unknown {
 export async function readJsonObject(
   req: Request,
   max: number,
+  bodies?: BodyDeadlines,
 ): Promise<Record<string, unknown>> {
   const type = mediaType(req);
   if (type !== "application/json") {
@@ -147,7 +151,7 @@ export async function readJsonObject(
       }`,
     );
   }
-  const bytes = await readBytes(req, max);
+  const bytes = await readBytes(req, max, bodies);
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);

@@ -15,7 +15,7 @@
  * @module
  */
 
-import { sweepBodies } from "./deadlines.ts";
+import type { BodyDeadlines } from "./deadlines.ts";
 import { lastPull } from "./progress.ts";
 
 /** What a served connection looks like (`Deno.HttpServer` per connection). */
@@ -129,11 +129,14 @@ export class ConnectionTable {
   /** Stopping: connections close as soon as nothing runs on them. */
   draining = false;
   readonly #limits: ConnLimits;
+  /** The body reads swept with the connections (an app's `Core.bodies`). */
+  readonly #bodies: BodyDeadlines | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
   #waiters: (() => void)[] = [];
 
-  constructor(limits: ConnLimits) {
+  constructor(limits: ConnLimits, bodies?: BodyDeadlines) {
     this.#limits = limits;
+    this.#bodies = bodies;
   }
 
   /** Sweep period: a quarter of the shortest timeout, 100 ms to 1 s. */
@@ -187,7 +190,7 @@ export class ConnectionTable {
   /** One pass: expire body reads, close expired connections. */
   sweep(): void {
     const now = performance.now();
-    sweepBodies(now);
+    this.#bodies?.sweep(now);
     const { headerTimeoutMs, idleTimeoutMs } = this.#limits;
     const draining = this.draining;
     for (const c of this.conns) {

@@ -15,6 +15,10 @@ import type { Router } from "./router.ts";
 import { serveStatic } from "./static.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+// Generated request ids: a random tag and a counter. Process-wide on
+// purpose: every app in the process draws from one sequence, so ids stay
+// unique across apps too (nothing else is shared; a counter per handler
+// would repeat ids between two apps of one process).
 let seq = 0;
 const prefix = crypto.randomUUID().slice(0, 8);
 

@@ -11,7 +11,7 @@
  */
 
 import { Connection, ConnectionTable, type ConnServer } from "./connections.ts";
-import { setBodyLimits } from "./deadlines.ts";
+import { BodyDeadlines } from "./deadlines.ts";
 import { DEFAULT_LIMITS, type ServerLimits } from "./limits.ts";
 
 export { DEFAULT_LIMITS, type ServerLimits };
@@ -32,6 +32,12 @@ export interface ListenOptions {
   onListen?: (addr: Deno.NetAddr) => void;
   limits?: Partial<ServerLimits>;
   log?: ServerLog;
+  /**
+   * The body reads this server's sweeper expires (an app passes its own,
+   * `Core.bodies`); default: new ones with the body limits of `limits`,
+   * readable as `server.bodies` for handlers to read bodies with.
+   */
+  bodies?: BodyDeadlines;
 }
 
 /** A request handler. */
@@ -71,6 +77,8 @@ function plain500(): Response {
 export class Server implements Deno.HttpServer<Deno.NetAddr> {
   readonly addr: Deno.NetAddr;
   readonly finished: Promise<void>;
+  /** The body reads this server's sweeper expires. */
+  readonly bodies: BodyDeadlines;
   readonly #listener: Deno.TcpListener;
   readonly #table: ConnectionTable;
   readonly #limits: ServerLimits;
@@ -87,14 +95,20 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
     handler: ServeHandler,
     limits: ServerLimits,
     log: ServerLog,
+    bodies: BodyDeadlines = new BodyDeadlines({
+      idleMs: limits.bodyTimeoutMs,
+      totalMs: limits.bodyDeadlineMs,
+      minRate: limits.bodyMinRate,
+    }),
   ) {
     this.#listener = listener;
+    this.bodies = bodies;
     this.addr = listener.addr;
     this.#serveOn = serveOn;
     this.#handler = handler;
     this.#limits = limits;
     this.#log = log;
-    this.#table = new ConnectionTable(limits);
+    this.#table = new ConnectionTable(limits, bodies);
     this.finished = new Promise((r) => this.#done = r);
     this.#table.start();
     this.#run();
@@ -255,6 +269,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
   }
 }
 
+// Process-wide on purpose: the missing feature is the Deno's, not an app's.
 let warned = false;
 
 /**
@@ -304,13 +319,15 @@ export function listen(
       onListen: options.onListen ?? (() => {}),
     }, handler);
   }
-  setBodyLimits({
-    idleMs: limits.bodyTimeoutMs,
-    totalMs: limits.bodyDeadlineMs,
-    minRate: limits.bodyMinRate,
-  });
   const listener = Deno.listen({ port, hostname, transport: "tcp" });
-  const server = new Server(listener, serveOn, handler, limits, log);
+  const server = new Server(
+    listener,
+    serveOn,
+    handler,
+    limits,
+    log,
+    options.bodies,
+  );
   const signal = options.signal;
   if (signal) {
     if (signal.aborted) server.close();

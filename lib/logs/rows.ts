@@ -50,6 +50,7 @@ export const INSTANCE = randomToken(6).replace(/[^A-Za-z0-9]/g, "0").slice(
   0,
   6,
 );
+// Process-wide on purpose: log ids are unique and ordered per process (one tag).
 let seq = 0, lastMs = -1, lastHead = "";
 
 /**
@@ -85,7 +86,7 @@ export function logId(ms: number = Date.now()): string {
   return idOf(ms, nextSeq(), INSTANCE);
 }
 
-let isoMs = -1, iso = "";
+let isoMs = -1, iso = ""; // a pure cache of the last conversion
 
 /**
  * The ISO time of `ms` (the last one is cached: entries come in bursts).

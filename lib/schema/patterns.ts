@@ -23,6 +23,8 @@ export const RECORD_PATTERN_BUDGET = 10_000_000;
 type Compiled = { ok: true; re: LinearRegex } | { ok: false; reason: string };
 
 // Compiled once per pattern source (schemas are few; the cap only guards churn).
+// Process-wide on purpose: the result depends only on the pattern text, so
+// apps of one process can share it and nothing of one app leaks to another.
 const cache = new Map<string, Compiled>();
 const CACHE_CAP = 1000;
 
@@ -95,6 +97,10 @@ export function patternProblem(source: string): string | undefined {
   return c.ok ? undefined : c.reason;
 }
 
+// The pattern work of the record being checked. A module counter, yet never
+// shared between records, requests or apps: every caller resets it and then
+// checks one record's values synchronously (no await in between), so no
+// other code runs before the record's check is over.
 let spent = 0;
 
 /**
