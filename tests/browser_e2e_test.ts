@@ -401,8 +401,14 @@ browserTestAllDbs(
     await page.getByRole("button", { name: "Apply filters" }).click();
     await page.waitForURL(/level=warn/);
     const logRows = page.locator("table.log-table tbody tr");
-    await logRows.filter({ hasText: "/api/v1/entities/articles" }).first()
-      .waitFor();
+    // The filtered page replaces the unfiltered one when it arrives: wait
+    // for the refused create, then for no other level to remain.
+    await logRows.filter({ hasText: /POST.*\/api\/v1\/entities\/articles/ })
+      .first().waitFor();
+    for (let i = 0; i < 50; i++) {
+      if (await logRows.filter({ hasNotText: /\bwarn\b/ }).count() === 0) break;
+      await page.waitForTimeout(100);
+    }
     const logs = await logRows.allInnerTexts();
     assert.ok(logs.every((t) => /\bwarn\b/.test(t)), logs.join("\n"));
     assert.ok(
