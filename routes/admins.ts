@@ -13,6 +13,7 @@ import type { Router } from "../lib/http/router.ts";
 import type { Entity } from "../lib/schema/entity.ts";
 import { removeAdmin } from "../lib/auth/admins.ts";
 import { limitedLogin } from "./auth.ts";
+import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
 
 function admins(core: Core): Entity {
@@ -73,6 +74,7 @@ function adminNotFound(id: string): MoonbaseError {
 
 /** Registers admin routes. */
 export function adminRoutes(r: Router<Handler<Core>>): void {
+  const admin = guarded(r, requireAdmin);
   r.add("POST", "/api/v1/sys/admins/setup", setupAdmin);
   // Public: whether the server still waits for its first admin (the
   // dashboard shows how to claim it). The token itself is never revealed.
@@ -98,12 +100,10 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
     );
     return json(200, null);
   });
-  r.add("GET", "/api/v1/sys/admins", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("GET", "/api/v1/sys/admins", async (ctx) => {
     return json(200, await admins(ctx.app).list(ctx.url.searchParams));
   });
-  r.add("POST", "/api/v1/sys/admins", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("POST", "/api/v1/sys/admins", async (ctx) => {
     const body = await readJsonObject(
       ctx.req,
       ctx.app.config.maxBodySize,
@@ -111,14 +111,12 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
     );
     return json(201, await admins(ctx.app).create(body));
   });
-  r.add("GET", "/api/v1/sys/admins/:id", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("GET", "/api/v1/sys/admins/:id", async (ctx) => {
     const rec = await admins(ctx.app).read(ctx.params.id);
     if (!rec) throw adminNotFound(ctx.params.id);
     return json(200, rec);
   });
-  r.add("PATCH", "/api/v1/sys/admins/:id", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("PATCH", "/api/v1/sys/admins/:id", async (ctx) => {
     const body = await readJsonObject(
       ctx.req,
       ctx.app.config.maxBodySize,
@@ -136,8 +134,7 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
     }
     return json(200, rec);
   });
-  r.add("DELETE", "/api/v1/sys/admins/:id", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("DELETE", "/api/v1/sys/admins/:id", async (ctx) => {
     const entity = admins(ctx.app);
     if (!(await entity.recordExists(ctx.params.id))) {
       throw adminNotFound(ctx.params.id);

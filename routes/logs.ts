@@ -15,24 +15,23 @@ import {
   parseStatsQuery,
   requestStats,
 } from "../lib/logs/stats.ts";
+import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
 
 /** Registers the logs route. */
 export function logRoutes(r: Router<Handler<Core>>): void {
-  r.add("GET", "/api/v1/sys/logs", async (ctx) => {
-    await requireAdmin(ctx);
+  const admin = guarded(r, requireAdmin);
+  admin.add("GET", "/api/v1/sys/logs", async (ctx) => {
     const q = parseLogQuery(ctx.url.searchParams);
     await ctx.app.log.flush();
     return json(200, await ctx.app.logs.query(q));
   });
-  r.add("GET", "/api/v1/sys/logs/stats", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("GET", "/api/v1/sys/logs/stats", async (ctx) => {
     const q = parseStatsQuery(ctx.url.searchParams);
     await ctx.app.log.flush();
     return json(200, await requestStats(ctx.app.logs, q));
   });
-  r.add("GET", "/api/v1/sys/logs/:id", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("GET", "/api/v1/sys/logs/:id", async (ctx) => {
     await ctx.app.log.flush();
     return json(200, await logEntryById(ctx.app.logs, ctx.params.id));
   });

@@ -23,6 +23,7 @@ import {
   OPERATIONS,
   type RuleMode,
 } from "../lib/schema/types.ts";
+import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
 
 const invalid = (action: string, why: string): never => {
@@ -49,8 +50,8 @@ function str(v: unknown, name: string, action: string): string {
 
 /** Registers `/api/v1/sys/rules/{check,vocabulary,test}`. */
 export function ruleRoutes(r: Router<Handler<Core>>): void {
-  r.add("POST", "/api/v1/sys/rules/check", async (ctx) => {
-    await requireAdmin(ctx);
+  const admin = guarded(r, requireAdmin);
+  admin.add("POST", "/api/v1/sys/rules/check", async (ctx) => {
     const body = await readJsonObject(
       ctx.req,
       ctx.app.config.maxBodySize,
@@ -86,16 +87,14 @@ export function ruleRoutes(r: Router<Handler<Core>>): void {
     });
   });
 
-  r.add("GET", "/api/v1/sys/rules/vocabulary", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("GET", "/api/v1/sys/rules/vocabulary", (ctx) => {
     const name = ctx.url.searchParams.get("entity") ?? "";
     const entity = ruleEntity(ctx.app.schemas, name);
     const names = new Set(ctx.app.scripts.helpers.keys());
     return json(200, vocabularyOf(ctx.app.schemas, names, entity));
   });
 
-  r.add("POST", "/api/v1/sys/rules/test", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("POST", "/api/v1/sys/rules/test", async (ctx) => {
     const body = await readJsonObject(
       ctx.req,
       ctx.app.config.maxBodySize,

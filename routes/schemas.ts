@@ -10,6 +10,7 @@ import { readJsonObject } from "../lib/http/body.ts";
 import type { Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
+import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
 import { recordCounts } from "../lib/schema/counts.ts";
 
@@ -22,27 +23,26 @@ function notFound(id: string): MoonbaseError {
 
 /** Registers the schema routes. */
 export function schemaRoutes(r: Router<Handler<Core>>): void {
-  r.add("GET", "/api/v1/schemas", async (ctx) => {
-    await requireAdmin(ctx);
-    return json(200, ctx.app.schemas.all().map((e) => e.schema));
-  });
+  const admin = guarded(r, requireAdmin);
+  admin.add(
+    "GET",
+    "/api/v1/schemas",
+    (ctx) => json(200, ctx.app.schemas.all().map((e) => e.schema)),
+  );
   // Record counts for the dashboard's sidebar: one bounded count per
   // entity (at most COUNT_CAP + 1), null where it fails (a broken view).
-  r.add("GET", "/api/v1/sys/counts", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("GET", "/api/v1/sys/counts", async (ctx) => {
     return json(
       200,
       await recordCounts(ctx.app.storage, ctx.app.schemas.all()),
     );
   });
-  r.add("GET", "/api/v1/schemas/:id", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("GET", "/api/v1/schemas/:id", (ctx) => {
     const e = ctx.app.schemas.get(ctx.params.id);
     if (!e) throw notFound(ctx.params.id);
     return json(200, e.schema);
   });
-  r.add("POST", "/api/v1/schemas", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("POST", "/api/v1/schemas", async (ctx) => {
     const body = await readJsonObject(
       ctx.req,
       ctx.app.config.maxBodySize,
@@ -52,8 +52,7 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
     ctx.app.log.info("schema created", { entity: e.name, id: e.id });
     return json(201, e.schema);
   });
-  r.add("PATCH", "/api/v1/schemas/:id", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("PATCH", "/api/v1/schemas/:id", async (ctx) => {
     const body = await readJsonObject(
       ctx.req,
       ctx.app.config.maxBodySize,
@@ -63,8 +62,7 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
     ctx.app.log.info("schema changed", { entity: e.name, id: e.id });
     return json(200, e.schema);
   });
-  r.add("DELETE", "/api/v1/schemas/:id", async (ctx) => {
-    await requireAdmin(ctx);
+  admin.add("DELETE", "/api/v1/schemas/:id", async (ctx) => {
     await ctx.app.schemas.remove(ctx.params.id);
     ctx.app.log.info("schema deleted", { entity: ctx.params.id.slice(0, 64) });
     return noContent();

@@ -69,6 +69,20 @@ export class Router<H> {
     return this;
   }
 
+  /** Every registered `[method, pattern]`, e.g. for audits in tests. */
+  *routes(): Generator<[string, string]> {
+    const walk = function* (
+      n: Node<H>,
+      at: string,
+    ): Generator<[string, string]> {
+      for (const m of n.handlers.keys()) yield [m, at || "/"];
+      for (const [seg, next] of n.statics) yield* walk(next, `${at}/${seg}`);
+      if (n.param) yield* walk(n.param.node, `${at}/:${n.param.name}`);
+      if (n.rest) yield* walk(n.rest, `${at}/*`);
+    };
+    yield* walk(this.#root, "");
+  }
+
   /** Finds the handler for a method and a (still percent-encoded) path. */
   match(method: string, path: string): Match<H> {
     const params: Record<string, string> = {};

@@ -181,3 +181,13 @@ Deno.test("router: a trailing * matches the rest of the path", () => {
   assert.ok(root.kind === "found" && root.handler === "root");
   assert.throws(() => r.add("GET", "/x/*/y", "bad"));
 });
+
+Deno.test("router: routes() lists every method and pattern", () => {
+  const r = new Router<string>();
+  r.add("GET", "/a/:id", "x").add("POST", "/a", "y").add("GET", "/mb/*", "z");
+  assert.deepEqual([...r.routes()].sort(), [
+    ["GET", "/a/:id"],
+    ["GET", "/mb/*"],
+    ["POST", "/a"],
+  ]);
+});
