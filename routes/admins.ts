@@ -1,5 +1,5 @@
 /**
- * Admin authentication (spec §4.3): first-admin setup and login.
+ * Admin authentication: first-admin setup, login and the admins API.
  *
  * @module
  */

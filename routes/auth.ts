@@ -1,5 +1,5 @@
 /**
- * Entity-scoped authentication (spec §4.2) and its legacy non-scoped forms,
+ * Entity-scoped authentication (`/api/v1/auth/:entity/…`) and its legacy non-scoped forms,
  * with the login rate limit on every login route.
  *
  * @module
@@ -15,7 +15,7 @@ import { rateHeaders } from "../lib/auth/rate_limit.ts";
 import type { Entity } from "../lib/schema/entity.ts";
 import { setupAdmin } from "./admins.ts";
 
-/** The one answer for an auth route whose entity cannot be used (spec §4.2). */
+/** The one answer for an auth route whose entity cannot be used (no probing). */
 function routeNotFound(): MoonbaseError {
   return new MoonbaseError("not_found", "Route Not Found");
 }
@@ -120,7 +120,7 @@ export function authRoutes(r: Router<Handler<Core>>): void {
     await ctx.app.sessions.logout(ctx.req.headers.get("authorization"), entity);
     return json(200, null);
   });
-  // Legacy non-scoped forms (spec §4.2, last paragraph).
+  // Legacy non-scoped forms: the entity comes from the body or the token.
   r.add("POST", "/api/v1/auth/login", (ctx) =>
     limitedLogin(ctx, async () => {
       const body = await readJsonObject(

@@ -1,5 +1,5 @@
 /**
- * File routes (spec §4.5): `GET|HEAD /api/files/<entity>/<name>` (alias
+ * File routes: `GET|HEAD /api/files/<entity>/<name>` (alias
  * `/api/v1/files/...`) and `POST /api/v1/files/token` for short-lived
  * file tokens (`?token=` in `<img src>`).
  *

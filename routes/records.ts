@@ -1,5 +1,5 @@
 /**
- * Records API (spec §4.1) for every entity with `has_api`.
+ * Records API for every entity with `has_api`.
  *
  * @module
  */

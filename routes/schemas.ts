@@ -1,5 +1,5 @@
 /**
- * Schemas API (spec §4.4), admin only.
+ * Schemas API, admin only.
  *
  * @module
  */

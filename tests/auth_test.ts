@@ -1,5 +1,5 @@
 /**
- * Auth entities and sessions (spec §2.1 auth type, §2.4, §4.2, §4.3, §5, §7),
+ * Auth entities and sessions (README "Users: auth entities" and "Auth"),
  * on every database: auth records, login, Route Not Found, legacy forms,
  * token claims and rejection, refresh/logout, admins, first-admin setup and
  * the `auth` value seen by custom rules.

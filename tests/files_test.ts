@@ -1902,7 +1902,7 @@ forEachDb("files", async (t, db) => {
           404,
         ],
         [
-          // The rule reads record.*: a record-dependent denial (DESIGN) → 404.
+          // The rule reads record.*: a record-dependent denial → 404.
           "guest PATCH on an ownership rule",
           "PATCH",
           `/api/v1/entities/priv/${privRec.data.id}`,

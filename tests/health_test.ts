@@ -1,5 +1,5 @@
 /**
- * Health check (spec §4.5, DESIGN "System"): the envelope and its values on
+ * Health check: the envelope and its values on
  * both databases, HEAD, and on PostgreSQL a 503 `status: "down"`,
  * `database: "unavailable"` within a second and a half when the database
  * goes away, then recovery once it is

@@ -1,5 +1,5 @@
 /**
- * System logs (spec §4.5, DESIGN "System", PITFALLS 18): the admin-only logs
+ * System logs (trace entries are not stored by default): the admin-only logs
  * API, request and app entries, every filter and the keyset cursor,
  * retention (age and row count), the log level, the separate SQLite file,
  * and that no secret ever reaches the log store.

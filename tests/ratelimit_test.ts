@@ -1,5 +1,5 @@
 /**
- * Login rate limit (spec §7, §8; DESIGN "Auth"): 5 attempts per minute per
+ * Login rate limit: 5 attempts per minute per
  * client IP on every login route (entity-scoped, legacy, admin), counted in
  * the database table `mb_ratelimit`, on every database.
  *

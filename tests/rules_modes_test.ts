@@ -1,5 +1,5 @@
 /**
- * The rule-mode table (spec §2.3, DESIGN "Access rules"): every operation
+ * The rule-mode table (README "Access rules"): every operation
  * (list, get, add, update, delete) under every mode (public, auth, "" =
  * admin-only, custom `true`, custom `false`, and the cookbook's custom
  * `auth.entity == "<the self caller's entity>"`) for every kind of caller

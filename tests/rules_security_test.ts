@@ -1,6 +1,6 @@
 /**
- * Rule expressions as an attack surface, on both databases (DESIGN "Access
- * rules", PITFALLS "new Function/eval is no sandbox"): a schema whose custom
+ * Rule expressions as an attack surface, on both databases (expressions are
+ * parsed, never run by eval or new Function, which are no sandbox): a schema whose custom
  * rule leaves the safe subset is refused with 400 naming the rule and the
  * position, and nothing is created or changed; valid rules that read odd
  * things (own `__proto__` keys, huge numbers, long strings, deep bodies, the

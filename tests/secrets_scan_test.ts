@@ -1,5 +1,5 @@
 /**
- * No secret leaks (PITFALLS 5, DESIGN "Auth"): a realistic flow on every
+ * No secret leaks: a realistic flow on every
  * database (first-admin setup, signups, logins and failed logins, a unique
  * violation with a password in the body, password changes, schema changes,
  * reads), collecting every response (body and headers) and every log entry

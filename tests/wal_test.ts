@@ -1,5 +1,5 @@
 /**
- * Sustained writes and concurrency (DESIGN.md "Measured pitfalls"):
+ * Sustained writes and concurrency:
  * the SQLite WAL stays small under sustained writes (no statement is left
  * un-reset, so the checkpointer can run), concurrent writes all succeed
  * without 500s or deadlocks, and the health check answers during the load.

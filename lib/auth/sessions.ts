@@ -31,7 +31,7 @@ export const GUEST: AuthValue = Object.freeze({
   user: null,
 });
 
-/** A login result (spec §2.4). */
+/** A login result: `{token, user}`. */
 export interface LoginResult {
   token: string;
   user: RecordData;

@@ -1,5 +1,5 @@
 /**
- * Access decisions for the rule modes of spec §2.3. Admins pass every rule;
+ * Access decisions for the rule modes (README "Access rules"). Admins pass every rule;
  * system entities are admin-only whatever their rules say.
  *
  * @module

@@ -16,7 +16,7 @@
  * expressions whose JSON comparisons leave some rows undecided — for those,
  * {@link compilePrefilter} gives a condition selecting a superset of the rows.
  *
- * Assumptions about storage (see DESIGN.md): values are stored as documented
+ * Assumptions about storage: values are stored as documented
  * in the schema layer, double columns never hold NaN (JSON cannot carry it),
  * and PostgreSQL databases use UTF-8 with deterministic collations.
  *

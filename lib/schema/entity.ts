@@ -1,5 +1,5 @@
 /**
- * The Entity object of spec §2.1: accessors over a schema plus record
+ * An entity: accessors over its schema plus record
  * operations that bypass access rules (for programs embedding Moonbase).
  *
  * @module

@@ -153,7 +153,7 @@ export class Registry {
     };
   }
 
-  /** Creates an entity from a schema object (spec §2.1). */
+  /** Creates an entity from a schema object (README "Schemas"). */
   async create(input: Record<string, unknown>): Promise<Entity> {
     const schema = newSchema(input, this.#context(), (name) => {
       if (this.byName(name)) {

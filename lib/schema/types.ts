@@ -1,5 +1,6 @@
 /**
- * Types of the schema objects (spec §2.1–2.3, DESIGN "Entities and fields").
+ * Types of the schema objects: entities, fields and rules (README "Schemas"
+ * and "Access rules").
  *
  * @module
  */
@@ -51,7 +52,7 @@ export interface FieldDef {
 /** Entity types. */
 export type EntityType = "base" | "auth" | "view";
 
-/** Rule modes of spec §2.3: "" means admins only. */
+/** Rule modes: "" means admins only. */
 export type RuleMode = "public" | "auth" | "" | "custom";
 
 /** One rule. */

@@ -40,7 +40,8 @@ function fail(message: string): never {
 }
 
 /**
- * Checks an entity or field name against spec §2.1 / §8.
+ * Checks an entity or field name (1–64 characters of `a-z A-Z 0-9 _`,
+ * reserved prefixes refused; README "Schemas").
  *
  * @example
  * ```ts
