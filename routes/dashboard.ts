@@ -10,12 +10,13 @@
 import type { Core } from "../lib/core.ts";
 import type { Handler } from "../lib/http/context.ts";
 import type { Router } from "../lib/http/router.ts";
+import { contentTypeOf } from "../lib/http/static.ts";
 
-/** Asset name → file (relative to `dashboard/`) and content type. */
-const ASSETS: Record<string, [string, string]> = {
-  "app.js": ["dist/app.js", "text/javascript; charset=utf-8"],
-  "app.css": ["dist/app.css", "text/css; charset=utf-8"],
-  "favicon.svg": ["favicon.svg", "image/svg+xml"],
+/** Asset name → file, relative to `dashboard/`. */
+const ASSETS: Record<string, string> = {
+  "app.js": "dist/app.js",
+  "app.css": "dist/app.css",
+  "favicon.svg": "favicon.svg",
 };
 
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; " +
@@ -71,7 +72,7 @@ export function dashboardRoutes(r: Router<Handler<Core>>): void {
     const asset = Object.hasOwn(ASSETS, ctx.params.name)
       ? ASSETS[ctx.params.name]
       : undefined;
-    const body = asset && await files.read(asset[0]);
+    const body = asset && await files.read(asset);
     if (!asset || !body) {
       return new Response("Not found", {
         status: 404,
@@ -80,7 +81,7 @@ export function dashboardRoutes(r: Router<Handler<Core>>): void {
     }
     return new Response(body, {
       headers: {
-        "content-type": asset[1],
+        "content-type": contentTypeOf(asset),
         "cache-control": "no-cache",
         ...SECURITY_HEADERS,
       },

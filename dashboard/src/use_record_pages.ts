@@ -12,6 +12,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type ApiError, type Page, type RecordData, seg } from "./api.ts";
 import type { FilterError } from "./ui/filter_bar.tsx";
+import { checkExpr } from "./ui/rule_vocabulary.ts";
 import {
   combinedFilter,
   errorPosition,
@@ -43,19 +44,12 @@ async function explainFilter(
 ): Promise<FilterError> {
   const filter = s.filter.trim();
   try {
-    const r = await api.post<
-      { valid: boolean; error?: string; position?: number; end?: number }
-    >("/sys/rules/check", {
-      entity: schema.name,
-      expr: filter,
-      kind: "filter",
-    });
+    const r = await checkExpr(schema.name, filter, "filter");
     if (!r.valid) {
-      const position = r.position ?? -1;
       return {
         message: r.error || err.message,
-        position,
-        end: r.end ?? position + 1,
+        position: r.position,
+        end: r.end,
       };
     }
   } catch {

@@ -45,12 +45,12 @@ export async function checkExpr(
   kind: ExprKind,
   signal?: AbortSignal,
 ): Promise<CheckResult> {
-  const r = await api.post<CheckResult | undefined>(
+  const r = await api.post<CheckResult>(
     "/sys/rules/check",
     { entity, expr, kind },
     { signal },
   );
-  if (signal?.aborted || !r) {
+  if (signal?.aborted) {
     throw new DOMException("The check was superseded", "AbortError");
   }
   return r;
