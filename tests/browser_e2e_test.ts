@@ -460,8 +460,13 @@ browserTestAllDbs(
       }).localStorage.getItem("mb_admin_session")
     );
     const pageToken = JSON.parse(session!).token as string;
+    // The form shows at once; the revocation request may still be in flight.
+    const revoked = page.waitForResponse((r) =>
+      r.url().endsWith("/api/v1/sys/admins/logout")
+    );
     await page.getByRole("button", { name: "Log out" }).click();
     await page.getByRole("heading", { name: "Admin login" }).waitFor();
+    assert.equal((await revoked).status(), 200);
     const after = await call(s, "GET", "/schemas", pageToken);
     assert.equal(after.status, 401, "logging out revoked the token");
 
