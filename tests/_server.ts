@@ -5,12 +5,14 @@
  * @module
  */
 
+import nodeAssert from "node:assert/strict";
 import { type App, createApp } from "../mod.ts";
 import type { AppConfig } from "../lib/config.ts";
 import { hasPostgres, startPostgres } from "./_pg.ts";
 import { hashPassword } from "../lib/auth/password.ts";
 import { uuidv7 } from "../lib/ids.ts";
 import { columnOf, tableOf } from "../lib/schema/ddl.ts";
+import type { SqlValue } from "../lib/db/storage.ts";
 
 /** The databases every suite runs on (MB_TEST_DB=sqlite|postgres narrows it). */
 export const DATABASES: readonly ("sqlite" | "postgres")[] = (() => {
@@ -194,16 +196,16 @@ export function forEachDb(
   }
 }
 
-/** Tiny assertion helpers (jsr:@std/assert is not reachable here). */
+/**
+ * Asserts deep strict equality (`node:assert`'s rules: key order does not
+ * matter, `undefined` and `NaN` do).
+ */
 export function assertEquals(
   actual: unknown,
   expected: unknown,
   msg = "",
 ): void {
-  const a = JSON.stringify(actual), e = JSON.stringify(expected);
-  if (a !== e) {
-    throw new Error(`${msg ? msg + ": " : ""}expected ${e}, got ${a}`);
-  }
+  nodeAssert.deepStrictEqual(actual, expected, msg || undefined);
 }
 
 /** Asserts a condition. */
@@ -259,4 +261,51 @@ export async function seedUser(
   );
   const rec = await s.app.schemas.get(entity)!.read(String(row.id));
   return rec as Record<string, unknown> & { id: string };
+}
+
+/** A SQL expression per dialect; `i` is the row number of the series. */
+export type SeriesExpr = string | { sqlite: string; postgres: string };
+
+/** `'<prefix>'` followed by `i` zero-padded to `width` digits. */
+export function padded(prefix: string, width: number): SeriesExpr {
+  return {
+    sqlite: `printf('${prefix}%0${width}d', i)`,
+    postgres: `'${prefix}' || lpad(i::text, ${width}, '0')`,
+  };
+}
+
+/**
+ * Inserts `count` rows in one statement (a recursive CTE on SQLite,
+ * `generate_series` on PostgreSQL), `i` running from `from`; `created` and
+ * `updated` default to now. Values go in `params` as `?` placeholders.
+ */
+export async function insertSeries(
+  s: TestServer,
+  entity: string,
+  count: number,
+  columns: Record<string, SeriesExpr>,
+  params: SqlValue[] = [],
+  from = 1,
+): Promise<void> {
+  const now = new Date().toISOString();
+  const cols: Record<string, SeriesExpr> = {
+    created: `'${now}'`,
+    updated: `'${now}'`,
+    ...columns,
+  };
+  const names = Object.keys(cols).map((c) => columnOf(c)).join(", ");
+  const exprs = Object.values(cols).map((e) =>
+    typeof e === "string" ? e : e[s.db]
+  ).join(", ");
+  const last = from + count - 1;
+  await s.app.storage.run(
+    s.db === "postgres"
+      ? `INSERT INTO ${
+        tableOf(entity)
+      } (${names}) SELECT ${exprs} FROM generate_series(${from}, ${last}) AS g(i)`
+      : `WITH RECURSIVE c(i) AS (SELECT ${from} UNION ALL SELECT i + 1 FROM c WHERE i < ${last}) INSERT INTO ${
+        tableOf(entity)
+      } (${names}) SELECT ${exprs} FROM c`,
+    params,
+  );
 }
