@@ -28,12 +28,12 @@ import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
 import { isConnectionLoss } from "./lib/db/connection_loss.ts";
 
-export { Entity } from "./lib/schema/entity.ts";
+export { Entity } from "./lib/records/entity.ts";
 export { MoonbaseError } from "./lib/errors.ts";
 export { json, noContent } from "./lib/http/envelope.ts";
 export type { AppConfig } from "./lib/config.ts";
 export type { Context, Handler } from "./lib/http/context.ts";
-export type { AuthValue } from "./lib/auth/sessions.ts";
+export type { AuthValue } from "./lib/caller.ts";
 export type {
   EntitySchema,
   FieldDef,
@@ -41,7 +41,7 @@ export type {
   Rule,
   Rules,
 } from "./lib/schema/types.ts";
-export type { Registry } from "./lib/schema/registry.ts";
+export type { Registry } from "./lib/records/registry.ts";
 export { VERSION };
 
 /** A Moonbase app. */

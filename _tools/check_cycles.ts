@@ -19,14 +19,13 @@ import { fileURLToPath } from "node:url";
 
 /** Layers from the bottom up: a module may import its own layer or lower. */
 export const LAYERS: readonly (readonly string[])[] = [
-  ["lib/errors.ts", "lib/ids.ts", "lib/sync.ts", "lib/cli_hint.ts"],
-  ["lib/rules"],
+  ["lib/errors.ts", "lib/ids.ts", "lib/cli_hint.ts", "lib/caller.ts"],
+  ["lib/rules", "lib/http"],
   ["lib/db"],
   ["lib/schema"],
   ["lib/records"],
   ["lib/auth", "lib/files", "lib/logs"],
-  ["lib/config.ts", "lib/scripts.ts"],
-  ["lib/http"],
+  ["lib/config.ts", "lib/scripts.ts", "lib/sync.ts"],
   ["lib/core.ts"],
   ["routes"],
   ["mod.ts", "main.ts"],

@@ -14,11 +14,12 @@ import {
 import type { Storage } from "./db/storage.ts";
 import { SqliteStorage } from "./db/sqlite.ts";
 import { PostgresStorage } from "./db/postgres.ts";
-import { ensureSystemTables } from "./db/system.ts";
-import { Registry } from "./schema/registry.ts";
+import { ensureSystemTables } from "./schema/system.ts";
+import { Registry } from "./records/registry.ts";
 import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
 import { Sessions } from "./auth/sessions.ts";
+import { hashPassword } from "./auth/password.ts";
 import { Revocations } from "./auth/revocation.ts";
 import { InstanceSync } from "./sync.ts";
 import { DbClock } from "./db/db_clock.ts";
@@ -149,10 +150,20 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     const files = new FileStore(config.dataDir);
     const scripts = await loadScripts(config.scriptsDir);
     const helperNames = new Set(scripts.helpers.keys());
+    // One time base for every instance on the database: its clock.
+    const clock = dbClock = new DbClock(storage, config.clock);
+    await clock.start();
+    const revocations = new Revocations(storage, clock.now);
+    await revocations.start();
     const schemas = new Registry(
       storage,
       (expr) => checkRuleExpr(expr, helperNames),
-      files,
+      {
+        files,
+        hashPassword,
+        passwordChanged: (entity, id, keep) =>
+          revocations.revokeUser(entity, id, keep),
+      },
     );
     await schemas.load();
     for (const v of schemas.refusedViews()) {
@@ -178,14 +189,9 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
         }. Set MB_JWT_SECRET in production.`,
       );
     }
-    // One time base for every instance on the database: its clock.
-    const clock = dbClock = new DbClock(storage, config.clock);
-    await clock.start();
-    const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
-    const revocations = new Revocations(storage, clock.now);
-    await revocations.start();
     const instanceSync = sync = new InstanceSync(storage, schemas, revocations);
     await instanceSync.start(config.connection);
+    const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
     const sessions = new Sessions(signer, schemas, storage, revocations);
     const setupToken = (await hasAdmin(storage)) ? undefined : randomToken(24);
     return {

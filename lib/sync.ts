@@ -13,7 +13,7 @@
 import type { Storage } from "./db/storage.ts";
 import { PgListener, pgNotify } from "./db/pg_notify.ts";
 import { REVOCATION_CHANNEL, type Revocations } from "./auth/revocation.ts";
-import type { Registry } from "./schema/registry.ts";
+import type { Registry } from "./records/registry.ts";
 
 /** The NOTIFY channel of schema changes. */
 export const SCHEMA_CHANNEL = "mb_schema";

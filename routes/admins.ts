@@ -10,9 +10,9 @@ import { readJsonObject } from "../lib/http/body.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
-import type { Entity } from "../lib/schema/entity.ts";
+import type { Entity } from "../lib/records/entity.ts";
 import { removeAdmin } from "../lib/auth/admins.ts";
-import { limitedLogin } from "./auth.ts";
+import { limitedLogin } from "./login_limit.ts";
 import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
 
@@ -123,15 +123,12 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
       ctx.app.bodies,
     );
     const entity = admins(ctx.app);
-    const rec = await entity.update(ctx.params.id, body);
+    const caller = await ctx.auth();
+    // A new password ends the admin's sessions, but the caller's own.
+    const rec = await entity.update(ctx.params.id, body, {
+      keepSession: caller.id === ctx.params.id ? caller.session : undefined,
+    });
     if (!rec) throw adminNotFound(ctx.params.id);
-    if (Object.hasOwn(body, "password")) {
-      await ctx.app.sessions.revokeOthers(
-        entity,
-        String(rec.id),
-        ctx.req.headers.get("authorization"),
-      );
-    }
     return json(200, rec);
   });
   admin.add("DELETE", "/api/v1/sys/admins/:id", async (ctx) => {

@@ -8,12 +8,13 @@
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
 import { readJsonObject } from "../lib/http/body.ts";
-import type { Context, Handler } from "../lib/http/context.ts";
+import type { Handler } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
-import { rateHeaders } from "../lib/auth/rate_limit.ts";
-import type { Entity } from "../lib/schema/entity.ts";
+import { isExposed } from "../lib/records/access.ts";
+import type { Entity } from "../lib/records/entity.ts";
 import { setupAdmin } from "./admins.ts";
+import { limitedLogin } from "./login_limit.ts";
 
 /** The one answer for an auth route whose entity cannot be used (no probing). */
 function routeNotFound(): MoonbaseError {
@@ -23,56 +24,8 @@ function routeNotFound(): MoonbaseError {
 /** The auth entity named in a path, or the identical 404. */
 export function authEntity(core: Core, name: unknown): Entity {
   const e = typeof name === "string" ? core.schemas.byName(name) : undefined;
-  if (!e || e.name !== name || e.type !== "auth" || e.isSystem || !e.hasApi) {
-    throw routeNotFound();
-  }
+  if (!isExposed(e, name, "auth")) throw routeNotFound();
   return e;
-}
-
-/** Runs a login under the rate limit; every answer carries the X-RateLimit headers. */
-export async function limitedLogin(
-  ctx: Context<Core>,
-  login: () => Promise<{ user: Record<string, unknown> }>,
-  entity: string,
-): Promise<Response> {
-  const state = await ctx.app.limiter.hit(`login:${ctx.ip}`);
-  const headers = rateHeaders(state);
-  const log = ctx.app.log;
-  if (!state.allowed) {
-    if (state.firstRefusal) {
-      log.warn("login rate limit hit", {
-        ip: ctx.ip,
-        entity,
-        request_id: ctx.requestId,
-      });
-    }
-    throw new MoonbaseError(
-      "rate_limited",
-      "Cannot log in: too many attempts, try again later",
-      null,
-      headers,
-    );
-  }
-  try {
-    const result = await login();
-    log.info(entity === "mb_admins" ? "admin login" : "login", {
-      entity,
-      user: result.user.id,
-      ip: ctx.ip,
-    });
-    return json(200, result, headers);
-  } catch (err) {
-    if (err instanceof MoonbaseError) {
-      if (err.code === "unauthenticated") {
-        log.warn("failed login", { entity, ip: ctx.ip });
-      }
-      throw new MoonbaseError(err.code, err.message, err.data, {
-        ...err.headers,
-        ...headers,
-      });
-    }
-    throw err;
-  }
 }
 
 /**

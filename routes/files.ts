@@ -14,7 +14,8 @@ import type { Router } from "../lib/http/router.ts";
 import { fileOwner } from "../lib/files/owner.ts";
 import { serveFile } from "../lib/files/serve.ts";
 import type { RecordService } from "../lib/records/service.ts";
-import type { AuthValue } from "../lib/auth/sessions.ts";
+import { isExposed } from "../lib/records/access.ts";
+import type { AuthValue } from "../lib/caller.ts";
 
 function notFound(): MoonbaseError {
   return new MoonbaseError("not_found", "Cannot find file");
@@ -26,10 +27,7 @@ async function download(
 ): Promise<Response> {
   const core = ctx.app;
   const entity = core.schemas.byName(ctx.params.entity);
-  if (
-    !entity || entity.name !== ctx.params.entity || !entity.hasApi ||
-    entity.isSystem
-  ) throw notFound();
+  if (!isExposed(entity, ctx.params.entity)) throw notFound();
   const open = entity.rules.get.mode === "public";
   // A presented token is checked first, before the file is looked up: an
   // invalid, expired or revoked one is a 401 whatever the name (so it tells

@@ -6,7 +6,7 @@
 
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import type { AuthValue } from "../lib/auth/sessions.ts";
+import type { AuthValue } from "../lib/caller.ts";
 import type { Context } from "../lib/http/context.ts";
 
 /** Resolves the caller and requires an admin (guest → 401, user → 403). */

@@ -7,23 +7,20 @@
 import type { Core } from "../lib/core.ts";
 import { mediaType, readJsonObject } from "../lib/http/body.ts";
 import { readMultipartWrite } from "../lib/files/upload.ts";
-import type { Entity } from "../lib/schema/entity.ts";
+import type { Entity } from "../lib/records/entity.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
 import { checkedPerRow, PER_ROW_HEADERS } from "../lib/records/list.ts";
 import type { Router } from "../lib/http/router.ts";
 import { checkAccountChange, touchesAccount } from "../lib/auth/account.ts";
-import type { AuthValue } from "../lib/auth/sessions.ts";
+import type { AuthValue } from "../lib/caller.ts";
 import {
   passwordCheckThrottle,
   signupThrottle,
   withHeaders,
 } from "../lib/auth/throttles.ts";
-import type {
-  RecordService,
-  RecordWrite,
-  RuleRequest,
-} from "../lib/records/service.ts";
+import type { RecordService, RecordWrite } from "../lib/records/service.ts";
+import type { RuleRequest } from "../lib/records/rule_types.ts";
 
 /** The request as rules see it; `query` is built only if a rule reads it. */
 class LazyRuleRequest implements RuleRequest {
@@ -171,14 +168,6 @@ export function recordRoutes(
       auth,
       ruleRequest(ctx, write.body),
     );
-    if (entity.type === "auth" && Object.hasOwn(write.body, "password")) {
-      // A new password ends the user's other sessions (the caller's own token stays valid).
-      await ctx.app.sessions.revokeOthers(
-        entity,
-        String(rec.id),
-        ctx.req.headers.get("authorization"),
-      );
-    }
     return json(200, rec);
   });
   r.add("DELETE", `${base}/:id`, async (ctx) => {

@@ -4,7 +4,7 @@
  */
 import { assert, assertStatus, forEachDb, startServer } from "./_server.ts";
 import { ExpressionRules } from "../lib/records/rule_engine.ts";
-import { GUEST } from "../lib/auth/sessions.ts";
+import { GUEST } from "../lib/caller.ts";
 import { tableOf } from "../lib/schema/ddl.ts";
 
 forEachDb("filters: indexed fields use their index", async (_t, db) => {

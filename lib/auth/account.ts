@@ -14,8 +14,8 @@
  */
 
 import { invalidFields } from "../errors.ts";
-import type { Entity } from "../schema/entity.ts";
-import type { AuthValue } from "./sessions.ts";
+import type { Entity } from "../records/entity.ts";
+import type { AuthValue } from "../caller.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
 
 /** The key that carries the current password. */

@@ -5,7 +5,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { Entity } from "../schema/entity.ts";
+import type { Entity } from "../records/entity.ts";
 
 /**
  * Deletes an admin unless it is the last one (decided inside the delete

@@ -44,7 +44,7 @@ export interface RateState {
  * ```ts
  * import assert from "node:assert/strict";
  * import { SqliteStorage } from "moonbase/lib/db/sqlite.ts";
- * import { ensureSystemTables } from "moonbase/lib/db/system.ts";
+ * import { ensureSystemTables } from "moonbase/lib/schema/system.ts";
  * import { LoginLimiter, SIGNUP_LIMIT } from "moonbase/lib/auth/rate_limit.ts";
  * const db = new SqliteStorage(":memory:");
  * await ensureSystemTables(db);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { SqliteStorage } from "../db/sqlite.ts";
-import { ensureSystemTables } from "../db/system.ts";
+import { ensureSystemTables } from "../schema/system.ts";
 import type { Storage } from "../db/storage.ts";
 import { Revocations } from "./revocation.ts";
 import type { TokenClaims } from "./jwt.ts";

@@ -6,30 +6,16 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
+import { type AuthValue, GUEST } from "../caller.ts";
+import { isExposed } from "../records/access.ts";
 import type { RecordData } from "../records/codec.ts";
-import type { Registry } from "../schema/registry.ts";
-import type { Entity } from "../schema/entity.ts";
+import type { Registry } from "../records/registry.ts";
+import type { Entity } from "../records/entity.ts";
 import { decodeRow } from "../records/codec.ts";
 import type { Storage } from "../db/storage.ts";
 import type { TokenClaims, TokenSigner } from "./jwt.ts";
 import { endsToken, type Revocations } from "./revocation.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
-
-/** Who is calling. */
-export interface AuthValue {
-  id: string;
-  entity: string;
-  type: "guest" | "user" | "admin";
-  user: RecordData | null;
-}
-
-/** The caller without a token. */
-export const GUEST: AuthValue = Object.freeze({
-  id: "",
-  entity: "",
-  type: "guest",
-  user: null,
-});
 
 /** A login result: `{token, user}`. */
 export interface LoginResult {
@@ -158,10 +144,11 @@ export class Sessions {
     // admins' system entity) have its API: switching `has_api` off shuts its
     // users out everywhere, like deleting it.
     const entity = this.#registry.byName(claims.entity);
-    if (
-      !entity || entity.type !== "auth" || entity.name !== claims.entity ||
-      (!entity.hasApi && !entity.isSystem)
-    ) throw invalidToken();
+    const admins = entity?.isSystem === true && entity.type === "auth" &&
+      entity.name === claims.entity;
+    if (!admins && !isExposed(entity, claims.entity, "auth")) {
+      throw invalidToken();
+    }
     const user = await entity.read(claims.sub);
     if (!user) throw invalidToken();
     return { token: m[1], claims, entity, user };
@@ -176,6 +163,7 @@ export class Sessions {
       entity: entity.name,
       type: entity.isSystem ? "admin" : "user",
       user,
+      session: claims.jti,
     };
   }
 
@@ -233,21 +221,6 @@ export class Sessions {
     const first = await this.#revoked.revoke(s.claims);
     this.#signer.forget(s.token);
     if (!first) throw invalidToken();
-  }
-
-  /** Revokes every token of a user except the one presented in `header` (if it is theirs). */
-  async revokeOthers(
-    entity: Entity,
-    userId: string,
-    header: string | null,
-  ): Promise<void> {
-    const m = /^Bearer\s+(\S+)$/i.exec(header ?? "");
-    const claims = m ? await this.#signer.verify(m[1]) : undefined;
-    const keep =
-      claims && claims.sub === userId && claims.entity === entity.name
-        ? claims.jti
-        : "";
-    await this.#revoked.revokeUser(entity.name, userId, keep);
   }
 }
 

@@ -11,9 +11,9 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { Entity } from "../schema/entity.ts";
+import type { Entity } from "../records/entity.ts";
 import { type LoginLimiter, rateHeaders, SIGNUP_LIMIT } from "./rate_limit.ts";
-import type { AuthValue } from "./sessions.ts";
+import type { AuthValue } from "../caller.ts";
 
 /**
  * Counts one sign-up from `ip` and returns the `X-RateLimit-*` headers for

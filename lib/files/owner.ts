@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Entity } from "../schema/entity.ts";
+import type { Entity } from "../records/entity.ts";
 import { columnOf, tableOf } from "../schema/ddl.ts";
 import type { Storage } from "../db/storage.ts";
 

@@ -5,9 +5,9 @@
  * @module
  */
 
-import type { Entity } from "../schema/entity.ts";
-import { fileNames } from "../schema/entity.ts";
-import type { Registry } from "../schema/registry.ts";
+import type { Entity } from "../records/entity.ts";
+import { fileNames } from "../records/entity.ts";
+import type { Registry } from "../records/registry.ts";
 import type { FileStore } from "./store.ts";
 
 /** Deletes an entity's unreferenced files; returns how many. */

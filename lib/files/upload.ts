@@ -10,7 +10,7 @@
 import { MoonbaseError } from "../errors.ts";
 import { parseJson } from "../http/body.ts";
 import type { BodyDeadlines } from "../http/deadlines.ts";
-import type { Entity } from "../schema/entity.ts";
+import type { Entity } from "../records/entity.ts";
 import type { FieldDef } from "../schema/types.ts";
 import { boundaryOf, parseMultipart } from "./multipart.ts";
 import type { FileStore, StoredFile } from "./store.ts";

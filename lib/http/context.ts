@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { AuthValue } from "../auth/sessions.ts";
+import type { AuthValue } from "../caller.ts";
 
 /** A route handler. */
 export type Handler<A> = (ctx: Context<A>) => Promise<Response> | Response;

@@ -5,9 +5,8 @@
  * @module
  */
 
-import type { Core } from "../core.ts";
 import { MoonbaseError } from "../errors.ts";
-import type { AuthValue } from "../auth/sessions.ts";
+import type { AuthValue } from "../caller.ts";
 import { Cors } from "./cors.ts";
 import type { Context, Handler } from "./context.ts";
 import { errorResponse, json } from "./envelope.ts";
@@ -34,6 +33,36 @@ export function pathOf(href: string): string {
   if (q >= 0) end = q;
   if (h >= 0 && h < end) end = h;
   return href.slice(start, end);
+}
+
+/**
+ * What the pipeline needs of an app (lib/core.ts's `Core` is one): its
+ * HTTP settings, a request log and a way to resolve the caller. Named here
+ * so that http does not import the app it serves.
+ */
+export interface HttpHost {
+  readonly config: {
+    readonly corsOrigins: string[];
+    readonly trustProxy: boolean;
+    readonly publicDir?: string;
+  };
+  readonly log: {
+    enabled(level: "info" | "warn" | "error"): boolean;
+    request(
+      level: "info" | "warn" | "error",
+      method: string,
+      path: string,
+      status: number,
+      durationMs: number,
+      ip: string | null,
+      userId: string | null,
+      entity: string | null,
+      requestId: string,
+    ): void;
+  };
+  readonly sessions: {
+    resolve(header: string | null): Promise<AuthValue>;
+  };
 }
 
 /** Connection info as `Deno.serve` gives it (optional for in-process calls). */
@@ -63,9 +92,9 @@ function clientIp(req: Request, info: ConnInfo, trustProxy: boolean): string {
  * Deno.serve({ port: 7070 }, handler);
  * ```
  */
-export function createHandler(
-  core: Core,
-  router: Router<Handler<Core>>,
+export function createHandler<A extends HttpHost>(
+  core: A,
+  router: Router<Handler<A>>,
   report: ErrorReporter,
   life: Lifecycle = { inFlight: 0, draining: false },
 ): (req: Request, info?: ConnInfo) => Promise<Response> {
@@ -95,7 +124,7 @@ export function createHandler(
     let res: Response;
     const started = performance.now();
     const path = pathOf(req.url);
-    const seen: { ctx?: RequestContext } = {};
+    const seen: { ctx?: RequestContext<A> } = {};
     const ip = clientIp(req, info, core.config.trustProxy);
     if (
       req.method === "OPTIONS" &&
@@ -164,10 +193,10 @@ export interface Lifecycle {
  * The context of one request: a class, so its lazy parts (URL, caller) cost
  * no closures per request. It also remembers the caller for the log entry.
  */
-class RequestContext implements Context<Core> {
+class RequestContext<A extends HttpHost> implements Context<A> {
   readonly req: Request;
   readonly params: Record<string, string>;
-  readonly app: Core;
+  readonly app: A;
   readonly requestId: string;
   readonly ip: string;
   /** The resolved caller, once `auth()` has run. */
@@ -178,7 +207,7 @@ class RequestContext implements Context<Core> {
   constructor(
     req: Request,
     params: Record<string, string>,
-    app: Core,
+    app: A,
     requestId: string,
     ip: string,
   ) {
@@ -200,14 +229,14 @@ class RequestContext implements Context<Core> {
   }
 }
 
-async function dispatch(
-  core: Core,
-  router: Router<Handler<Core>>,
+async function dispatch<A extends HttpHost>(
+  core: A,
+  router: Router<Handler<A>>,
   req: Request,
   path: string,
   requestId: string,
   ip: string,
-  seen: { ctx?: RequestContext },
+  seen: { ctx?: RequestContext<A> },
 ): Promise<Response> {
   const match = router.match(req.method, path);
   if (match.kind === "found") {

@@ -1,56 +1,133 @@
 /**
- * Access decisions for the rule modes (README "Access rules"). Admins pass every rule;
- * system entities are admin-only whatever their rules say.
+ * The one home of access decisions on records: which entities the API
+ * exposes, the rule modes (README "Access rules"), the refusal, and the
+ * read-only views. Admins pass every rule; system entities are admin-only
+ * whatever their rules say.
  *
  * @module
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { AuthValue } from "../auth/sessions.ts";
-import type { Entity } from "../schema/entity.ts";
-import type { Operation } from "../schema/types.ts";
+import type { AuthValue } from "../caller.ts";
+import type { EntityType, Operation, Rule, Rules } from "../schema/types.ts";
 
 /** What a caller may do for one operation. */
 export type Decision = { kind: "allow" } | { kind: "custom"; expr: string };
 
-function deny(auth: AuthValue, op: Operation, entity: Entity): never {
-  if (auth.type === "guest") {
-    throw new MoonbaseError(
-      "unauthenticated",
-      `Cannot ${op} ${entity.name}: authentication required`,
-    );
-  }
-  throw new MoonbaseError(
-    "forbidden",
-    `Cannot ${op} ${entity.name}: not allowed`,
-  );
+/** What an access decision reads of an entity. */
+export interface Guarded {
+  readonly name: string;
+  readonly type: EntityType;
+  readonly isSystem: boolean;
+  readonly hasApi: boolean;
+  readonly rules: Readonly<Rules>;
 }
 
 /**
- * Decides a record operation before touching data. `custom` rules are
- * returned for the caller to evaluate.
+ * Refuses an operation: 401 for a guest (a token might help), 403 for
+ * anyone else.
  *
  * @example
- * ```ts ignore
- * authorize(entity, "list", GUEST); // throws 401 unless the list rule is public
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { GUEST } from "moonbase/lib/caller.ts";
+ * import { deny } from "moonbase/lib/records/access.ts";
+ * assert.throws(() => deny("posts", "list", GUEST), { code: "unauthenticated" });
+ * ```
+ */
+export function deny(entity: string, op: string, auth: AuthValue): never {
+  if (auth.type === "guest") {
+    throw new MoonbaseError(
+      "unauthenticated",
+      `Cannot ${op} ${entity}: authentication required`,
+    );
+  }
+  throw new MoonbaseError("forbidden", `Cannot ${op} ${entity}: not allowed`);
+}
+
+/**
+ * Whether the records API (and the auth and file routes built on it) serves
+ * an entity under `name`: the exact name, an API, not a system entity, and
+ * of `type` when one is asked for.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isExposed } from "moonbase/lib/records/access.ts";
+ * const e = { name: "posts", type: "base" as const, isSystem: false, hasApi: true };
+ * assert.equal(isExposed(e, "posts"), true);
+ * assert.equal(isExposed(e, "Posts"), false);
+ * assert.equal(isExposed(e, "posts", "auth"), false);
+ * assert.equal(isExposed(undefined, "posts"), false);
+ * ```
+ */
+export function isExposed<
+  E extends Pick<Guarded, "name" | "type" | "isSystem" | "hasApi">,
+>(entity: E | undefined, name: unknown, type?: EntityType): entity is E {
+  return entity !== undefined && entity.name === name && entity.hasApi &&
+    !entity.isSystem && (type === undefined || entity.type === type);
+}
+
+/**
+ * Refuses a write to a view (405 with `Allow: GET, HEAD`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { assertWritable } from "moonbase/lib/records/access.ts";
+ * assert.throws(() => assertWritable({ name: "v", type: "view" }, "add"), { code: "method_not_allowed" });
+ * assertWritable({ name: "v", type: "view" }, "list");
+ * ```
+ */
+export function assertWritable(
+  entity: Pick<Guarded, "name" | "type">,
+  op: string,
+): void {
+  if (entity.type === "view" && op !== "list" && op !== "get") {
+    throw new MoonbaseError(
+      "method_not_allowed",
+      `Cannot ${op} ${entity.name}: views are read-only`,
+      null,
+      { Allow: "GET, HEAD" },
+    );
+  }
+}
+
+/**
+ * Decides a record operation before touching data, by the entity's rule or
+ * by `rule` (a draft being tried). `custom` rules are returned for the
+ * caller to evaluate.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { GUEST } from "moonbase/lib/caller.ts";
+ * import { authorize } from "moonbase/lib/records/access.ts";
+ * const open = { mode: "public" as const, expr: "" };
+ * const rules = { list: open, get: open, add: open, update: open, delete: open };
+ * const e = { name: "p", type: "base" as const, isSystem: false, hasApi: true, rules };
+ * assert.deepEqual(authorize(e, "list", GUEST), { kind: "allow" });
+ * assert.throws(() => authorize(e, "list", GUEST, { mode: "auth", expr: "" }), { code: "unauthenticated" });
  * ```
  */
 export function authorize(
-  entity: Entity,
+  entity: Guarded,
   op: Operation,
   auth: AuthValue,
+  rule: Rule = entity.rules[op],
 ): Decision {
   if (auth.type === "admin") return { kind: "allow" };
-  if (entity.isSystem) deny(auth, op, entity);
-  const rule = entity.rules[op];
+  if (entity.isSystem) deny(entity.name, op, auth);
   switch (rule.mode) {
     case "public":
       return { kind: "allow" };
     case "auth":
-      return auth.type === "user" ? { kind: "allow" } : deny(auth, op, entity);
+      return auth.type === "user"
+        ? { kind: "allow" }
+        : deny(entity.name, op, auth);
     case "custom":
       return { kind: "custom", expr: rule.expr };
     default:
-      return deny(auth, op, entity);
+      return deny(entity.name, op, auth);
   }
 }

@@ -16,7 +16,7 @@ import {
 import { checkValue, kindOf } from "../schema/field_types.ts";
 import { resetPatternBudget } from "../schema/patterns.ts";
 import { type RowDecoder, rowDecoder } from "../db/shapes.ts";
-import { builtinFields } from "../schema/builtin.ts";
+import { allFields } from "../schema/builtin.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 
 /** Keys a client may send but that are never written. */
@@ -33,14 +33,6 @@ export const MAX_PASSWORD = 1024;
 
 /** A JSON record. */
 export type RecordData = Record<string, unknown>;
-
-/** Every field of an entity: built-ins first, then declared ones. */
-export function allFields(schema: EntitySchema): FieldDef[] {
-  return [
-    ...builtinFields(schema.type),
-    ...schema.fields.filter((f) => !f.system),
-  ];
-}
 
 /** Fields a client may write. */
 export function writableFields(schema: EntitySchema): FieldDef[] {
@@ -87,7 +79,7 @@ export function checkInput(
     let value = present ? input[field.name] : field.default;
     if (value === undefined) value = null;
     if (isBlank(value)) {
-      // Required files are checked once uploads are known (lib/files/merge.ts).
+      // Required files are checked once uploads are known (lib/records/file_values.ts).
       const isFile = field.type === "file" || field.type === "files";
       if (field.required && !isFile) {
         errors[field.name] = {

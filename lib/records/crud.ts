@@ -17,14 +17,14 @@ import {
 import { columnOf, tableOf, uniqueIndexOf } from "../schema/ddl.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { uuidv7 } from "../ids.ts";
-import { mergeFiles, type Uploads } from "../files/merge.ts";
+import { mergeFiles, type Uploads } from "./file_values.ts";
 import {
-  allFields,
   type CheckedInput,
   decodeRow,
   encodeValues,
   type RecordData,
 } from "./codec.ts";
+import { allFields } from "../schema/builtin.ts";
 import type { Where } from "./list_query.ts";
 import type { CursorContext } from "./list_cursor.ts";
 
@@ -44,6 +44,8 @@ export interface OpOptions {
   uploads?: Uploads;
   /** Filled by a write: stored names the record no longer references. */
   removedFiles?: string[];
+  /** Update of a password: the session (token id) that stays valid. */
+  keepSession?: string;
   /** Filled by a delete: every record deleted (cascades included). */
   deleted?: { schema: EntitySchema; record: RecordData }[];
 }

@@ -10,7 +10,7 @@ import { MoonbaseError } from "../errors.ts";
 import { type ColumnKind, physicalName, type SqlValue } from "../db/storage.ts";
 import { kindOf } from "../schema/field_types.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
-import { allFields } from "./codec.ts";
+import { allFields } from "../schema/builtin.ts";
 
 /** Default and largest page size. */
 export const DEFAULT_LIMIT = 50, MAX_LIMIT = 500;

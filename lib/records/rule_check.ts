@@ -8,12 +8,12 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { AuthValue } from "../auth/sessions.ts";
-import type { Entity } from "../schema/entity.ts";
-import type { Registry } from "../schema/registry.ts";
+import type { AuthValue } from "../caller.ts";
+import type { Entity } from "./entity.ts";
+import type { Registry } from "./registry.ts";
 import { inspectExpression } from "../rules/inspect.ts";
 import type { OpOptions } from "./crud.ts";
-import type { RuleEngine, RuleRequest } from "./service.ts";
+import type { RuleEngine, RuleRequest } from "./rule_types.ts";
 
 /** The answer of `POST /api/v1/sys/rules/check`. */
 export type CheckResult =

@@ -8,8 +8,7 @@
 
 import { MoonbaseError } from "../errors.ts";
 import { physicalName, type SqlValue } from "../db/storage.ts";
-import type { AuthValue } from "../auth/sessions.ts";
-import type { Entity } from "../schema/entity.ts";
+import type { AuthValue } from "../caller.ts";
 import type { Operation } from "../schema/types.ts";
 import type { Expr } from "../rules/ast.ts";
 import { RuleSyntaxError } from "../rules/ast.ts";
@@ -28,22 +27,10 @@ import {
 } from "../rules/to_sql.ts";
 import type { RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
-import type { RuleEngine, RuleRequest } from "./service.ts";
+import type { RuleEngine, RuleRequest, RuleTarget } from "./rule_types.ts";
+import { deny } from "./access.ts";
 
 const MAX_CACHE = 2000;
-
-function deny(entity: Entity, op: string, auth: AuthValue): never {
-  if (auth.type === "guest") {
-    throw new MoonbaseError(
-      "unauthenticated",
-      `Cannot ${op} ${entity.name}: authentication required`,
-    );
-  }
-  throw new MoonbaseError(
-    "forbidden",
-    `Cannot ${op} ${entity.name}: not allowed`,
-  );
-}
 
 const NO_REQUEST: RuleRequest = Object.freeze({
   body: {},
@@ -98,7 +85,11 @@ export class ExpressionRules implements RuleEngine {
     return ast;
   }
 
-  #sqlContext(entity: Entity, auth: AuthValue, req: RuleRequest): SqlContext {
+  #sqlContext(
+    entity: RuleTarget,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): SqlContext {
     return {
       dialect: entity.dialect.name,
       column: (name) => {
@@ -130,7 +121,7 @@ export class ExpressionRules implements RuleEngine {
 
   /** Hooks for one operation under a custom rule (throws when the rule denies outright). */
   hooks(
-    entity: Entity,
+    entity: RuleTarget,
     op: Operation,
     expr: string,
     auth: AuthValue,
@@ -141,16 +132,18 @@ export class ExpressionRules implements RuleEngine {
       ast = this.#parse(`r\0${expr}`, expr, "rule");
     } catch (err) {
       this.#onError(err);
-      return deny(entity, op, auth);
+      return deny(entity.name, op, auth);
     }
     req = plainRequest(ast, req);
     if (!readsRecord(ast)) {
-      return this.#test(ast, { auth, req }) ? {} : deny(entity, op, auth);
+      return this.#test(ast, { auth, req }) ? {} : deny(entity.name, op, auth);
     }
     const keep = (record: RecordData) => this.#test(ast, { auth, req, record });
     if (op === "add") {
       return {
-        check: (next) => (keep(next) ? undefined : deny(entity, "add", auth)),
+        check: (
+          next,
+        ) => (keep(next) ? undefined : deny(entity.name, "add", auth)),
       };
     }
     const ctx = this.#sqlContext(entity, auth, req);
@@ -170,7 +163,7 @@ export class ExpressionRules implements RuleEngine {
     if (op === "update") {
       opts.check = (
         next,
-      ) => (keep(next) ? undefined : deny(entity, "update", auth));
+      ) => (keep(next) ? undefined : deny(entity.name, "update", auth));
     }
     return opts;
   }
@@ -180,7 +173,7 @@ export class ExpressionRules implements RuleEngine {
    * `perRow`: never compiled to SQL (see {@link RuleEngine.filter}).
    */
   filter(
-    entity: Entity,
+    entity: RuleTarget,
     source: string,
     auth: AuthValue,
     req: RuleRequest,

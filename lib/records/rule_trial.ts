@@ -8,18 +8,19 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import { type AuthValue, GUEST } from "../auth/sessions.ts";
+import { type AuthValue, GUEST } from "../caller.ts";
 import type { Queryable } from "../db/storage.ts";
-import type { Entity } from "../schema/entity.ts";
-import type { Registry } from "../schema/registry.ts";
+import type { Entity } from "./entity.ts";
+import type { Registry } from "./registry.ts";
 import type { Operation, Rule, RuleMode } from "../schema/types.ts";
 import type { RuleHelpers } from "../rules/evaluate.ts";
 import { inspectExpression } from "../rules/inspect.ts";
 import type { RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
 import { ExpressionRules } from "./rule_engine.ts";
+import { authorize } from "./access.ts";
 import { compiledOf } from "./rule_check.ts";
-import type { RuleRequest } from "./service.ts";
+import type { RuleRequest } from "./rule_types.ts";
 
 /** One record's outcome. */
 export interface TrialItem {
@@ -119,35 +120,17 @@ function labelOf(entity: Entity, rec: RecordData): string {
   return "";
 }
 
-/** Hooks of the rule for the caller (mirrors `authorize`, with this rule). */
+/** Hooks of the rule being tried, for the caller. */
 function hooksOf(
   t: Trial,
   engine: ExpressionRules,
   auth: AuthValue,
   req: RuleRequest,
 ): OpOptions {
-  const deny = (): never => {
-    throw auth.type === "guest"
-      ? new MoonbaseError(
-        "unauthenticated",
-        `Cannot ${t.op} ${t.entity.name}: authentication required`,
-      )
-      : new MoonbaseError(
-        "forbidden",
-        `Cannot ${t.op} ${t.entity.name}: not allowed`,
-      );
-  };
-  if (t.entity.isSystem) return deny();
-  switch (t.rule.mode) {
-    case "public":
-      return {};
-    case "auth":
-      return auth.type === "user" ? {} : deny();
-    case "custom":
-      return engine.hooks(t.entity, t.op, t.rule.expr, auth, req);
-    default:
-      return deny();
-  }
+  const d = authorize(t.entity, t.op, auth, t.rule);
+  return d.kind === "allow"
+    ? {}
+    : engine.hooks(t.entity, t.op, d.expr, auth, req);
 }
 
 /**

@@ -6,11 +6,13 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { AuthValue } from "../auth/sessions.ts";
-import type { Entity } from "../schema/entity.ts";
-import type { Registry } from "../schema/registry.ts";
+import type { AuthValue } from "../caller.ts";
+import type { Entity } from "./entity.ts";
+import type { Registry } from "./registry.ts";
 import type { Operation } from "../schema/types.ts";
-import { authorize } from "./access.ts";
+import { assertWritable, authorize, isExposed } from "./access.ts";
+import type { RuleEngine, RuleRequest } from "./rule_types.ts";
+
 import type { RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
 import type { ListResult } from "./list.ts";
@@ -22,36 +24,6 @@ export interface RecordWrite {
   body: Record<string, unknown>;
   uploads: ReadonlyMap<string, readonly string[]>;
   cleanup(): Promise<void>;
-}
-
-/** Request data a custom rule may read. */
-export interface RuleRequest {
-  body: Record<string, unknown>;
-  query: Record<string, string>;
-  method: string;
-}
-
-/** Turns a custom rule (and a list filter) into operation hooks, or throws a denial. */
-export interface RuleEngine {
-  hooks(
-    entity: Entity,
-    op: Operation,
-    expr: string,
-    auth: AuthValue,
-    req: RuleRequest,
-  ): OpOptions;
-  /**
-   * Hooks for the `filter` parameter; `perRow` keeps it out of SQL (a
-   * per-row rule is in force: a filter narrowing the rows scanned would make
-   * the scan budget an oracle on the hidden rows).
-   */
-  filter(
-    entity: Entity,
-    source: string,
-    auth: AuthValue,
-    req: RuleRequest,
-    perRow?: boolean,
-  ): OpOptions;
 }
 
 /**
@@ -69,19 +41,6 @@ function writable(
   const { verified: _ignored, ...rest } = body;
   if (Object.hasOwn(rest, "email")) rest.verified = false;
   return rest;
-}
-
-function readOnlyCheck(entity: Entity, op: Operation): void {
-  if (entity.type === "view" && op !== "list" && op !== "get") {
-    throw new MoonbaseError(
-      "method_not_allowed",
-      `Cannot ${op} ${entity.name}: views are read-only`,
-      null,
-      {
-        Allow: "GET, HEAD",
-      },
-    );
-  }
 }
 
 function notFound(entity: Entity): MoonbaseError {
@@ -107,7 +66,7 @@ export class RecordService {
   /** The entity behind a records route; 404 when missing or without API. */
   entity(name: string): Entity {
     const e = this.#registry.byName(name);
-    if (!e || !e.hasApi || e.name !== name) {
+    if (!isExposed(e, name)) {
       throw new MoonbaseError(
         "not_found",
         `Cannot find entity: no entity ${JSON.stringify(name.slice(0, 80))}`,
@@ -128,7 +87,7 @@ export class RecordService {
     auth: AuthValue,
     req: RuleRequest,
   ): OpOptions {
-    readOnlyCheck(entity, op);
+    assertWritable(entity, op);
     const d = authorize(entity, op, auth);
     return d.kind === "allow"
       ? {}
@@ -178,7 +137,7 @@ export class RecordService {
    * uploads are not written to disk for callers who may not write.
    */
   precheck(entity: Entity, op: Operation, auth: AuthValue): void {
-    readOnlyCheck(entity, op);
+    assertWritable(entity, op);
     authorize(entity, op, auth);
   }
 
@@ -215,6 +174,10 @@ export class RecordService {
       rec = await entity.update(id, writable(entity, write.body, auth), {
         ...hooks,
         uploads: write.uploads,
+        // The caller's own session survives a change of their own password.
+        keepSession: auth.entity === entity.name && auth.id === id
+          ? auth.session
+          : undefined,
       });
     } catch (err) {
       await write.cleanup();

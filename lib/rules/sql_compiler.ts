@@ -7,7 +7,7 @@
  */
 
 import type { Expr, MethodName } from "./ast.ts";
-import type { SqlContext } from "./to_sql.ts";
+import type { SqlContext } from "./sql_context.ts";
 import { callMethod, evaluate } from "./evaluate.ts";
 import { readsRecord, readsRequest } from "./parser.ts";
 import { isCompareOperator } from "./sql_compare.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { EntityType, FieldDef } from "./types.ts";
+import type { EntitySchema, EntityType, FieldDef } from "./types.ts";
 
 function sys(
   name: string,
@@ -45,4 +45,12 @@ export const RESERVED_FIELD_NAMES: ReadonlySet<string> = new Set(
 export function builtinFields(type: EntityType): readonly FieldDef[] {
   if (type === "view") return [];
   return type === "auth" ? [...BASE, ...AUTH] : BASE;
+}
+
+/** Every field of an entity: built-ins first, then declared ones. */
+export function allFields(schema: EntitySchema): FieldDef[] {
+  return [
+    ...builtinFields(schema.type),
+    ...schema.fields.filter((f) => !f.system),
+  ];
 }

@@ -10,7 +10,6 @@
 
 import type { Queryable } from "../db/storage.ts";
 import { tableOf } from "./ddl.ts";
-import type { Entity } from "./entity.ts";
 
 /** Counts stop here; a larger count is answered as `COUNT_CAP + 1`. */
 export const COUNT_CAP = 10_000;
@@ -21,7 +20,7 @@ export const COUNT_CAP = 10_000;
  */
 export async function cappedCount(
   db: Queryable,
-  entity: Entity,
+  entity: { name: string },
   cap: number = COUNT_CAP,
 ): Promise<number> {
   const rows = await db.query(
@@ -36,7 +35,7 @@ export async function cappedCount(
 /** Each entity's capped count by name; null where counting fails (a broken view). */
 export async function recordCounts(
   db: Queryable,
-  entities: readonly Entity[],
+  entities: readonly { name: string }[],
   cap: number = COUNT_CAP,
 ): Promise<Record<string, number | null>> {
   const out: Record<string, number | null> = {};

@@ -10,7 +10,6 @@ import { MoonbaseError } from "../errors.ts";
 import { newFieldId } from "../ids.ts";
 import { type Dialect, ident, type SqlValue } from "../db/storage.ts";
 import { kindOf } from "./field_types.ts";
-import type { Entity } from "./entity.ts";
 import {
   columnOf,
   columnSql,
@@ -28,6 +27,7 @@ import {
   validateField,
   validateRules,
 } from "./validate.ts";
+import { checkSchemaKeys } from "./keys.ts";
 import type { EntitySchema, FieldDef } from "./types.ts";
 
 /** What a PATCH will do. */
@@ -37,16 +37,6 @@ export interface PatchPlan {
   /** Updates run after the statements (existing rows get a new field's default). */
   fills: { sql: string; params: SqlValue[] }[];
 }
-
-const PATCH_KEYS = new Set([
-  "name",
-  "type",
-  "fields",
-  "view_query",
-  "rules",
-  "has_api",
-]);
-const READ_ONLY = new Set(["id", "is_system", "created", "updated"]);
 
 function bad(message: string): never {
   throw new MoonbaseError("invalid", message);
@@ -62,13 +52,9 @@ export function planPatch(
   input: Record<string, unknown>,
   ctx: SchemaContext,
   dialect: Dialect,
-  byName: (name: string) => Entity | undefined,
+  byName: (name: string) => { id: string } | undefined,
 ): PatchPlan {
-  for (const key of Object.keys(input)) {
-    if (!PATCH_KEYS.has(key) && !READ_ONLY.has(key)) {
-      bad(`Cannot change entity: unknown key "${key.slice(0, 64)}"`);
-    }
-  }
+  checkSchemaKeys(input, "change");
   if (input.type !== undefined && input.type !== current.type) {
     bad("Cannot change entity: type cannot change");
   }

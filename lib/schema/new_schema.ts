@@ -15,16 +15,7 @@ import {
   validateRules,
 } from "./validate.ts";
 import type { EntitySchema } from "./types.ts";
-
-const CREATE_KEYS = new Set([
-  "name",
-  "type",
-  "fields",
-  "view_query",
-  "rules",
-  "has_api",
-]);
-const READ_ONLY = new Set(["id", "is_system", "created", "updated"]);
+import { checkSchemaKeys } from "./keys.ts";
 
 function bad(message: string): never {
   throw new MoonbaseError("invalid", message);
@@ -56,11 +47,7 @@ export function newSchema(
   ctx: SchemaContext,
   claim: (name: string) => void,
 ): EntitySchema {
-  for (const key of Object.keys(input)) {
-    if (!CREATE_KEYS.has(key) && !READ_ONLY.has(key)) {
-      bad(`Cannot create entity: unknown key "${key.slice(0, 64)}"`);
-    }
-  }
+  checkSchemaKeys(input, "create");
   const name = checkName(input.name, "entity");
   claim(name);
   const type = input.type;

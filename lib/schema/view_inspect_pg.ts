@@ -14,7 +14,7 @@
 
 import type { Queryable, Row } from "../db/storage.ts";
 import { functionAllowed } from "./view_functions_pg.ts";
-import type { ViewColumn, ViewInspection } from "./view_inspect.ts";
+import type { ViewColumn, ViewInspection } from "./view_shapes.ts";
 
 const FUNCTION_KEYS = [
   "funcid",

@@ -9,18 +9,18 @@
 
 import { MoonbaseError, StorageUnavailableError } from "../errors.ts";
 import { physicalName, type Queryable, type Storage } from "../db/storage.ts";
-import { ADMIN_SCHEMA } from "../db/system.ts";
+import { ADMIN_SCHEMA } from "../schema/system.ts";
 import { uuidv7 } from "../ids.ts";
-import { newSchema } from "./new_schema.ts";
-import type { RelationRef } from "../records/crud.ts";
-import { columnOf, createSql, dropSql, tableOf } from "./ddl.ts";
+import { newSchema } from "../schema/new_schema.ts";
+import type { RelationRef } from "./crud.ts";
+import { columnOf, createSql, dropSql, tableOf } from "../schema/ddl.ts";
 import { Entity, fileNames } from "./entity.ts";
-import { decodeRow } from "../records/codec.ts";
-import type { FileStore } from "../files/store.ts";
-import { planPatch } from "./migrate.ts";
-import { saveSchema } from "./stored.ts";
-import type { SchemaContext } from "./validate.ts";
-import type { EntitySchema, EntityType } from "./types.ts";
+import { decodeRow } from "./codec.ts";
+import type { EntityEnv } from "./entity_env.ts";
+import { planPatch } from "../schema/migrate.ts";
+import { saveSchema } from "../schema/stored.ts";
+import type { SchemaContext } from "../schema/validate.ts";
+import type { EntitySchema, EntityType } from "../schema/types.ts";
 import {
   auditViews,
   guardView,
@@ -28,9 +28,9 @@ import {
   refusedViews,
   snapshotViews,
   type ViewWorldEntity,
-} from "./views.ts";
-import { ddlReason, isViewDependency } from "./ddl_errors.ts";
-import { allFields } from "../records/codec.ts";
+} from "../schema/views.ts";
+import { ddlReason, isViewDependency } from "../schema/ddl_errors.ts";
+import { allFields } from "../schema/builtin.ts";
 
 /** Holds every entity; the one way to change schemas. */
 export class Registry {
@@ -41,7 +41,7 @@ export class Registry {
   /** Views that break the view rule (id → problem): their records are not served. */
   #refused = new Map<string, string>();
   #checkExpr: (expr: string) => string | undefined;
-  #files: FileStore | undefined;
+  #env: EntityEnv;
   /** Called after a schema change commits (announces it to other instances). */
   onChange: (() => void) | undefined;
 
@@ -49,9 +49,9 @@ export class Registry {
   constructor(
     store: Storage,
     checkExpr: (expr: string) => string | undefined,
-    files?: FileStore,
+    env: EntityEnv,
   ) {
-    this.#files = files;
+    this.#env = env;
     this.#store = store;
     this.#checkExpr = checkExpr;
   }
@@ -104,7 +104,7 @@ export class Registry {
       schema,
       this.#store,
       (name) => this.refsOf(name),
-      this.#files,
+      this.#env,
     );
     this.#byName.set(schema.name.toLowerCase(), entity);
     this.#byId.set(schema.id, entity);
@@ -259,8 +259,8 @@ export class Registry {
       await saveSchema(tx, plan.schema);
     }, current.name);
     const entity = this.get(plan.schema.id)!;
-    if (this.#files && orphans.length > 0) {
-      await this.#files.remove(entity.id, orphans);
+    if (this.#env.files && orphans.length > 0) {
+      await this.#env.files.remove(entity.id, orphans);
     }
     return entity;
   }
@@ -300,7 +300,7 @@ export class Registry {
       const world = this.#world().filter((e) => e.schema.id !== entity.id);
       await this.#audit(tx, entity.schema, "delete", before, world);
     });
-    await this.#files?.removeEntity(entity.id);
+    await this.#env.files?.removeEntity(entity.id);
   }
 
   /**

@@ -7,9 +7,9 @@
  * @module
  */
 
-import type { Storage } from "./storage.ts";
-import { createSql } from "../schema/ddl.ts";
-import { adminOnlyRules, type EntitySchema } from "../schema/types.ts";
+import type { Storage } from "../db/storage.ts";
+import { createSql } from "./ddl.ts";
+import { adminOnlyRules, type EntitySchema } from "./types.ts";
 
 /** The built-in admin-accounts entity. */
 export const ADMIN_SCHEMA: EntitySchema = {
@@ -31,7 +31,7 @@ export const ADMIN_SCHEMA: EntitySchema = {
  * @example
  * ```ts
  * import { SqliteStorage } from "moonbase/lib/db/sqlite.ts";
- * import { ensureSystemTables } from "moonbase/lib/db/system.ts";
+ * import { ensureSystemTables } from "moonbase/lib/schema/system.ts";
  * const db = new SqliteStorage(":memory:");
  * await ensureSystemTables(db);
  * await ensureSystemTables(db);

@@ -27,7 +27,7 @@ function listOf(v: unknown): string[] {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { mergeFiles } from "moonbase/lib/files/merge.ts";
+ * import { mergeFiles } from "moonbase/lib/records/file_values.ts";
  * import { adminOnlyRules } from "moonbase/lib/schema/types.ts";
  * const schema = { id: "e", name: "docs", type: "base" as const, view_query: "", has_api: true,
  *   is_system: false, created: "", updated: "", rules: adminOnlyRules(),

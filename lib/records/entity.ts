@@ -7,37 +7,33 @@
 
 import type { Dialect, Storage } from "../db/storage.ts";
 import { MoonbaseError } from "../errors.ts";
-import { hashPassword } from "../auth/password.ts";
-import {
-  allFields,
-  checkInput,
-  decodeRow,
-  type RecordData,
-} from "../records/codec.ts";
-import { deleteRecord } from "../records/delete.ts";
+import { checkInput, decodeRow, type RecordData } from "./codec.ts";
+import { allFields } from "../schema/builtin.ts";
+import { deleteRecord } from "./delete.ts";
 import {
   insertRecord,
   type OpOptions,
   readRow,
   type RefsOf,
   updateRecord,
-} from "../records/crud.ts";
-import { listRecords, type ListResult } from "../records/list.ts";
-import { parseListOptions } from "../records/list_query.ts";
-import { both } from "../records/hooks.ts";
-import { ExpressionRules } from "../records/rule_engine.ts";
-import type { AuthValue } from "../auth/sessions.ts";
+} from "./crud.ts";
+import { listRecords, type ListResult } from "./list.ts";
+import { parseListOptions } from "./list_query.ts";
+import { both } from "./hooks.ts";
+import { ExpressionRules } from "./rule_engine.ts";
+import type { AuthValue } from "../caller.ts";
 
-import { columnOf, tableOf } from "./ddl.ts";
+import { columnOf, tableOf } from "../schema/ddl.ts";
 import type {
   EntitySchema,
   EntityType,
   FieldDef,
   Rule,
   Rules,
-} from "./types.ts";
+} from "../schema/types.ts";
 
-import type { FileStore } from "../files/store.ts";
+import type { EntityEnv } from "./entity_env.ts";
+import { assertWritable } from "./access.ts";
 
 const libraryRules = new ExpressionRules();
 
@@ -77,7 +73,7 @@ export class Entity {
   readonly #schema: EntitySchema;
   readonly #store: Storage;
   readonly #refsOf: RefsOf;
-  readonly #files: FileStore | undefined;
+  readonly #env: EntityEnv;
   readonly #rules: Readonly<Rules>;
   readonly #fields: FieldDef[];
 
@@ -85,10 +81,10 @@ export class Entity {
   constructor(
     schema: EntitySchema,
     store: Storage,
-    refsOf: RefsOf = () => [],
-    files?: FileStore,
+    refsOf: RefsOf,
+    env: EntityEnv,
   ) {
-    this.#files = files;
+    this.#env = env;
     this.#schema = schema;
     this.#store = store;
     this.#refsOf = refsOf;
@@ -222,7 +218,7 @@ export class Entity {
     data: Record<string, unknown>,
     opts?: OpOptions,
   ): Promise<RecordData> {
-    this.#writable();
+    assertWritable(this, "add");
     const values = checkInput(this.#schema, data, "create");
     await this.#hash(values);
     return await insertRecord(this.#store, this.#schema, values, opts);
@@ -253,26 +249,35 @@ export class Entity {
     if (opts?.keep && !(await opts.keep(record))) return undefined;
     return record;
   }
-  /** Updates a record; undefined when it does not exist. */
+  /**
+   * Updates a record; undefined when it does not exist. A new password of an
+   * auth entity's user ends the user's sessions, except `opts.keepSession`.
+   */
   async update(
     id: string,
     data: Record<string, unknown>,
     opts?: OpOptions,
   ): Promise<RecordData | undefined> {
-    this.#writable();
+    assertWritable(this, "update");
     const values = checkInput(this.#schema, data, "update");
-    await this.#hash(values);
+    const newPassword = await this.#hash(values);
     const removed: string[] = [];
     const rec = await updateRecord(this.#store, this.#schema, id, values, {
       ...opts,
       removedFiles: removed,
     });
-    if (rec && removed.length > 0) await this.#files?.remove(this.id, removed);
+    if (rec && newPassword) {
+      // The one place a password change ends the user's other sessions.
+      await this.#env.passwordChanged(this.name, id, opts?.keepSession ?? "");
+    }
+    if (rec && removed.length > 0) {
+      await this.#env.files?.remove(this.id, removed);
+    }
     return rec;
   }
   /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
   async remove(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
-    this.#writable();
+    assertWritable(this, "delete");
     const deleted: { schema: EntitySchema; record: RecordData }[] = [];
     const rec = await deleteRecord(
       this.#store,
@@ -285,29 +290,20 @@ export class Entity {
       },
     );
     for (const d of deleted) {
-      await this.#files?.remove(d.schema.id, fileNames(d.schema, d.record));
+      await this.#env.files?.remove(
+        d.schema.id,
+        fileNames(d.schema, d.record),
+      );
     }
     return rec;
   }
 
-  #writable(): void {
-    if (this.type === "view") {
-      throw new MoonbaseError(
-        "method_not_allowed",
-        `Cannot write to ${this.name}: views are read-only`,
-        null,
-        {
-          Allow: "GET, HEAD",
-        },
-      );
-    }
-  }
-
-  async #hash(values: Map<string, unknown>): Promise<void> {
+  /** Hashes a new password in place; true when the write sets one. */
+  async #hash(values: Map<string, unknown>): Promise<boolean> {
     const pw = values.get("password");
-    if (this.type === "auth" && typeof pw === "string") {
-      values.set("password", await hashPassword(pw));
-    }
+    if (this.type !== "auth" || typeof pw !== "string") return false;
+    values.set("password", await this.#env.hashPassword(pw));
+    return true;
   }
 }
 

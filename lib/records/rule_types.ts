@@ -1,0 +1,59 @@
+/**
+ * The shapes shared by the record service and the rule engine: the request
+ * a rule may read, the engine's interface, and what the engine reads of an
+ * entity (an `Entity` is one). A leaf module: both sides import it, neither
+ * imports the other for it.
+ *
+ * @module
+ */
+
+import type { AuthValue } from "../caller.ts";
+import type { Dialect } from "../db/storage.ts";
+import type {
+  EntitySchema,
+  EntityType,
+  FieldDef,
+  Operation,
+} from "../schema/types.ts";
+import type { OpOptions } from "./crud.ts";
+
+/** What of the HTTP request a rule may read (`req.*`). */
+export interface RuleRequest {
+  body: Record<string, unknown>;
+  query: Record<string, string>;
+  method: string;
+}
+
+/** What the rule engine reads of an entity. */
+export interface RuleTarget {
+  readonly id: string;
+  readonly name: string;
+  readonly type: EntityType;
+  readonly dialect: Dialect;
+  readonly fields: FieldDef[];
+  readonly schema: EntitySchema;
+  field(name: string): FieldDef | undefined;
+}
+
+/** Turns a custom rule (and a list filter) into operation hooks, or throws a denial. */
+export interface RuleEngine {
+  hooks(
+    entity: RuleTarget,
+    op: Operation,
+    expr: string,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): OpOptions;
+  /**
+   * Hooks for the `filter` parameter; `perRow` keeps it out of SQL (a
+   * per-row rule is in force: a filter narrowing the rows scanned would make
+   * the scan budget an oracle on the hidden rows).
+   */
+  filter(
+    entity: RuleTarget,
+    source: string,
+    auth: AuthValue,
+    req: RuleRequest,
+    perRow?: boolean,
+  ): OpOptions;
+}
