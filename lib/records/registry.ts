@@ -7,15 +7,14 @@
  * @module
  */
 
-import { MoonbaseError, StorageUnavailableError } from "../errors.ts";
+import { MoonbaseError } from "../errors.ts";
 import { physicalName, type Queryable, type Storage } from "../db/storage.ts";
 import { ADMIN_SCHEMA } from "../schema/system.ts";
-import { uuidv7 } from "../ids.ts";
 import { newSchema } from "../schema/new_schema.ts";
 import type { RelationRef } from "./crud.ts";
-import { columnOf, createSql, dropSql, tableOf } from "../schema/ddl.ts";
-import { Entity, fileNames } from "./entity.ts";
-import { decodeRow } from "./codec.ts";
+import { createSql, dropSql } from "../schema/ddl.ts";
+import { Entity } from "./entity.ts";
+import { retarget, runSchemaChange, storedFileNames } from "./schema_change.ts";
 import type { EntityEnv } from "./entity_env.ts";
 import { planPatch } from "../schema/migrate.ts";
 import { saveSchema } from "../schema/stored.ts";
@@ -29,7 +28,6 @@ import {
   snapshotViews,
   type ViewWorldEntity,
 } from "../schema/views.ts";
-import { ddlReason, isViewDependency } from "../schema/ddl_errors.ts";
 import { allFields } from "../schema/builtin.ts";
 
 /** Holds every entity; the one way to change schemas. */
@@ -219,18 +217,14 @@ export class Registry {
       const before = plan.statements.length > 0
         ? await snapshotViews(tx, this.#store.dialect)
         : undefined;
-      if (dropped.length > 0) {
-        const cols = dropped.map((f) => columnOf(f.name)).join(", ");
-        const rows = await tx.query(
-          `SELECT ${cols} FROM ${tableOf(current.name)}`,
-        );
-        // One schema object for every row: decode plans are cached per object.
-        const files = { ...current.schema, fields: dropped };
-        for (const row of rows) {
-          const record = decodeRow(files, row, this.#store.dialect);
-          orphans.push(...fileNames(files, record));
-        }
-      }
+      orphans.push(
+        ...await storedFileNames(
+          tx,
+          this.#store.dialect,
+          current.schema,
+          dropped,
+        ),
+      );
       for (const s of plan.statements) await tx.exec(s);
       for (const f of plan.fills) await tx.run(f.sql, f.params);
       const world = this.#world(plan.schema);
@@ -244,17 +238,10 @@ export class Registry {
       }
       if (before) await this.#audit(tx, plan.schema, "change", before, world);
       if (plan.schema.name !== current.name) {
-        for (const ref of this.refsOf(current.name)) {
-          if (ref.schema.id === current.id) continue;
-          const other = structuredClone(ref.schema);
-          other.fields = other.fields.filter((f) => !f.system);
-          for (const f of other.fields) {
-            if (
-              f.foreign_key?.entity.toLowerCase() === current.name.toLowerCase()
-            ) f.foreign_key.entity = plan.schema.name;
-          }
-          await saveSchema(tx, other);
-        }
+        const refs = this.refsOf(current.name).filter((r) =>
+          r.schema.id !== current.id
+        );
+        await retarget(tx, refs, current.name, plan.schema.name);
       }
       await saveSchema(tx, plan.schema);
     }, current.name);
@@ -375,50 +362,16 @@ export class Registry {
     table = schema.name,
   ): Promise<void> {
     try {
-      await this.#store.transaction(async (tx) => {
-        // A schema change may rewrite a big table: no statement timeout.
-        if (this.#store.dialect.name === "postgres") {
-          await tx.exec("SET LOCAL statement_timeout = 0");
-        }
-        await fn(tx);
-        await tx.run(
-          `UPDATE "mb_meta" SET "value" = ? WHERE "key" = 'schema_version'`,
-          [uuidv7()],
-        );
-      });
-    } catch (err) {
-      await this.load();
-      if (err instanceof MoonbaseError) throw err;
-      if (err instanceof StorageUnavailableError) throw err; // 503, not a 400
-      const failure = this.#store.dialect.constraintFailure(err);
-      if (failure?.kind === "unique") {
-        throw new MoonbaseError(
-          "conflict",
-          `Cannot change entity ${schema.name}: existing records have duplicate values`,
-        );
-      }
-      if (isViewDependency(err)) {
-        const readers = await readersOf(
-          this.#store,
-          this.#store.dialect,
-          this.#world(),
-          table,
-        ).catch(() => []);
-        throw new MoonbaseError(
-          "conflict",
-          `Cannot ${action} entity ${schema.name}: read by ${
-            readers.length > 0 ? `view ${readers.join(", ")}` : "a view"
-          } (change or delete the view first)`,
-        );
-      }
-      throw new MoonbaseError(
-        "invalid",
-        schema.type === "view"
-          ? `Cannot accept view_query: it does not run (${ddlReason(err)})`
-          : `Cannot ${action} entity ${schema.name}: ${ddlReason(err)}`,
+      await runSchemaChange(
+        this.#store,
+        schema,
+        action,
+        fn,
+        () => readersOf(this.#store, this.#store.dialect, this.#world(), table),
       );
+    } finally {
+      await this.load();
     }
-    await this.load();
     this.onChange?.();
   }
 }
