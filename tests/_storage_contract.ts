@@ -5,9 +5,9 @@
  *
  * `runStorageContract(name, open)` registers two tests. One opens a storage
  * and runs every case of the tables (in the _storage_contract_*.ts files and
- * below) as a step; each step creates its own
- * tables (names made fresh per step), so no step reads what another wrote.
- * The other opens a storage per case for the cases that close it.
+ * below) as a step; each step creates its own tables (names made fresh per
+ * step), so no step reads what another wrote. The other opens a storage per
+ * case for the cases that close it.
  *
  * A case the named implementation is known to break carries `bug`: the step
  * is registered but ignored there, and says why. Fixing the implementation
