@@ -4,6 +4,8 @@
  * blocking the others (statements wait when every one is held), and an
  * unreachable server is a clear error.
  * Runs on the throwaway cluster; skipped when PostgreSQL is not tested.
+ * What every storage promises (rollback, errors, values, …) is checked by
+ * tests/storage_contract_test.ts, on a pool of one connection too.
  *
  * @module
  */
@@ -129,23 +131,6 @@ poolTest(
     assertEquals(order, ["tx1", "plain"]);
     gates[0].open();
     await Promise.all(txs);
-  },
-);
-
-poolTest(
-  "postgres pool: a failed transaction rolls back and frees its connection",
-  1,
-  async (s) => {
-    await s.exec(`CREATE TABLE "t" ("id" BIGINT PRIMARY KEY)`);
-    await rejection(
-      s.transaction(async (q) => {
-        await q.run(`INSERT INTO "t" VALUES (1)`);
-        await q.run(`INSERT INTO "t" VALUES (1)`);
-      }),
-    );
-    // The only connection is usable again and nothing was kept.
-    assertEquals(await s.query(`SELECT "id" FROM "t"`), []);
-    assertEquals(await s.run(`INSERT INTO "t" VALUES (2)`), 1);
   },
 );
 

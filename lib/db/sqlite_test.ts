@@ -2,7 +2,8 @@
  * SQLite write groups: the first write of a turn commits alone, later writes
  * of the turn share one commit, each settles only once it is committed
  * (another connection sees it), and a failed statement or transaction undoes
- * only itself.
+ * only itself. What every storage promises (rollback, errors, values, …) is
+ * checked by tests/storage_contract_test.ts.
  *
  * @module
  */
