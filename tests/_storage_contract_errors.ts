@@ -167,10 +167,6 @@ export const errorCases: Case[] = [
   },
   {
     name: "a failing statement inside a transaction rejects its promise",
-    bug: {
-      sqlite:
-        "the transaction's query/run/exec throw synchronously (sqlite.ts #direct calls #all/#run/exec before Promise.resolve), so tx.run(bad).catch(…) never runs",
-    },
     async run(c) {
       const t = await table(c);
       for (const [what, send] of failingCalls(t)) {

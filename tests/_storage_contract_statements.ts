@@ -118,10 +118,6 @@ export const rawValueCases: Case[] = [
   },
   {
     name: "a boolean binds as a parameter (it is a SqlValue)",
-    bug: {
-      sqlite:
-        "node:sqlite refuses booleans (TypeError: Provided value cannot be bound to SQLite parameter); only dialect.encode('bool', …) values bind",
-    },
     async run(c) {
       const t = await table(c, `"v" ${c.d.columnType("bool")}`);
       const vals: SqlValue[] = [true, false];
@@ -132,10 +128,6 @@ export const rawValueCases: Case[] = [
   },
   {
     name: "text with a NUL character is kept whole or refused as invalid",
-    bug: {
-      sqlite:
-        'node:sqlite cuts a bound string at its first NUL: "a\\0b" is stored as "a" and the write succeeds',
-    },
     async run(c) {
       const t = await table(c);
       const err = await c.s.run(`INSERT INTO ${t} VALUES (1, ?)`, ["a\0b"])

@@ -76,7 +76,7 @@ export const transactionCases: Case[] = [
     name: "a failed statement fn catches does not undo the transaction",
     bug: {
       postgres:
-        "the failed statement aborts the whole PostgreSQL transaction: transaction() rejects with the caught error and keeps nothing though fn resolved (a later statement in fn fails with 25P02); a savepoint per statement would match SQLite",
+        "documented in Storage.transaction: a failed statement fails the whole PostgreSQL transaction even when fn catches it (no savepoint per statement: it would cost every write)",
     },
     async run(c) {
       const t = await table(c, `"v" TEXT UNIQUE`);

@@ -22,7 +22,7 @@ import { type RowMaker, rowMaker } from "./shapes.ts";
 import { sqliteDialect } from "./sqlite_dialect.ts";
 import { ownerOnly } from "./private_files.ts";
 import { writes } from "./statement_kind.ts";
-import { diskFull } from "../errors.ts";
+import { diskFull, MoonbaseError } from "../errors.ts";
 import {
   FULL_REPORTED_MS,
   groupLost,
@@ -91,10 +91,15 @@ export class SqliteStorage implements Storage {
       );
     }
     this.#direct = {
-      query: (sql, params) => Promise.resolve(this.#all(sql, params)),
-      run: (sql, params) => Promise.resolve(this.#run(sql, params)),
+      // Failures reject (never throw), as on the storage itself.
+      query: (sql, params) => settle(() => this.#all(sql, params)),
+      run: (sql, params) => settle(() => this.#run(sql, params)),
       exec: (sql) => {
-        this.#db.exec(sql);
+        try {
+          this.#db.exec(sql);
+        } catch (err) {
+          return Promise.reject(err);
+        }
         // DDL: cached statements (and their row builders) may be stale.
         this.#cache.clear();
         return Promise.resolve();
@@ -156,7 +161,7 @@ export class SqliteStorage implements Storage {
   }
 
   #rows({ st, make }: Prepared, params: readonly SqlValue[] = []): Row[] {
-    const arrays = st.all(...(params as never[])) as unknown as unknown[][];
+    const arrays = st.all(...bindable(params)) as unknown as unknown[][];
     const rows: Row[] = new Array(arrays.length);
     for (let r = 0; r < arrays.length; r++) rows[r] = make(arrays[r]);
     return rows;
@@ -171,7 +176,7 @@ export class SqliteStorage implements Storage {
   }
 
   #runRaw(sql: string, params: readonly SqlValue[] = []): number {
-    return Number(this.#stmt(sql).st.run(...(params as never[])).changes);
+    return Number(this.#stmt(sql).st.run(...bindable(params)).changes);
   }
 
   query(sql: string, params?: readonly SqlValue[]): Promise<Row[]> {
@@ -374,4 +379,34 @@ export class SqliteStorage implements Storage {
       this.#db.close();
     }
   }
+}
+
+/** A synchronous statement as a promise: its failure rejects. */
+function settle<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+/**
+ * Parameters as node:sqlite binds them: booleans as 1/0 (it refuses
+ * booleans), and a string with a NUL refused (it would cut the string there
+ * and store the rest silently), as PostgreSQL refuses it.
+ */
+function bindable(params: readonly SqlValue[]): never[] {
+  let out: SqlValue[] | undefined;
+  for (let i = 0; i < params.length; i++) {
+    const p = params[i];
+    if (typeof p === "boolean") {
+      (out ??= [...params])[i] = p ? 1 : 0;
+    } else if (typeof p === "string" && p.includes("\0")) {
+      throw new MoonbaseError(
+        "invalid",
+        "Cannot use value: it contains characters the database cannot store",
+      );
+    }
+  }
+  return (out ?? params) as never[];
 }

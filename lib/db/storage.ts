@@ -73,7 +73,10 @@ export interface Storage extends Queryable {
   /**
    * Runs `fn` in one transaction; it commits when `fn` resolves and rolls
    * back when it throws. Inside `fn`, run statements on `tx` only: a
-   * statement on the storage itself would wait for this transaction to end.
+   * statement on the storage itself may wait for this transaction to end
+   * (SQLite; PostgreSQL with one connection), and never sees its writes.
+   * A statement that fails inside `fn` fails the whole transaction on
+   * PostgreSQL even when `fn` catches it: do not catch and carry on.
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query. */
