@@ -57,12 +57,13 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-let hashOnce: Promise<string> | undefined;
-/** The harness admin's password hash, computed once per process. */
-function adminHash(): Promise<string> {
-  hashOnce ??= hashPassword(ADMIN_PASSWORD);
-  return hashOnce;
-}
+/**
+ * The harness admin's password hash, computed once ahead of time: every test
+ * file runs in an isolate of its own, and an scrypt hash costs ~0.3-0.7 s.
+ * `tests/harness_test.ts` checks it still verifies.
+ */
+export const ADMIN_PASSWORD_HASH =
+  "scrypt$32768$8$1$bESafKrznuAmfoEefpMC5Q==$xPB0V1+rqjZyAWaDdqqglB8J0D9In9TE40vaENXaays=";
 
 /** Password of the admin `adminToken()` creates. */
 export const ADMIN_PASSWORD = "admin-password-123";
@@ -152,7 +153,7 @@ export async function startServer(
               now,
               now,
               email,
-              await adminHash(),
+              ADMIN_PASSWORD_HASH,
               app.storage.dialect.encode("bool", false),
             ],
           );
