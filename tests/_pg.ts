@@ -55,7 +55,10 @@ async function run(args: string[], asPostgres = true): Promise<string> {
   return text;
 }
 
-async function start(durable = false): Promise<PgCluster> {
+async function start(
+  durable = false,
+  stopAtUnload = true,
+): Promise<PgCluster & { dir: string }> {
   const dir = await Deno.makeTempDir({ prefix: "mb_pg_" });
   await Deno.chmod(dir, 0o777);
   if (Deno.uid() === 0) await run(["chown", "postgres:postgres", dir], false);
@@ -77,7 +80,7 @@ async function start(durable = false): Promise<PgCluster> {
   const opts =
     `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off${
       durable ? "" : " -c synchronous_commit=off"
-    } -c full_page_writes=off -c max_connections=200`;
+    } -c full_page_writes=off -c max_connections=300`;
   const up = () =>
     run([
       `${BIN}/pg_ctl`,
@@ -91,29 +94,23 @@ async function start(durable = false): Promise<PgCluster> {
       "start",
     ]);
   await up();
-  globalThis.addEventListener("unload", () => {
-    const args = ["-D", data, "-m", "immediate", "stop"];
-    const cmd = Deno.uid() === 0
-      ? new Deno.Command("runuser", {
-        args: ["-u", "postgres", "--", `${BIN}/pg_ctl`, ...args],
-      })
-      : new Deno.Command(`${BIN}/pg_ctl`, { args });
-    cmd.outputSync();
-    Deno.removeSync(dir, { recursive: true });
-  });
+  if (stopAtUnload) {
+    globalThis.addEventListener("unload", () => {
+      const args = ["-D", data, "-m", "immediate", "stop"];
+      const cmd = Deno.uid() === 0
+        ? new Deno.Command("runuser", {
+          args: ["-u", "postgres", "--", `${BIN}/pg_ctl`, ...args],
+        })
+        : new Deno.Command(`${BIN}/pg_ctl`, { args });
+      cmd.outputSync();
+      Deno.removeSync(dir, { recursive: true });
+    });
+  }
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {
     url,
-    async createDatabase() {
-      const name = `mb_test_${Deno.pid}_${++counter}`;
-      const admin = postgres(url, { max: 1, onnotice: () => {} });
-      try {
-        await admin.unsafe(`CREATE DATABASE ${name}`);
-      } finally {
-        await admin.end();
-      }
-      return `postgres://postgres@127.0.0.1:${port}/${name}`;
-    },
+    dir,
+    createDatabase: () => createDatabase(url),
     async stop() {
       await run([`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "stop"]);
     },
@@ -149,8 +146,92 @@ async function start(durable = false): Promise<PgCluster> {
  * ```
  */
 export function startPostgres(): Promise<PgCluster> {
-  started ??= start();
+  started ??= shared();
   return started;
+}
+
+/**
+ * The cluster shared by every test file of this `deno test` process: each
+ * file runs in an isolate of its own (no shared globals), so the first to
+ * get here starts it (an atomic mkdir is the lock) and writes its URL to a
+ * file the others wait for. A watchdog process stops it once the test
+ * process is gone; no file's exit stops it under another's feet.
+ */
+async function shared(): Promise<PgCluster> {
+  const home = `${Deno.env.get("TMPDIR") ?? "/tmp"}/mb_pg_shared_${Deno.pid}`;
+  const urlFile = `${home}/url`;
+  let owner = false;
+  try {
+    await Deno.mkdir(home);
+    owner = true;
+  } catch (err) {
+    if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
+  }
+  if (owner) {
+    try {
+      const cluster = await start(false, false);
+      await watchdog(cluster.dir, home);
+      await Deno.writeTextFile(`${urlFile}.tmp`, cluster.url);
+      await Deno.rename(`${urlFile}.tmp`, urlFile);
+      return attach(cluster.url);
+    } catch (err) {
+      await Deno.writeTextFile(urlFile, `error: ${err}`);
+      throw err;
+    }
+  }
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    const text = await Deno.readTextFile(urlFile).catch(() => "");
+    if (text.startsWith("error: ")) {
+      throw new Error(`Cannot share the test cluster: ${text.slice(7)}`);
+    }
+    if (text) return attach(text);
+    if (Date.now() > deadline) {
+      throw new Error("Cannot share the test cluster: it did not start");
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Stops the shared cluster and removes its files when this process exits. */
+async function watchdog(dir: string, home: string): Promise<void> {
+  const stop = Deno.uid() === 0
+    ? `runuser -u postgres -- ${BIN}/pg_ctl -D ${dir}/data -m immediate stop`
+    : `${BIN}/pg_ctl -D ${dir}/data -m immediate stop`;
+  const script =
+    `while kill -0 ${Deno.pid} 2>/dev/null; do sleep 1; done; ${stop}; rm -rf ${dir} ${home}`;
+  // setsid + &: the watchdog outlives this process (it waits for its end).
+  await new Deno.Command("sh", {
+    args: ["-c", `setsid sh -c '${script}' >/dev/null 2>&1 < /dev/null &`],
+  }).output();
+}
+
+/** A handle on the shared cluster started by another test file. */
+function attach(url: string): PgCluster {
+  const refuse = () =>
+    Promise.reject(
+      new Error("Cannot stop the shared cluster: use startOwnPostgres()"),
+    );
+  return {
+    url,
+    createDatabase: () => createDatabase(url),
+    stop: refuse,
+    restart: refuse,
+    pids: () => Promise.resolve([]),
+  };
+}
+
+async function createDatabase(url: string): Promise<string> {
+  const name = `mb_test_${Deno.pid}_${
+    crypto.randomUUID().replaceAll("-", "").slice(0, 12)
+  }_${++counter}`;
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  return url.replace(/\/postgres$/, `/${name}`);
 }
 
 /**
