@@ -41,7 +41,7 @@ const fail = (reason: string): never => {
  * import { textLength } from "moonbase/lib/rules/sql_numeric.ts";
  * const { sql, ...n } = textLength({ sql: '"t"', fieldType: "string", family: "text" }, "sqlite");
  * assert.match(sql, /length\("t"\)/);
- * // Never NULL: a NULL text has length 0 (nullValue undefined: no JS value).
+ * // NULL for a NULL text, standing for undefined (a rule reads null.length as undefined).
  * assert.deepEqual(n, {
  *   fieldType: "int",
  *   family: "number",
