@@ -13,9 +13,12 @@ export type RootName = "auth" | "req" | "record";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import type { BinaryOperator } from "moonbase/lib/rules/ast.ts";
- * const op: BinaryOperator = "!==";
- * if (op !== "!==") throw new Error("unreachable");
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * const e = parseExpression("record.a !== 1", { mode: "rule" });
+ * const op: BinaryOperator | undefined = e.type === "binary" ? e.operator : undefined;
+ * assert.equal(op, "!==");
  * ```
  */
 export type BinaryOperator =
@@ -38,9 +41,12 @@ export type BinaryOperator =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import type { MethodName } from "moonbase/lib/rules/ast.ts";
- * const m: MethodName = "startsWith";
- * if (m.length !== 10) throw new Error("unexpected");
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * const e = parseExpression('record.title.startsWith("a")', { mode: "rule" });
+ * const m: MethodName | undefined = e.type === "method" ? e.method : undefined;
+ * assert.equal(m, "startsWith");
  * ```
  */
 export type MethodName = "includes" | "startsWith" | "endsWith";
@@ -58,15 +64,17 @@ export type MethodName = "includes" | "startsWith" | "endsWith";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import type { Expr } from "moonbase/lib/rules/ast.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
  * const e: Expr = {
  *   type: "binary",
- *   pos: 10,
+ *   pos: 13,
  *   operator: "==",
- *   left: { type: "member", pos: 0, object: { type: "root", pos: 0, name: "record" }, property: "owner" },
- *   right: { type: "literal", pos: 13, value: "x" },
+ *   left: { type: "member", pos: 7, object: { type: "root", pos: 0, name: "record" }, property: "owner" },
+ *   right: { type: "literal", pos: 16, value: "x" },
  * };
- * if (e.type !== "binary") throw new Error("unreachable");
+ * assert.deepEqual(parseExpression('record.owner == "x"', { mode: "rule" }), e);
  * ```
  */
 export type Expr =
@@ -122,8 +130,14 @@ export type Expr =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { LIMITS } from "moonbase/lib/rules/ast.ts";
- * if (LIMITS.maxSourceLength !== 4096) throw new Error("unexpected");
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * assert.equal(LIMITS.maxSourceLength, 4096);
+ * assert.throws(
+ *   () => parseExpression("1".repeat(LIMITS.maxSourceLength + 1), { mode: "rule" }),
+ *   /^RuleSyntaxError: Cannot parse rule: longer than 4096 characters at 4096$/,
+ * );
  * ```
  */
 export const LIMITS: {
@@ -145,10 +159,13 @@ export const LIMITS: {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { RuleSyntaxError } from "moonbase/lib/rules/ast.ts";
  * const e = new RuleSyntaxError('unexpected "}"', 12);
- * if (e.message !== 'Cannot parse rule: unexpected "}" at 12') throw new Error(e.message);
- * if (e.position !== 12 || !(e instanceof Error)) throw new Error("bad");
+ * assert.ok(e instanceof Error);
+ * assert.equal(e.message, 'Cannot parse rule: unexpected "}" at 12');
+ * assert.equal(e.detail, 'unexpected "}"');
+ * assert.equal(e.position, 12);
  * ```
  */
 export class RuleSyntaxError extends Error {

@@ -14,11 +14,10 @@ import { parseExpression } from "./parser.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { checkRuleExpr } from "moonbase/lib/rules/check.ts";
- * if (checkRuleExpr("auth.id != ''") !== undefined) throw new Error("rejected");
- * if (checkRuleExpr("auth.id = 1") !== 'Cannot parse rule: unexpected "=" at 8') {
- *   throw new Error("accepted");
- * }
+ * assert.equal(checkRuleExpr("auth.id != ''"), undefined);
+ * assert.equal(checkRuleExpr("auth.id = 1"), 'Cannot parse rule: unexpected "=" at 8');
  * ```
  */
 export function checkRuleExpr(

@@ -37,10 +37,14 @@ export { MAX_STRING_LENGTH, RuleEvalError } from "./values.ts";
  *
  * @example
  * ```ts
- * import type { RuleScope } from "moonbase/lib/rules/evaluate.ts";
+ * import assert from "node:assert/strict";
+ * import { type RuleScope, test } from "moonbase/lib/rules/evaluate.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
  * const rule: RuleScope = { auth: { id: "" }, req: { method: "GET" }, record: { title: "x" } };
+ * assert.equal(test(parseExpression('record.title == "x"', { mode: "rule" }), rule), true);
  * const filter: RuleScope = { title: "x", auth: { id: "" } };
- * if (rule.record === undefined || filter.title !== "x") throw new Error("unreachable");
+ * const fields = new Set(["title"]);
+ * assert.equal(test(parseExpression('title == "x"', { mode: "filter", fields }), filter), true);
  * ```
  */
 export interface RuleScope {
@@ -57,9 +61,12 @@ export interface RuleScope {
  *
  * @example
  * ```ts
- * import type { RuleHelpers } from "moonbase/lib/rules/evaluate.ts";
+ * import assert from "node:assert/strict";
+ * import { evaluate, type RuleHelpers } from "moonbase/lib/rules/evaluate.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
  * const helpers: RuleHelpers = new Map([["double", (x: unknown) => Number(x) * 2]]);
- * if (!helpers.has("double")) throw new Error("unreachable");
+ * const e = parseExpression("double(record.n)", { mode: "rule", helpers: new Set(helpers.keys()) });
+ * assert.equal(evaluate(e, { record: { n: 21 } }, helpers), 42);
  * ```
  */
 export type RuleHelpers = ReadonlyMap<string, (...args: unknown[]) => unknown>;
@@ -72,10 +79,11 @@ export type RuleHelpers = ReadonlyMap<string, (...args: unknown[]) => unknown>;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { callMethod } from "moonbase/lib/rules/evaluate.ts";
- * if (callMethod("hello", "startsWith", "he") !== true) throw new Error("string");
- * if (callMethod(["a", 1], "includes", 1) !== true) throw new Error("array");
- * if (callMethod(null, "includes", "x") !== undefined) throw new Error("null");
+ * assert.equal(callMethod("hello", "startsWith", "he"), true);
+ * assert.equal(callMethod(["a", 1], "includes", 1), true);
+ * assert.equal(callMethod(null, "includes", "x"), undefined);
  * ```
  */
 export function callMethod(
@@ -175,10 +183,11 @@ function evalNode(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseExpression } from "moonbase/lib/rules/parser.ts";
  * import { evaluate } from "moonbase/lib/rules/evaluate.ts";
  * const e = parseExpression('record.title + "!"', { mode: "rule" });
- * if (evaluate(e, { record: { title: "hi" } }) !== "hi!") throw new Error("bad");
+ * assert.equal(evaluate(e, { record: { title: "hi" } }), "hi!");
  * ```
  */
 export function evaluate(
@@ -201,11 +210,12 @@ export function evaluate(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseExpression } from "moonbase/lib/rules/parser.ts";
  * import { test } from "moonbase/lib/rules/evaluate.ts";
  * const e = parseExpression("record.owner == auth.id", { mode: "rule" });
- * if (!test(e, { auth: { id: "u1" }, record: { owner: "u1" } })) throw new Error("owner");
- * if (test(e, { auth: { id: "u1" }, record: { owner: "u2" } })) throw new Error("other");
+ * assert.equal(test(e, { auth: { id: "u1" }, record: { owner: "u1" } }), true);
+ * assert.equal(test(e, { auth: { id: "u1" }, record: { owner: "u2" } }), false);
  * ```
  */
 export function test(

@@ -42,9 +42,10 @@ const PUNCTUATORS = [
  *
  * @example
  * ```ts
- * import type { Token } from "moonbase/lib/rules/lexer.ts";
+ * import assert from "node:assert/strict";
+ * import { type Token, tokenize } from "moonbase/lib/rules/lexer.ts";
  * const t: Token = { kind: "name", value: "auth", pos: 0, end: 4 };
- * if (t.end - t.pos !== 4) throw new Error("bad");
+ * assert.deepEqual(tokenize("auth")[0], t);
  * ```
  */
 export type Token =
@@ -76,9 +77,12 @@ function quote(text: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { TokenStream } from "moonbase/lib/rules/lexer.ts";
  * const s = new TokenStream("auth.id");
- * if (s.next().value !== "auth" || !s.isPunct(".")) throw new Error("bad");
+ * assert.deepEqual(s.next(), { kind: "name", value: "auth", pos: 0, end: 4 });
+ * assert.ok(s.isPunct("."));
+ * assert.equal(s.next().value, ".");
  * ```
  */
 export class TokenStream {
@@ -174,9 +178,11 @@ export class TokenStream {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { tokenize } from "moonbase/lib/rules/lexer.ts";
- * const kinds = tokenize('auth.id == "x"').map((t) => t.kind).join(" ");
- * if (kinds !== "name punct name punct string eof") throw new Error(kinds);
+ * const kinds = tokenize('auth.id == "x"').map((t) => t.kind);
+ * assert.deepEqual(kinds, ["name", "punct", "name", "punct", "string", "eof"]);
+ * assert.deepEqual(tokenize('"x"')[0], { kind: "string", value: "x", pos: 0, end: 3 });
  * ```
  */
 export function tokenize(source: string, what = "rule"): Token[] {

@@ -23,9 +23,11 @@ import { type Token, TokenStream } from "./lexer.ts";
  *
  * @example
  * ```ts
- * import type { ParseOptions } from "moonbase/lib/rules/parser.ts";
+ * import assert from "node:assert/strict";
+ * import { type ParseOptions, parseExpression } from "moonbase/lib/rules/parser.ts";
  * const options: ParseOptions = { mode: "filter", fields: new Set(["title"]) };
- * if (options.mode !== "filter") throw new Error("unreachable");
+ * assert.equal(parseExpression('title == "x"', options).type, "binary");
+ * assert.throws(() => parseExpression('body == "x"', options), /unknown name "body" at 0/);
  * ```
  */
 export interface ParseOptions {
@@ -259,15 +261,14 @@ class Parser extends TokenStream {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseExpression } from "moonbase/lib/rules/parser.ts";
- * const e = parseExpression('record.owner == auth.id && !record.hidden', { mode: "rule" });
- * if (e.type !== "logical") throw new Error(e.type);
- * try {
- *   parseExpression("globalThis", { mode: "rule" });
- *   throw new Error("accepted");
- * } catch (err) {
- *   if (!(err instanceof Error) || err.message !== 'Cannot parse rule: unknown name "globalThis" at 0') throw err;
- * }
+ * const e = parseExpression("record.owner == auth.id && !record.hidden", { mode: "rule" });
+ * assert.equal(e.type, "logical");
+ * assert.throws(
+ *   () => parseExpression("globalThis", { mode: "rule" }),
+ *   { name: "RuleSyntaxError", message: 'Cannot parse rule: unknown name "globalThis" at 0' },
+ * );
  * ```
  */
 export function parseExpression(source: string, options: ParseOptions): Expr {

@@ -14,14 +14,20 @@ import type { Dialect } from "./sql_fragment.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import type { SqlContext } from "moonbase/lib/rules/sql_context.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * import { compileToSql } from "moonbase/lib/rules/to_sql.ts";
  * const ctx: SqlContext = {
  *   dialect: "sqlite",
  *   column: (name) => name === "title" ? '"title"' : undefined,
  *   fieldType: (name) => name === "title" ? "string" : undefined,
  *   scope: { auth: { id: "" } },
  * };
- * if (ctx.column("x") !== undefined) throw new Error("bad");
+ * assert.deepEqual(compileToSql(parseExpression('record.title == "a"', { mode: "rule" }), ctx), {
+ *   sql: '("title" IS NOT NULL AND "title" = ?)',
+ *   params: ["a"],
+ * });
  * ```
  */
 export interface SqlContext {

@@ -17,9 +17,10 @@ export type Dialect = "sqlite" | "postgres";
  *
  * @example
  * ```ts
- * import type { Frag } from "moonbase/lib/rules/sql_fragment.ts";
+ * import assert from "node:assert/strict";
+ * import { type Frag, not } from "moonbase/lib/rules/sql_fragment.ts";
  * const f: Frag = { sql: '"title" = ?', params: ["x"] };
- * if (f.params.length !== 1) throw new Error("bad");
+ * assert.deepEqual(not(f), { sql: 'NOT ("title" = ?)', params: ["x"] });
  * ```
  */
 export interface Frag {
@@ -33,9 +34,10 @@ export interface Frag {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { and, type Cond } from "moonbase/lib/rules/sql_fragment.ts";
  * const c: Cond = and(true, { sql: '"a" IS NULL', params: [] });
- * if (typeof c === "boolean" || c.sql !== '"a" IS NULL') throw new Error("bad");
+ * assert.deepEqual(c, { sql: '"a" IS NULL', params: [] });
  * ```
  */
 export type Cond = boolean | Frag;
@@ -46,8 +48,12 @@ export type Cond = boolean | Frag;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { NotCompilable } from "moonbase/lib/rules/sql_fragment.ts";
- * if (!(new NotCompilable("x") instanceof Error)) throw new Error("bad");
+ * const e = new NotCompilable("json in arithmetic");
+ * assert.ok(e instanceof Error);
+ * assert.equal(e.name, "NotCompilable");
+ * assert.equal(e.message, "json in arithmetic");
  * ```
  */
 export class NotCompilable extends Error {
@@ -63,9 +69,10 @@ export class NotCompilable extends Error {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { sql } from "moonbase/lib/rules/sql_fragment.ts";
  * const f = sql("(", { sql: "? + ?", params: [1, 2] }, ")");
- * if (f.sql !== "(? + ?)" || f.params.length !== 2) throw new Error("bad");
+ * assert.deepEqual(f, { sql: "(? + ?)", params: [1, 2] });
  * ```
  */
 export function sql(...parts: (string | Frag)[]): Frag {
@@ -87,8 +94,11 @@ export function sql(...parts: (string | Frag)[]): Frag {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { and } from "moonbase/lib/rules/sql_fragment.ts";
- * if (and(false, { sql: "x", params: [] }) !== false) throw new Error("bad");
+ * const x = { sql: "x", params: [] };
+ * assert.equal(and(false, x), false);
+ * assert.equal(and(true, x), x);
  * ```
  */
 export function and(a: Cond, b: Cond): Cond {
@@ -103,8 +113,11 @@ export function and(a: Cond, b: Cond): Cond {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { or } from "moonbase/lib/rules/sql_fragment.ts";
- * if (or({ sql: "x", params: [] }, true) !== true) throw new Error("bad");
+ * const x = { sql: "x", params: [] };
+ * assert.equal(or(x, true), true);
+ * assert.equal(or(x, false), x);
  * ```
  */
 export function or(a: Cond, b: Cond): Cond {
@@ -119,9 +132,10 @@ export function or(a: Cond, b: Cond): Cond {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { not } from "moonbase/lib/rules/sql_fragment.ts";
- * const c = not({ sql: "x = ?", params: [1] });
- * if (typeof c === "boolean" || c.sql !== "NOT (x = ?)") throw new Error("bad");
+ * assert.deepEqual(not({ sql: "x = ?", params: [1] }), { sql: "NOT (x = ?)", params: [1] });
+ * assert.equal(not(true), false);
  * ```
  */
 export function not(a: Cond): Cond {
@@ -134,8 +148,10 @@ export function not(a: Cond): Cond {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { textParam } from "moonbase/lib/rules/sql_fragment.ts";
- * if (textParam("x", "postgres").sql !== "?::text") throw new Error("bad");
+ * assert.deepEqual(textParam("x", "postgres"), { sql: "?::text", params: ["x"] });
+ * assert.deepEqual(textParam("x", "sqlite"), { sql: "?", params: ["x"] });
  * ```
  */
 export function textParam(s: string, dialect: Dialect): Frag {
@@ -152,9 +168,10 @@ export function textParam(s: string, dialect: Dialect): Frag {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { numberParam } from "moonbase/lib/rules/sql_fragment.ts";
- * if (numberParam(5, "int", "postgres").sql !== "?::bigint") throw new Error("bad");
- * if (numberParam(0.5, "int", "postgres").sql !== "?::double precision") throw new Error("bad");
+ * assert.deepEqual(numberParam(5, "int", "postgres"), { sql: "?::bigint", params: [5] });
+ * assert.deepEqual(numberParam(0.5, "int", "postgres"), { sql: "?::double precision", params: [0.5] });
  * ```
  */
 export function numberParam(
@@ -176,8 +193,9 @@ export function numberParam(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { intParam } from "moonbase/lib/rules/sql_fragment.ts";
- * if (intParam(3, "postgres").sql !== "?::integer") throw new Error("bad");
+ * assert.deepEqual(intParam(3, "postgres"), { sql: "?::integer", params: [3] });
  * ```
  */
 export function intParam(n: number, dialect: Dialect): Frag {
@@ -192,9 +210,10 @@ export type Family = "text" | "number" | "bool";
  *
  * @example
  * ```ts
- * import type { Column } from "moonbase/lib/rules/sql_fragment.ts";
+ * import assert from "node:assert/strict";
+ * import { type Column, isNull } from "moonbase/lib/rules/sql_fragment.ts";
  * const c: Column = { sql: '"age"', fieldType: "int", family: "number" };
- * if (c.family !== "number") throw new Error("bad");
+ * assert.deepEqual(isNull(c), { sql: '"age" IS NULL', params: [] });
  * ```
  */
 export interface Column {
@@ -218,8 +237,10 @@ export interface Column {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { nullOf } from "moonbase/lib/rules/sql_fragment.ts";
- * if (nullOf({ sql: '"a"', fieldType: "int", family: "number" }) !== null) throw new Error("bad");
+ * assert.equal(nullOf({ sql: '"a"', fieldType: "int", family: "number" }), null);
+ * assert.equal(nullOf({ sql: "0", fieldType: "int", family: "number", nullValue: 0 }), 0);
  * ```
  */
 export function nullOf(c: Column): unknown {
@@ -246,8 +267,10 @@ const FAMILIES: Readonly<Record<string, Family>> = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { familyOf } from "moonbase/lib/rules/sql_fragment.ts";
- * if (familyOf("date") !== "text" || familyOf("json") !== undefined) throw new Error("bad");
+ * assert.equal(familyOf("date"), "text");
+ * assert.equal(familyOf("json"), undefined);
  * ```
  */
 export function familyOf(fieldType: string): Family | undefined {
@@ -259,8 +282,10 @@ export function familyOf(fieldType: string): Family | undefined {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isNull } from "moonbase/lib/rules/sql_fragment.ts";
- * if (isNull({ sql: '"a"', fieldType: "int", family: "number" }).sql !== '"a" IS NULL') throw new Error("bad");
+ * const c = isNull({ sql: '"a"', fieldType: "int", family: "number" });
+ * assert.deepEqual(c, { sql: '"a" IS NULL', params: [] });
  * ```
  */
 export function isNull(c: Column): Frag {
@@ -273,9 +298,11 @@ export function isNull(c: Column): Frag {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { whenNull } from "moonbase/lib/rules/sql_fragment.ts";
- * const c = whenNull({ sql: '"a"', fieldType: "int", family: "number" }, false, { sql: '"a" = ?', params: [1] });
- * if (typeof c === "boolean" || c.sql !== '("a" IS NOT NULL AND "a" = ?)') throw new Error("bad");
+ * const a = { sql: '"a"', fieldType: "int", family: "number" } as const;
+ * const c = whenNull(a, false, { sql: '"a" = ?', params: [1] });
+ * assert.deepEqual(c, { sql: '("a" IS NOT NULL AND "a" = ?)', params: [1] });
  * ```
  */
 export function whenNull(c: Column, onNull: boolean, nonNull: Cond): Cond {
@@ -288,9 +315,10 @@ export function whenNull(c: Column, onNull: boolean, nonNull: Cond): Cond {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { columnTruthy } from "moonbase/lib/rules/sql_fragment.ts";
  * const c = columnTruthy({ sql: '"t"', fieldType: "string", family: "text" });
- * if (typeof c === "boolean" || c.sql !== `("t" IS NOT NULL AND "t" <> '')`) throw new Error("bad");
+ * assert.deepEqual(c, { sql: `("t" IS NOT NULL AND "t" <> '')`, params: [] });
  * ```
  */
 export function columnTruthy(c: Column): Cond {

@@ -47,9 +47,10 @@ import { binary, toPrimitive, toString } from "./values.ts";
  *
  * @example
  * ```ts
- * import type { JsonRef } from "moonbase/lib/rules/sql_json.ts";
+ * import assert from "node:assert/strict";
+ * import { type JsonRef, jsonMember } from "moonbase/lib/rules/sql_json.ts";
  * const r: JsonRef = { column: '"meta"', path: ["a", "b"] };
- * if (r.path.length !== 2) throw new Error("bad");
+ * assert.deepEqual(jsonMember(jsonMember({ column: '"meta"', path: [] }, "a"), "b"), r);
  * ```
  */
 export interface JsonRef {
@@ -87,8 +88,9 @@ const KEY = /^[A-Za-z_$][A-Za-z0-9_$]{0,63}$/;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { jsonMember } from "moonbase/lib/rules/sql_json.ts";
- * if (jsonMember({ column: '"m"', path: [] }, "a").path[0] !== "a") throw new Error("bad");
+ * assert.deepEqual(jsonMember({ column: '"m"', path: [] }, "a"), { column: '"m"', path: ["a"] });
  * ```
  */
 export function jsonMember(ref: JsonRef, key: string): JsonRef {
@@ -283,9 +285,13 @@ function valueOutcomes(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { compareJson } from "moonbase/lib/rules/sql_json.ts";
  * const r = compareJson("===", { column: '"m"', path: ["k"] }, null, "sqlite");
- * if (r.unsure !== false || typeof r.cond === "boolean") throw new Error("bad");
+ * assert.deepEqual(r, {
+ *   cond: { sql: `COALESCE(json_type("m", '$."k"'), 'missing') IN ('null')`, params: [] },
+ *   unsure: false,
+ * });
  * ```
  */
 export function compareJson(
@@ -326,9 +332,13 @@ export function compareJson(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { jsonIncludes } from "moonbase/lib/rules/sql_json.ts";
  * const c = jsonIncludes({ column: '"m"', path: ["tags"] }, "x", "postgres");
- * if (typeof c === "boolean") throw new Error("bad");
+ * assert.ok(typeof c !== "boolean");
+ * assert.match(c.sql, /@> jsonb_build_array\(\?::text\)/); // an array element
+ * assert.match(c.sql, /strpos\(/); // or a substring of a string
+ * assert.deepEqual(c.params, ["x", "x"]);
  * ```
  */
 export function jsonIncludes(ref: JsonRef, a: unknown, d: Dialect): Cond {

@@ -28,9 +28,10 @@ import {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { textMethod } from "moonbase/lib/rules/sql_methods.ts";
  * const c = textMethod("includes", { sql: '"t"', fieldType: "string", family: "text" }, "a%", "postgres");
- * if (typeof c === "boolean" || c.sql !== '("t" IS NOT NULL AND strpos("t", ?::text) > 0)') throw new Error("bad");
+ * assert.deepEqual(c, { sql: '("t" IS NOT NULL AND strpos("t", ?::text) > 0)', params: ["a%"] });
  * ```
  */
 export function textMethod(
@@ -72,9 +73,10 @@ export function textMethod(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { includesColumn } from "moonbase/lib/rules/sql_methods.ts";
  * const c = includesColumn(["a", null], { sql: '"t"', fieldType: "string", family: "text" }, "sqlite");
- * if (typeof c === "boolean" || c.sql !== '("t" IS NULL OR "t" IN (?))') throw new Error("bad");
+ * assert.deepEqual(c, { sql: '("t" IS NULL OR "t" IN (?))', params: ["a"] });
  * ```
  */
 export function includesColumn(

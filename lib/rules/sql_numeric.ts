@@ -37,9 +37,18 @@ const fail = (reason: string): never => {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { textLength } from "moonbase/lib/rules/sql_numeric.ts";
- * const n = textLength({ sql: '"t"', fieldType: "string", family: "text" }, "sqlite");
- * if (n.family !== "number" || n.nullValue !== undefined) throw new Error("bad");
+ * const { sql, ...n } = textLength({ sql: '"t"', fieldType: "string", family: "text" }, "sqlite");
+ * assert.match(sql, /length\("t"\)/);
+ * // NULL for a NULL text, standing for undefined (a rule reads null.length as undefined).
+ * assert.deepEqual(n, {
+ *   fieldType: "int",
+ *   family: "number",
+ *   nullValue: undefined,
+ *   bound: 2000000,
+ *   integral: true,
+ * });
  * ```
  */
 export function textLength(c: Column, d: Dialect): Column {
@@ -157,10 +166,19 @@ function asDouble(n: Num, d: Dialect): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { arithmetic } from "moonbase/lib/rules/sql_numeric.ts";
  * const n = { sql: '"n"', fieldType: "int", family: "number" } as const;
- * const r = arithmetic("*", { column: n }, { value: 2 }, "sqlite");
- * if (!("column" in r) || r.column.sql !== '(CAST(COALESCE("n", 0) AS REAL) * 2)') throw new Error("bad");
+ * assert.deepEqual(arithmetic("*", { column: n }, { value: 2 }, "sqlite"), {
+ *   column: {
+ *     sql: '(CAST(COALESCE("n", 0) AS REAL) * 2)',
+ *     fieldType: "double",
+ *     family: "number",
+ *     nullValue: null,
+ *     bound: 2 ** 54,
+ *     integral: true,
+ *   },
+ * });
  * ```
  */
 export function arithmetic(
@@ -229,9 +247,16 @@ export function arithmetic(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { negative } from "moonbase/lib/rules/sql_numeric.ts";
- * const c = negative({ sql: '"n"', fieldType: "int", family: "number" });
- * if (c.sql !== '(-COALESCE("n", 0))') throw new Error(c.sql);
+ * assert.deepEqual(negative({ sql: '"n"', fieldType: "int", family: "number" }), {
+ *   sql: '(-COALESCE("n", 0))',
+ *   fieldType: "int",
+ *   family: "number",
+ *   nullValue: null,
+ *   bound: 2 ** 53,
+ *   integral: true,
+ * });
  * ```
  */
 export function negative(c: Column): Column {

@@ -33,9 +33,10 @@ import { binary, truthy } from "./values.ts";
  *
  * @example
  * ```ts
- * import type { Compiled } from "moonbase/lib/rules/sql_value.ts";
+ * import assert from "node:assert/strict";
+ * import { boolean, type Compiled } from "moonbase/lib/rules/sql_value.ts";
  * const c: Compiled = { kind: "bool", cond: { sql: '"a" IS NULL', params: [] } };
- * if (c.kind !== "bool") throw new Error("unreachable");
+ * assert.deepEqual(boolean({ sql: '"a" IS NULL', params: [] }), c);
  * ```
  */
 export type Compiled =
@@ -56,8 +57,10 @@ export type Compiled =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { boolean } from "moonbase/lib/rules/sql_value.ts";
- * if (boolean(true).kind !== "const") throw new Error("bad");
+ * assert.deepEqual(boolean(true), { kind: "const", value: true });
+ * assert.deepEqual(boolean({ sql: "x", params: [] }), { kind: "bool", cond: { sql: "x", params: [] } });
  * ```
  */
 export function boolean(cond: Cond, unsure: Cond = false): Compiled {
@@ -73,8 +76,9 @@ export function boolean(cond: Cond, unsure: Cond = false): Compiled {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { unsureOf } from "moonbase/lib/rules/sql_value.ts";
- * if (unsureOf({ kind: "const", value: 1 }) !== false) throw new Error("bad");
+ * assert.equal(unsureOf({ kind: "const", value: 1 }), false);
  * ```
  */
 export function unsureOf(c: Compiled): Cond {
@@ -88,8 +92,10 @@ export function unsureOf(c: Compiled): Cond {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { truthyCond } from "moonbase/lib/rules/sql_value.ts";
- * if (truthyCond({ kind: "const", value: "0" }, "sqlite") !== true) throw new Error("bad");
+ * assert.equal(truthyCond({ kind: "const", value: "0" }, "sqlite"), true);
+ * assert.equal(truthyCond({ kind: "const", value: "" }, "sqlite"), false);
  * ```
  */
 export function truthyCond(c: Compiled, d: Dialect): Cond {
@@ -112,12 +118,11 @@ export function truthyCond(c: Compiled, d: Dialect): Cond {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { compareValues } from "moonbase/lib/rules/sql_value.ts";
  * const column = { sql: '"n"', fieldType: "int", family: "number" } as const;
  * const c = compareValues("<", { kind: "const", value: 5 }, { kind: "column", column }, "sqlite");
- * if (c.kind !== "bool" || typeof c.cond === "boolean" || c.cond.sql !== '("n" IS NOT NULL AND "n" > ?)') {
- *   throw new Error("bad");
- * }
+ * assert.deepEqual(c, { kind: "bool", cond: { sql: '("n" IS NOT NULL AND "n" > ?)', params: [5] } });
  * ```
  */
 export function compareValues(

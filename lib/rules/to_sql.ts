@@ -36,9 +36,10 @@ export type { SqlContext } from "./sql_context.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import type { SqlQuery } from "moonbase/lib/rules/to_sql.ts";
  * const q: SqlQuery = { sql: '"owner" = ?', params: ["u1"] };
- * if (q.params[0] !== "u1") throw new Error("bad");
+ * assert.equal(q.sql.split("?").length - 1, q.params.length); // one param per placeholder
  * ```
  */
 export interface SqlQuery {
@@ -56,6 +57,7 @@ export interface SqlQuery {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseExpression } from "moonbase/lib/rules/parser.ts";
  * import { compileToSql } from "moonbase/lib/rules/to_sql.ts";
  * const expr = parseExpression("record.owner == auth.id && !record.hidden", { mode: "rule" });
@@ -66,8 +68,10 @@ export interface SqlQuery {
  *   fieldType: (name) => types[name],
  *   scope: { auth: { id: "u1" } },
  * });
- * if (q?.sql !== '(("owner" IS NOT NULL AND "owner" = ?) AND NOT ("hidden" IS TRUE))') throw new Error(q?.sql);
- * if (q.params.length !== 1 || q.params[0] !== "u1") throw new Error("params");
+ * assert.deepEqual(q, {
+ *   sql: '(("owner" IS NOT NULL AND "owner" = ?) AND NOT ("hidden" IS TRUE))',
+ *   params: ["u1"],
+ * });
  * ```
  */
 export function compileToSql(
@@ -90,6 +94,7 @@ export function compileToSql(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseExpression } from "moonbase/lib/rules/parser.ts";
  * import { compilePrefilter, compileToSql } from "moonbase/lib/rules/to_sql.ts";
  * const expr = parseExpression("record.meta.owner == auth.id", { mode: "rule" });
@@ -100,8 +105,10 @@ export function compileToSql(
  *   scope: { auth: { id: "u1" } },
  * };
  * // Arrays and objects convert to strings in JavaScript: not decided in SQL.
- * if (compileToSql(expr, ctx) !== undefined) throw new Error("exact?");
- * if (compilePrefilter(expr, ctx) === undefined) throw new Error("prefilter");
+ * assert.equal(compileToSql(expr, ctx), undefined);
+ * const pre = compilePrefilter(expr, ctx);
+ * assert.ok(pre !== undefined);
+ * assert.deepEqual(pre.params, ["u1"]);
  * ```
  */
 export function compilePrefilter(

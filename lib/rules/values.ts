@@ -18,9 +18,12 @@ export const MAX_STRING_LENGTH = 64 * 1024;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { RuleEvalError } from "moonbase/lib/rules/values.ts";
  * const e = new RuleEvalError("string too long");
- * if (!(e instanceof Error) || e.name !== "RuleEvalError") throw new Error("bad");
+ * assert.ok(e instanceof Error);
+ * assert.equal(e.name, "RuleEvalError");
+ * assert.equal(e.message, "string too long");
  * ```
  */
 export class RuleEvalError extends Error {
@@ -65,10 +68,12 @@ function isIndex(key: string): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { getMember } from "moonbase/lib/rules/values.ts";
- * if (getMember({ a: 1 }, "a") !== 1) throw new Error("own");
- * if (getMember({}, "constructor") !== undefined) throw new Error("inherited");
- * if (getMember("abc", "length") !== 3 || getMember(null, "x") !== undefined) throw new Error("bad");
+ * assert.equal(getMember({ a: 1 }, "a"), 1);
+ * assert.equal(getMember({}, "constructor"), undefined); // inherited: not read
+ * assert.equal(getMember("abc", "length"), 3);
+ * assert.equal(getMember(null, "x"), undefined);
  * ```
  */
 export function getMember(object: unknown, key: string): unknown {
@@ -95,9 +100,10 @@ export function getMember(object: unknown, key: string): unknown {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { toPrimitive } from "moonbase/lib/rules/values.ts";
- * if (toPrimitive([1, [2, null]]) !== "1,2,") throw new Error("array");
- * if (toPrimitive({ a: 1 }) !== "[object Object]") throw new Error("object");
+ * assert.equal(toPrimitive([1, [2, null]]), "1,2,");
+ * assert.equal(toPrimitive({ a: 1 }), "[object Object]");
  * ```
  */
 export function toPrimitive(
@@ -143,8 +149,10 @@ export function toPrimitive(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { toString } from "moonbase/lib/rules/values.ts";
- * if (toString(null) !== "null" || toString(["a", 1]) !== "a,1") throw new Error("bad");
+ * assert.equal(toString(null), "null");
+ * assert.equal(toString(["a", 1]), "a,1");
  * ```
  */
 export function toString(v: unknown, seen?: Set<object>): string {
@@ -160,8 +168,9 @@ export function toString(v: unknown, seen?: Set<object>): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { truthy } from "moonbase/lib/rules/values.ts";
- * if (truthy("") || truthy(0) || truthy(null) || !truthy([]) || !truthy("0")) throw new Error("bad");
+ * assert.deepEqual(["", 0, null, [], "0"].map(truthy), [false, false, false, true, true]);
  * ```
  */
 export function truthy(v: unknown): boolean {
@@ -173,8 +182,11 @@ export function truthy(v: unknown): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { looseEquals } from "moonbase/lib/rules/values.ts";
- * if (!looseEquals("5", 5) || !looseEquals(null, undefined) || looseEquals(null, 0)) throw new Error("bad");
+ * assert.equal(looseEquals("5", 5), true);
+ * assert.equal(looseEquals(null, undefined), true);
+ * assert.equal(looseEquals(null, 0), false);
  * ```
  */
 export function looseEquals(a: unknown, b: unknown): boolean {
@@ -226,10 +238,11 @@ function plus(a: unknown, b: unknown): unknown {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { binary } from "moonbase/lib/rules/values.ts";
- * if (binary("+", "1", 2) !== "12" || binary("<", "10", "9") !== true || binary("<", "10", 9) !== false) {
- *   throw new Error("bad");
- * }
+ * assert.equal(binary("+", "1", 2), "12");
+ * assert.equal(binary("<", "10", "9"), true); // strings compare as strings
+ * assert.equal(binary("<", "10", 9), false); // a number makes it numeric
  * ```
  */
 export function binary(op: BinaryOperator, a: unknown, b: unknown): unknown {
@@ -262,8 +275,10 @@ export function binary(op: BinaryOperator, a: unknown, b: unknown): unknown {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { negate } from "moonbase/lib/rules/values.ts";
- * if (negate("5") !== -5 || !Object.is(negate(null), -0)) throw new Error("bad");
+ * assert.equal(negate("5"), -5);
+ * assert.equal(negate(null), -0); // strict equality tells -0 from 0
  * ```
  */
 export function negate(v: unknown): unknown {
@@ -280,8 +295,11 @@ export function negate(v: unknown): unknown {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isPlainArray } from "moonbase/lib/rules/values.ts";
- * if (!isPlainArray([1]) || isPlainArray("a") || isPlainArray({ length: 0 })) throw new Error("bad");
+ * assert.equal(isPlainArray([1]), true);
+ * assert.equal(isPlainArray("a"), false);
+ * assert.equal(isPlainArray({ length: 0 }), false);
  * ```
  */
 export function isPlainArray(v: unknown): v is unknown[] {

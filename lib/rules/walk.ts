@@ -33,10 +33,11 @@ function some(expr: Expr, test: (e: Expr) => boolean): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseExpression } from "moonbase/lib/rules/parser.ts";
  * import { readsRecord } from "moonbase/lib/rules/walk.ts";
- * if (!readsRecord(parseExpression("record.a == 1", { mode: "rule" }))) throw new Error("bad");
- * if (readsRecord(parseExpression("auth.id != ''", { mode: "rule" }))) throw new Error("bad");
+ * assert.equal(readsRecord(parseExpression("record.a == 1", { mode: "rule" })), true);
+ * assert.equal(readsRecord(parseExpression("auth.id != ''", { mode: "rule" })), false);
  * ```
  */
 export function readsRecord(expr: Expr): boolean {
@@ -51,9 +52,11 @@ export function readsRecord(expr: Expr): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseExpression } from "moonbase/lib/rules/parser.ts";
  * import { readsRequest } from "moonbase/lib/rules/walk.ts";
- * if (!readsRequest(parseExpression("req.body.x == 1", { mode: "rule" }))) throw new Error("bad");
+ * assert.equal(readsRequest(parseExpression("req.body.x == 1", { mode: "rule" })), true);
+ * assert.equal(readsRequest(parseExpression("record.x == 1", { mode: "rule" })), false);
  * ```
  */
 export function readsRequest(expr: Expr): boolean {

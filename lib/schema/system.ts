@@ -30,11 +30,15 @@ export const ADMIN_SCHEMA: EntitySchema = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { SqliteStorage } from "moonbase/lib/db/sqlite.ts";
  * import { ensureSystemTables } from "moonbase/lib/schema/system.ts";
  * const db = new SqliteStorage(":memory:");
  * await ensureSystemTables(db);
- * await ensureSystemTables(db);
+ * await ensureSystemTables(db); // idempotent
+ * assert.deepEqual(await db.query(`SELECT "key", "value" FROM "mb_meta"`), [
+ *   { key: "schema_version", value: "0" },
+ * ]);
  * await db.close();
  * ```
  */
