@@ -1,0 +1,277 @@
+/**
+ * Rules that read the caller, on both databases: `auth.user.*` is the stored
+ * user (a role claimed in the body does not count, changes apply at once to
+ * the same token), rules mixing the record with the caller
+ * (published-or-mine, team and project membership) list and get exactly
+ * what JavaScript would select.
+ *
+ * @module
+ */
+
+import { forEachDb, startServer } from "./_server.ts";
+import { eq, status } from "./_checks.ts";
+import {
+  allPages,
+  create,
+  ids,
+  type Page,
+  type Rec,
+  schema,
+  setupUsers,
+} from "./_rules_fixtures.ts";
+
+// Each step creates and uses an entity of its own; the users are only read.
+forEachDb("rules reading auth.user: role and authorship", async (t, db) => {
+  const s = await startServer(db);
+  try {
+    const { admin, alice, bob, carol, tAlice, tBob, tCarol } = await setupUsers(
+      s,
+    );
+
+    await t.step('auth.user.role == "editor"', async () => {
+      const rule = { mode: "custom", expr: 'auth.user.role == "editor"' };
+      await schema(s, admin, {
+        name: "drafts",
+        type: "base",
+        fields: [{ name: "title", type: "string" }],
+        rules: { list: rule, get: rule, add: rule, update: rule, delete: rule },
+      });
+      const d = await create(s, admin, "drafts", { title: "seed" });
+      const c = await s.request("POST", "/api/v1/entities/drafts", {
+        token: tCarol,
+        body: { title: "by carol" },
+      });
+      status(c, 201, "editor creates");
+      const l = await s.request("GET", "/api/v1/entities/drafts?count=true", {
+        token: tCarol,
+      });
+      status(l, 200, "editor lists");
+      eq(ids((l.data as Page).items), [d.id, c.data.id], "editor sees all");
+      status(
+        await s.request("GET", `/api/v1/entities/drafts/${d.id}`, {
+          token: tCarol,
+        }),
+        200,
+        "editor gets",
+      );
+      const u = await s.request("PATCH", `/api/v1/entities/drafts/${d.id}`, {
+        token: tCarol,
+        body: { title: "edited" },
+      });
+      status(u, 200, "editor updates");
+      eq(u.data.title, "edited", "updated");
+      // A writer: a decision that does not depend on the record → 403.
+      const denied: [string, string, Record<string, string> | undefined][] = [
+        ["GET", "/api/v1/entities/drafts", undefined],
+        ["GET", `/api/v1/entities/drafts/${d.id}`, undefined],
+        ["POST", "/api/v1/entities/drafts", { title: "by alice" }],
+        ["PATCH", `/api/v1/entities/drafts/${d.id}`, {
+          title: "alice was here",
+        }],
+        ["DELETE", `/api/v1/entities/drafts/${d.id}`, undefined],
+      ];
+      for (const [method, path, body] of denied) {
+        const r = await s.request(method, path, { token: tAlice, body });
+        status(r, 403, `writer ${method} ${path}`);
+        const g = await s.request(method, path, { body });
+        status(g, 401, `guest ${method} ${path}`);
+      }
+      // Claiming the role in the body does not help: auth.user is the stored user.
+      const claim = await s.request("POST", "/api/v1/entities/drafts", {
+        token: tAlice,
+        body: { title: "role in body", role: "editor" },
+      });
+      status(claim, [403, 400], "role in body");
+      const all = await s.request("GET", "/api/v1/entities/drafts?count=true", {
+        token: admin,
+      });
+      eq(
+        all.data.items.map((x: Rec) => x.title),
+        ["edited", "by carol"],
+        "data",
+      );
+      const del = await s.request("DELETE", `/api/v1/entities/drafts/${d.id}`, {
+        token: tCarol,
+      });
+      status(del, 204, "editor deletes");
+    });
+
+    await t.step("published for everyone, drafts for the author", async () => {
+      const rule = {
+        mode: "custom",
+        expr: 'record.status == "published" || record.author == auth.id',
+      };
+      await schema(s, admin, {
+        name: "posts",
+        type: "base",
+        fields: [
+          { name: "author", type: "string" },
+          { name: "status", type: "string" },
+        ],
+        rules: { list: rule, get: rule },
+      });
+      const rows: Rec[] = [];
+      for (let i = 0; i < 12; i++) {
+        rows.push(
+          await create(s, admin, "posts", {
+            author: [alice.id, bob.id, carol.id][i % 3],
+            status: i % 4 === 0 ? "published" : "draft",
+          }),
+        );
+      }
+      const expectFor = (uid: string) =>
+        ids(rows.filter((r) => r.status === "published" || r.author === uid));
+      const guest = await allPages(s, undefined, "posts", "count=true", 2);
+      eq(ids(guest), expectFor(""), "guest sees published");
+      const al = await allPages(s, tAlice, "posts", "count=true", 2);
+      eq(ids(al), expectFor(alice.id), "alice sees published + hers");
+      const draftOfBob = rows.find((r) =>
+        r.author === bob.id && r.status === "draft"
+      )!;
+      status(
+        await s.request("GET", `/api/v1/entities/posts/${draftOfBob.id}`, {
+          token: tAlice,
+        }),
+        404,
+        "alice gets bob's draft",
+      );
+      status(
+        await s.request("GET", `/api/v1/entities/posts/${draftOfBob.id}`, {
+          token: tBob,
+        }),
+        200,
+        "bob gets his draft",
+      );
+    });
+  } finally {
+    await s.close();
+  }
+});
+
+// The first step changes carol's `verified` and `role`; the membership steps
+// read only `team` and `projects` (set by the fixture): no step reads what
+// another writes.
+forEachDb("rules reading auth.user: the stored user", async (t, db) => {
+  const s = await startServer(db);
+  try {
+    const { admin, alice, bob, carol, tAlice, tBob, tCarol } = await setupUsers(
+      s,
+    );
+    const setUser = async (u: Rec, body: Record<string, unknown>) => {
+      const r = await s.request("PATCH", `/api/v1/entities/users/${u.id}`, {
+        token: admin,
+        body,
+      });
+      status(r, 200, `set ${JSON.stringify(body)}`);
+      return r;
+    };
+    await setUser(alice, { team: "red", projects: ["p1", "p3"] });
+    await setUser(bob, { team: "blue", projects: ["p2"] });
+    await setUser(carol, { team: null, projects: null });
+
+    await t.step(
+      "auth.user changes apply at once (verified, role)",
+      async () => {
+        const rule = {
+          mode: "custom",
+          expr: 'auth.user.verified == true && auth.user.role == "editor"',
+        };
+        await schema(s, admin, {
+          name: "vip",
+          type: "base",
+          fields: [{ name: "title", type: "string" }],
+          rules: { list: rule, get: rule },
+        });
+        const v = await create(s, admin, "vip", {
+          title: "for verified editors",
+        });
+        status(
+          await s.request("GET", "/api/v1/entities/vip", { token: tCarol }),
+          403,
+          "unverified editor",
+        );
+        const p = await setUser(carol, { verified: true });
+        eq(p.data.verified, true, "verified stored");
+        const l = await s.request("GET", "/api/v1/entities/vip", {
+          token: tCarol,
+        });
+        status(l, 200, "verified editor, same token");
+        eq(ids((l.data as Page).items), [v.id], "vip items");
+        status(
+          await s.request("GET", `/api/v1/entities/vip/${v.id}`, {
+            token: tBob,
+          }),
+          403,
+          "unverified writer",
+        );
+        await setUser(carol, { role: "writer" });
+        status(
+          await s.request("GET", "/api/v1/entities/vip", { token: tCarol }),
+          403,
+          "demoted, same token",
+        );
+      },
+    );
+
+    const users: [string, string, string | null, string[] | null][] = [
+      ["alice", tAlice, "red", ["p1", "p3"]],
+      ["bob", tBob, "blue", ["p2"]],
+      ["carol", tCarol, null, null],
+    ];
+    // Compiled to SQL and checked row by row (`.length`), same selection.
+    const MEMBERSHIP: [string, string][] = [
+      ["tasks", "record.team == auth.user.team"],
+      ["tasks_js", "record.team == auth.user.team && record.title.length > 0"],
+      ["pdocs", "auth.user.projects.includes(record.project)"],
+      [
+        "pdocs_js",
+        "auth.user.projects.includes(record.project) && record.title.length > 0",
+      ],
+    ];
+    for (const [name, expr] of MEMBERSHIP) {
+      await t.step(`membership: ${expr}`, async () => {
+        const rule = { mode: "custom", expr };
+        await schema(s, admin, {
+          name,
+          type: "base",
+          fields: [
+            { name: "title", type: "string" },
+            { name: "team", type: "string" },
+            { name: "project", type: "string" },
+          ],
+          rules: { list: rule, get: rule },
+        });
+        const rows: Rec[] = [];
+        for (let i = 0; i < 12; i++) {
+          rows.push(
+            await create(s, admin, name, {
+              title: `t${i}`,
+              team: ["red", "blue", null][i % 3],
+              project: ["p1", "p2", "p3", "p4"][i % 4],
+            }),
+          );
+        }
+        for (const [who, token, team, projects] of users) {
+          // JavaScript semantics: null == null, and null.includes(…) is no match.
+          const expected = rows.filter((r) =>
+            name.startsWith("tasks")
+              ? r.team === team || (r.team === null && team === null)
+              : projects !== null && projects.includes(r.project as string)
+          );
+          const got = await allPages(s, token, name, "count=true", 2);
+          eq(ids(got), ids(expected), `${name} as ${who}`);
+          const hidden = rows.find((r) => !expected.includes(r))!;
+          status(
+            await s.request("GET", `/api/v1/entities/${name}/${hidden.id}`, {
+              token,
+            }),
+            404,
+            `${name}: ${who} gets a hidden row`,
+          );
+        }
+      });
+    }
+  } finally {
+    await s.close();
+  }
+});
