@@ -13,6 +13,8 @@
 import assert from "node:assert/strict";
 import {
   forEachDb,
+  insertSeries,
+  padded,
   seedUser,
   startServer,
   type TestServer,
@@ -31,20 +33,12 @@ async function userToken(s: TestServer, email: string): Promise<string> {
 }
 
 /** Inserts `n` rows owned by someone else with `secret` = "pad". */
-async function pad(s: TestServer, n: number): Promise<void> {
-  const now = new Date().toISOString();
-  const cols = ["id", "created", "updated", "owner", "secret"].map(columnOf)
-    .join(", ");
-  await s.app.storage.run(
-    s.db === "postgres"
-      ? `INSERT INTO ${
-        tableOf("notes")
-      } (${cols}) SELECT 'pad-' || lpad(i::text, 6, '0'), ?, ?, 'carol', 'pad' FROM generate_series(1, ${n}) AS g(i)`
-      : `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${n}) INSERT INTO ${
-        tableOf("notes")
-      } (${cols}) SELECT printf('pad-%06d', i), ?, ?, 'carol', 'pad' FROM c`,
-    [now, now],
-  );
+function pad(s: TestServer, n: number): Promise<void> {
+  return insertSeries(s, "notes", n, {
+    id: padded("pad-", 6),
+    owner: "'carol'",
+    secret: "'pad'",
+  });
 }
 
 forEachDb(

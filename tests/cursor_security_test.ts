@@ -7,11 +7,12 @@
 import assert from "node:assert/strict";
 import {
   forEachDb,
+  insertSeries,
+  padded,
   seedUser,
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { columnOf, tableOf } from "../lib/schema/ddl.ts";
 import {
   callerOf,
   type CursorContext,
@@ -324,27 +325,18 @@ forEachDb(
 );
 
 /** Inserts `count` rows owned by `owner` with ids sorting before any made now. */
-async function bulk(
+function bulk(
   s: TestServer,
   name: string,
   count: number,
   owner: string,
   prefix: string,
 ): Promise<void> {
-  const now = new Date().toISOString();
-  const cols = ["id", "created", "updated", "title", "owner"].map((c) =>
-    columnOf(c)
-  ).join(", ");
-  await s.app.storage.run(
-    s.db === "postgres"
-      ? `INSERT INTO ${
-        tableOf(name)
-      } (${cols}) SELECT '${prefix}' || lpad(i::text, 12, '0'), ?, ?, 'bulk', ? FROM generate_series(1, ${count}) AS g(i)`
-      : `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${count}) INSERT INTO ${
-        tableOf(name)
-      } (${cols}) SELECT printf('${prefix}%012d', i), ?, ?, 'bulk', ? FROM c`,
-    [now, now, owner],
-  );
+  return insertSeries(s, name, count, {
+    id: padded(prefix, 12),
+    title: "'bulk'",
+    owner: "?",
+  }, [owner]);
 }
 
 forEachDb(

@@ -8,11 +8,13 @@
 import assert from "node:assert/strict";
 import {
   forEachDb,
+  insertSeries,
+  padded,
   seedUser,
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { columnOf, tableOf } from "../lib/schema/ddl.ts";
+import { tableOf } from "../lib/schema/ddl.ts";
 
 const ROWS = 20_000;
 
@@ -66,23 +68,23 @@ forEachDb(
         },
       });
       assert.equal(r.status, 201, r.text);
-      const now = new Date().toISOString();
-      const cols = ["id", "created", "updated", "title", "n", "meta"].map((c) =>
-        columnOf(c)
-      ).join(", ");
-      await s.app.storage.run(
-        db === "postgres"
-          ? `INSERT INTO ${
-            tableOf("big")
-          } (${cols}) SELECT '00000000-0000-7000-8000-' || lpad(i::text, 12, '0'), ?, ?, 'title ' || i, i, jsonb_build_object('a', jsonb_build_object('b', 'k' || (i % 10)), 'n', i) FROM generate_series(0, ${
-            ROWS - 1
-          }) AS g(i)`
-          : `WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < ${
-            ROWS - 1
-          }) INSERT INTO ${
-            tableOf("big")
-          } (${cols}) SELECT printf('00000000-0000-7000-8000-%012d', i), ?, ?, 'title ' || i, i, json_object('a', json_object('b', 'k' || (i % 10)), 'n', i) FROM c`,
-        [now, now],
+      await insertSeries(
+        s,
+        "big",
+        ROWS,
+        {
+          id: padded("00000000-0000-7000-8000-", 12),
+          title: "'title ' || i",
+          n: "i",
+          meta: {
+            sqlite:
+              "json_object('a', json_object('b', 'k' || (i % 10)), 'n', i)",
+            postgres:
+              "jsonb_build_object('a', jsonb_build_object('b', 'k' || (i % 10)), 'n', i)",
+          },
+        },
+        [],
+        0,
       );
       if (db === "postgres") {
         await s.app.storage.exec(

@@ -10,11 +10,13 @@
 import assert from "node:assert/strict";
 import {
   forEachDb,
+  insertSeries,
+  padded,
   seedUser,
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { columnOf, tableOf } from "../lib/schema/ddl.ts";
+import { tableOf } from "../lib/schema/ddl.ts";
 
 const ROWS = 20_000;
 
@@ -75,23 +77,23 @@ forEachDb("list: json reads compile to SQL at 20k rows", async (t, db) => {
     });
     assert.equal(r.status, 201, r.text);
     // meta = {kind: "a"|"b" (alternating), owner: the user on 2 rows of 3, n: i}
-    const now = new Date().toISOString();
-    const cols = ["id", "created", "updated", "title", "meta"].map(columnOf)
-      .join(", ");
+    const kind = "CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END";
     const owner = `CASE WHEN i % 3 = 0 THEN 'someone' ELSE ? END`;
-    await s.app.storage.run(
-      db === "postgres"
-        ? `INSERT INTO ${
-          tableOf("docs")
-        } (${cols}) SELECT '00000000-0000-7000-8000-' || lpad(i::text, 12, '0'), ?, ?, 'doc ' || i, jsonb_build_object('kind', CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END, 'owner', ${owner}::text, 'n', i) FROM generate_series(0, ${
-          ROWS - 1
-        }) AS g(i)`
-        : `WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < ${
-          ROWS - 1
-        }) INSERT INTO ${
-          tableOf("docs")
-        } (${cols}) SELECT printf('00000000-0000-7000-8000-%012d', i), ?, ?, 'doc ' || i, json_object('kind', CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END, 'owner', ${owner}, 'n', i) FROM c`,
-      [now, now, user.id],
+    await insertSeries(
+      s,
+      "docs",
+      ROWS,
+      {
+        id: padded("00000000-0000-7000-8000-", 12),
+        title: "'doc ' || i",
+        meta: {
+          sqlite: `json_object('kind', ${kind}, 'owner', ${owner}, 'n', i)`,
+          postgres:
+            `jsonb_build_object('kind', ${kind}, 'owner', ${owner}::text, 'n', i)`,
+        },
+      },
+      [user.id],
+      0,
     );
     if (db === "postgres") {
       await s.app.storage.exec(`ANALYZE ${tableOf("docs")}`);

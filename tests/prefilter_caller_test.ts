@@ -8,9 +8,14 @@
  */
 
 import assert from "node:assert/strict";
-import { forEachDb, startServer, type TestServer } from "./_server.ts";
+import {
+  forEachDb,
+  insertSeries,
+  padded,
+  startServer,
+  type TestServer,
+} from "./_server.ts";
 import { createEntity, createRecord, signToken } from "./_scenarios.ts";
-import { columnOf, tableOf } from "../lib/schema/ddl.ts";
 
 const RULE = {
   mode: "custom",
@@ -18,19 +23,11 @@ const RULE = {
 };
 
 /** `count` rows whose `meta` is the JSON text `meta` (SQL literal). */
-async function bulk(s: TestServer, name: string, count: number, meta: string) {
-  const now = new Date().toISOString();
-  const cols = ["id", "created", "updated", "meta"].map(columnOf).join(", ");
-  await s.app.storage.run(
-    s.db === "postgres"
-      ? `INSERT INTO ${
-        tableOf(name)
-      } (${cols}) SELECT 'r' || lpad(i::text, 12, '0'), ?, ?, '${meta}' FROM generate_series(1, ${count}) AS g(i)`
-      : `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${count}) INSERT INTO ${
-        tableOf(name)
-      } (${cols}) SELECT printf('r%012d', i), ?, ?, '${meta}' FROM c`,
-    [now, now],
-  );
+function bulk(s: TestServer, name: string, count: number, meta: string) {
+  return insertSeries(s, name, count, {
+    id: padded("r", 12),
+    meta: `'${meta}'`,
+  });
 }
 
 forEachDb(

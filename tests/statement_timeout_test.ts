@@ -7,9 +7,8 @@
  */
 
 import assert from "node:assert/strict";
-import { DATABASES, startServer } from "./_server.ts";
+import { DATABASES, insertSeries, padded, startServer } from "./_server.ts";
 import { allRules, createEntity } from "./_scenarios.ts";
-import { tableOf } from "../lib/schema/ddl.ts";
 
 Deno.test({
   name: "statement timeout: a runaway view read answers 503 [postgres]",
@@ -23,10 +22,7 @@ Deno.test({
         name: "cells",
         fields: [{ name: "n", type: "int" }],
       });
-      await s.app.storage.run(
-        `INSERT INTO ${tableOf("cells")} ("id", "created", "updated", "n")
-         SELECT 'c' || lpad(i::text, 6, '0'), now()::text, now()::text, i FROM generate_series(1, 300) AS g(i)`,
-      );
+      await insertSeries(s, "cells", 300, { id: padded("c", 6), n: "i" });
       await createEntity(s, {
         name: "huge",
         type: "view",
