@@ -232,7 +232,7 @@ const nulRows: NulRow[] = [
   },
 ];
 
-forEachDb("attack: NUL characters and the rule trial", async (t, db) => {
+forEachDb("attack: NUL characters in every input", async (t, db) => {
   const s = await startServer(db);
   try {
     const f = await fixture(s);
