@@ -69,6 +69,31 @@ export function isExposed<
 }
 
 /**
+ * Refuses to serve a view that breaks the view rule (`refusal` says why,
+ * from `Registry.viewRefusal`): 503 until an admin changes or deletes it.
+ * Every reader of records (the API, the dashboard's rule trial) asks here.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { assertServed } from "moonbase/lib/records/access.ts";
+ * assert.throws(() => assertServed({ name: "v", type: "view" }, "reads mb_admins"), { code: "unavailable" });
+ * assertServed({ name: "v", type: "view" }, undefined);
+ * ```
+ */
+export function assertServed(
+  entity: Pick<Guarded, "name" | "type">,
+  refusal: string | undefined,
+): void {
+  if (entity.type === "view" && refusal !== undefined) {
+    throw new MoonbaseError(
+      "unavailable",
+      `Cannot read view ${entity.name}: it reads what views may not read; an admin must change or delete it`,
+    );
+  }
+}
+
+/**
  * Refuses a write to a view (405 with `Allow: GET, HEAD`).
  *
  * @example

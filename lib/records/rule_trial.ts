@@ -18,7 +18,7 @@ import { inspectExpression } from "../rules/inspect.ts";
 import type { RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
 import { ExpressionRules } from "./rule_engine.ts";
-import { authorize } from "./access.ts";
+import { assertServed, authorize } from "./access.ts";
 import { compiledOf } from "./rule_check.ts";
 import type { RuleRequest } from "./rule_types.ts";
 
@@ -161,6 +161,7 @@ export async function runTrial(
   if (t.entity.type === "view" && t.op !== "list" && t.op !== "get") {
     bad(`${t.entity.name} is a view; views are read-only (test list or get)`);
   }
+  assertServed(t.entity, registry.viewRefusal(t.entity.id));
   const auth = await callerOf(registry, t.as);
   const method = METHOD[t.op];
   const req: RuleRequest = { body: {}, query: {}, method };

@@ -10,7 +10,12 @@ import type { AuthValue } from "../caller.ts";
 import type { Entity } from "./entity.ts";
 import type { Registry } from "./registry.ts";
 import type { Operation } from "../schema/types.ts";
-import { assertWritable, authorize, isExposed } from "./access.ts";
+import {
+  assertServed,
+  assertWritable,
+  authorize,
+  isExposed,
+} from "./access.ts";
 import type { RuleEngine, RuleRequest } from "./rule_types.ts";
 
 import type { RecordData } from "./codec.ts";
@@ -72,12 +77,7 @@ export class RecordService {
         `Cannot find entity: no entity ${JSON.stringify(name.slice(0, 80))}`,
       );
     }
-    if (e.type === "view" && this.#registry.viewRefusal(e.id) !== undefined) {
-      throw new MoonbaseError(
-        "unavailable",
-        `Cannot read view ${e.name}: it reads what views may not read; an admin must change or delete it`,
-      );
-    }
+    assertServed(e, this.#registry.viewRefusal(e.id));
     return e;
   }
 
