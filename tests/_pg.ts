@@ -21,6 +21,8 @@ export interface PgCluster {
   restart(): Promise<void>;
   /** The postmaster's pid and its children's (to freeze it with SIGSTOP). */
   pids(): Promise<number[]>;
+  /** Stops the server if it runs and removes its directory (now, not at exit). */
+  destroy(): Promise<void>;
 }
 
 let started: Promise<PgCluster> | undefined;
@@ -78,8 +80,9 @@ async function start(durable = false): Promise<PgCluster> {
     `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off${
       durable ? "" : " -c synchronous_commit=off"
     } -c full_page_writes=off -c max_connections=200`;
-  const up = () =>
-    run([
+  let running = false;
+  const up = async () => {
+    await run([
       `${BIN}/pg_ctl`,
       "-D",
       data,
@@ -90,8 +93,14 @@ async function start(durable = false): Promise<PgCluster> {
       "-w",
       "start",
     ]);
+    running = true;
+  };
+  const down = async () => {
+    await run([`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "stop"]);
+    running = false;
+  };
   await up();
-  globalThis.addEventListener("unload", () => {
+  const atExit = () => {
     const args = ["-D", data, "-m", "immediate", "stop"];
     const cmd = Deno.uid() === 0
       ? new Deno.Command("runuser", {
@@ -100,7 +109,8 @@ async function start(durable = false): Promise<PgCluster> {
       : new Deno.Command(`${BIN}/pg_ctl`, { args });
     cmd.outputSync();
     Deno.removeSync(dir, { recursive: true });
-  });
+  };
+  globalThis.addEventListener("unload", atExit);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {
     url,
@@ -115,10 +125,15 @@ async function start(durable = false): Promise<PgCluster> {
       return `postgres://postgres@127.0.0.1:${port}/${name}`;
     },
     async stop() {
-      await run([`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "stop"]);
+      await down();
     },
     async restart() {
       await up();
+    },
+    async destroy() {
+      globalThis.removeEventListener("unload", atExit);
+      if (running) await down().catch(() => {});
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
     async pids() {
       const head = await Deno.readTextFile(`${data}/postmaster.pid`);
@@ -156,7 +171,7 @@ export function startPostgres(): Promise<PgCluster> {
 /**
  * Starts a cluster of the caller's own (not shared with other tests of the
  * process, synchronous_commit on), for tests that stop, freeze and restart
- * it; stopped at exit.
+ * it; stopped at exit, or earlier by its `destroy()`.
  */
 export function startOwnPostgres(): Promise<PgCluster> {
   return start(true);
