@@ -2,6 +2,13 @@
  * A throwaway PostgreSQL 15 cluster for the test run: started lazily on a free
  * port in a temp dir owned by `postgres`, stopped when the test process exits.
  *
+ * `deno test` loads every test file in a worker of its own, and module state
+ * is per worker; so the first worker of the process that asks starts the
+ * cluster, and the others find its address in a directory named after the
+ * process (one cluster per process, not one per test file). A watchdog
+ * outside the process stops it and removes its files once the process is
+ * gone, however it ends.
+ *
  * @module
  */
 
@@ -27,6 +34,8 @@ export interface PgCluster {
 
 let started: Promise<PgCluster> | undefined;
 let counter = 0;
+/** Tells apart the databases that workers of one process create. */
+const worker = crypto.randomUUID().slice(0, 8);
 
 /** True when the PostgreSQL server binaries exist on this machine. */
 export function hasPostgres(): boolean {
@@ -57,8 +66,28 @@ async function run(args: string[], asPostgres = true): Promise<string> {
   return text;
 }
 
-async function start(durable = false): Promise<PgCluster> {
-  const dir = await Deno.makeTempDir({ prefix: "mb_pg_" });
+/** A fresh database on the cluster at `url` (its `postgres` database). */
+async function createDatabaseOn(url: string): Promise<string> {
+  const name = `mb_test_${Deno.pid}_${worker}_${++counter}`;
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  return url.replace(/\/postgres$/, `/${name}`);
+}
+
+/**
+ * Starts a cluster in `dir` (a new temp dir if not given). A durable cluster
+ * keeps synchronous_commit on; a shared one is stopped by a watchdog when the
+ * process is gone, any other at this worker's exit (or by `destroy()`).
+ */
+async function start(
+  durable = false,
+  given?: string,
+): Promise<PgCluster> {
+  const dir = given ?? await Deno.makeTempDir({ prefix: "mb_pg_" });
   await Deno.chmod(dir, 0o777);
   if (Deno.uid() === 0) await run(["chown", "postgres:postgres", dir], false);
   const data = `${dir}/data`;
@@ -75,11 +104,12 @@ async function start(durable = false): Promise<PgCluster> {
     "UTF8",
   ]);
   // A durable cluster keeps synchronous_commit on: an immediate stop then
-  // loses nothing that was acknowledged.
+  // loses nothing that was acknowledged. The shared cluster serves every
+  // test file of the process (several at once with --parallel).
   const opts =
     `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off${
       durable ? "" : " -c synchronous_commit=off"
-    } -c full_page_writes=off -c max_connections=200`;
+    } -c full_page_writes=off -c max_connections=${given ? 400 : 200}`;
   let running = false;
   const up = async () => {
     await run([
@@ -110,19 +140,13 @@ async function start(durable = false): Promise<PgCluster> {
     cmd.outputSync();
     Deno.removeSync(dir, { recursive: true });
   };
-  globalThis.addEventListener("unload", atExit);
+  if (given) await watchdog(dir, data);
+  else globalThis.addEventListener("unload", atExit);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {
     url,
-    async createDatabase() {
-      const name = `mb_test_${Deno.pid}_${++counter}`;
-      const admin = postgres(url, { max: 1, onnotice: () => {} });
-      try {
-        await admin.unsafe(`CREATE DATABASE ${name}`);
-      } finally {
-        await admin.end();
-      }
-      return `postgres://postgres@127.0.0.1:${port}/${name}`;
+    createDatabase() {
+      return createDatabaseOn(url);
     },
     async stop() {
       await down();
@@ -131,6 +155,9 @@ async function start(durable = false): Promise<PgCluster> {
       await up();
     },
     async destroy() {
+      if (given) {
+        throw new Error("The shared cluster lives as long as the process");
+      }
       globalThis.removeEventListener("unload", atExit);
       if (running) await down().catch(() => {});
       await Deno.remove(dir, { recursive: true }).catch(() => {});
@@ -155,6 +182,94 @@ async function start(durable = false): Promise<PgCluster> {
 }
 
 /**
+ * Stops the cluster in `dir` and removes `dir` once this process is gone: a
+ * shell in a session of its own (so Ctrl-C on the tests does not reach it)
+ * polls the process id.
+ */
+async function watchdog(dir: string, data: string): Promise<void> {
+  const q = (v: string) => `'${v.replaceAll("'", `'\\''`)}'`;
+  const pgCtl = [`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "stop"]
+    .map(q).join(" ");
+  const stop = Deno.uid() === 0 ? `runuser -u postgres -- ${pgCtl}` : pgCtl;
+  const script = `while kill -0 ${Deno.pid} 2>/dev/null; do sleep 1; done; ` +
+    `${stop} >/dev/null 2>&1; rm -rf ${q(dir)}`;
+  const out = await new Deno.Command("setsid", {
+    args: ["-f", "sh", "-c", script],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  if (!out.success) throw new Error("Cannot start the cluster's watchdog");
+}
+
+/** This process's key: its id and start time (ids are reused). */
+function processKey(): string {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${Deno.pid}/stat`);
+    const since = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    return `${Deno.pid}_${since}`;
+  } catch {
+    return String(Deno.pid);
+  }
+}
+
+/** The shared cluster as the workers see it: they may only add databases. */
+function attach(url: string): PgCluster {
+  const refuse = () =>
+    Promise.reject(
+      new Error("The shared cluster cannot be stopped (startOwnPostgres can)"),
+    );
+  return {
+    url,
+    createDatabase: () => createDatabaseOn(url),
+    stop: refuse,
+    restart: refuse,
+    pids: refuse,
+    destroy: refuse,
+  };
+}
+
+/**
+ * The process's shared cluster: the first worker to create its directory
+ * starts it and writes its URL there; the others wait for that URL.
+ */
+async function shared(): Promise<PgCluster> {
+  const tmp = Deno.env.get("TMPDIR") ?? "/tmp";
+  const dir = `${tmp}/mb_pg_shared_${processKey()}`;
+  let owner = true;
+  try {
+    await Deno.mkdir(dir);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+    owner = false;
+  }
+  if (owner) {
+    try {
+      const { url } = await start(false, dir);
+      await Deno.writeTextFile(`${dir}/url.tmp`, url);
+      await Deno.rename(`${dir}/url.tmp`, `${dir}/url`);
+      return attach(url);
+    } catch (e) {
+      await Deno.writeTextFile(`${dir}/error`, String(e)).catch(() => {});
+      throw e;
+    }
+  }
+  const read = (name: string) =>
+    Deno.readTextFile(`${dir}/${name}`).catch(() => undefined);
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    const url = await read("url");
+    if (url) return attach(url);
+    const error = await read("error");
+    if (error) throw new Error(`The shared cluster did not start: ${error}`);
+    if (Date.now() > deadline) {
+      throw new Error(`The shared cluster did not start in ${dir}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
  * Starts (once per process) and returns the throwaway cluster.
  *
  * @example
@@ -164,7 +279,7 @@ async function start(durable = false): Promise<PgCluster> {
  * ```
  */
 export function startPostgres(): Promise<PgCluster> {
-  started ??= start();
+  started ??= shared();
   return started;
 }
 
