@@ -1,0 +1,300 @@
+/**
+ * Logins (README "Auth"): `POST /api/v1/auth/<entity>/login`, the legacy
+ * `POST /api/v1/auth/login` with the entity in the body, and the admin login
+ * `POST /api/v1/sys/admins/login`; refused credentials answer one identical
+ * 401, malformed bodies a 400 naming the field.
+ *
+ * @module
+ */
+
+import {
+  assert,
+  assertEquals,
+  assertStatus,
+  forEachDb,
+  type Reply,
+  type TestServer,
+} from "./_server.ts";
+import {
+  assertTokenWorks,
+  claimsOf,
+  fastUser,
+  login,
+  nextIp,
+  USER_PW,
+  withAuthServer,
+} from "./_auth_fixtures.ts";
+
+/** Ada (users, editor) and a member of team red, both with `USER_PW`. */
+async function loginUsers(s: TestServer) {
+  const ada = await fastUser(s, "users", {
+    email: "ada@example.com",
+    name: "Ada",
+    role: "editor",
+  });
+  const member = await fastUser(s, "members", {
+    email: "mem@example.com",
+    team: "red",
+  });
+  return { ada, member };
+}
+
+forEachDb(
+  "auth login: accepted credentials",
+  (t, db) =>
+    withAuthServer(db, async (s, admin) => {
+      // Logins only read the users seeded here (each issues its own session),
+      // so the steps share them and do not depend on each other.
+      const { ada, member } = await loginUsers(s);
+
+      const identities = [
+        { name: "email", identity: "ada@example.com" },
+        { name: "email in another case", identity: "ADA@Example.Com" },
+        { name: "user id", identity: ada.id },
+      ];
+      for (const c of identities) {
+        await t.step(`login by ${c.name} → {token, user}`, async () => {
+          const r = await login(s, "/api/v1/auth/users/login", {
+            identity: c.identity,
+            password: USER_PW,
+          });
+          assertStatus(r, 200, c.identity);
+          assertEquals(Object.keys(r.data).sort(), ["token", "user"]);
+          assertEquals(r.error, "");
+          assert(typeof r.data.token === "string");
+          assertEquals(r.data.token.split(".").length, 3);
+          const u = r.data.user;
+          assertEquals(u.id, ada.id);
+          assertEquals(u.email, "ada@example.com");
+          assertEquals(u.name, "Ada");
+          assertEquals(u.role, "editor");
+          assertEquals(u.verified, false);
+          assert(!("password" in u), "user without password");
+          assert(!r.text.includes("scrypt$"), "no hash in login reply");
+          assert(!r.text.includes(USER_PW), "no password in login reply");
+          const claims = claimsOf(r.data.token);
+          assertEquals(claims.sub, ada.id);
+          assertEquals(claims.entity, "users");
+        });
+      }
+
+      await t.step("the path decides the entity", async () => {
+        let r = await login(s, "/api/v1/auth/members/login", {
+          identity: "mem@example.com",
+          password: USER_PW,
+        });
+        assertStatus(r, 200);
+        assertEquals(r.data.user.id, member.id);
+        assertEquals(r.data.user.team, "red");
+        assertEquals(claimsOf(r.data.token).entity, "members");
+        r = await login(s, "/api/v1/auth/users/login", {
+          identity: "mem@example.com",
+          password: USER_PW,
+        });
+        assertStatus(r, 401, "member on users");
+        r = await login(s, "/api/v1/auth/users/login", {
+          identity: member.id,
+          password: USER_PW,
+        });
+        assertStatus(r, 401, "member id on users");
+      });
+
+      await t.step(
+        "legacy POST /api/v1/auth/login takes entity in the body",
+        async () => {
+          let r = await login(s, "/api/v1/auth/login", {
+            entity: "users",
+            identity: "ADA@example.com",
+            password: USER_PW,
+          });
+          assertStatus(r, 200);
+          assertEquals(Object.keys(r.data).sort(), ["token", "user"]);
+          assertEquals(r.data.user.id, ada.id);
+          assert(!("password" in r.data.user));
+          assertEquals(claimsOf(r.data.token).entity, "users");
+          await assertTokenWorks(s, ada.id, r.data.token, "legacy token");
+          r = await login(s, "/api/v1/auth/login", {
+            entity: "members",
+            identity: member.id,
+            password: USER_PW,
+          });
+          assertStatus(r, 200);
+          assertEquals(r.data.user.id, member.id);
+        },
+      );
+
+      await t.step("admin login → {token, user} for mb_admins", async () => {
+        const r = await login(s, "/api/v1/sys/admins/login", {
+          identity: "ADMIN@example.com",
+          password: s.adminPassword,
+        });
+        assertStatus(r, 200);
+        assertEquals(r.data.user.email, "admin@example.com");
+        assert(!("password" in r.data.user));
+        const claims = claimsOf(r.data.token);
+        assertEquals(claims.entity, "mb_admins");
+        assertEquals(claims.sub, claimsOf(admin).sub);
+        const list = await s.request("GET", "/api/v1/schemas", {
+          token: r.data.token,
+        });
+        assertStatus(list, 200, "admin token from login works");
+        // A user's credentials do not open the admin login.
+        const u = await login(s, "/api/v1/sys/admins/login", {
+          identity: "ada@example.com",
+          password: USER_PW,
+        });
+        assertStatus(u, 401);
+      });
+    }),
+);
+
+/** A refused login and the reference answer its body must equal. */
+interface WrongCase {
+  name: string;
+  path: string;
+  body: Record<string, unknown>;
+  same: "user" | "admin";
+}
+
+/** A malformed login body and the field its 400 names. */
+interface BadBodyCase {
+  name: string;
+  path: string;
+  body?: Record<string, unknown>;
+  raw?: string;
+  field?: "identity" | "password";
+}
+
+const SCOPED = "/api/v1/auth/users/login";
+const ADMIN_LOGIN = "/api/v1/sys/admins/login";
+
+const BAD_BODIES: [Record<string, unknown>, "identity" | "password"][] = [
+  [{}, "identity"],
+  [{ password: USER_PW }, "identity"],
+  [{ identity: "", password: USER_PW }, "identity"],
+  [{ identity: 5, password: USER_PW }, "identity"],
+  [{ identity: "ada@example.com" }, "password"],
+  [{ identity: "ada@example.com", password: "" }, "password"],
+  [{ identity: "ada@example.com", password: 12345678 }, "password"],
+];
+
+const BAD_BODY_CASES: BadBodyCase[] = [
+  ...BAD_BODIES.flatMap(([body, field]) =>
+    [SCOPED, ADMIN_LOGIN].map((path): BadBodyCase => ({
+      name: `${path} ${JSON.stringify(body)}`,
+      path,
+      body,
+      field,
+    }))
+  ),
+  {
+    name: "legacy without credentials",
+    path: "/api/v1/auth/login",
+    body: { entity: "users" },
+  },
+  { name: "malformed JSON", path: SCOPED, raw: "{not json" },
+];
+
+forEachDb(
+  "auth login: refused credentials and bodies",
+  (t, db) =>
+    withAuthServer(db, async (s) => {
+      // Every row is refused and writes nothing: the rows share a server and
+      // the users seeded here.
+      const { ada } = await loginUsers(s);
+      const wrongCases: WrongCase[] = [
+        {
+          name: "unknown email",
+          path: SCOPED,
+          body: { identity: "nobody@example.com", password: USER_PW },
+          same: "user",
+        },
+        {
+          name: "unknown id",
+          path: SCOPED,
+          body: {
+            identity: "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
+            password: USER_PW,
+          },
+          same: "user",
+        },
+        {
+          name: "wrong password",
+          path: SCOPED,
+          body: { identity: "ada@example.com", password: "wrong-password" },
+          same: "user",
+        },
+        {
+          name: "id with a password in the wrong case",
+          path: SCOPED,
+          body: { identity: ada.id, password: USER_PW.toUpperCase() },
+          same: "user",
+        },
+        {
+          name: "legacy login, wrong password",
+          path: "/api/v1/auth/login",
+          body: {
+            entity: "users",
+            identity: "ada@example.com",
+            password: "wrong-password",
+          },
+          same: "user",
+        },
+        {
+          name: "admin login, unknown admin",
+          path: ADMIN_LOGIN,
+          body: { identity: "ghost@example.com", password: "wrong-password" },
+          same: "admin",
+        },
+      ];
+      // The reference answers: a known user and a known admin with a wrong
+      // password.
+      const refused = async (path: string, body: Record<string, unknown>) => {
+        const r = await login(s, path, body);
+        assertStatus(r, 401, `${path} ${JSON.stringify(body)}`);
+        assertEquals(r.body?.data, null);
+        assert(r.error.length > 0);
+        return r;
+      };
+      const reference: Record<WrongCase["same"], Reply> = {
+        user: await refused(SCOPED, {
+          identity: ada.id,
+          password: "another-wrong-password",
+        }),
+        admin: await refused(ADMIN_LOGIN, {
+          identity: "admin@example.com",
+          password: "wrong-password",
+        }),
+      };
+      assert(!reference.user.text.includes(ada.id), "no identity echoed");
+
+      for (const c of wrongCases) {
+        await t.step(`identical 401: ${c.name}`, async () => {
+          const r = await refused(c.path, c.body);
+          assertEquals(r.text, reference[c.same].text, "same 401 body");
+          assert(!r.text.includes("ada@example.com"), "no identity echoed");
+        });
+      }
+
+      for (const c of BAD_BODY_CASES) {
+        await t.step(`400: ${c.name}`, async () => {
+          const r = c.raw === undefined
+            ? await login(s, c.path, c.body ?? {})
+            : await s.request("POST", c.path, {
+              raw: c.raw,
+              headers: {
+                "content-type": "application/json",
+                "x-forwarded-for": nextIp(),
+              },
+            });
+          assertStatus(r, 400, c.name);
+          if (c.field) {
+            assert(
+              r.data?.fields?.[c.field],
+              `fields.${c.field} for ${c.name}: ${r.text}`,
+            );
+          }
+        });
+      }
+    }),
+);
