@@ -1,0 +1,355 @@
+/**
+ * Tokens (README "Auth" and "Security"): HS256 claims and lifetime, the
+ * `tokenTtl` setting, expiry, forged and tampered tokens, file tokens, and
+ * tokens of logged-out or deleted users.
+ *
+ * @module
+ */
+
+import { SignJWT, UnsecuredJWT } from "jose";
+import {
+  assert,
+  assertEquals,
+  assertStatus,
+  forEachDb,
+  startServer,
+  TEST_JWT_SECRET,
+} from "./_server.ts";
+import {
+  assertTokenRejected,
+  assertTokenWorks,
+  AUTH,
+  b64urlDecode,
+  b64urlEncode,
+  claimsOf,
+  createSchema,
+  fastUser,
+  headerOf,
+  issue,
+  nowSec,
+  probe,
+  PUBLIC,
+  userToken,
+  withAuthServer,
+} from "./_auth_fixtures.ts";
+
+forEachDb(
+  "auth tokens: claims, lifetime, file tokens, revocation",
+  (t, db) =>
+    withAuthServer(db, async (s, admin) => {
+      // Each step creates its own users; none reads another's.
+      await t.step(
+        "claims sub/entity/jti/iat/exp, HS256, 1 h by default",
+        async () => {
+          const { id } = await fastUser(s, "users", {
+            email: "claims@example.com",
+          });
+          const before = nowSec();
+          const tok = await issue(s, "users", id);
+          const after = nowSec();
+          assertEquals(headerOf(tok).alg, "HS256");
+          const c = claimsOf(tok);
+          assertEquals(c.sub, id);
+          assertEquals(c.entity, "users");
+          assert(
+            typeof c.jti === "string" && c.jti.length >= 16,
+            `jti ${c.jti}`,
+          );
+          assert(c.iat >= before - 1 && c.iat <= after + 1, `iat ${c.iat}`);
+          assertEquals(c.exp - c.iat, 3600);
+          const tok2 = await issue(s, "users", id);
+          assert(claimsOf(tok2).jti !== c.jti, "each token has its own jti");
+          await assertTokenWorks(s, id, tok, "fresh token");
+          // Admin tokens carry the same claims.
+          const a = claimsOf(admin);
+          assertEquals(a.entity, "mb_admins");
+          assertEquals(a.exp - a.iat, 3600);
+        },
+      );
+
+      await t.step("tokenTtl configures the lifetime", async () => {
+        const short = await startServer(db, {
+          trustProxy: true,
+          tokenTtl: 120,
+        });
+        try {
+          const sa = await short.adminToken();
+          await createSchema(short, sa, {
+            name: "users",
+            type: "auth",
+            rules: { add: PUBLIC, get: AUTH },
+          });
+          await fastUser(short, "users", { email: "ttl@example.com" });
+          const tok = await userToken(short, "users", "ttl@example.com");
+          const c = claimsOf(tok);
+          assertEquals(c.exp - c.iat, 120);
+          assertEquals(claimsOf(sa).exp - claimsOf(sa).iat, 120);
+          const r = await short.request("POST", "/api/v1/auth/users/refresh", {
+            token: tok,
+          });
+          assertStatus(r, 200);
+          const n = claimsOf(r.data.token);
+          assertEquals(n.exp - n.iat, 120);
+        } finally {
+          await short.close();
+        }
+      });
+
+      await t.step(
+        "a file token opens no API route and cannot be refreshed",
+        async () => {
+          const { id } = await fastUser(s, "users", {
+            email: "ft@example.com",
+          });
+          const tok = await issue(s, "users", id);
+          let r = await s.request("POST", "/api/v1/files/token", {
+            token: tok,
+          });
+          assertStatus(r, 200);
+          const ft = r.data.token;
+          const c = claimsOf(ft);
+          assertEquals(c.sub, id);
+          assert(c.exp - c.iat <= 120, `short-lived: ${c.exp - c.iat}`);
+          await assertTokenRejected(s, id, ft, "file token on a record route");
+          for (
+            const path of [
+              "/api/v1/auth/users/refresh",
+              "/api/v1/auth/refresh",
+              "/api/v1/auth/users/logout",
+              "/api/v1/files/token",
+            ]
+          ) {
+            r = await s.request("POST", path, { token: ft });
+            assertStatus(r, 401, `file token on ${path}`);
+          }
+        },
+      );
+
+      await t.step("revoked and deleted-user tokens → 401", async () => {
+        // Bob reads Ada's record (get rule `auth`) with his tokens.
+        const { id } = await fastUser(s, "users", {
+          email: "ada2@example.com",
+        });
+        const bob = await fastUser(s, "users", { email: "bob2@example.com" });
+        const tok = await issue(s, "users", bob.id);
+        await assertTokenWorks(s, id, tok, "bob before logout");
+        let r = await s.request("POST", "/api/v1/auth/users/logout", {
+          token: tok,
+        });
+        assertStatus(r, 200);
+        await assertTokenRejected(s, id, tok, "revoked");
+        const bobTok = await issue(s, "users", bob.id);
+        await assertTokenWorks(s, id, bobTok, "bob new token");
+        r = await s.request("DELETE", `/api/v1/entities/users/${bob.id}`, {
+          token: admin,
+        });
+        assertStatus(r, 204);
+        await assertTokenRejected(s, id, bobTok, "deleted user");
+        r = await s.request("POST", "/api/v1/auth/users/refresh", {
+          token: bobTok,
+        });
+        assertStatus(r, 401, "deleted user cannot refresh");
+      });
+    }),
+);
+
+/** What a forged-token row may build its token from. */
+interface ForgeKit {
+  /** A token signed with `secret` (the right one by default). */
+  forge(
+    claims?: Record<string, unknown>,
+    alg?: string,
+    secret?: string,
+  ): Promise<string>;
+  /** Ada's id (the record every user row reads). */
+  id: string;
+  bobId: string;
+  adminId: string;
+  /** The parts of a genuine token of Ada's. */
+  real: { h: string; p: string; sig: string; payload: Record<string, unknown> };
+}
+
+/** One refused token: on Ada's record, or on an admin route. */
+interface ForgedCase {
+  name: string;
+  token?: (k: ForgeKit) => string | Promise<string>;
+  /** An Authorization header other than `Bearer <token>`. */
+  authorization?: (k: ForgeKit) => string;
+  admin?: boolean;
+}
+
+/** An `alg: none` token that would be valid for 10 minutes. */
+const unsecured = (entity: string, sub: string) =>
+  new UnsecuredJWT({ entity })
+    .setSubject(sub)
+    .setJti(crypto.randomUUID())
+    .setIssuedAt(nowSec())
+    .setExpirationTime(nowSec() + 600)
+    .encode();
+/** Ada's genuine token with claims changed and its signature kept. */
+const withPayload = (k: ForgeKit, change: Record<string, unknown>) =>
+  `${k.real.h}.${
+    b64urlEncode(JSON.stringify({ ...k.real.payload, ...change }))
+  }.${k.real.sig}`;
+
+const FORGED_CASES: ForgedCase[] = [
+  {
+    name: "expired",
+    token: (k) => k.forge({ iat: nowSec() - 7200, exp: nowSec() - 3600 }),
+  },
+  {
+    name: "just expired",
+    token: (k) => k.forge({ iat: nowSec() - 100, exp: nowSec() - 1 }),
+  },
+  {
+    name: "other secret",
+    token: (k) =>
+      k.forge({}, "HS256", "another-secret-0123456789-abcdefghijkl"),
+  },
+  { name: "HS512", token: (k) => k.forge({}, "HS512") },
+  { name: "alg none", token: (k) => unsecured("users", k.id) },
+  {
+    name: "alg none that claims to be an admin",
+    token: (k) => unsecured("mb_admins", k.adminId),
+    admin: true,
+  },
+  // Tampered: a genuine token with a claim changed, signature kept.
+  { name: "tampered sub", token: (k) => withPayload(k, { sub: k.bobId }) },
+  {
+    name: "tampered to admin",
+    token: (k) => withPayload(k, { sub: k.adminId, entity: "mb_admins" }),
+    admin: true,
+  },
+  {
+    name: "tampered exp",
+    token: (k) => withPayload(k, { exp: Number(k.real.payload.exp) + 86400 }),
+  },
+  {
+    name: "bad signature",
+    token: (k) =>
+      `${k.real.h}.${k.real.p}.${
+        (k.real.sig[0] === "A" ? "B" : "A") + k.real.sig.slice(1)
+      }`,
+  },
+  { name: "no signature", token: (k) => `${k.real.h}.${k.real.p}.` },
+  { name: "garbage", token: () => "garbage" },
+  {
+    name: "alg none header on a genuine payload",
+    token: (k) =>
+      `${b64urlEncode(JSON.stringify({ alg: "none" }))}.${k.real.p}.`,
+  },
+  {
+    name: "no exp",
+    token: (k) =>
+      new SignJWT({ entity: "users" })
+        .setProtectedHeader({ alg: "HS256" })
+        .setSubject(k.id)
+        .setJti(crypto.randomUUID())
+        .setIssuedAt(nowSec())
+        .sign(new TextEncoder().encode(TEST_JWT_SECRET)),
+  },
+  {
+    name: "user id as an admin",
+    token: (k) => k.forge({ entity: "mb_admins" }),
+  },
+  { name: "non-auth entity", token: (k) => k.forge({ entity: "posts" }) },
+  { name: "missing entity", token: (k) => k.forge({ entity: "nope" }) },
+  // No or malformed Authorization header on a route that needs a token.
+  { name: "guest" },
+  {
+    name: "not Bearer",
+    authorization: (k) => `Basic ${k.real.h}.${k.real.p}.${k.real.sig}`,
+  },
+];
+
+forEachDb(
+  "auth tokens: forged and tampered tokens → 401",
+  (t, db) =>
+    withAuthServer(db, async (s, admin) => {
+      // The rows only read Ada's record and the schema list: they share the
+      // users and the genuine token made here.
+      const ada = await fastUser(s, "users", { email: "ada@example.com" });
+      const bob = await fastUser(s, "users", { email: "bob@example.com" });
+      const genuine = await issue(s, "users", ada.id);
+      const [h, p, sig] = genuine.split(".");
+      const kit: ForgeKit = {
+        forge(claims = {}, alg = "HS256", secret = TEST_JWT_SECRET) {
+          const now = nowSec();
+          return new SignJWT({ entity: "users", ...claims })
+            .setProtectedHeader({ alg, typ: "JWT" })
+            .setSubject(String(claims.sub ?? ada.id))
+            .setJti(crypto.randomUUID())
+            .setIssuedAt(Number(claims.iat ?? now))
+            .setExpirationTime(Number(claims.exp ?? now + 600))
+            .sign(new TextEncoder().encode(secret));
+        },
+        id: ada.id,
+        bobId: bob.id,
+        adminId: claimsOf(admin).sub,
+        real: { h, p, sig, payload: JSON.parse(b64urlDecode(p)) },
+      };
+      // Used once, so a verification cache holds the genuine token.
+      await assertTokenWorks(s, ada.id, genuine, "genuine (and now cached)");
+
+      await t.step("a token forged with the right secret works", async () => {
+        await assertTokenWorks(s, ada.id, await kit.forge(), "control");
+      });
+
+      for (const c of FORGED_CASES) {
+        await t.step(c.name, async () => {
+          const token = c.token ? await c.token(kit) : undefined;
+          if (c.admin) {
+            const r = await s.request("GET", "/api/v1/schemas", { token });
+            assertStatus(r, 401, c.name);
+          } else if (c.authorization) {
+            const r = await s.request(
+              "GET",
+              `/api/v1/entities/users/${ada.id}`,
+              {
+                headers: { authorization: c.authorization(kit) },
+              },
+            );
+            assertStatus(r, 401, c.name);
+          } else if (token === undefined) {
+            assertStatus(await probe(s, ada.id), 401, c.name);
+          } else {
+            await assertTokenRejected(s, ada.id, token, c.name);
+          }
+          // The genuine token is unaffected.
+          await assertTokenWorks(s, ada.id, genuine, "genuine still works");
+        });
+      }
+    }),
+);
+
+forEachDb(
+  "auth tokens: a token stops working when it expires",
+  async (_t, db) => {
+    const s = await startServer(db, { trustProxy: true, tokenTtl: 1 });
+    try {
+      // Through the library: an admin token would itself last under a second
+      // (tokens count whole seconds), too short to rely on for setup.
+      await s.app.schemas.create({
+        name: "users",
+        type: "auth",
+        fields: [],
+        rules: { add: PUBLIC, get: AUTH },
+      });
+      const u = await fastUser(s, "users", { email: "exp@example.com" });
+      const tok = await issue(s, "users", u.id);
+      const c = claimsOf(tok);
+      assertEquals(c.exp - c.iat, 1);
+      // Used while valid (so a verification cache would hold it), then expired.
+      const first = await probe(s, u.id, tok);
+      if (first.status === 200) assertEquals(first.data.id, u.id);
+      await new Promise((r) => setTimeout(r, (c.exp + 1) * 1000 - Date.now()));
+      await assertTokenRejected(s, u.id, tok, "expired real token");
+      const r = await s.request("POST", "/api/v1/auth/users/refresh", {
+        token: tok,
+      });
+      assertStatus(r, 401, "expired token cannot refresh");
+    } finally {
+      await s.close();
+    }
+  },
+);
