@@ -10,7 +10,9 @@
  */
 
 import type { AppConfig } from "../lib/config.ts";
+import { uuidv7 } from "../lib/ids.ts";
 import {
+  ADMIN_PASSWORD,
   assert,
   assertEquals,
   assertStatus,
@@ -26,6 +28,65 @@ export const ROUTE_NOT_FOUND =
 
 /** Password of the users `fastUser` creates. */
 export const USER_PW = "user-password-1";
+
+/**
+ * Scrypt hashes (N=2^15, r=8, p=1) of the fixture passwords, computed once
+ * and written here: every test file runs in its own isolate, where hashing
+ * them again would cost ~0.3 s of CPU apiece. Logins verify them like any
+ * stored hash (the parameters travel inside the string).
+ */
+const KNOWN_HASHES: Record<string, string> = {
+  [USER_PW]:
+    "scrypt$32768$8$1$5b2LBn7V6rQdXWQ40btZQw==$7jtu7gpDC3oIKCWuBDCNMRIO9HjZ+OtLZVpIpGVOGW4=",
+  [ADMIN_PASSWORD]:
+    "scrypt$32768$8$1$rttO7qM8FlK6erjvH0hkYQ==$KwJYW3IvZNatSjlupvNmbewfbU1XqeMKJIt3TR1O1OE=",
+};
+
+/** Inserts a user row with a known hash; returns the stored record. */
+async function insertUser(
+  s: TestServer,
+  entity: string,
+  values: Record<string, string>,
+  hash: string,
+): Promise<Record<string, unknown> & { id: string }> {
+  const now = new Date().toISOString();
+  const row: Record<string, string | number | boolean> = {
+    id: uuidv7(),
+    created: now,
+    updated: now,
+    ...values,
+    password: hash,
+    verified: s.app.storage.dialect.encode("bool", false) as number | boolean,
+  };
+  const cols = Object.keys(row).map((c) => `"${c}"`).join(", ");
+  await s.app.storage.run(
+    `INSERT INTO "${entity}" (${cols}) VALUES (${
+      Object.keys(row).map(() => "?").join(", ")
+    })`,
+    Object.values(row),
+  );
+  const rec = await s.app.schemas.get(entity)!.read(String(row.id));
+  assert(rec, `no ${entity} ${row.id}`);
+  return rec as Record<string, unknown> & { id: string };
+}
+
+/**
+ * The harness admin's token, with its row written from a known hash first
+ * (the harness would hash `ADMIN_PASSWORD` once per test file).
+ */
+export async function fixtureAdmin(s: TestServer): Promise<string> {
+  const admins = s.app.schemas.get("mb_admins")!;
+  if (!await admins.queryFromCols("admin@example.com", ["email"])) {
+    await insertUser(
+      s,
+      "mb_admins",
+      { email: "admin@example.com" },
+      KNOWN_HASHES[ADMIN_PASSWORD],
+    );
+    s.app.setupToken = undefined;
+  }
+  return await s.adminToken();
+}
 
 /** Rule: anyone. */
 export const PUBLIC = { mode: "public", expr: "" };
@@ -148,12 +209,11 @@ export async function fastUser(
   data: Record<string, string> & { email: string },
   password = USER_PW,
 ): Promise<Record<string, unknown> & { id: string }> {
-  return await seedUser(
-    s,
-    entity,
-    { ...data, email: data.email.toLowerCase() },
-    password,
-  );
+  const values = { ...data, email: data.email.toLowerCase() };
+  const known = KNOWN_HASHES[password];
+  return known
+    ? await insertUser(s, entity, values, known)
+    : await seedUser(s, entity, values, password);
 }
 
 /** A token issued directly (no login route, no scrypt). */
@@ -222,7 +282,7 @@ export async function withAuthServer(
 ): Promise<void> {
   const s = await startServer(db, { trustProxy: true, ...config });
   try {
-    const admin = await s.adminToken();
+    const admin = await fixtureAdmin(s);
     await standardSchemas(s, admin);
     await fn(s, admin);
   } finally {

@@ -20,20 +20,21 @@ import {
   adminProbe,
   claimsOf,
   fastUser,
+  fixtureAdmin,
   issue,
   login,
+  USER_PW,
   withAuthServer,
 } from "./_auth_fixtures.ts";
 
 const ADMIN_LOGIN = "/api/v1/sys/admins/login";
 
-/** An admin inserted directly (one scrypt per distinct password). */
+/** An admin inserted directly, with the password `USER_PW` (no scrypt). */
 function seedAdmin(
   s: TestServer,
   email: string,
-  password: string,
 ): Promise<Record<string, unknown> & { id: string }> {
-  return fastUser(s, "mb_admins", { email }, password);
+  return fastUser(s, "mb_admins", { email });
 }
 
 /** The admins list, sorted by email. */
@@ -175,11 +176,7 @@ forEachDb(
       });
 
       await t.step("admin refresh and logout", async () => {
-        const { id } = await seedAdmin(
-          s,
-          "refresh@example.com",
-          "refresh-pw-1",
-        );
+        const { id } = await seedAdmin(s, "refresh@example.com");
         const a = await issue(s, "mb_admins", id);
         let r = await s.request("POST", "/api/v1/sys/admins/refresh", {
           token: a,
@@ -218,7 +215,7 @@ forEachDb(
         "a password change revokes that admin's other tokens",
         async () => {
           const email = "pwchange@example.com";
-          const { id } = await seedAdmin(s, email, "second-pass-1");
+          const { id } = await seedAdmin(s, email);
           const t1 = await issue(s, "mb_admins", id);
           const t2 = await issue(s, "mb_admins", id);
           // The admin changes their own password with t1: t1 stays, t2 goes.
@@ -236,7 +233,7 @@ forEachDb(
           assertStatus(r, 200, "another admin's token is untouched");
           r = await login(s, ADMIN_LOGIN, {
             identity: email,
-            password: "second-pass-1",
+            password: USER_PW,
           });
           assertStatus(r, 401, "old password");
           const t3 = (await login(s, ADMIN_LOGIN, {
@@ -285,9 +282,9 @@ forEachDb("auth admins: delete admins; the last one stays", async (_t, db) => {
   // Its own server: "the last admin" needs to know every admin there is.
   const s = await startServer(db);
   try {
-    const admin = await s.adminToken();
+    const admin = await fixtureAdmin(s);
     const adminId = claimsOf(admin).sub;
-    const second = (await seedAdmin(s, "deux@example.com", "second-pass-1")).id;
+    const second = (await seedAdmin(s, "deux@example.com")).id;
     const t4 = await issue(s, "mb_admins", second);
     let r = await s.request("DELETE", `/api/v1/sys/admins/no-such-admin`, {
       token: admin,

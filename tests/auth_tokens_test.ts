@@ -24,6 +24,7 @@ import {
   claimsOf,
   createSchema,
   fastUser,
+  fixtureAdmin,
   headerOf,
   issue,
   nowSec,
@@ -73,7 +74,7 @@ forEachDb(
           tokenTtl: 120,
         });
         try {
-          const sa = await short.adminToken();
+          const sa = await fixtureAdmin(short);
           await createSchema(short, sa, {
             name: "users",
             type: "auth",
