@@ -17,6 +17,7 @@ import {
   forEachDb,
   startServer,
   TEST_JWT_SECRET,
+  type TestServer,
 } from "./_server.ts";
 import {
   assertTokenRejected,
@@ -37,125 +38,125 @@ import {
   withAuthServer,
 } from "./_auth_fixtures.ts";
 
-forEachDb(
-  "auth tokens: claims, lifetime, file tokens, revocation",
-  (t, db) =>
-    withAuthServer(db, async (s, admin) => {
-      // Each step creates its own users; none reads another's.
-      await t.step(
-        "claims sub/entity/jti/iat/exp, HS256, 1 h by default",
-        async () => {
-          const { id } = await fastUser(s, "users", {
-            email: "claims@example.com",
-          });
-          const before = nowSec();
-          const tok = await issue(s, "users", id);
-          const after = nowSec();
-          assertEquals(headerOf(tok).alg, "HS256");
-          const c = claimsOf(tok);
-          assertEquals(c.sub, id);
-          assertEquals(c.entity, "users");
-          assert(
-            typeof c.jti === "string" && c.jti.length >= 16,
-            `jti ${c.jti}`,
-          );
-          assert(c.iat >= before - 1 && c.iat <= after + 1, `iat ${c.iat}`);
-          assertEquals(c.exp - c.iat, 3600);
-          const tok2 = await issue(s, "users", id);
-          assert(claimsOf(tok2).jti !== c.jti, "each token has its own jti");
-          await assertTokenWorks(s, id, tok, "fresh token");
-          // Admin tokens carry the same claims.
-          const a = claimsOf(admin);
-          assertEquals(a.entity, "mb_admins");
-          assertEquals(a.exp - a.iat, 3600);
-        },
-      );
-
-      await t.step("tokenTtl configures the lifetime", async () => {
-        const short = await startServer(db, {
-          trustProxy: true,
-          tokenTtl: 120,
-        });
-        try {
-          const sa = await fixtureAdmin(short);
-          await createSchema(short, sa, {
-            name: "users",
-            type: "auth",
-            rules: { add: PUBLIC, get: AUTH },
-          });
-          await fastUser(short, "users", { email: "ttl@example.com" });
-          const tok = await userToken(short, "users", "ttl@example.com");
-          const c = claimsOf(tok);
-          assertEquals(c.exp - c.iat, 120);
-          assertEquals(claimsOf(sa).exp - claimsOf(sa).iat, 120);
-          const r = await short.request("POST", "/api/v1/auth/users/refresh", {
-            token: tok,
-          });
-          assertStatus(r, 200);
-          const n = claimsOf(r.data.token);
-          assertEquals(n.exp - n.iat, 120);
-        } finally {
-          await short.close();
-        }
+async function claimsAndRevocation(
+  t: Deno.TestContext,
+  s: TestServer,
+  admin: string,
+): Promise<void> {
+  // Each step creates its own users; none reads another's.
+  await t.step(
+    "claims sub/entity/jti/iat/exp, HS256, 1 h by default",
+    async () => {
+      const { id } = await fastUser(s, "users", {
+        email: "claims@example.com",
       });
-
-      await t.step(
-        "a file token opens no API route and cannot be refreshed",
-        async () => {
-          const { id } = await fastUser(s, "users", {
-            email: "ft@example.com",
-          });
-          const tok = await issue(s, "users", id);
-          let r = await s.request("POST", "/api/v1/files/token", {
-            token: tok,
-          });
-          assertStatus(r, 200);
-          const ft = r.data.token;
-          const c = claimsOf(ft);
-          assertEquals(c.sub, id);
-          assert(c.exp - c.iat <= 120, `short-lived: ${c.exp - c.iat}`);
-          await assertTokenRejected(s, id, ft, "file token on a record route");
-          for (
-            const path of [
-              "/api/v1/auth/users/refresh",
-              "/api/v1/auth/refresh",
-              "/api/v1/auth/users/logout",
-              "/api/v1/files/token",
-            ]
-          ) {
-            r = await s.request("POST", path, { token: ft });
-            assertStatus(r, 401, `file token on ${path}`);
-          }
-        },
+      const before = nowSec();
+      const tok = await issue(s, "users", id);
+      const after = nowSec();
+      assertEquals(headerOf(tok).alg, "HS256");
+      const c = claimsOf(tok);
+      assertEquals(c.sub, id);
+      assertEquals(c.entity, "users");
+      assert(
+        typeof c.jti === "string" && c.jti.length >= 16,
+        `jti ${c.jti}`,
       );
+      assert(c.iat >= before - 1 && c.iat <= after + 1, `iat ${c.iat}`);
+      assertEquals(c.exp - c.iat, 3600);
+      const tok2 = await issue(s, "users", id);
+      assert(claimsOf(tok2).jti !== c.jti, "each token has its own jti");
+      await assertTokenWorks(s, id, tok, "fresh token");
+      // Admin tokens carry the same claims.
+      const a = claimsOf(admin);
+      assertEquals(a.entity, "mb_admins");
+      assertEquals(a.exp - a.iat, 3600);
+    },
+  );
 
-      await t.step("revoked and deleted-user tokens → 401", async () => {
-        // Bob reads Ada's record (get rule `auth`) with his tokens.
-        const { id } = await fastUser(s, "users", {
-          email: "ada2@example.com",
-        });
-        const bob = await fastUser(s, "users", { email: "bob2@example.com" });
-        const tok = await issue(s, "users", bob.id);
-        await assertTokenWorks(s, id, tok, "bob before logout");
-        let r = await s.request("POST", "/api/v1/auth/users/logout", {
-          token: tok,
-        });
-        assertStatus(r, 200);
-        await assertTokenRejected(s, id, tok, "revoked");
-        const bobTok = await issue(s, "users", bob.id);
-        await assertTokenWorks(s, id, bobTok, "bob new token");
-        r = await s.request("DELETE", `/api/v1/entities/users/${bob.id}`, {
-          token: admin,
-        });
-        assertStatus(r, 204);
-        await assertTokenRejected(s, id, bobTok, "deleted user");
-        r = await s.request("POST", "/api/v1/auth/users/refresh", {
-          token: bobTok,
-        });
-        assertStatus(r, 401, "deleted user cannot refresh");
+  await t.step("tokenTtl configures the lifetime", async () => {
+    const short = await startServer(s.db, {
+      trustProxy: true,
+      tokenTtl: 120,
+    });
+    try {
+      const sa = await fixtureAdmin(short);
+      await createSchema(short, sa, {
+        name: "users",
+        type: "auth",
+        rules: { add: PUBLIC, get: AUTH },
       });
-    }),
-);
+      await fastUser(short, "users", { email: "ttl@example.com" });
+      const tok = await userToken(short, "users", "ttl@example.com");
+      const c = claimsOf(tok);
+      assertEquals(c.exp - c.iat, 120);
+      assertEquals(claimsOf(sa).exp - claimsOf(sa).iat, 120);
+      const r = await short.request("POST", "/api/v1/auth/users/refresh", {
+        token: tok,
+      });
+      assertStatus(r, 200);
+      const n = claimsOf(r.data.token);
+      assertEquals(n.exp - n.iat, 120);
+    } finally {
+      await short.close();
+    }
+  });
+
+  await t.step(
+    "a file token opens no API route and cannot be refreshed",
+    async () => {
+      const { id } = await fastUser(s, "users", {
+        email: "ft@example.com",
+      });
+      const tok = await issue(s, "users", id);
+      let r = await s.request("POST", "/api/v1/files/token", {
+        token: tok,
+      });
+      assertStatus(r, 200);
+      const ft = r.data.token;
+      const c = claimsOf(ft);
+      assertEquals(c.sub, id);
+      assert(c.exp - c.iat <= 120, `short-lived: ${c.exp - c.iat}`);
+      await assertTokenRejected(s, id, ft, "file token on a record route");
+      for (
+        const path of [
+          "/api/v1/auth/users/refresh",
+          "/api/v1/auth/refresh",
+          "/api/v1/auth/users/logout",
+          "/api/v1/files/token",
+        ]
+      ) {
+        r = await s.request("POST", path, { token: ft });
+        assertStatus(r, 401, `file token on ${path}`);
+      }
+    },
+  );
+
+  await t.step("revoked and deleted-user tokens → 401", async () => {
+    // Bob reads Ada's record (get rule `auth`) with his tokens.
+    const { id } = await fastUser(s, "users", {
+      email: "ada2@example.com",
+    });
+    const bob = await fastUser(s, "users", { email: "bob2@example.com" });
+    const tok = await issue(s, "users", bob.id);
+    await assertTokenWorks(s, id, tok, "bob before logout");
+    let r = await s.request("POST", "/api/v1/auth/users/logout", {
+      token: tok,
+    });
+    assertStatus(r, 200);
+    await assertTokenRejected(s, id, tok, "revoked");
+    const bobTok = await issue(s, "users", bob.id);
+    await assertTokenWorks(s, id, bobTok, "bob new token");
+    r = await s.request("DELETE", `/api/v1/entities/users/${bob.id}`, {
+      token: admin,
+    });
+    assertStatus(r, 204);
+    await assertTokenRejected(s, id, bobTok, "deleted user");
+    r = await s.request("POST", "/api/v1/auth/users/refresh", {
+      token: bobTok,
+    });
+    assertStatus(r, 401, "deleted user cannot refresh");
+  });
+}
 
 /** What a forged-token row may build its token from. */
 interface ForgeKit {
@@ -266,63 +267,80 @@ const FORGED_CASES: ForgedCase[] = [
   },
 ];
 
+async function forgedTokens(
+  t: Deno.TestContext,
+  s: TestServer,
+  admin: string,
+): Promise<void> {
+  // The rows only read Ada's record and the schema list: they share the
+  // users and the genuine token made here.
+  const ada = await fastUser(s, "users", { email: "victim@example.com" });
+  const bob = await fastUser(s, "users", { email: "bob@example.com" });
+  const genuine = await issue(s, "users", ada.id);
+  const [h, p, sig] = genuine.split(".");
+  const kit: ForgeKit = {
+    forge(claims = {}, alg = "HS256", secret = TEST_JWT_SECRET) {
+      const now = nowSec();
+      return new SignJWT({ entity: "users", ...claims })
+        .setProtectedHeader({ alg, typ: "JWT" })
+        .setSubject(String(claims.sub ?? ada.id))
+        .setJti(crypto.randomUUID())
+        .setIssuedAt(Number(claims.iat ?? now))
+        .setExpirationTime(Number(claims.exp ?? now + 600))
+        .sign(new TextEncoder().encode(secret));
+    },
+    id: ada.id,
+    bobId: bob.id,
+    adminId: claimsOf(admin).sub,
+    real: { h, p, sig, payload: JSON.parse(b64urlDecode(p)) },
+  };
+  // Used once, so a verification cache holds the genuine token.
+  await assertTokenWorks(s, ada.id, genuine, "genuine (and now cached)");
+
+  await t.step("a token forged with the right secret works", async () => {
+    await assertTokenWorks(s, ada.id, await kit.forge(), "control");
+  });
+
+  for (const c of FORGED_CASES) {
+    await t.step(c.name, async () => {
+      const token = c.token ? await c.token(kit) : undefined;
+      if (c.admin) {
+        const r = await s.request("GET", "/api/v1/schemas", { token });
+        assertStatus(r, 401, c.name);
+      } else if (c.authorization) {
+        const r = await s.request(
+          "GET",
+          `/api/v1/entities/users/${ada.id}`,
+          {
+            headers: { authorization: c.authorization(kit) },
+          },
+        );
+        assertStatus(r, 401, c.name);
+      } else if (token === undefined) {
+        assertStatus(await probe(s, ada.id), 401, c.name);
+      } else {
+        await assertTokenRejected(s, ada.id, token, c.name);
+      }
+      // The genuine token is unaffected.
+      await assertTokenWorks(s, ada.id, genuine, "genuine still works");
+    });
+  }
+}
+
 forEachDb(
-  "auth tokens: forged and tampered tokens → 401",
+  "auth tokens and sessions",
   (t, db) =>
     withAuthServer(db, async (s, admin) => {
-      // The rows only read Ada's record and the schema list: they share the
-      // users and the genuine token made here.
-      const ada = await fastUser(s, "users", { email: "ada@example.com" });
-      const bob = await fastUser(s, "users", { email: "bob@example.com" });
-      const genuine = await issue(s, "users", ada.id);
-      const [h, p, sig] = genuine.split(".");
-      const kit: ForgeKit = {
-        forge(claims = {}, alg = "HS256", secret = TEST_JWT_SECRET) {
-          const now = nowSec();
-          return new SignJWT({ entity: "users", ...claims })
-            .setProtectedHeader({ alg, typ: "JWT" })
-            .setSubject(String(claims.sub ?? ada.id))
-            .setJti(crypto.randomUUID())
-            .setIssuedAt(Number(claims.iat ?? now))
-            .setExpirationTime(Number(claims.exp ?? now + 600))
-            .sign(new TextEncoder().encode(secret));
-        },
-        id: ada.id,
-        bobId: bob.id,
-        adminId: claimsOf(admin).sub,
-        real: { h, p, sig, payload: JSON.parse(b64urlDecode(p)) },
-      };
-      // Used once, so a verification cache holds the genuine token.
-      await assertTokenWorks(s, ada.id, genuine, "genuine (and now cached)");
-
-      await t.step("a token forged with the right secret works", async () => {
-        await assertTokenWorks(s, ada.id, await kit.forge(), "control");
-      });
-
-      for (const c of FORGED_CASES) {
-        await t.step(c.name, async () => {
-          const token = c.token ? await c.token(kit) : undefined;
-          if (c.admin) {
-            const r = await s.request("GET", "/api/v1/schemas", { token });
-            assertStatus(r, 401, c.name);
-          } else if (c.authorization) {
-            const r = await s.request(
-              "GET",
-              `/api/v1/entities/users/${ada.id}`,
-              {
-                headers: { authorization: c.authorization(kit) },
-              },
-            );
-            assertStatus(r, 401, c.name);
-          } else if (token === undefined) {
-            assertStatus(await probe(s, ada.id), 401, c.name);
-          } else {
-            await assertTokenRejected(s, ada.id, token, c.name);
-          }
-          // The genuine token is unaffected.
-          await assertTokenWorks(s, ada.id, genuine, "genuine still works");
-        });
-      }
+      // Each group creates its own users (distinct emails) and tokens.
+      await t.step(
+        "claims, lifetime, file tokens, revocation",
+        (t) => claimsAndRevocation(t, s, admin),
+      );
+      await t.step(
+        "forged and tampered tokens → 401",
+        (t) => forgedTokens(t, s, admin),
+      );
+      await t.step("refresh and logout", (t) => refreshAndLogout(t, s, admin));
     }),
 );
 
@@ -388,138 +406,138 @@ const CROSS_CASES: CrossCase[] = ["refresh", "logout"].flatMap((op) => [
   },
 ]);
 
-forEachDb(
-  "auth sessions: refresh and logout",
-  (t, db) =>
-    withAuthServer(db, async (s, admin) => {
-      // Ada and a member are seeded once and only read; every step issues the
-      // tokens it revokes, so no step depends on another.
-      const ada = await fastUser(s, "users", {
-        email: "ada@example.com",
-        name: "Ada",
-      });
-      const member = await fastUser(s, "members", { email: "mem@example.com" });
-      const id = ada.id;
-      const adminId = claimsOf(admin).sub;
+async function refreshAndLogout(
+  t: Deno.TestContext,
+  s: TestServer,
+  admin: string,
+): Promise<void> {
+  // Ada and a member are seeded once and only read; every step issues the
+  // tokens it revokes, so no step depends on another.
+  const ada = await fastUser(s, "users", {
+    email: "ada@example.com",
+    name: "Ada",
+  });
+  const member = await fastUser(s, "members", { email: "mem@example.com" });
+  const id = ada.id;
+  const adminId = claimsOf(admin).sub;
 
-      for (
-        const [label, base] of [
-          ["scoped", "/api/v1/auth/users"],
-          ["legacy", "/api/v1/auth"],
-        ]
-      ) {
-        await t.step(
-          `${label} refresh → {token, user}; old token revoked`,
-          async () => {
-            const old = await issue(s, "users", id);
-            const r = await s.request("POST", `${base}/refresh`, {
-              token: old,
-            });
-            assertStatus(r, 200);
-            assertEquals(Object.keys(r.data).sort(), ["token", "user"]);
-            assertEquals(r.data.user.id, id);
-            assertEquals(r.data.user.name, "Ada");
-            assert(!("password" in r.data.user));
-            const o = claimsOf(old), n = claimsOf(r.data.token);
-            assert(r.data.token !== old, "a new token");
-            assert(n.jti !== o.jti, "a new jti");
-            assert(n.exp >= o.exp, `later expiry: ${n.exp} >= ${o.exp}`);
-            assertEquals(n.exp - n.iat, 3600);
-            assertEquals(n.sub, id);
-            assertEquals(n.entity, "users");
-            await assertTokenRejected(s, id, old, "old token after refresh");
-            await assertTokenWorks(s, id, r.data.token, "new token");
-            const again = await s.request("POST", `${base}/refresh`, {
-              token: old,
-            });
-            assertStatus(again, 401, "refresh with the old token");
-            // Logout with the new one.
-            const out = await s.request("POST", `${base}/logout`, {
-              token: r.data.token,
-            });
-            assertStatus(out, 200);
-            assertEquals(out.body, { status: 200, data: null, error: "" });
-            await assertTokenRejected(s, id, r.data.token, "after logout");
-            const twice = await s.request("POST", `${base}/logout`, {
-              token: r.data.token,
-            });
-            assertStatus(twice, 401, "logout twice");
-            const ref = await s.request("POST", `${base}/refresh`, {
-              token: r.data.token,
-            });
-            assertStatus(ref, 401, "refresh after logout");
-            // Without a token.
-            assertStatus(await s.request("POST", `${base}/refresh`), 401);
-            assertStatus(await s.request("POST", `${base}/logout`), 401);
-          },
-        );
-      }
-
-      await t.step(
-        "logout of one token leaves the user's other tokens alone",
-        async () => {
-          const a = await issue(s, "users", id);
-          const b = await issue(s, "users", id);
-          const r = await s.request("POST", "/api/v1/auth/users/logout", {
-            token: a,
-          });
-          assertStatus(r, 200);
-          await assertTokenRejected(s, id, a, "logged out");
-          await assertTokenWorks(s, id, b, "other session");
-        },
-      );
-
-      /** Asserts a token of `holder` still works. */
-      const stillWorks = async (holder: CrossCase["holder"], token: string) => {
-        if (holder === "admin") {
-          const r = await s.request("GET", "/api/v1/schemas", { token });
-          assertStatus(r, 200, "admin token intact");
-        } else {
-          await assertTokenWorks(s, id, token, `${holder} token intact`);
-        }
-      };
-
-      for (const c of CROSS_CASES) {
-        await t.step(`401, nothing revoked: ${c.name}`, async () => {
-          const token = c.holder === "admin"
-            ? await issue(s, "mb_admins", adminId)
-            : await issue(s, c.holder, c.holder === "users" ? id : member.id);
-          const r = await s.request("POST", c.path, { token });
-          assertStatus(r, 401, c.name);
-          assertEquals(r.body?.data, null);
-          await stillWorks(c.holder, token);
+  for (
+    const [label, base] of [
+      ["scoped", "/api/v1/auth/users"],
+      ["legacy", "/api/v1/auth"],
+    ]
+  ) {
+    await t.step(
+      `${label} refresh → {token, user}; old token revoked`,
+      async () => {
+        const old = await issue(s, "users", id);
+        const r = await s.request("POST", `${base}/refresh`, {
+          token: old,
         });
-      }
-
-      await t.step("a member's token refreshes on its own entity", async () => {
-        const mt = await issue(s, "members", member.id);
-        const ok = await s.request("POST", "/api/v1/auth/members/refresh", {
-          token: mt,
+        assertStatus(r, 200);
+        assertEquals(Object.keys(r.data).sort(), ["token", "user"]);
+        assertEquals(r.data.user.id, id);
+        assertEquals(r.data.user.name, "Ada");
+        assert(!("password" in r.data.user));
+        const o = claimsOf(old), n = claimsOf(r.data.token);
+        assert(r.data.token !== old, "a new token");
+        assert(n.jti !== o.jti, "a new jti");
+        assert(n.exp >= o.exp, `later expiry: ${n.exp} >= ${o.exp}`);
+        assertEquals(n.exp - n.iat, 3600);
+        assertEquals(n.sub, id);
+        assertEquals(n.entity, "users");
+        await assertTokenRejected(s, id, old, "old token after refresh");
+        await assertTokenWorks(s, id, r.data.token, "new token");
+        const again = await s.request("POST", `${base}/refresh`, {
+          token: old,
         });
-        assertStatus(ok, 200);
-        assertEquals(ok.data.user.id, member.id);
-        assertEquals(claimsOf(ok.data.token).entity, "members");
-      });
+        assertStatus(again, 401, "refresh with the old token");
+        // Logout with the new one.
+        const out = await s.request("POST", `${base}/logout`, {
+          token: r.data.token,
+        });
+        assertStatus(out, 200);
+        assertEquals(out.body, { status: 200, data: null, error: "" });
+        await assertTokenRejected(s, id, r.data.token, "after logout");
+        const twice = await s.request("POST", `${base}/logout`, {
+          token: r.data.token,
+        });
+        assertStatus(twice, 401, "logout twice");
+        const ref = await s.request("POST", `${base}/refresh`, {
+          token: r.data.token,
+        });
+        assertStatus(ref, 401, "refresh after logout");
+        // Without a token.
+        assertStatus(await s.request("POST", `${base}/refresh`), 401);
+        assertStatus(await s.request("POST", `${base}/logout`), 401);
+      },
+    );
+  }
 
-      await t.step(
-        "legacy refresh/logout take the entity from the token",
-        async () => {
-          const mt = await issue(s, "members", member.id);
-          const r = await s.request("POST", "/api/v1/auth/refresh", {
-            token: mt,
-          });
-          assertStatus(r, 200);
-          assertEquals(r.data.user.id, member.id);
-          assertEquals(claimsOf(r.data.token).entity, "members");
-          const out = await s.request("POST", "/api/v1/auth/logout", {
-            token: r.data.token,
-          });
-          assertStatus(out, 200);
-          const after = await s.request("POST", "/api/v1/auth/refresh", {
-            token: r.data.token,
-          });
-          assertStatus(after, 401);
-        },
-      );
-    }),
-);
+  await t.step(
+    "logout of one token leaves the user's other tokens alone",
+    async () => {
+      const a = await issue(s, "users", id);
+      const b = await issue(s, "users", id);
+      const r = await s.request("POST", "/api/v1/auth/users/logout", {
+        token: a,
+      });
+      assertStatus(r, 200);
+      await assertTokenRejected(s, id, a, "logged out");
+      await assertTokenWorks(s, id, b, "other session");
+    },
+  );
+
+  /** Asserts a token of `holder` still works. */
+  const stillWorks = async (holder: CrossCase["holder"], token: string) => {
+    if (holder === "admin") {
+      const r = await s.request("GET", "/api/v1/schemas", { token });
+      assertStatus(r, 200, "admin token intact");
+    } else {
+      await assertTokenWorks(s, id, token, `${holder} token intact`);
+    }
+  };
+
+  for (const c of CROSS_CASES) {
+    await t.step(`401, nothing revoked: ${c.name}`, async () => {
+      const token = c.holder === "admin"
+        ? await issue(s, "mb_admins", adminId)
+        : await issue(s, c.holder, c.holder === "users" ? id : member.id);
+      const r = await s.request("POST", c.path, { token });
+      assertStatus(r, 401, c.name);
+      assertEquals(r.body?.data, null);
+      await stillWorks(c.holder, token);
+    });
+  }
+
+  await t.step("a member's token refreshes on its own entity", async () => {
+    const mt = await issue(s, "members", member.id);
+    const ok = await s.request("POST", "/api/v1/auth/members/refresh", {
+      token: mt,
+    });
+    assertStatus(ok, 200);
+    assertEquals(ok.data.user.id, member.id);
+    assertEquals(claimsOf(ok.data.token).entity, "members");
+  });
+
+  await t.step(
+    "legacy refresh/logout take the entity from the token",
+    async () => {
+      const mt = await issue(s, "members", member.id);
+      const r = await s.request("POST", "/api/v1/auth/refresh", {
+        token: mt,
+      });
+      assertStatus(r, 200);
+      assertEquals(r.data.user.id, member.id);
+      assertEquals(claimsOf(r.data.token).entity, "members");
+      const out = await s.request("POST", "/api/v1/auth/logout", {
+        token: r.data.token,
+      });
+      assertStatus(out, 200);
+      const after = await s.request("POST", "/api/v1/auth/refresh", {
+        token: r.data.token,
+      });
+      assertStatus(after, 401);
+    },
+  );
+}
