@@ -56,6 +56,7 @@ async function loginUsers(s: TestServer): Promise<LoginUsers> {
   return { ada, member };
 }
 
+/** Accepted logins: scoped by identity, by path, legacy, admin. */
 async function acceptedLogins(
   t: Deno.TestContext,
   s: TestServer,
@@ -209,6 +210,7 @@ const BAD_BODY_CASES: BadBodyCase[] = [
   { name: "malformed JSON", path: SCOPED, raw: "{not json" },
 ];
 
+/** Refused logins: identical 401s and 400s naming the field. */
 async function refusedLogins(
   t: Deno.TestContext,
   s: TestServer,
@@ -328,6 +330,7 @@ const LEGACY_CASES = ["nope", "posts", "mb_admins", "hidden", undefined].map(
   (entity) => ({ name: `legacy login, entity ${entity}`, entity }),
 );
 
+/** Auth routes of entities without them: the same 404 for all. */
 async function routeNotFound(
   t: Deno.TestContext,
   s: TestServer,

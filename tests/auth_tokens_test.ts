@@ -38,6 +38,7 @@ import {
   withAuthServer,
 } from "./_auth_fixtures.ts";
 
+/** Claims, `tokenTtl`, file tokens, logged-out and deleted users. */
 async function claimsAndRevocation(
   t: Deno.TestContext,
   s: TestServer,
@@ -267,6 +268,7 @@ const FORGED_CASES: ForgedCase[] = [
   },
 ];
 
+/** Forged and tampered tokens, one row each (scenario table). */
 async function forgedTokens(
   t: Deno.TestContext,
   s: TestServer,
@@ -326,23 +328,6 @@ async function forgedTokens(
     });
   }
 }
-
-forEachDb(
-  "auth tokens and sessions",
-  (t, db) =>
-    withAuthServer(db, async (s, admin) => {
-      // Each group creates its own users (distinct emails) and tokens.
-      await t.step(
-        "claims, lifetime, file tokens, revocation",
-        (t) => claimsAndRevocation(t, s, admin),
-      );
-      await t.step(
-        "forged and tampered tokens → 401",
-        (t) => forgedTokens(t, s, admin),
-      );
-      await t.step("refresh and logout", (t) => refreshAndLogout(t, s, admin));
-    }),
-);
 
 forEachDb(
   "auth tokens: a token stops working when it expires",
@@ -406,6 +391,7 @@ const CROSS_CASES: CrossCase[] = ["refresh", "logout"].flatMap((op) => [
   },
 ]);
 
+/** Scoped and legacy refresh and logout; tokens on other entities. */
 async function refreshAndLogout(
   t: Deno.TestContext,
   s: TestServer,
@@ -541,3 +527,20 @@ async function refreshAndLogout(
     },
   );
 }
+
+forEachDb(
+  "auth tokens and sessions",
+  (t, db) =>
+    withAuthServer(db, async (s, admin) => {
+      // Each group creates its own users (distinct emails) and tokens.
+      await t.step(
+        "claims, lifetime, file tokens, revocation",
+        (t) => claimsAndRevocation(t, s, admin),
+      );
+      await t.step(
+        "forged and tampered tokens → 401",
+        (t) => forgedTokens(t, s, admin),
+      );
+      await t.step("refresh and logout", (t) => refreshAndLogout(t, s, admin));
+    }),
+);
