@@ -17,6 +17,7 @@ import {
 import { columnOf, tableOf, uniqueIndexOf } from "../schema/ddl.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { uuidv7 } from "../ids.ts";
+import type { AuthValue } from "../caller.ts";
 import { mergeFiles, type Uploads } from "./file_values.ts";
 import {
   type CheckedInput,
@@ -46,6 +47,11 @@ export interface OpOptions {
   removedFiles?: string[];
   /** Update of a password: the session (token id) that stays valid. */
   keepSession?: string;
+  /**
+   * The caller of the write: when it changes its own password, its own
+   * session stays valid (unless `keepSession` names another).
+   */
+  caller?: AuthValue;
   /** Filled by a delete: every record deleted (cascades included). */
   deleted?: { schema: EntitySchema; record: RecordData }[];
 }
