@@ -17,6 +17,7 @@ import {
 import { columnOf, tableOf, uniqueIndexOf } from "../schema/ddl.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { uuidv7 } from "../ids.ts";
+import type { AuthValue } from "../caller.ts";
 import { mergeFiles, type Uploads } from "./file_values.ts";
 import {
   type CheckedInput,
@@ -44,6 +45,23 @@ export interface OpOptions {
   uploads?: Uploads;
   /** Filled by a write: stored names the record no longer references. */
   removedFiles?: string[];
+  /**
+   * Runs in the write's transaction before the check and the write, with the
+   * record as it would be stored (and, on update and delete, as it was);
+   * may return checked values that replace the write's own (record hooks).
+   */
+  before?: (
+    record: RecordData,
+    tx: Queryable,
+    previous?: RecordData,
+  ) => Promise<CheckedInput | undefined>;
+  /** The caller, for record hooks (default: the program itself, as admin). */
+  caller?: AuthValue;
+  /**
+   * Library calls: run the operation as this caller, under the entity's
+   * rules, as the HTTP API would (`list(query, { as: await ctx.auth() })`).
+   */
+  as?: AuthValue;
   /** Update of a password: the session (token id) that stays valid. */
   keepSession?: string;
   /** Filled by a delete: every record deleted (cascades included). */
@@ -191,29 +209,37 @@ export async function insertRecord(
   if (hasFiles(schema)) {
     mergeFiles(schema, undefined, values, opts.uploads ?? new Map());
   }
-  const full: CheckedInput = new Map([["id", uuidv7()], ["created", now], [
-    "updated",
-    now,
-  ], ...values]);
-  const cols = encodeValues(schema, full, store.dialect);
-  const names = [...cols.keys()].map((c) => `"${c}"`).join(", ");
-  const marks = [...cols.keys()].map(() => "?").join(", ");
-  const sql = `INSERT INTO ${
-    tableOf(schema.name)
-  } (${names}) VALUES (${marks})`;
+  const id = uuidv7();
+  const columns = (v: CheckedInput) =>
+    encodeValues(
+      schema,
+      new Map([["id", id], ["created", now], ["updated", now], ...v]),
+      store.dialect,
+    );
+  const insert = (cols: Map<string, SqlValue>) =>
+    `INSERT INTO ${tableOf(schema.name)} (${
+      [...cols.keys()].map((c) => `"${c}"`).join(", ")
+    }) VALUES (${[...cols.keys()].map(() => "?").join(", ")})`;
   try {
-    if (!opts.check && !hasRelationValue(schema, values)) {
+    if (!opts.check && !opts.before && !hasRelationValue(schema, values)) {
       // Nothing to read first: one INSERT is atomic on its own (one round
       // trip on PostgreSQL, no transaction lock on SQLite).
-      await store.run(sql, [...cols.values()]);
+      const cols = columns(values);
+      await store.run(insert(cols), [...cols.values()]);
       return decodeRow(schema, Object.fromEntries(cols), store.dialect);
     }
     return await store.transaction(async (tx) => {
+      let cols = columns(values);
+      let record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
+      const changed = await opts.before?.(record, tx);
+      if (changed) {
+        values = changed;
+        cols = columns(values);
+        record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
+      }
       await checkRelations(tx, store.dialect.name, schema, values);
-      const row: Row = Object.fromEntries(cols);
-      const record = decodeRow(schema, row, store.dialect);
       await opts.check?.(record, tx);
-      await tx.run(sql, [...cols.values()]);
+      await tx.run(insert(cols), [...cols.values()]);
       return record;
     });
   } catch (err) {
@@ -249,7 +275,7 @@ export async function updateRecord(
   const lock = store.dialect.name === "postgres";
   try {
     if (
-      !opts.keep && !opts.check && !hasFiles(schema) &&
+      !opts.keep && !opts.check && !opts.before && !hasFiles(schema) &&
       !hasRelationValue(schema, values)
     ) {
       // Nothing to read or check first: one UPDATE … RETURNING is atomic on
@@ -278,12 +304,21 @@ export async function updateRecord(
         );
         opts.removedFiles?.push(...removed);
       }
-      await checkRelations(tx, store.dialect.name, schema, values);
-      const cols = updatedColumns(store, schema, values);
-      const next = decodeRow(schema, {
+      let cols = updatedColumns(store, schema, values);
+      let next = decodeRow(schema, {
         ...current,
         ...Object.fromEntries(cols),
       }, store.dialect);
+      const changed = await opts.before?.(next, tx, before);
+      if (changed) {
+        values = changed;
+        cols = updatedColumns(store, schema, values);
+        next = decodeRow(schema, {
+          ...current,
+          ...Object.fromEntries(cols),
+        }, store.dialect);
+      }
+      await checkRelations(tx, store.dialect.name, schema, values);
       await opts.check?.(next, tx);
       await tx.run(
         `UPDATE ${tableOf(schema.name)} SET ${setList(cols)} WHERE "id" = ?`,

@@ -90,6 +90,7 @@ export async function deleteRecord(
       if (!current) return undefined;
       const record = decodeRow(schema, current, store.dialect);
       if (opts.keep && !(await opts.keep(record))) return undefined;
+      await opts.before?.(record, tx, record);
       await opts.check?.(record, tx);
       const deleted: Deleted = [];
       await releaseRefs(tx, store, schema, id, refsOf, new Set(), deleted);

@@ -7,7 +7,12 @@
 
 import type { Dialect, Storage } from "../db/storage.ts";
 import { MoonbaseError } from "../errors.ts";
-import { checkInput, decodeRow, type RecordData } from "./codec.ts";
+import {
+  type CheckedInput,
+  checkInput,
+  decodeRow,
+  type RecordData,
+} from "./codec.ts";
 import { allFields } from "../schema/builtin.ts";
 import { deleteRecord } from "./delete.ts";
 import {
@@ -21,7 +26,6 @@ import { listRecords, type ListResult } from "./list.ts";
 import { parseListOptions } from "./list_query.ts";
 import { both } from "./hooks.ts";
 import { ExpressionRules } from "./rule_engine.ts";
-import type { AuthValue } from "../caller.ts";
 
 import { columnOf, tableOf } from "../schema/ddl.ts";
 import type {
@@ -32,7 +36,8 @@ import type {
   Rules,
 } from "../schema/types.ts";
 
-import type { EntityEnv } from "./entity_env.ts";
+import type { CallerAccess, EntityEnv } from "./entity_env.ts";
+import { PROGRAM, type WriteHooks, writeHooks } from "./entity_hooks.ts";
 import { assertWritable } from "./access.ts";
 
 const libraryRules = new ExpressionRules();
@@ -49,7 +54,6 @@ export function fileNames(schema: EntitySchema, record: RecordData): string[] {
   }
   return out;
 }
-const ADMIN_AUTH: AuthValue = { id: "", entity: "", type: "admin", user: null };
 
 /**
  * An entity (table) with its schema and record operations.
@@ -213,15 +217,25 @@ export class Entity {
     return (await this.#store.query(sql, cols.map(() => value)))[0];
   }
 
-  /** Creates a record (no access rules). */
+  /**
+   * Creates a record: no access rules, or those of `opts.as` (then as the
+   * HTTP API would for that caller). Record hooks run either way.
+   */
   async create(
     data: Record<string, unknown>,
     opts?: OpOptions,
   ): Promise<RecordData> {
+    if (opts?.as) return await this.#access().create(this.name, data, opts.as);
     assertWritable(this, "add");
     const values = checkInput(this.#schema, data, "create");
     await this.#hash(values);
-    return await insertRecord(this.#store, this.#schema, values, opts);
+    const hooks = this.#hooks("Create", opts, values);
+    const rec = await insertRecord(this.#store, this.#schema, values, {
+      ...opts,
+      before: hooks?.before ?? opts?.before,
+    });
+    await hooks?.after(rec);
+    return rec;
   }
   /** Lists records; `query` takes the list parameters of the records API. */
   async list(
@@ -229,6 +243,7 @@ export class Entity {
     opts?: OpOptions,
   ): Promise<ListResult> {
     const q = typeof query === "string" ? new URLSearchParams(query) : query;
+    if (opts?.as) return await this.#access().list(this.name, q, opts.as);
     const options = parseListOptions(this.#schema, q);
     let hooks = opts ?? {};
     if (options.filter !== undefined && !hooks.filtered) {
@@ -236,13 +251,21 @@ export class Entity {
       const req = { body: {}, query: Object.fromEntries(q), method: "GET" };
       hooks = both(
         hooks,
-        libraryRules.filter(this, options.filter, ADMIN_AUTH, req),
+        libraryRules.filter(this, options.filter, PROGRAM, req),
       );
     }
     return await listRecords(this.#store, this.#schema, options, hooks);
   }
   /** Reads a record by id; undefined when it does not exist. */
   async read(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
+    if (opts?.as) {
+      return await this.#access().get(this.name, id, opts.as).catch((err) => {
+        if (err instanceof MoonbaseError && err.code === "not_found") {
+          return undefined;
+        }
+        throw err;
+      });
+    }
     const row = await readRow(this.#store, this.#schema, id, opts?.where);
     if (!row) return undefined;
     const record = decodeRow(this.#schema, row, this.#store.dialect);
@@ -258,14 +281,21 @@ export class Entity {
     data: Record<string, unknown>,
     opts?: OpOptions,
   ): Promise<RecordData | undefined> {
+    if (opts?.as) {
+      return await this.#access().update(this.name, id, data, opts.as);
+    }
     assertWritable(this, "update");
     const values = checkInput(this.#schema, data, "update");
-    const newPassword = await this.#hash(values);
+    let newPassword = await this.#hash(values);
     const removed: string[] = [];
+    const hooks = this.#hooks("Update", opts, values);
     const rec = await updateRecord(this.#store, this.#schema, id, values, {
       ...opts,
+      before: hooks?.before ?? opts?.before,
       removedFiles: removed,
     });
+    newPassword ||= hooks?.passwordSet ?? false;
+    if (rec) await hooks?.after(rec);
     if (rec && newPassword) {
       // The one place a password change ends the user's other sessions.
       await this.#env.passwordChanged(this.name, id, opts?.keepSession ?? "");
@@ -277,18 +307,22 @@ export class Entity {
   }
   /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
   async remove(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
+    if (opts?.as) {
+      const rec = await this.read(id, { as: opts.as });
+      await this.#access().remove(this.name, id, opts.as);
+      return rec;
+    }
     assertWritable(this, "delete");
     const deleted: { schema: EntitySchema; record: RecordData }[] = [];
+    const hooks = this.#hooks("Delete", opts, undefined);
     const rec = await deleteRecord(
       this.#store,
       this.#schema,
       id,
       this.#refsOf,
-      {
-        ...opts,
-        deleted,
-      },
+      { ...opts, before: hooks?.before ?? opts?.before, deleted },
     );
+    if (rec) await hooks?.after(rec);
     for (const d of deleted) {
       await this.#env.files?.remove(
         d.schema.id,
@@ -296,6 +330,32 @@ export class Entity {
       );
     }
     return rec;
+  }
+
+  #hooks(
+    op: "Create" | "Update" | "Delete",
+    opts: OpOptions | undefined,
+    values: CheckedInput | undefined,
+  ): WriteHooks | undefined {
+    return writeHooks(
+      this.#schema,
+      this.#env,
+      this.#store,
+      op,
+      opts,
+      values,
+      (v) => this.#hash(v),
+    );
+  }
+
+  #access(): CallerAccess {
+    if (!this.#env.access) {
+      throw new MoonbaseError(
+        "unavailable",
+        `Cannot act as a caller on ${this.name}: no record service`,
+      );
+    }
+    return this.#env.access;
   }
 
   /** Hashes a new password in place; true when the write sets one. */
