@@ -27,6 +27,8 @@ import { listen, Server } from "./lib/http/server.ts";
 import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
 import { isConnectionLoss } from "./lib/db/connection_loss.ts";
+import { importScripts } from "./lib/extend/load.ts";
+import { activate, install } from "./lib/extend/extension_set.ts";
 
 export { Entity } from "./lib/records/entity.ts";
 export { MoonbaseError } from "./lib/errors.ts";
@@ -42,6 +44,13 @@ export type {
   Rules,
 } from "./lib/schema/types.ts";
 export type { Registry } from "./lib/records/registry.ts";
+export type { ScriptApp, ScriptHandler } from "./lib/extend/script_app.ts";
+export type {
+  RecordEvent,
+  RecordEventName,
+  RecordHook,
+} from "./lib/records/events.ts";
+export type { Middleware } from "./lib/http/middleware.ts";
 export { VERSION };
 
 /** A Moonbase app. */
@@ -80,6 +89,7 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
         stack: err instanceof Error ? err.stack ?? err.message : String(err),
       }),
     life,
+    () => core.extensions,
   );
   const app: App = Object.assign(core, {
     handler,
@@ -143,20 +153,27 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     globalThis.removeEventListener("unhandledrejection", onUnhandled);
     await close();
   };
-  for (const { file, setup } of core.scripts.setups) {
-    try {
-      await setup(app);
-    } catch (err) {
-      await core.close();
-      throw new Error(
-        `Cannot run setup() of ${file}: ${
-          err instanceof Error ? err.message : err
-        }`,
-      );
+  try {
+    const scripts = await importScripts(core.config.scriptsDir);
+    const set = await activate(core, scripts, router.routes());
+    install(core, set);
+    for (const { name, setup } of set.setups) {
+      try {
+        await setup(app);
+      } catch (err) {
+        throw new Error(
+          `Cannot run setup() of ${name}: ${
+            err instanceof Error ? err.message : err
+          }`,
+        );
+      }
     }
-  }
-  if (core.scripts.files.length > 0) {
-    core.log.info("scripts loaded", { files: core.scripts.files });
+    if (scripts.length > 0) {
+      core.log.info("scripts loaded", { files: scripts.map((s) => s.name) });
+    }
+  } catch (err) {
+    await app.close();
+    throw err;
   }
   return app;
 }
