@@ -27,8 +27,7 @@ import { listen, Server } from "./lib/http/server.ts";
 import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
 import { isConnectionLoss } from "./lib/db/connection_loss.ts";
-import { importScripts } from "./lib/extend/load.ts";
-import { activate, install } from "./lib/extend/extension_set.ts";
+import { Extensions } from "./lib/extend/runtime.ts";
 
 export { Entity } from "./lib/records/entity.ts";
 export { MoonbaseError } from "./lib/errors.ts";
@@ -153,10 +152,14 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     globalThis.removeEventListener("unhandledrejection", onUnhandled);
     await close();
   };
+  const extensions = new Extensions(core, router.routes());
+  const closeApp = app.close;
+  app.close = async () => {
+    await extensions.close();
+    await closeApp();
+  };
   try {
-    const scripts = await importScripts(core.config.scriptsDir);
-    const set = await activate(core, scripts, router.routes());
-    install(core, set);
+    const set = await extensions.load();
     for (const { name, setup } of set.setups) {
       try {
         await setup(app);
@@ -167,9 +170,6 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
           }`,
         );
       }
-    }
-    if (scripts.length > 0) {
-      core.log.info("scripts loaded", { files: scripts.map((s) => s.name) });
     }
   } catch (err) {
     await app.close();

@@ -5,6 +5,9 @@
  * @module
  */
 
+import type { Storage } from "../db/storage.ts";
+import type { Logger } from "../logs/logger.ts";
+
 /** One registered job. */
 export interface CronJob {
   name: string;
@@ -22,4 +25,16 @@ export function scheduleProblem(schedule: string): string | undefined {
   return n === 5 || n === 6
     ? undefined
     : "use 5 fields, or 6 with seconds first";
+}
+
+/** Runs the jobs of the current extension set. (Placeholder: runs nothing yet.) */
+export class CronRunner {
+  /** Jobs run with `storage` (one tick per instance group) and log to `log`. */
+  constructor(_storage: Storage, _log: Logger) {}
+  /** Starts `jobs` (the previous ones stop first). */
+  start(_jobs: readonly CronJob[]): void {}
+  /** Stops every job; resolves when no run is in progress. */
+  stop(): Promise<void> {
+    return Promise.resolve();
+  }
 }
