@@ -50,8 +50,10 @@ function parse(schedule: string): Cron | string {
       mode: "5-or-6-parts",
     });
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    return message.replace(/^CronPattern:\s*/, "");
+    if (text.startsWith("@")) {
+      return "unknown nickname; use @yearly, @monthly, @weekly, @daily or @hourly";
+    }
+    return messageOf(err).replace(/^CronPattern:\s*/, "");
   }
   if (!cron.nextRun()) return "never matches a date";
   return cron;
@@ -69,6 +71,7 @@ function parse(schedule: string): Cron | string {
  * assert.match(scheduleProblem("* * *")!, /has 3 fields/);
  * assert.match(scheduleProblem("61 * * * *")!, /minute/);
  * assert.equal(scheduleProblem("0 0 30 2 *"), "never matches a date");
+ * assert.equal(scheduleProblem("@daily"), undefined);
  * ```
  */
 export function scheduleProblem(schedule: string): string | undefined {
