@@ -70,6 +70,8 @@ export interface Core {
   extensions: HttpExtensions<Core> | undefined;
   readonly logs: LogStore;
   readonly startedAt: number;
+  /** Milliseconds since the epoch by the database's clock (one time base for every instance). */
+  readonly now: () => number;
   /** One-time token for `POST /api/v1/sys/admins/setup`, while no admin exists. */
   setupToken: string | undefined;
   /** Runs this instance's first-admin setups one at a time. */
@@ -240,6 +242,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       entityEnv,
       extensions: undefined,
       startedAt: Date.now(),
+      now: clock.now,
       setupToken,
       setupGate: new SetupGate(),
       bodies: new BodyDeadlines({

@@ -24,7 +24,7 @@ export class Extensions {
   constructor(core: Core, builtin: Iterable<[string, string]>) {
     this.#core = core;
     this.#builtin = [...builtin];
-    this.#cron = new CronRunner(core.storage, core.log);
+    this.#cron = new CronRunner(core.storage, core.log, core.now);
   }
 
   /** The set in force. */
