@@ -10,13 +10,25 @@
  * @module
  */
 
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 
 /** Links to one directory, one per load, removed on `close()`. */
 export class FreshPaths {
   readonly #dir: string;
   #root: Promise<string> | undefined;
   #links: string[] = [];
+  /** Removes the links when the program exits without closing the app. */
+  readonly #onUnload = () => {
+    // Links first (removing a link never touches what it leads to), then
+    // the emptied directory that held them.
+    for (
+      const path of [...this.#links, ...this.#links.slice(0, 1).map(dirname)]
+    ) {
+      try {
+        Deno.removeSync(path);
+      } catch { /* gone already */ }
+    }
+  };
 
   /** `dir` is the directory the links lead to. */
   constructor(dir: string) {
@@ -28,7 +40,10 @@ export class FreshPaths {
    * can be made (the caller then imports the files where they are).
    */
   async path(version: number): Promise<string> {
-    this.#root ??= Deno.makeTempDir({ prefix: "moonbase_scripts_" });
+    if (!this.#root) {
+      this.#root = Deno.makeTempDir({ prefix: "moonbase_scripts_" });
+      globalThis.addEventListener("unload", this.#onUnload);
+    }
     const link = join(await this.#root, `v${version}`);
     await Deno.symlink(
       this.#dir,
@@ -44,8 +59,7 @@ export class FreshPaths {
     const root = this.#root;
     this.#root = undefined;
     if (!root) return;
-    // One link at a time (removing a link never touches what it leads to),
-    // then the emptied directory.
+    globalThis.removeEventListener("unload", this.#onUnload);
     for (const link of this.#links.splice(0)) {
       await Deno.remove(link).catch(() => {});
     }

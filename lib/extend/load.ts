@@ -132,7 +132,12 @@ export async function importScripts(
  * when the runtime says so (a module URL named as the file it stands for).
  */
 export function problem(err: unknown, name: (url: string) => string): string {
-  const text = (err instanceof Error ? err.message : String(err)).replace(
+  const raw = err instanceof Error ? err.message : String(err);
+  // V8's own syntax errors leave their name out of the message.
+  const named = err instanceof SyntaxError && !raw.startsWith("SyntaxError")
+    ? `SyntaxError: ${raw}`
+    : raw;
+  const text = named.replace(
     // deno-lint-ignore no-control-regex
     /\x1b\[[0-9;]*m/g,
     "",

@@ -91,11 +91,13 @@ export class SourceLoad {
       at = imp.end;
     }
     parts.push(code.slice(at));
-    // The version makes a reload's modules new ones (a data: URL is its
-    // content); sourceURL names the file in stack traces.
-    const body =
-      `${parts.join("")}\n// moonbase script load ${this.#version}\n` +
-      `//# sourceURL=${pathToFileURL(file).href}\n`;
+    // The data: URL is the module's content: the version in the last line
+    // makes a reload's modules new ones; sourceURL names the file in errors
+    // and stack traces.
+    const href = pathToFileURL(file).href;
+    const body = `${parts.join("")}\n//# sourceURL=${
+      this.#version > 0 ? `${href}?v=${this.#version}` : href
+    }`;
     const url = `data:text/javascript;charset=utf-8,${
       encodeURIComponent(body)
     }`;
