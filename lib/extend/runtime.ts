@@ -88,11 +88,13 @@ export class Extensions {
       dir,
       () => void this.reload(),
       (err) =>
-        this.#core.log.warn(
-          `Cannot watch scripts: ${dir}: ${
-            err instanceof Error ? err.message : err
-          }`,
-        ),
+        err instanceof Deno.errors.NotFound
+          ? this.#core.log.info(`Not watching scripts: ${dir} does not exist`)
+          : this.#core.log.warn(
+            `Cannot watch scripts: ${dir}: ${
+              err instanceof Error ? err.message : err
+            }`,
+          ),
       SETTLE_MS,
     );
   }
