@@ -159,8 +159,12 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     await closeApp();
   };
   try {
-    const set = await extensions.load();
-    for (const { name, setup } of set.setups) {
+    // In --dev a script that fails to load is logged, and the app starts
+    // without scripts until a change to the files fixes it.
+    const set = core.config.dev
+      ? (await extensions.reload(), extensions.current)
+      : await extensions.load();
+    for (const { name, setup } of set?.setups ?? []) {
       try {
         await setup(app);
       } catch (err) {
@@ -175,5 +179,6 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     await app.close();
     throw err;
   }
+  if (core.config.dev) extensions.watch();
   return app;
 }
