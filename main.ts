@@ -222,16 +222,15 @@ async function serve(
       `  or: ${commandFor("admins --add <email> <password>", config)}`,
     );
   }
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    await app.stop(server);
-    Deno.exit(0);
+  let stopped: Promise<void> | undefined;
+  const stop = () => {
+    stopped ??= app.stop(server).then(() => Deno.exit(0));
   };
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
   await server.finished;
+  // The listener closes before the database and the logs do: wait for them.
+  await stopped;
 }
 
 async function admins(

@@ -123,10 +123,9 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
       ctx.app.bodies,
     );
     const entity = admins(ctx.app);
-    const caller = await ctx.auth();
     // A new password ends the admin's sessions, but the caller's own.
     const rec = await entity.update(ctx.params.id, body, {
-      keepSession: caller.id === ctx.params.id ? caller.session : undefined,
+      caller: await ctx.auth(),
     });
     if (!rec) throw adminNotFound(ctx.params.id);
     return json(200, rec);

@@ -2,6 +2,13 @@
  * A throwaway PostgreSQL 15 cluster for the test run: started lazily on a free
  * port in a temp dir owned by `postgres`, stopped when the test process exits.
  *
+ * `deno test` loads every test file in a worker of its own, and module state
+ * is per worker; so the first worker of the process that asks starts the
+ * cluster, and the others find its address in a directory named after the
+ * process (one cluster per process, not one per test file). A watchdog
+ * outside the process stops it and removes its files once the process is
+ * gone, however it ends.
+ *
  * @module
  */
 
@@ -21,10 +28,14 @@ export interface PgCluster {
   restart(): Promise<void>;
   /** The postmaster's pid and its children's (to freeze it with SIGSTOP). */
   pids(): Promise<number[]>;
+  /** Stops the server if it runs and removes its directory (now, not at exit). */
+  destroy(): Promise<void>;
 }
 
 let started: Promise<PgCluster> | undefined;
 let counter = 0;
+/** Tells apart the databases that workers of one process create. */
+const worker = crypto.randomUUID().slice(0, 8);
 
 /** True when the PostgreSQL server binaries exist on this machine. */
 export function hasPostgres(): boolean {
@@ -55,11 +66,28 @@ async function run(args: string[], asPostgres = true): Promise<string> {
   return text;
 }
 
+/** A fresh database on the cluster at `url` (its `postgres` database). */
+async function createDatabaseOn(url: string): Promise<string> {
+  const name = `mb_test_${Deno.pid}_${worker}_${++counter}`;
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  return url.replace(/\/postgres$/, `/${name}`);
+}
+
+/**
+ * Starts a cluster in `dir` (a new temp dir if not given). A durable cluster
+ * keeps synchronous_commit on; a shared one is stopped by a watchdog when the
+ * process is gone, any other at this worker's exit (or by `destroy()`).
+ */
 async function start(
   durable = false,
-  stopAtUnload = true,
-): Promise<PgCluster & { dir: string }> {
-  const dir = await Deno.makeTempDir({ prefix: "mb_pg_" });
+  given?: string,
+): Promise<PgCluster> {
+  const dir = given ?? await Deno.makeTempDir({ prefix: "mb_pg_" });
   await Deno.chmod(dir, 0o777);
   if (Deno.uid() === 0) await run(["chown", "postgres:postgres", dir], false);
   const data = `${dir}/data`;
@@ -76,13 +104,15 @@ async function start(
     "UTF8",
   ]);
   // A durable cluster keeps synchronous_commit on: an immediate stop then
-  // loses nothing that was acknowledged.
+  // loses nothing that was acknowledged. The shared cluster serves every
+  // test file of the process (several at once with --parallel).
   const opts =
     `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off${
       durable ? "" : " -c synchronous_commit=off"
-    } -c full_page_writes=off -c max_connections=300`;
-  const up = () =>
-    run([
+    } -c full_page_writes=off -c max_connections=${given ? 400 : 200}`;
+  let running = false;
+  const up = async () => {
+    await run([
       `${BIN}/pg_ctl`,
       "-D",
       data,
@@ -93,29 +123,44 @@ async function start(
       "-w",
       "start",
     ]);
+    running = true;
+  };
+  const down = async () => {
+    await run([`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "stop"]);
+    running = false;
+  };
   await up();
-  if (stopAtUnload) {
-    globalThis.addEventListener("unload", () => {
-      const args = ["-D", data, "-m", "immediate", "stop"];
-      const cmd = Deno.uid() === 0
-        ? new Deno.Command("runuser", {
-          args: ["-u", "postgres", "--", `${BIN}/pg_ctl`, ...args],
-        })
-        : new Deno.Command(`${BIN}/pg_ctl`, { args });
-      cmd.outputSync();
-      Deno.removeSync(dir, { recursive: true });
-    });
-  }
+  const atExit = () => {
+    const args = ["-D", data, "-m", "immediate", "stop"];
+    const cmd = Deno.uid() === 0
+      ? new Deno.Command("runuser", {
+        args: ["-u", "postgres", "--", `${BIN}/pg_ctl`, ...args],
+      })
+      : new Deno.Command(`${BIN}/pg_ctl`, { args });
+    cmd.outputSync();
+    Deno.removeSync(dir, { recursive: true });
+  };
+  if (given) await watchdog(dir, data);
+  else globalThis.addEventListener("unload", atExit);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {
     url,
-    dir,
-    createDatabase: () => createDatabase(url),
+    createDatabase() {
+      return createDatabaseOn(url);
+    },
     async stop() {
-      await run([`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "stop"]);
+      await down();
     },
     async restart() {
       await up();
+    },
+    async destroy() {
+      if (given) {
+        throw new Error("The shared cluster lives as long as the process");
+      }
+      globalThis.removeEventListener("unload", atExit);
+      if (running) await down().catch(() => {});
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
     async pids() {
       const head = await Deno.readTextFile(`${data}/postmaster.pid`);
@@ -137,6 +182,94 @@ async function start(
 }
 
 /**
+ * Stops the cluster in `dir` and removes `dir` once this process is gone: a
+ * shell in a session of its own (so Ctrl-C on the tests does not reach it)
+ * polls the process id.
+ */
+async function watchdog(dir: string, data: string): Promise<void> {
+  const q = (v: string) => `'${v.replaceAll("'", `'\\''`)}'`;
+  const pgCtl = [`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "stop"]
+    .map(q).join(" ");
+  const stop = Deno.uid() === 0 ? `runuser -u postgres -- ${pgCtl}` : pgCtl;
+  const script = `while kill -0 ${Deno.pid} 2>/dev/null; do sleep 1; done; ` +
+    `${stop} >/dev/null 2>&1; rm -rf ${q(dir)}`;
+  const out = await new Deno.Command("setsid", {
+    args: ["-f", "sh", "-c", script],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  if (!out.success) throw new Error("Cannot start the cluster's watchdog");
+}
+
+/** This process's key: its id and start time (ids are reused). */
+function processKey(): string {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${Deno.pid}/stat`);
+    const since = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    return `${Deno.pid}_${since}`;
+  } catch {
+    return String(Deno.pid);
+  }
+}
+
+/** The shared cluster as the workers see it: they may only add databases. */
+function attach(url: string): PgCluster {
+  const refuse = () =>
+    Promise.reject(
+      new Error("The shared cluster cannot be stopped (startOwnPostgres can)"),
+    );
+  return {
+    url,
+    createDatabase: () => createDatabaseOn(url),
+    stop: refuse,
+    restart: refuse,
+    pids: refuse,
+    destroy: refuse,
+  };
+}
+
+/**
+ * The process's shared cluster: the first worker to create its directory
+ * starts it and writes its URL there; the others wait for that URL.
+ */
+async function shared(): Promise<PgCluster> {
+  const tmp = Deno.env.get("TMPDIR") ?? "/tmp";
+  const dir = `${tmp}/mb_pg_shared_${processKey()}`;
+  let owner = true;
+  try {
+    await Deno.mkdir(dir);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+    owner = false;
+  }
+  if (owner) {
+    try {
+      const { url } = await start(false, dir);
+      await Deno.writeTextFile(`${dir}/url.tmp`, url);
+      await Deno.rename(`${dir}/url.tmp`, `${dir}/url`);
+      return attach(url);
+    } catch (e) {
+      await Deno.writeTextFile(`${dir}/error`, String(e)).catch(() => {});
+      throw e;
+    }
+  }
+  const read = (name: string) =>
+    Deno.readTextFile(`${dir}/${name}`).catch(() => undefined);
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    const url = await read("url");
+    if (url) return attach(url);
+    const error = await read("error");
+    if (error) throw new Error(`The shared cluster did not start: ${error}`);
+    if (Date.now() > deadline) {
+      throw new Error(`The shared cluster did not start in ${dir}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
  * Starts (once per process) and returns the throwaway cluster.
  *
  * @example
@@ -151,93 +284,9 @@ export function startPostgres(): Promise<PgCluster> {
 }
 
 /**
- * The cluster shared by every test file of this `deno test` process: each
- * file runs in an isolate of its own (no shared globals), so the first to
- * get here starts it (an atomic mkdir is the lock) and writes its URL to a
- * file the others wait for. A watchdog process stops it once the test
- * process is gone; no file's exit stops it under another's feet.
- */
-async function shared(): Promise<PgCluster> {
-  const home = `${Deno.env.get("TMPDIR") ?? "/tmp"}/mb_pg_shared_${Deno.pid}`;
-  const urlFile = `${home}/url`;
-  let owner = false;
-  try {
-    await Deno.mkdir(home);
-    owner = true;
-  } catch (err) {
-    if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
-  }
-  if (owner) {
-    try {
-      const cluster = await start(false, false);
-      await watchdog(cluster.dir, home);
-      await Deno.writeTextFile(`${urlFile}.tmp`, cluster.url);
-      await Deno.rename(`${urlFile}.tmp`, urlFile);
-      return attach(cluster.url);
-    } catch (err) {
-      await Deno.writeTextFile(urlFile, `error: ${err}`);
-      throw err;
-    }
-  }
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    const text = await Deno.readTextFile(urlFile).catch(() => "");
-    if (text.startsWith("error: ")) {
-      throw new Error(`Cannot share the test cluster: ${text.slice(7)}`);
-    }
-    if (text) return attach(text);
-    if (Date.now() > deadline) {
-      throw new Error("Cannot share the test cluster: it did not start");
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Stops the shared cluster and removes its files when this process exits. */
-async function watchdog(dir: string, home: string): Promise<void> {
-  const stop = Deno.uid() === 0
-    ? `runuser -u postgres -- ${BIN}/pg_ctl -D ${dir}/data -m immediate stop`
-    : `${BIN}/pg_ctl -D ${dir}/data -m immediate stop`;
-  const script =
-    `while kill -0 ${Deno.pid} 2>/dev/null; do sleep 1; done; ${stop}; rm -rf ${dir} ${home}`;
-  // setsid + &: the watchdog outlives this process (it waits for its end).
-  await new Deno.Command("sh", {
-    args: ["-c", `setsid sh -c '${script}' >/dev/null 2>&1 < /dev/null &`],
-  }).output();
-}
-
-/** A handle on the shared cluster started by another test file. */
-function attach(url: string): PgCluster {
-  const refuse = () =>
-    Promise.reject(
-      new Error("Cannot stop the shared cluster: use startOwnPostgres()"),
-    );
-  return {
-    url,
-    createDatabase: () => createDatabase(url),
-    stop: refuse,
-    restart: refuse,
-    pids: () => Promise.resolve([]),
-  };
-}
-
-async function createDatabase(url: string): Promise<string> {
-  const name = `mb_test_${Deno.pid}_${
-    crypto.randomUUID().replaceAll("-", "").slice(0, 12)
-  }_${++counter}`;
-  const admin = postgres(url, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  return url.replace(/\/postgres$/, `/${name}`);
-}
-
-/**
  * Starts a cluster of the caller's own (not shared with other tests of the
  * process, synchronous_commit on), for tests that stop, freeze and restart
- * it; stopped at exit.
+ * it; stopped at exit, or earlier by its `destroy()`.
  */
 export function startOwnPostgres(): Promise<PgCluster> {
   return start(true);

@@ -17,7 +17,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { hasPostgres } from "./_pg.ts";
+import { hasPostgres, startOwnPostgres } from "./_pg.ts";
 
 const HEALTH = "/api/v1/health";
 
@@ -121,104 +121,8 @@ forEachDb("health: envelope, uptime, HEAD", async (t, db) => {
 });
 
 // ---- PostgreSQL going away: a separate throwaway cluster --------------------
-
-const BIN = Deno.env.get("MB_PG_BIN") ?? "/usr/lib/postgresql/15/bin";
-
-async function run(args: string[], asPostgres = true): Promise<string> {
-  const cmd = asPostgres && Deno.uid() === 0
-    ? new Deno.Command("runuser", { args: ["-u", "postgres", "--", ...args] })
-    : new Deno.Command(args[0], { args: args.slice(1) });
-  const out = await cmd.output();
-  const text = new TextDecoder().decode(out.stdout) +
-    new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`Cannot run ${args[0]}: ${text.trim()}`);
-  return text;
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
-/** A cluster of its own that this test may stop and start. */
-interface OwnCluster {
-  url: string;
-  stop(): Promise<void>;
-  start(): Promise<void>;
-  /** The postmaster and its children. */
-  pids(): Promise<number[]>;
-  destroy(): Promise<void>;
-}
-
-async function ownCluster(): Promise<OwnCluster> {
-  const dir = await Deno.makeTempDir({ prefix: "mb_pg_health_" });
-  await Deno.chmod(dir, 0o777);
-  if (Deno.uid() === 0) await run(["chown", "postgres:postgres", dir], false);
-  const data = `${dir}/data`;
-  const port = freePort();
-  await run([
-    `${BIN}/initdb`,
-    "-D",
-    data,
-    "-U",
-    "postgres",
-    "--auth=trust",
-    "--no-sync",
-    "-E",
-    "UTF8",
-  ]);
-  // synchronous_commit stays on: an immediate stop must not lose the admin row.
-  const opts =
-    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off`;
-  let running = false;
-  const start = async () => {
-    await run([
-      `${BIN}/pg_ctl`,
-      "-D",
-      data,
-      "-o",
-      opts,
-      "-l",
-      `${dir}/log`,
-      "-w",
-      "start",
-    ]);
-    running = true;
-  };
-  const stop = async () => {
-    await run([`${BIN}/pg_ctl`, "-D", data, "-m", "immediate", "stop"]);
-    running = false;
-  };
-  await start();
-  return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    start,
-    stop,
-    async pids() {
-      const head = await Deno.readTextFile(`${data}/postmaster.pid`);
-      const main = Number(head.split("\n")[0]);
-      const out = [main];
-      for await (const e of Deno.readDir("/proc")) {
-        if (!/^\d+$/.test(e.name)) continue;
-        try {
-          const stat = await Deno.readTextFile(`/proc/${e.name}/stat`);
-          // pid (comm) state ppid ...
-          const ppid = Number(
-            stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1],
-          );
-          if (ppid === main) out.push(Number(e.name));
-        } catch { /* gone */ }
-      }
-      return out;
-    },
-    async destroy() {
-      if (running) await stop().catch(() => {});
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
-    },
-  };
-}
+// (startOwnPostgres: not the shared cluster, so stopping it disturbs no other
+// suite; synchronous_commit stays on, so an immediate stop loses no admin row)
 
 async function timed(
   s: TestServer,
@@ -234,7 +138,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async (t) => {
-    const cluster = await ownCluster();
+    const cluster = await startOwnPostgres();
     let s: TestServer | undefined;
     try {
       s = await startServer("postgres", { connection: cluster.url });
@@ -309,7 +213,7 @@ Deno.test({
       });
 
       await t.step("database back: health answers ok again", async () => {
-        await cluster.start();
+        await cluster.restart();
         const deadline = Date.now() + 15_000;
         let last: Reply | undefined;
         while (Date.now() < deadline) {

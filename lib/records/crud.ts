@@ -64,6 +64,11 @@ export interface OpOptions {
   as?: AuthValue;
   /** Update of a password: the session (token id) that stays valid. */
   keepSession?: string;
+  /**
+   * The caller of the write: when it changes its own password, its own
+   * session stays valid (unless `keepSession` names another).
+   */
+  caller?: AuthValue;
   /** Filled by a delete: every record deleted (cascades included). */
   deleted?: { schema: EntitySchema; record: RecordData }[];
 }

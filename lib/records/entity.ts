@@ -274,7 +274,8 @@ export class Entity {
   }
   /**
    * Updates a record; undefined when it does not exist. A new password of an
-   * auth entity's user ends the user's sessions, except `opts.keepSession`.
+   * auth entity's user ends the user's sessions, except `opts.keepSession`
+   * or, when the caller (`opts.caller`) changes its own, its own session.
    */
   async update(
     id: string,
@@ -298,7 +299,9 @@ export class Entity {
     if (rec) await hooks?.after(rec);
     if (rec && newPassword) {
       // The one place a password change ends the user's other sessions.
-      await this.#env.passwordChanged(this.name, id, opts?.keepSession ?? "");
+      const own = opts?.caller?.entity === this.name && opts.caller.id === id;
+      const keep = opts?.keepSession ?? (own ? opts?.caller?.session : "");
+      await this.#env.passwordChanged(this.name, id, keep ?? "");
     }
     if (rec && removed.length > 0) {
       await this.#env.files?.remove(this.id, removed);

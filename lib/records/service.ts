@@ -211,10 +211,7 @@ export class RecordService {
       rec = await entity.update(id, writable(entity, write.body, auth), {
         ...hooks,
         uploads: write.uploads,
-        // The caller's own session survives a change of their own password.
-        keepSession: auth.entity === entity.name && auth.id === id
-          ? auth.session
-          : undefined,
+        caller: auth,
       });
     } catch (err) {
       await write.cleanup();
