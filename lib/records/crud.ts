@@ -55,8 +55,6 @@ export interface OpOptions {
     tx: Queryable,
     previous?: RecordData,
   ) => Promise<CheckedInput | undefined>;
-  /** The caller, for record hooks (default: the program itself, as admin). */
-  caller?: AuthValue;
   /**
    * Library calls: run the operation as this caller, under the entity's
    * rules, as the HTTP API would (`list(query, { as: await ctx.auth() })`).
@@ -65,7 +63,8 @@ export interface OpOptions {
   /** Update of a password: the session (token id) that stays valid. */
   keepSession?: string;
   /**
-   * The caller of the write: when it changes its own password, its own
+   * The caller of the write: record hooks see it as `e.auth` (default: the
+   * program itself, as admin), and when it changes its own password its own
    * session stays valid (unless `keepSession` names another).
    */
   caller?: AuthValue;

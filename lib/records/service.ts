@@ -211,7 +211,6 @@ export class RecordService {
       rec = await entity.update(id, writable(entity, write.body, auth), {
         ...hooks,
         uploads: write.uploads,
-        caller: auth,
       });
     } catch (err) {
       await write.cleanup();
