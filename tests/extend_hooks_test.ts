@@ -403,12 +403,11 @@ forEachDb(
   },
 );
 
-// Fails: routes/admins.ts (POST and PATCH /api/v1/sys/admins) writes through
-// the mb_admins Entity without `caller`, so the hooks see the program
-// (`admin`, entity "") instead of the admin who made the request.
+// Found in review: POST and PATCH /api/v1/sys/admins wrote through the
+// mb_admins Entity without `caller`, so hooks saw the program instead of the
+// admin who made the request.
 Deno.test({
   name: "hooks: an admin's writes to mb_admins carry the admin as e.auth",
-  ignore: true,
   sanitizeOps: false,
   sanitizeResources: false,
   fn: () => adminCaller("sqlite"),

@@ -376,14 +376,11 @@ forEachDb(
   },
 );
 
-// Fails: lib/http/handler.ts dispatch() throws a route's error (and its
-// "Route Not Found") through the middleware chain to handle()'s outer
-// catch, so next() rejects instead of resolving to the error's response:
-// middleware adds nothing to error answers (a 400 of a built-in route, a
-// 404) and a timing middleware without try/finally misses them.
+// Found in review: a route's error (and "Route Not Found") went through the
+// middleware chain as a rejection, so middleware added nothing to error
+// answers; next() now resolves to the error's response.
 Deno.test({
   name: "middleware: next() resolves to a route's error response",
-  ignore: true,
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {

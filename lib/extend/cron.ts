@@ -12,7 +12,9 @@
  * @module
  */
 
-import { Cron } from "croner";
+// Full specifier, not the import map: embedders import mod.ts without it.
+// deno-lint-ignore no-import-prefix
+import { Cron } from "npm:croner@11.0.1";
 import type { Storage } from "../db/storage.ts";
 import type { Logger } from "../logs/logger.ts";
 

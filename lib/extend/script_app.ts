@@ -14,6 +14,7 @@ import type { Context } from "../http/context.ts";
 import { json } from "../http/envelope.ts";
 import type { Middleware } from "../http/middleware.ts";
 import type { Entity } from "../records/entity.ts";
+import { current } from "../records/write_scope.ts";
 import type { RecordEventName, RecordHook } from "../records/events.ts";
 import { type CronJob, scheduleProblem } from "./cron.ts";
 import type { Handler } from "../http/context.ts";
@@ -149,8 +150,9 @@ export function scriptApp(
       all: () => core.schemas.all(),
     },
     db: {
-      query: (sql, params) => core.storage.query(sql, params),
-      run: (sql, params) => core.storage.run(sql, params),
+      // Inside a before-hook: the write's transaction.
+      query: (sql, params) => current(core.storage).query(sql, params),
+      run: (sql, params) => current(core.storage).run(sql, params),
     },
     log: {
       debug: logAt("debug"),

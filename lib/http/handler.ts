@@ -140,7 +140,15 @@ export function createHandler<A extends HttpHost>(
           dispatch(core, router, ext?.routes, req, path, requestId, ip, seen);
         if (ext && ext.middleware.length > 0) {
           seen.ctx = new RequestContext(req, {}, core, requestId, ip);
-          res = await compose(ext.middleware, seen.ctx, go);
+          // Middleware see every answer, errors included, as a Response.
+          const answer = () =>
+            go().catch((err) =>
+              errorResponse(
+                err,
+                (e) => report(e, { method: req.method, path, requestId }),
+              )
+            );
+          res = await compose(ext.middleware, seen.ctx, answer);
         } else res = await go();
       } catch (err) {
         res = errorResponse(

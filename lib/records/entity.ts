@@ -38,6 +38,7 @@ import type {
 
 import type { CallerAccess, EntityEnv } from "./entity_env.ts";
 import { PROGRAM, type WriteHooks, writeHooks } from "./entity_hooks.ts";
+import { current } from "./write_scope.ts";
 import { assertWritable } from "./access.ts";
 
 const libraryRules = new ExpressionRules();
@@ -75,7 +76,7 @@ export function fileNames(schema: EntitySchema, record: RecordData): string[] {
  */
 export class Entity {
   readonly #schema: EntitySchema;
-  readonly #store: Storage;
+  readonly #base: Storage;
   readonly #refsOf: RefsOf;
   readonly #env: EntityEnv;
   readonly #rules: Readonly<Rules>;
@@ -90,12 +91,17 @@ export class Entity {
   ) {
     this.#env = env;
     this.#schema = schema;
-    this.#store = store;
+    this.#base = store;
     this.#refsOf = refsOf;
     this.#rules = deepFreeze(structuredClone(schema.rules));
     this.#fields = schema.type === "view"
       ? [...schema.fields]
       : allFields(schema);
+  }
+
+  /** The storage, or inside a before-hook the write it runs in. */
+  get #store(): Storage {
+    return current(this.#base);
   }
 
   /** Entity id. */
@@ -343,7 +349,7 @@ export class Entity {
     return writeHooks(
       this.#schema,
       this.#env,
-      this.#store,
+      this.#base,
       op,
       opts,
       values,

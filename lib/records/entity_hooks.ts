@@ -9,7 +9,8 @@
 
 import { isDeepStrictEqual } from "node:util";
 import type { AuthValue } from "../caller.ts";
-import type { Queryable } from "../db/storage.ts";
+import type { Storage } from "../db/storage.ts";
+import { inWrite } from "./write_scope.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { type CheckedInput, checkInput, type RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
@@ -45,7 +46,7 @@ export interface WriteHooks {
 export function writeHooks(
   schema: EntitySchema,
   env: EntityEnv,
-  db: Queryable,
+  db: Storage,
   op: "Create" | "Update" | "Delete",
   opts: OpOptions | undefined,
   values: CheckedInput | undefined,
@@ -74,7 +75,7 @@ export function writeHooks(
         auth,
         db: tx,
       };
-      await events.before(e);
+      await inWrite(db, tx, () => events.before(e));
       if (op === "Delete" || !base) return own;
       const changed = await recheck(schema, record, e.record, hash);
       if (!changed) return own;
