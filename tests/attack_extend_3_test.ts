@@ -350,3 +350,51 @@ forEachDb(
 function tmpDir(): string {
   return Deno.env.get("TMPDIR") ?? "/tmp";
 }
+
+/** "Insert or ignore" of a tag in a hook: a duplicate is caught and ignored. */
+const TAGS = `
+export default (app) => {
+  app.onRecord("beforeCreate", "posts", async (e) => {
+    try {
+      await app.entities.get("tags").create({ name: e.record.tag });
+    } catch { /* the tag exists */ }
+  });
+};
+`;
+
+// FINDING (medium, PostgreSQL only): a record operation nested in a
+// before-hook joins the write without a savepoint (lib/records/
+// write_scope.ts current(): `transaction: (fn) => fn(tx)`). When it fails
+// and the hook catches the error (the usual "create the tag unless it
+// exists"), PostgreSQL has already aborted the whole transaction: the
+// client's write then fails, answered as a 409 "record must be unique"
+// about a field it never sent; on SQLite the same script works (a failed
+// statement undoes only itself, but a nested operation of several
+// statements keeps its first ones). Fix: run a nested `transaction` as a
+// savepoint of the write (postgres.js `tx.savepoint(fn)`, SQLite
+// `SAVEPOINT`/`ROLLBACK TO`), so a caught failure undoes exactly the nested
+// operation on both databases.
+forEachDb(
+  "attack: a caught failure of a nested record operation leaves the write going",
+  async (t, db) => {
+    await withScripts(db, { "tags.js": TAGS }, async (s) => {
+      await makeEntity(s, {
+        name: "tags",
+        fields: [{ name: "name", type: "string", unique: true }],
+      });
+      await makeEntity(s, { name: "posts", fields: [text("tag")] });
+      await t.step({
+        name: "the second post with the same tag is created",
+        ignore: true,
+        fn: async () => {
+          for (const i of [1, 2]) {
+            const r = await s.request("POST", "/api/v1/entities/posts", {
+              body: { tag: "news" },
+            });
+            assert.equal(r.status, 201, `post ${i}: ${r.text}`);
+          }
+        },
+      });
+    });
+  },
+);
