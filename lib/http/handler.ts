@@ -256,10 +256,16 @@ async function dispatch<A extends HttpHost>(
   ip: string,
   seen: { ctx?: RequestContext<A> },
 ): Promise<Response> {
-  // Extension routes first, for their own method only: another method on
-  // the same path still reaches the built-in route.
+  // An extension route answers its own method only, and only where it is
+  // more specific than the built-in route that matches (a script's
+  // `GET /*` never takes `/api/v1/health`; its `GET /api/v1/entities/things`
+  // does take that one path from `GET /api/v1/entities/:entity`).
   const own = extra?.match(req.method, path);
-  const match = own?.kind === "found" ? own : router.match(req.method, path);
+  const builtin = router.match(req.method, path);
+  const match = own?.kind === "found" &&
+      (builtin.kind !== "found" || own.specificity > builtin.specificity)
+    ? own
+    : builtin;
   if (match.kind === "found") {
     const ctx = seen.ctx ??= new RequestContext(
       req,

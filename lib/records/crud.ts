@@ -235,6 +235,9 @@ export async function insertRecord(
     return await store.transaction(async (tx) => {
       let cols = columns(values);
       let record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
+      // The rule first (hooks run only for writes it allows), and again
+      // below on the record as the hooks left it.
+      if (opts.before) await opts.check?.(record, tx);
       const changed = await opts.before?.(record, tx);
       if (changed) {
         values = changed;
@@ -313,6 +316,7 @@ export async function updateRecord(
         ...current,
         ...Object.fromEntries(cols),
       }, store.dialect);
+      if (opts.before) await opts.check?.(next, tx);
       const changed = await opts.before?.(next, tx, before);
       if (changed) {
         values = changed;

@@ -90,8 +90,8 @@ export async function deleteRecord(
       if (!current) return undefined;
       const record = decodeRow(schema, current, store.dialect);
       if (opts.keep && !(await opts.keep(record))) return undefined;
-      await opts.before?.(record, tx, record);
       await opts.check?.(record, tx);
+      await opts.before?.(record, tx, record);
       const deleted: Deleted = [];
       await releaseRefs(tx, store, schema, id, refsOf, new Set(), deleted);
       await tx.run(`DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?`, [id]);

@@ -38,7 +38,7 @@ import type {
 
 import type { CallerAccess, EntityEnv } from "./entity_env.ts";
 import { PROGRAM, type WriteHooks, writeHooks } from "./entity_hooks.ts";
-import { current } from "./write_scope.ts";
+import { current, openScope } from "./write_scope.ts";
 import { assertWritable } from "./access.ts";
 
 const libraryRules = new ExpressionRules();
@@ -240,7 +240,7 @@ export class Entity {
       ...opts,
       before: hooks?.before ?? opts?.before,
     });
-    await hooks?.after(rec);
+    await this.#settle(hooks, () => hooks?.after(rec));
     return rec;
   }
   /** Lists records; `query` takes the list parameters of the records API. */
@@ -301,26 +301,24 @@ export class Entity {
       before: hooks?.before ?? opts?.before,
       removedFiles: removed,
     });
+    if (!rec) return rec;
     newPassword ||= hooks?.passwordSet ?? false;
-    if (rec) await hooks?.after(rec);
-    if (rec && newPassword) {
-      // The one place a password change ends the user's other sessions.
-      const own = opts?.caller?.entity === this.name && opts.caller.id === id;
-      const keep = opts?.keepSession ?? (own ? opts?.caller?.session : "");
-      await this.#env.passwordChanged(this.name, id, keep ?? "");
-    }
-    if (rec && removed.length > 0) {
-      await this.#env.files?.remove(this.id, removed);
-    }
+    await this.#settle(hooks, async () => {
+      await hooks?.after(rec);
+      if (newPassword) {
+        // The one place a password change ends the user's other sessions.
+        const own = opts?.caller?.entity === this.name &&
+          opts.caller.id === id;
+        const keep = opts?.keepSession ?? (own ? opts?.caller?.session : "");
+        await this.#env.passwordChanged(this.name, id, keep ?? "");
+      }
+      if (removed.length > 0) await this.#env.files?.remove(this.id, removed);
+    });
     return rec;
   }
   /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
   async remove(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
-    if (opts?.as) {
-      const rec = await this.read(id, { as: opts.as });
-      await this.#access().remove(this.name, id, opts.as);
-      return rec;
-    }
+    if (opts?.as) return await this.#access().remove(this.name, id, opts.as);
     assertWritable(this, "delete");
     const deleted: { schema: EntitySchema; record: RecordData }[] = [];
     const hooks = this.#hooks("Delete", opts, undefined);
@@ -331,13 +329,16 @@ export class Entity {
       this.#refsOf,
       { ...opts, before: hooks?.before ?? opts?.before, deleted },
     );
-    if (rec) await hooks?.after(rec);
-    for (const d of deleted) {
-      await this.#env.files?.remove(
-        d.schema.id,
-        fileNames(d.schema, d.record),
-      );
-    }
+    if (!rec) return rec;
+    await this.#settle(hooks, async () => {
+      await hooks?.after(rec);
+      for (const d of deleted) {
+        await this.#env.files?.remove(
+          d.schema.id,
+          fileNames(d.schema, d.record),
+        );
+      }
+    });
     return rec;
   }
 
@@ -355,6 +356,24 @@ export class Entity {
       values,
       (v) => this.#hash(v),
     );
+  }
+
+  /**
+   * What a write does once committed: the work its hooks' nested operations
+   * queued, then `work`. Inside another write's hooks (this write joined
+   * it, nothing is committed yet), all of it waits for that write instead.
+   */
+  async #settle(
+    hooks: WriteHooks | undefined,
+    work: () => Promise<void> | undefined,
+  ): Promise<void> {
+    const all = async () => {
+      await hooks?.scope.flush();
+      await work();
+    };
+    const outer = openScope(this.#base);
+    if (outer) outer.defer(all);
+    else await all();
   }
 
   #access(): CallerAccess {

@@ -42,7 +42,7 @@ export interface CallerAccess {
     data: Record<string, unknown>,
     as: AuthValue,
   ): Promise<RecordData>;
-  remove(name: string, id: string, as: AuthValue): Promise<void>;
+  remove(name: string, id: string, as: AuthValue): Promise<RecordData>;
 }
 
 /** The services an entity calls outside the records layer. */

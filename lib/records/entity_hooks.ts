@@ -10,7 +10,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { AuthValue } from "../caller.ts";
 import type { Storage } from "../db/storage.ts";
-import { inWrite } from "./write_scope.ts";
+import { WriteScope } from "./write_scope.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { type CheckedInput, checkInput, type RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
@@ -36,6 +36,8 @@ export interface WriteHooks {
   after(record: RecordData): Promise<void>;
   /** True when a before-hook set a new password. */
   passwordSet: boolean;
+  /** The scope the before-hooks run in (nested operations queue their after-commit work here). */
+  scope: WriteScope;
 }
 
 /**
@@ -60,8 +62,10 @@ export function writeHooks(
   if (!events || (!hasBefore && !hasAfter)) return undefined;
   const auth = opts?.caller ?? PROGRAM;
   let previous: RecordData | undefined;
+  const scope = new WriteScope(db);
   const out: WriteHooks = {
     passwordSet: false,
+    scope,
     async before(record, tx, prev) {
       previous = prev;
       const own = await opts?.before?.(record, tx, prev);
@@ -75,7 +79,7 @@ export function writeHooks(
         auth,
         db: tx,
       };
-      await inWrite(db, tx, () => events.before(e));
+      await scope.run(tx, () => events.before(e));
       if (op === "Delete" || !base) return own;
       const changed = await recheck(schema, record, e.record, hash);
       if (!changed) return own;

@@ -229,12 +229,13 @@ export class RecordService {
     id: string,
     auth: AuthValue,
     req: RuleRequest,
-  ): Promise<void> {
+  ): Promise<RecordData> {
     const rec = await entity.remove(
       id,
       this.#hooks(entity, "delete", auth, req),
     );
     if (!rec) throw notFound(entity);
+    return rec;
   }
 }
 
