@@ -9,9 +9,8 @@
  * of the changed fields: `{"title": ["old", "new"]}`). Give `audit_log`
  * admin-only rules (the default) so users cannot read or forge it.
  *
- * `e.db` is the write's transaction. `app.entities.get("audit_log")` or
- * `app.db` would write outside it (and on SQLite wait for it to end, which
- * waits for this hook): in a before-hook, use `e.db`.
+ * `e.db` is the write's transaction (in a before-hook `app.db` and
+ * `app.entities` join it too).
  *
  * Hooks of one event run in the scripts' name order: audit.ts sorts before
  * slug.ts, so it records the change as the request made it (a new title),
