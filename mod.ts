@@ -27,6 +27,7 @@ import { listen, Server } from "./lib/http/server.ts";
 import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
 import { isConnectionLoss } from "./lib/db/connection_loss.ts";
+import { Extensions } from "./lib/extend/runtime.ts";
 
 export { Entity } from "./lib/records/entity.ts";
 export { MoonbaseError } from "./lib/errors.ts";
@@ -42,6 +43,13 @@ export type {
   Rules,
 } from "./lib/schema/types.ts";
 export type { Registry } from "./lib/records/registry.ts";
+export type { ScriptApp, ScriptHandler } from "./lib/extend/script_app.ts";
+export type {
+  RecordEvent,
+  RecordEventName,
+  RecordHook,
+} from "./lib/records/events.ts";
+export type { Middleware } from "./lib/http/middleware.ts";
 export { VERSION };
 
 /** A Moonbase app. */
@@ -80,6 +88,7 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
         stack: err instanceof Error ? err.stack ?? err.message : String(err),
       }),
     life,
+    () => core.extensions,
   );
   const app: App = Object.assign(core, {
     handler,
@@ -143,20 +152,33 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     globalThis.removeEventListener("unhandledrejection", onUnhandled);
     await close();
   };
-  for (const { file, setup } of core.scripts.setups) {
-    try {
-      await setup(app);
-    } catch (err) {
-      await core.close();
-      throw new Error(
-        `Cannot run setup() of ${file}: ${
-          err instanceof Error ? err.message : err
-        }`,
-      );
+  const extensions = new Extensions(core, router.routes());
+  const closeApp = app.close;
+  app.close = async () => {
+    await extensions.close();
+    await closeApp();
+  };
+  try {
+    // In --dev a script that fails to load is logged, and the app starts
+    // without scripts until a change to the files fixes it.
+    const set = core.config.dev
+      ? (await extensions.reload(), extensions.current)
+      : await extensions.load();
+    for (const { name, setup } of set?.setups ?? []) {
+      try {
+        await setup(app);
+      } catch (err) {
+        throw new Error(
+          `Cannot run setup() of ${name}: ${
+            err instanceof Error ? err.message : err
+          }`,
+        );
+      }
     }
+  } catch (err) {
+    await app.close();
+    throw err;
   }
-  if (core.scripts.files.length > 0) {
-    core.log.info("scripts loaded", { files: core.scripts.files });
-  }
+  if (core.config.dev) extensions.watch();
   return app;
 }

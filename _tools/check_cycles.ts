@@ -25,8 +25,9 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["lib/schema"],
   ["lib/records"],
   ["lib/auth", "lib/files", "lib/logs"],
-  ["lib/config.ts", "lib/scripts.ts", "lib/sync.ts"],
+  ["lib/config.ts", "lib/sync.ts"],
   ["lib/core.ts"],
+  ["lib/extend"],
   ["routes"],
   ["mod.ts", "main.ts"],
 ];

@@ -33,7 +33,11 @@ import { sweepAll } from "./files/sweep.ts";
 import { Logger } from "./logs/logger.ts";
 import { LogStore } from "./logs/store.ts";
 import { checkRuleExpr } from "./rules/check.ts";
-import { loadScripts, type Scripts } from "./scripts.ts";
+import { RecordService } from "./records/service.ts";
+import { ExpressionRules } from "./records/rule_engine.ts";
+import type { EntityEnv } from "./records/entity_env.ts";
+import type { HttpExtensions } from "./http/middleware.ts";
+import type { RuleHelpers } from "./rules/evaluate.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** Moonbase's version (from deno.json). */
@@ -53,10 +57,21 @@ export interface Core {
   readonly sync: InstanceSync;
   readonly files: FileStore;
   readonly log: Logger;
-  /** Extension scripts loaded from `--scriptsDir`. */
-  readonly scripts: Scripts;
+  /**
+   * Rule helpers of the extension scripts (one map for the life of the
+   * app: a reload replaces its contents).
+   */
+  readonly helpers: Map<string, (...args: unknown[]) => unknown>;
+  /** Rule-checked record operations (the records API, `{ as }` calls). */
+  readonly records: RecordService;
+  /** What entities need from above; its `events` are the scripts' record hooks. */
+  readonly entityEnv: EntityEnv;
+  /** Routes and middleware of the extension scripts (replaced on reload). */
+  extensions: HttpExtensions<Core> | undefined;
   readonly logs: LogStore;
   readonly startedAt: number;
+  /** Milliseconds since the epoch by the database's clock (one time base for every instance). */
+  readonly now: () => number;
   /** One-time token for `POST /api/v1/sys/admins/setup`, while no admin exists. */
   setupToken: string | undefined;
   /** Runs this instance's first-admin setups one at a time. */
@@ -148,22 +163,28 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     await prune();
     const pruner = setInterval(prune, 60_000);
     const files = new FileStore(config.dataDir);
-    const scripts = await loadScripts(config.scriptsDir);
-    const helperNames = new Set(scripts.helpers.keys());
+    const helpers = new Map<string, (...args: unknown[]) => unknown>();
     // One time base for every instance on the database: its clock.
     const clock = dbClock = new DbClock(storage, config.clock);
     await clock.start();
     const revocations = new Revocations(storage, clock.now);
     await revocations.start();
+    const entityEnv: EntityEnv = {
+      files,
+      hashPassword,
+      passwordChanged: (entity, id, keep) =>
+        revocations.revokeUser(entity, id, keep),
+      hookFailed: (err, where) =>
+        log.error(`${where.event} hook failed`, {
+          entity: where.entity,
+          script: where.source,
+          error: err instanceof Error ? err.message : String(err),
+        }),
+    };
     const schemas = new Registry(
       storage,
-      (expr) => checkRuleExpr(expr, helperNames),
-      {
-        files,
-        hashPassword,
-        passwordChanged: (entity, id, keep) =>
-          revocations.revokeUser(entity, id, keep),
-      },
+      (expr) => checkRuleExpr(expr, new Set(helpers.keys())),
+      entityEnv,
     );
     await schemas.load();
     for (const v of schemas.refusedViews()) {
@@ -194,20 +215,34 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
     const sessions = new Sessions(signer, schemas, storage, revocations);
     const setupToken = (await hasAdmin(storage)) ? undefined : randomToken(24);
+    const cursorKey = cursorKeyOf(secret.value);
+    const rules = new ExpressionRules(
+      helpers as RuleHelpers,
+      (err) =>
+        log.warn("rule expression failed", {
+          error: err instanceof Error ? err.message : String(err),
+        }),
+    );
+    const records = new RecordService(schemas, rules, cursorKey);
+    entityEnv.access = records.asCaller();
     return {
       config,
       storage,
       schemas,
       sessions,
       signer,
-      cursorKey: cursorKeyOf(secret.value),
+      cursorKey,
       limiter: new LoginLimiter(storage),
       sync: instanceSync,
       files,
       log,
       logs,
-      scripts,
+      helpers,
+      records,
+      entityEnv,
+      extensions: undefined,
       startedAt: Date.now(),
+      now: clock.now,
       setupToken,
       setupGate: new SetupGate(),
       bodies: new BodyDeadlines({

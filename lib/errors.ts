@@ -41,6 +41,8 @@ export class MoonbaseError extends Error {
   readonly data: Record<string, unknown> | null;
   /** Extra response headers (e.g. `Allow`, `Retry-After`). */
   readonly headers: Record<string, string>;
+  /** A status an extension chose (`app.error(status, message)`); else by `code`. */
+  readonly status?: number;
 
   /** Creates an error with a client-safe message. */
   constructor(
@@ -55,7 +57,45 @@ export class MoonbaseError extends Error {
     this.data = data;
     this.headers = headers;
   }
+
+  /**
+   * An error with the status an extension script chose (400–599; anything
+   * else is a 500), e.g. `app.error(422, "Cannot publish: no title")`.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { MoonbaseError } from "moonbase/lib/errors.ts";
+   * const e = MoonbaseError.withStatus(422, "Cannot publish: no title");
+   * assert.deepEqual([e.status, e.code, e.message], [422, "invalid", "Cannot publish: no title"]);
+   * assert.equal(MoonbaseError.withStatus(200, "x").status, 500);
+   * ```
+   */
+  static withStatus(status: number, message: string): MoonbaseError {
+    const s = Number.isInteger(status) && status >= 400 && status <= 599
+      ? status
+      : 500;
+    const code = CODE_OF[s] ?? (s < 500 ? "invalid" : "unavailable");
+    const err = new MoonbaseError(code, String(message));
+    (err as { status?: number }).status = s;
+    return err;
+  }
 }
+
+const CODE_OF: Record<number, ErrorCode> = {
+  400: "invalid",
+  401: "unauthenticated",
+  403: "forbidden",
+  404: "not_found",
+  405: "method_not_allowed",
+  408: "timeout",
+  409: "conflict",
+  413: "too_large",
+  415: "unsupported_media_type",
+  429: "rate_limited",
+  503: "unavailable",
+  507: "insufficient_storage",
+};
 
 /**
  * A validation failure with per-field details (400).

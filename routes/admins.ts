@@ -109,7 +109,10 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
       ctx.app.config.maxBodySize,
       ctx.app.bodies,
     );
-    return json(201, await admins(ctx.app).create(body));
+    return json(
+      201,
+      await admins(ctx.app).create(body, { caller: await ctx.auth() }),
+    );
   });
   admin.add("GET", "/api/v1/sys/admins/:id", async (ctx) => {
     const rec = await admins(ctx.app).read(ctx.params.id);

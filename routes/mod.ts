@@ -7,8 +7,6 @@
 import type { Core } from "../lib/core.ts";
 import type { Handler } from "../lib/http/context.ts";
 import { Router } from "../lib/http/router.ts";
-import { RecordService } from "../lib/records/service.ts";
-import { ExpressionRules } from "../lib/records/rule_engine.ts";
 import { adminRoutes } from "./admins.ts";
 import { authRoutes } from "./auth.ts";
 import { dashboardRoutes } from "./dashboard.ts";
@@ -34,14 +32,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   authRoutes(r);
   dashboardRoutes(r);
   schemaRoutes(r);
-  const rules = new ExpressionRules(
-    core.scripts.helpers,
-    (err) =>
-      core.log.warn("rule expression failed", {
-        error: err instanceof Error ? err.message : String(err),
-      }),
-  );
-  const records = new RecordService(core.schemas, rules, core.cursorKey);
+  const records = core.records;
   recordRoutes(r, records);
   fileRoutes(r, records);
   logRoutes(r);

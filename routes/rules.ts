@@ -70,7 +70,7 @@ export function ruleRoutes(r: Router<Handler<Core>>): void {
     ) {
       invalid(action, "completions must be true or false");
     }
-    const helpers = ctx.app.scripts.helpers;
+    const helpers = ctx.app.helpers;
     const names = new Set(helpers.keys());
     const result = checkExpression(
       ctx.app.schemas,
@@ -90,7 +90,7 @@ export function ruleRoutes(r: Router<Handler<Core>>): void {
   admin.add("GET", "/api/v1/sys/rules/vocabulary", (ctx) => {
     const name = ctx.url.searchParams.get("entity") ?? "";
     const entity = ruleEntity(ctx.app.schemas, name);
-    const names = new Set(ctx.app.scripts.helpers.keys());
+    const names = new Set(ctx.app.helpers.keys());
     return json(200, vocabularyOf(ctx.app.schemas, names, entity));
   });
 
@@ -128,7 +128,7 @@ export function ruleRoutes(r: Router<Handler<Core>>): void {
     ) {
       invalid(action, "limit must be an integer from 1 to 50");
     }
-    const result = await runTrial(ctx.app.schemas, ctx.app.scripts.helpers, {
+    const result = await runTrial(ctx.app.schemas, ctx.app.helpers, {
       entity,
       op: op as Operation,
       rule: {

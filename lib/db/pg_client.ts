@@ -92,7 +92,7 @@ export function clientError(err: unknown): unknown {
 
 const makers = new RowMakers();
 
-export function queryable(sql: Sql): Queryable {
+export function queryable(sql: Sql | postgres.TransactionSql): Queryable {
   const pending = (text: string, params: readonly SqlValue[]) =>
     sql.unsafe(
       numberedPlaceholders(text),
@@ -126,6 +126,10 @@ export function queryable(sql: Sql): Queryable {
     async run(text, params = []) {
       return (await unsafe(text, params)).count;
     },
+    ...("savepoint" in sql && {
+      savepoint: <T>(fn: (tx: Queryable) => Promise<T>) =>
+        sql.savepoint((sp) => fn(queryable(sp))) as Promise<T>,
+    }),
     async exec(text) {
       try {
         await sql.unsafe(text);

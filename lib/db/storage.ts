@@ -33,6 +33,12 @@ export interface Queryable {
    * each is a plain copy of where the database tells (SQLite only).
    */
   columns?(sql: string): Promise<ColumnOrigin[]>;
+  /**
+   * Inside a transaction (PostgreSQL): runs `fn` as a savepoint, so that its
+   * failure undoes `fn`'s statements only and the transaction goes on.
+   * Without it, issue `SAVEPOINT` statements (SQLite).
+   */
+  savepoint?<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
 }
 
 /** A result column and where it comes from (null when it is computed). */

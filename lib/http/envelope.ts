@@ -91,7 +91,12 @@ export function errorResponse(
   report: (err: unknown) => void = () => {},
 ): Response {
   if (err instanceof MoonbaseError) {
-    return json(STATUS[err.code], err.data, err.headers, err.message);
+    return json(
+      err.status ?? STATUS[err.code],
+      err.data,
+      err.headers,
+      err.message,
+    );
   }
   if (err instanceof StorageUnavailableError) {
     // The message may name hosts or driver details: the client gets a fixed one.

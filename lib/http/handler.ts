@@ -11,6 +11,7 @@ import { Cors } from "./cors.ts";
 import type { Context, Handler } from "./context.ts";
 import { errorResponse, json } from "./envelope.ts";
 import type { Router } from "./router.ts";
+import { compose, type HttpExtensions } from "./middleware.ts";
 import { serveStatic } from "./static.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -97,6 +98,7 @@ export function createHandler<A extends HttpHost>(
   router: Router<Handler<A>>,
   report: ErrorReporter,
   life: Lifecycle = { inFlight: 0, draining: false },
+  extensions?: () => HttpExtensions<A> | undefined,
 ): (req: Request, info?: ConnInfo) => Promise<Response> {
   const cors = new Cors(core.config.corsOrigins);
   return async (req, info) => {
@@ -133,7 +135,21 @@ export function createHandler<A extends HttpHost>(
       res = cors.preflight(req);
     } else {
       try {
-        res = await dispatch(core, router, req, path, requestId, ip, seen);
+        const ext = extensions?.();
+        const go = () =>
+          dispatch(core, router, ext?.routes, req, path, requestId, ip, seen);
+        if (ext && ext.middleware.length > 0) {
+          seen.ctx = new RequestContext(req, {}, core, requestId, ip);
+          // Middleware see every answer, errors included, as a Response.
+          const answer = () =>
+            go().catch((err) =>
+              errorResponse(
+                err,
+                (e) => report(e, { method: req.method, path, requestId }),
+              )
+            );
+          res = await compose(ext.middleware, seen.ctx, answer);
+        } else res = await go();
       } catch (err) {
         res = errorResponse(
           err,
@@ -195,7 +211,8 @@ export interface Lifecycle {
  */
 class RequestContext<A extends HttpHost> implements Context<A> {
   readonly req: Request;
-  readonly params: Record<string, string>;
+  /** Set once routing matched (middleware sees `{}` before). */
+  params: Record<string, string>;
   readonly app: A;
   readonly requestId: string;
   readonly ip: string;
@@ -232,17 +249,41 @@ class RequestContext<A extends HttpHost> implements Context<A> {
 async function dispatch<A extends HttpHost>(
   core: A,
   router: Router<Handler<A>>,
+  extra: Router<Handler<A>> | undefined,
   req: Request,
   path: string,
   requestId: string,
   ip: string,
   seen: { ctx?: RequestContext<A> },
 ): Promise<Response> {
-  const match = router.match(req.method, path);
+  // An extension route answers its own method only, and only where it is
+  // more specific than the built-in route that matches (a script's
+  // `GET /*` never takes `/api/v1/health`; its `GET /api/v1/entities/things`
+  // does take that one path from `GET /api/v1/entities/:entity`).
+  const own = extra?.match(req.method, path);
+  const builtin = router.match(req.method, path);
+  const match = own?.kind === "found" &&
+      (builtin.kind !== "found" || own.specificity > builtin.specificity)
+    ? own
+    : builtin;
   if (match.kind === "found") {
-    const ctx = new RequestContext(req, match.params, core, requestId, ip);
-    seen.ctx = ctx;
+    const ctx = seen.ctx ??= new RequestContext(
+      req,
+      match.params,
+      core,
+      requestId,
+      ip,
+    );
+    ctx.params = match.params;
     return await match.handler(ctx);
+  }
+  if (match.kind === "not_found" && own?.kind === "method_not_allowed") {
+    throw new MoonbaseError(
+      "method_not_allowed",
+      `Cannot ${req.method} ${path.slice(0, 200)}: method not allowed`,
+      null,
+      { Allow: own.allow.join(", ") },
+    );
   }
   if (match.kind === "method_not_allowed") {
     throw new MoonbaseError(

@@ -7,7 +7,16 @@
 
 /** Result of a lookup. */
 export type Match<H> =
-  | { kind: "found"; handler: H; params: Record<string, string> }
+  | {
+    kind: "found";
+    handler: H;
+    params: Record<string, string>;
+    /**
+     * How specific the matched pattern is: one digit per segment (2 static,
+     * 1 `:param`, 0 `*`); a greater string is a more specific pattern.
+     */
+    specificity: string;
+  }
   | { kind: "method_not_allowed"; allow: string[] }
   | { kind: "not_found" };
 
@@ -17,10 +26,12 @@ interface Node<H> {
   /** A trailing `*`: matches one or more remaining segments. */
   rest?: Node<H>;
   handlers: Map<string, H>;
+  /** Specificity of the pattern ending here (see `Match`). */
+  specificity: string;
 }
 
 function node<H>(): Node<H> {
-  return { statics: new Map(), handlers: new Map() };
+  return { statics: new Map(), handlers: new Map(), specificity: "" };
 }
 
 /**
@@ -44,6 +55,9 @@ export class Router<H> {
   add(method: string, pattern: string, handler: H): this {
     let cur = this.#root;
     const segs = pattern.split("/").filter(Boolean);
+    const specificity = segs.map((seg) =>
+      seg === "*" ? "0" : seg.startsWith(":") ? "1" : "2"
+    ).join("");
     for (const [i, seg] of segs.entries()) {
       if (seg === "*") {
         if (i !== segs.length - 1) {
@@ -66,6 +80,7 @@ export class Router<H> {
       }
     }
     cur.handlers.set(method.toUpperCase(), handler);
+    cur.specificity = specificity;
     return this;
   }
 
@@ -90,7 +105,14 @@ export class Router<H> {
     if (!found) return { kind: "not_found" };
     const handler = found.handlers.get(method) ??
       (method === "HEAD" ? found.handlers.get("GET") : undefined);
-    if (handler) return { kind: "found", handler, params };
+    if (handler) {
+      return {
+        kind: "found",
+        handler,
+        params,
+        specificity: found.specificity,
+      };
+    }
     const allow = [...found.handlers.keys()];
     if (allow.includes("GET") && !allow.includes("HEAD")) allow.push("HEAD");
     return { kind: "method_not_allowed", allow: allow.sort() };

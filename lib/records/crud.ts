@@ -45,10 +45,26 @@ export interface OpOptions {
   uploads?: Uploads;
   /** Filled by a write: stored names the record no longer references. */
   removedFiles?: string[];
+  /**
+   * Runs in the write's transaction before the check and the write, with the
+   * record as it would be stored (and, on update and delete, as it was);
+   * may return checked values that replace the write's own (record hooks).
+   */
+  before?: (
+    record: RecordData,
+    tx: Queryable,
+    previous?: RecordData,
+  ) => Promise<CheckedInput | undefined>;
+  /**
+   * Library calls: run the operation as this caller, under the entity's
+   * rules, as the HTTP API would (`list(query, { as: await ctx.auth() })`).
+   */
+  as?: AuthValue;
   /** Update of a password: the session (token id) that stays valid. */
   keepSession?: string;
   /**
-   * The caller of the write: when it changes its own password, its own
+   * The caller of the write: record hooks see it as `e.auth` (default: the
+   * program itself, as admin), and when it changes its own password its own
    * session stays valid (unless `keepSession` names another).
    */
   caller?: AuthValue;
@@ -197,29 +213,40 @@ export async function insertRecord(
   if (hasFiles(schema)) {
     mergeFiles(schema, undefined, values, opts.uploads ?? new Map());
   }
-  const full: CheckedInput = new Map([["id", uuidv7()], ["created", now], [
-    "updated",
-    now,
-  ], ...values]);
-  const cols = encodeValues(schema, full, store.dialect);
-  const names = [...cols.keys()].map((c) => `"${c}"`).join(", ");
-  const marks = [...cols.keys()].map(() => "?").join(", ");
-  const sql = `INSERT INTO ${
-    tableOf(schema.name)
-  } (${names}) VALUES (${marks})`;
+  const id = uuidv7();
+  const columns = (v: CheckedInput) =>
+    encodeValues(
+      schema,
+      new Map([["id", id], ["created", now], ["updated", now], ...v]),
+      store.dialect,
+    );
+  const insert = (cols: Map<string, SqlValue>) =>
+    `INSERT INTO ${tableOf(schema.name)} (${
+      [...cols.keys()].map((c) => `"${c}"`).join(", ")
+    }) VALUES (${[...cols.keys()].map(() => "?").join(", ")})`;
   try {
-    if (!opts.check && !hasRelationValue(schema, values)) {
+    if (!opts.check && !opts.before && !hasRelationValue(schema, values)) {
       // Nothing to read first: one INSERT is atomic on its own (one round
       // trip on PostgreSQL, no transaction lock on SQLite).
-      await store.run(sql, [...cols.values()]);
+      const cols = columns(values);
+      await store.run(insert(cols), [...cols.values()]);
       return decodeRow(schema, Object.fromEntries(cols), store.dialect);
     }
     return await store.transaction(async (tx) => {
+      let cols = columns(values);
+      let record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
+      // The rule first (hooks run only for writes it allows), and again
+      // below on the record as the hooks left it.
+      if (opts.before) await opts.check?.(record, tx);
+      const changed = await opts.before?.(record, tx);
+      if (changed) {
+        values = changed;
+        cols = columns(values);
+        record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
+      }
       await checkRelations(tx, store.dialect.name, schema, values);
-      const row: Row = Object.fromEntries(cols);
-      const record = decodeRow(schema, row, store.dialect);
       await opts.check?.(record, tx);
-      await tx.run(sql, [...cols.values()]);
+      await tx.run(insert(cols), [...cols.values()]);
       return record;
     });
   } catch (err) {
@@ -255,7 +282,7 @@ export async function updateRecord(
   const lock = store.dialect.name === "postgres";
   try {
     if (
-      !opts.keep && !opts.check && !hasFiles(schema) &&
+      !opts.keep && !opts.check && !opts.before && !hasFiles(schema) &&
       !hasRelationValue(schema, values)
     ) {
       // Nothing to read or check first: one UPDATE … RETURNING is atomic on
@@ -284,12 +311,22 @@ export async function updateRecord(
         );
         opts.removedFiles?.push(...removed);
       }
-      await checkRelations(tx, store.dialect.name, schema, values);
-      const cols = updatedColumns(store, schema, values);
-      const next = decodeRow(schema, {
+      let cols = updatedColumns(store, schema, values);
+      let next = decodeRow(schema, {
         ...current,
         ...Object.fromEntries(cols),
       }, store.dialect);
+      if (opts.before) await opts.check?.(next, tx);
+      const changed = await opts.before?.(next, tx, before);
+      if (changed) {
+        values = changed;
+        cols = updatedColumns(store, schema, values);
+        next = decodeRow(schema, {
+          ...current,
+          ...Object.fromEntries(cols),
+        }, store.dialect);
+      }
+      await checkRelations(tx, store.dialect.name, schema, values);
       await opts.check?.(next, tx);
       await tx.run(
         `UPDATE ${tableOf(schema.name)} SET ${setList(cols)} WHERE "id" = ?`,

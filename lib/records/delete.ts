@@ -91,6 +91,7 @@ export async function deleteRecord(
       const record = decodeRow(schema, current, store.dialect);
       if (opts.keep && !(await opts.keep(record))) return undefined;
       await opts.check?.(record, tx);
+      await opts.before?.(record, tx, record);
       const deleted: Deleted = [];
       await releaseRefs(tx, store, schema, id, refsOf, new Set(), deleted);
       await tx.run(`DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?`, [id]);

@@ -7,7 +7,12 @@
 
 import type { Dialect, Storage } from "../db/storage.ts";
 import { MoonbaseError } from "../errors.ts";
-import { checkInput, decodeRow, type RecordData } from "./codec.ts";
+import {
+  type CheckedInput,
+  checkInput,
+  decodeRow,
+  type RecordData,
+} from "./codec.ts";
 import { allFields } from "../schema/builtin.ts";
 import { deleteRecord } from "./delete.ts";
 import {
@@ -21,7 +26,6 @@ import { listRecords, type ListResult } from "./list.ts";
 import { parseListOptions } from "./list_query.ts";
 import { both } from "./hooks.ts";
 import { ExpressionRules } from "./rule_engine.ts";
-import type { AuthValue } from "../caller.ts";
 
 import { columnOf, tableOf } from "../schema/ddl.ts";
 import type {
@@ -32,7 +36,9 @@ import type {
   Rules,
 } from "../schema/types.ts";
 
-import type { EntityEnv } from "./entity_env.ts";
+import type { CallerAccess, EntityEnv } from "./entity_env.ts";
+import { PROGRAM, type WriteHooks, writeHooks } from "./entity_hooks.ts";
+import { current, openScope } from "./write_scope.ts";
 import { assertWritable } from "./access.ts";
 
 const libraryRules = new ExpressionRules();
@@ -49,7 +55,6 @@ export function fileNames(schema: EntitySchema, record: RecordData): string[] {
   }
   return out;
 }
-const ADMIN_AUTH: AuthValue = { id: "", entity: "", type: "admin", user: null };
 
 /**
  * An entity (table) with its schema and record operations.
@@ -71,7 +76,7 @@ const ADMIN_AUTH: AuthValue = { id: "", entity: "", type: "admin", user: null };
  */
 export class Entity {
   readonly #schema: EntitySchema;
-  readonly #store: Storage;
+  readonly #base: Storage;
   readonly #refsOf: RefsOf;
   readonly #env: EntityEnv;
   readonly #rules: Readonly<Rules>;
@@ -86,12 +91,17 @@ export class Entity {
   ) {
     this.#env = env;
     this.#schema = schema;
-    this.#store = store;
+    this.#base = store;
     this.#refsOf = refsOf;
     this.#rules = deepFreeze(structuredClone(schema.rules));
     this.#fields = schema.type === "view"
       ? [...schema.fields]
       : allFields(schema);
+  }
+
+  /** The storage, or inside a before-hook the write it runs in. */
+  get #store(): Storage {
+    return current(this.#base);
   }
 
   /** Entity id. */
@@ -213,15 +223,25 @@ export class Entity {
     return (await this.#store.query(sql, cols.map(() => value)))[0];
   }
 
-  /** Creates a record (no access rules). */
+  /**
+   * Creates a record: no access rules, or those of `opts.as` (then as the
+   * HTTP API would for that caller). Record hooks run either way.
+   */
   async create(
     data: Record<string, unknown>,
     opts?: OpOptions,
   ): Promise<RecordData> {
+    if (opts?.as) return await this.#access().create(this.name, data, opts.as);
     assertWritable(this, "add");
     const values = checkInput(this.#schema, data, "create");
     await this.#hash(values);
-    return await insertRecord(this.#store, this.#schema, values, opts);
+    const hooks = this.#hooks("Create", opts, values);
+    const rec = await insertRecord(this.#store, this.#schema, values, {
+      ...opts,
+      before: hooks?.before ?? opts?.before,
+    });
+    await this.#settle(hooks, () => hooks?.after(rec));
+    return rec;
   }
   /** Lists records; `query` takes the list parameters of the records API. */
   async list(
@@ -229,6 +249,7 @@ export class Entity {
     opts?: OpOptions,
   ): Promise<ListResult> {
     const q = typeof query === "string" ? new URLSearchParams(query) : query;
+    if (opts?.as) return await this.#access().list(this.name, q, opts.as);
     const options = parseListOptions(this.#schema, q);
     let hooks = opts ?? {};
     if (options.filter !== undefined && !hooks.filtered) {
@@ -236,13 +257,21 @@ export class Entity {
       const req = { body: {}, query: Object.fromEntries(q), method: "GET" };
       hooks = both(
         hooks,
-        libraryRules.filter(this, options.filter, ADMIN_AUTH, req),
+        libraryRules.filter(this, options.filter, PROGRAM, req),
       );
     }
     return await listRecords(this.#store, this.#schema, options, hooks);
   }
   /** Reads a record by id; undefined when it does not exist. */
   async read(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
+    if (opts?.as) {
+      return await this.#access().get(this.name, id, opts.as).catch((err) => {
+        if (err instanceof MoonbaseError && err.code === "not_found") {
+          return undefined;
+        }
+        throw err;
+      });
+    }
     const row = await readRow(this.#store, this.#schema, id, opts?.where);
     if (!row) return undefined;
     const record = decodeRow(this.#schema, row, this.#store.dialect);
@@ -259,46 +288,102 @@ export class Entity {
     data: Record<string, unknown>,
     opts?: OpOptions,
   ): Promise<RecordData | undefined> {
+    if (opts?.as) {
+      return await this.#access().update(this.name, id, data, opts.as);
+    }
     assertWritable(this, "update");
     const values = checkInput(this.#schema, data, "update");
-    const newPassword = await this.#hash(values);
+    let newPassword = await this.#hash(values);
     const removed: string[] = [];
+    const hooks = this.#hooks("Update", opts, values);
     const rec = await updateRecord(this.#store, this.#schema, id, values, {
       ...opts,
+      before: hooks?.before ?? opts?.before,
       removedFiles: removed,
     });
-    if (rec && newPassword) {
-      // The one place a password change ends the user's other sessions.
-      const own = opts?.caller?.entity === this.name && opts.caller.id === id;
-      const keep = opts?.keepSession ?? (own ? opts?.caller?.session : "");
-      await this.#env.passwordChanged(this.name, id, keep ?? "");
-    }
-    if (rec && removed.length > 0) {
-      await this.#env.files?.remove(this.id, removed);
-    }
+    if (!rec) return rec;
+    newPassword ||= hooks?.passwordSet ?? false;
+    await this.#settle(hooks, async () => {
+      await hooks?.after(rec);
+      if (newPassword) {
+        // The one place a password change ends the user's other sessions.
+        const own = opts?.caller?.entity === this.name &&
+          opts.caller.id === id;
+        const keep = opts?.keepSession ?? (own ? opts?.caller?.session : "");
+        await this.#env.passwordChanged(this.name, id, keep ?? "");
+      }
+      if (removed.length > 0) await this.#env.files?.remove(this.id, removed);
+    });
     return rec;
   }
   /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
   async remove(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
+    if (opts?.as) return await this.#access().remove(this.name, id, opts.as);
     assertWritable(this, "delete");
     const deleted: { schema: EntitySchema; record: RecordData }[] = [];
+    const hooks = this.#hooks("Delete", opts, undefined);
     const rec = await deleteRecord(
       this.#store,
       this.#schema,
       id,
       this.#refsOf,
-      {
-        ...opts,
-        deleted,
-      },
+      { ...opts, before: hooks?.before ?? opts?.before, deleted },
     );
-    for (const d of deleted) {
-      await this.#env.files?.remove(
-        d.schema.id,
-        fileNames(d.schema, d.record),
+    if (!rec) return rec;
+    await this.#settle(hooks, async () => {
+      await hooks?.after(rec);
+      for (const d of deleted) {
+        await this.#env.files?.remove(
+          d.schema.id,
+          fileNames(d.schema, d.record),
+        );
+      }
+    });
+    return rec;
+  }
+
+  #hooks(
+    op: "Create" | "Update" | "Delete",
+    opts: OpOptions | undefined,
+    values: CheckedInput | undefined,
+  ): WriteHooks | undefined {
+    return writeHooks(
+      this.#schema,
+      this.#env,
+      this.#base,
+      op,
+      opts,
+      values,
+      (v) => this.#hash(v),
+    );
+  }
+
+  /**
+   * What a write does once committed: the work its hooks' nested operations
+   * queued, then `work`. Inside another write's hooks (this write joined
+   * it, nothing is committed yet), all of it waits for that write instead.
+   */
+  async #settle(
+    hooks: WriteHooks | undefined,
+    work: () => Promise<void> | undefined,
+  ): Promise<void> {
+    const all = async () => {
+      await hooks?.scope.flush();
+      await work();
+    };
+    const outer = openScope(this.#base);
+    if (outer) outer.defer(all);
+    else await all();
+  }
+
+  #access(): CallerAccess {
+    if (!this.#env.access) {
+      throw new MoonbaseError(
+        "unavailable",
+        `Cannot act as a caller on ${this.name}: no record service`,
       );
     }
-    return rec;
+    return this.#env.access;
   }
 
   /** Hashes a new password in place; true when the write sets one. */

@@ -7,12 +7,42 @@
  * @module
  */
 
+import type { AuthValue } from "../caller.ts";
+import type { RecordData } from "./codec.ts";
+import type { HookFailure, RecordEvents } from "./events.ts";
+import type { ListResult } from "./list.ts";
+
 /** Removes stored files; lib/files/store.ts implements it. */
 export interface FileCleaner {
   /** Removes some stored files of an entity. */
   remove(entityId: string, names: string[]): Promise<void>;
   /** Removes every stored file of an entity. */
   removeEntity(entityId: string): Promise<void>;
+}
+
+/**
+ * Record operations as a caller, by entity name (the record service): what
+ * `Entity`'s `{ as }` option runs, so the entity's rules apply.
+ */
+export interface CallerAccess {
+  list(
+    name: string,
+    query: URLSearchParams,
+    as: AuthValue,
+  ): Promise<ListResult>;
+  get(name: string, id: string, as: AuthValue): Promise<RecordData>;
+  create(
+    name: string,
+    data: Record<string, unknown>,
+    as: AuthValue,
+  ): Promise<RecordData>;
+  update(
+    name: string,
+    id: string,
+    data: Record<string, unknown>,
+    as: AuthValue,
+  ): Promise<RecordData>;
+  remove(name: string, id: string, as: AuthValue): Promise<RecordData>;
 }
 
 /** The services an entity calls outside the records layer. */
@@ -26,4 +56,10 @@ export interface EntityEnv {
    * session of that user except `keep` (a session id, "" for none).
    */
   passwordChanged(entity: string, userId: string, keep: string): Promise<void>;
+  /** Hooks of extension scripts on record writes (none: no hooks). */
+  events?: RecordEvents;
+  /** Reports an after-hook that threw (the write stands). */
+  hookFailed?: HookFailure;
+  /** Runs operations as a caller (set once the record service exists). */
+  access?: CallerAccess;
 }

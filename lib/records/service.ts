@@ -17,6 +17,7 @@ import {
   isExposed,
 } from "./access.ts";
 import type { RuleEngine, RuleRequest } from "./rule_types.ts";
+import type { CallerAccess } from "./entity_env.ts";
 
 import type { RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
@@ -90,8 +91,44 @@ export class RecordService {
     assertWritable(entity, op);
     const d = authorize(entity, op, auth);
     return d.kind === "allow"
-      ? {}
-      : this.#rules.hooks(entity, op, d.expr, auth, req);
+      ? { caller: auth }
+      : { ...this.#rules.hooks(entity, op, d.expr, auth, req), caller: auth };
+  }
+
+  /**
+   * Record operations as a given caller, by entity name, for the library's
+   * `{ as }` option (`Entity.list(query, { as })` and the others): the same
+   * rules, exposure and 404s as the HTTP API.
+   */
+  asCaller(): CallerAccess {
+    const req = (method: string, body: Record<string, unknown> = {}) => ({
+      body,
+      query: {},
+      method,
+    });
+    const write = (body: Record<string, unknown>): RecordWrite => ({
+      body,
+      uploads: new Map(),
+      cleanup: () => Promise.resolve(),
+    });
+    return {
+      list: (name, query, auth) =>
+        this.list(this.entity(name), query, auth, req("GET")),
+      get: (name, id, auth) =>
+        this.get(this.entity(name), id, auth, req("GET")),
+      create: (name, data, auth) =>
+        this.create(this.entity(name), write(data), auth, req("POST", data)),
+      update: (name, id, data, auth) =>
+        this.update(
+          this.entity(name),
+          id,
+          write(data),
+          auth,
+          req("PATCH", data),
+        ),
+      remove: (name, id, auth) =>
+        this.remove(this.entity(name), id, auth, req("DELETE")),
+    };
   }
 
   /** Lists records the caller may see. */
@@ -174,7 +211,6 @@ export class RecordService {
       rec = await entity.update(id, writable(entity, write.body, auth), {
         ...hooks,
         uploads: write.uploads,
-        caller: auth,
       });
     } catch (err) {
       await write.cleanup();
@@ -193,12 +229,13 @@ export class RecordService {
     id: string,
     auth: AuthValue,
     req: RuleRequest,
-  ): Promise<void> {
+  ): Promise<RecordData> {
     const rec = await entity.remove(
       id,
       this.#hooks(entity, "delete", auth, req),
     );
     if (!rec) throw notFound(entity);
+    return rec;
   }
 }
 

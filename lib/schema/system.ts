@@ -2,7 +2,8 @@
  * System tables: `mb_tables` (schemas), `mb_admins` (admin accounts),
  * `mb_meta` (settings such as the schema version), `mb_revoked` (revoked
  * token ids), `mb_cutoffs` (per-user "tokens issued before"), `mb_ratelimit`
- * (login attempt counters shared by every instance).
+ * (login attempt counters shared by every instance), `mb_cron_runs` (the
+ * cron ticks claimed, one instance each).
  *
  * @module
  */
@@ -52,6 +53,7 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
     `CREATE INDEX IF NOT EXISTS "mb_revoked_created" ON "mb_revoked" ("created")`,
     `CREATE TABLE IF NOT EXISTS "mb_cutoffs" ("key" ${text} PRIMARY KEY, "cutoff" ${int} NOT NULL, "keep_jti" ${text} NOT NULL, "created" ${int} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS "mb_ratelimit" ("key" ${text} PRIMARY KEY, "window_start" ${int} NOT NULL, "count" ${int} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS "mb_cron_runs" ("job" ${text} NOT NULL, "tick" ${int} NOT NULL, "instance" ${text} NOT NULL, "created" ${int} NOT NULL, PRIMARY KEY ("job", "tick"))`,
     ...createSql(ADMIN_SCHEMA, d).map((s) =>
       s.replace(/^CREATE (UNIQUE )?(TABLE|INDEX)/, "CREATE $1$2 IF NOT EXISTS")
     ),
