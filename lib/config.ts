@@ -78,15 +78,25 @@ export interface AppConfig {
    * clock. Not a CLI option.
    */
   clock?: () => number;
+  /**
+   * How scripts are imported: `file` (`import()`), or `source` (read,
+   * strip types, import from a `data:` URL: what a compiled binary does).
+   * Default: `MB_SCRIPT_LOADER`, else `source` in a compiled binary.
+   */
+  scriptLoader?: "file" | "source";
 }
 
 /** Config with every default applied. */
 export type ResolvedConfig =
   & Required<
-    Omit<AppConfig, "connection" | "publicDir" | "jwtSecret" | "clock">
+    Omit<
+      AppConfig,
+      "connection" | "publicDir" | "jwtSecret" | "clock" | "scriptLoader"
+    >
   >
   & {
     clock?: () => number;
+    scriptLoader?: "file" | "source";
     connection?: string;
     publicDir?: string;
     jwtSecret?: string;
@@ -108,6 +118,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     trustProxy: c.trustProxy ?? false,
     jwtSecret: c.jwtSecret,
     clock: c.clock,
+    scriptLoader: c.scriptLoader,
     quiet: c.quiet ?? false,
     poolSize: c.poolSize ??
       Math.max(2, Math.min(10, navigator.hardwareConcurrency || 2)),

@@ -19,22 +19,6 @@ import {
   type TestServer,
 } from "./_server.ts";
 
-/** Runs `fn` with `MB_SCRIPT_LOADER` set to `value` (unset when undefined). */
-async function withLoader<T>(
-  value: string | undefined,
-  fn: () => Promise<T>,
-): Promise<T> {
-  const before = Deno.env.get("MB_SCRIPT_LOADER");
-  if (value === undefined) Deno.env.delete("MB_SCRIPT_LOADER");
-  else Deno.env.set("MB_SCRIPT_LOADER", value);
-  try {
-    return await fn();
-  } finally {
-    if (before === undefined) Deno.env.delete("MB_SCRIPT_LOADER");
-    else Deno.env.set("MB_SCRIPT_LOADER", before);
-  }
-}
-
 /** A fresh directory holding `files`. */
 async function scriptsDir(files: Record<string, string>): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "mb_loader_" });
@@ -105,10 +89,7 @@ forEachDb(
     });
     let s: TestServer | undefined;
     try {
-      s = await withLoader(
-        "source",
-        () => startServer(db, { scriptsDir: dir }),
-      );
+      s = await startServer(db, { scriptsDir: dir, scriptLoader: "source" });
       let r = await s.request("GET", "/api/src/ts/Hello%20World");
       assertStatus(r, 200);
       assert.equal(r.data.value, "hello-world");
@@ -169,8 +150,12 @@ forEachDb(
     });
     let s: TestServer | undefined;
     try {
-      s = await withLoader("source", async () => {
-        const server = await startServer(db, { scriptsDir: dir, dev: true });
+      s = await (async () => {
+        const server = await startServer(db, {
+          scriptsDir: dir,
+          dev: true,
+          scriptLoader: "source",
+        });
         const first = await server.request("GET", "/api/src/word");
         assert.equal(first.data?.word, "w1");
         await Deno.writeTextFile(
@@ -184,7 +169,7 @@ forEachDb(
           await new Promise((ok) => setTimeout(ok, 50));
         }
         return server;
-      });
+      })();
       assert.equal((await s.request("GET", "/api/src/word")).data.word, "w2");
     } finally {
       await s?.close();
@@ -315,13 +300,14 @@ Deno.test("source loader: MB_SCRIPT_LOADER chooses the loader", async (t) => {
   ];
   for (const [env, expected] of cases) {
     await t.step(`MB_SCRIPT_LOADER=${env ?? "(unset)"}`, async () => {
-      const got = await withLoader(env, () => {
-        try {
-          return Promise.resolve(scriptLoader() as string);
-        } catch (err) {
-          return Promise.resolve((err as Error).message);
-        }
-      });
+      // The value is passed in: tests never change the process's
+      // environment (other test files run at the same time).
+      let got: string;
+      try {
+        got = scriptLoader(env);
+      } catch (err) {
+        got = (err as Error).message;
+      }
       assert.equal(got, expected);
     });
   }

@@ -314,36 +314,42 @@ Deno.test("reload: start-up with a syntax error (not dev) fails with one line", 
 });
 
 Deno.test("reload: a dev server's links to the scripts go away on close", async () => {
-  const tmp = await Deno.makeTempDir({ prefix: "mb_reload_tmp_" });
-  const before = Deno.env.get("TMPDIR");
+  // The links live in the OS temp directory; other test files run at the
+  // same time, so only the ones leading to this test's own directory count
+  // (the process's TMPDIR is never changed: other files would see it).
+  const tmp = Deno.env.get("TMPDIR") ?? "/tmp";
   const dir = await Deno.makeTempDir({ prefix: "mb_reload_" });
+  const dataDir = await Deno.makeTempDir({ prefix: "mb_reload_data_" });
+  const links = async () => {
+    const out: string[] = [];
+    for await (const e of Deno.readDir(tmp)) {
+      if (!e.name.startsWith("moonbase_scripts_")) continue;
+      try {
+        for await (const l of Deno.readDir(join(tmp, e.name))) {
+          const to = await Deno.readLink(join(tmp, e.name, l.name)).catch(
+            () => "",
+          );
+          if (to === dir) out.push(e.name);
+        }
+      } catch { /* another test's directory, gone meanwhile */ }
+    }
+    return [...new Set(out)];
+  };
   try {
     await Deno.writeTextFile(join(dir, "a.js"), routeScript("/api/x/a", "1"));
-    Deno.env.set("TMPDIR", tmp);
     const s = await startServer("sqlite", {
       scriptsDir: dir,
       dev: true,
-      dataDir: join(tmp, "data"),
+      dataDir,
     });
-    if (before === undefined) Deno.env.delete("TMPDIR");
-    else Deno.env.set("TMPDIR", before);
     await Deno.writeTextFile(join(dir, "a.js"), routeScript("/api/x/a", "2"));
     await answers(s, "/api/x/a", "2");
-    const links = async () => {
-      const out: string[] = [];
-      for await (const e of Deno.readDir(tmp)) {
-        if (e.name.startsWith("moonbase_scripts_")) out.push(e.name);
-      }
-      return out;
-    };
     assert.equal((await links()).length, 1, "one directory of links");
     await s.close();
     assert.deepEqual(await links(), [], "removed on close");
     assert.ok((await Deno.stat(join(dir, "a.js"))).isFile, "scripts untouched");
   } finally {
-    if (before === undefined) Deno.env.delete("TMPDIR");
-    else Deno.env.set("TMPDIR", before);
-    await Deno.remove(tmp, { recursive: true });
     await Deno.remove(dir, { recursive: true });
+    await Deno.remove(dataDir, { recursive: true });
   }
 });

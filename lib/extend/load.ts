@@ -47,11 +47,9 @@ export interface ImportOptions {
  * The loader in force: `MB_SCRIPT_LOADER` (`file` or `source`) when set,
  * else `source` in a `deno compile` binary and `file` otherwise.
  */
-export function scriptLoader(): ScriptLoader {
-  let env: string | undefined;
-  try {
-    env = Deno.env.get("MB_SCRIPT_LOADER");
-  } catch { /* no env permission: the default */ }
+export function scriptLoader(
+  env: string | undefined = loaderEnv(),
+): ScriptLoader {
   if (env === "file" || env === "source") return env;
   if (env) {
     throw new Error(
@@ -59,6 +57,14 @@ export function scriptLoader(): ScriptLoader {
     );
   }
   return Deno.build.standalone ? "source" : "file";
+}
+
+function loaderEnv(): string | undefined {
+  try {
+    return Deno.env.get("MB_SCRIPT_LOADER");
+  } catch {
+    return undefined; // no env permission: the default
+  }
 }
 
 /** The script files of a directory, in name order (none when it is missing). */

@@ -103,7 +103,7 @@ export class Extensions {
     if (this.#closed) throw new Error("Cannot load scripts: the app is closed");
     const version = this.#version++;
     const dir = this.#core.config.scriptsDir;
-    const loader = scriptLoader();
+    const loader = this.#core.config.scriptLoader ?? scriptLoader();
     let through: string | undefined;
     // The source loader reads the files anew at every load: no link needed.
     if (this.#fresh && loader === "file") {
