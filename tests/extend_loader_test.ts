@@ -299,7 +299,7 @@ Deno.test("source loader: MB_SCRIPT_LOADER chooses the loader", async (t) => {
     ],
   ];
   for (const [env, expected] of cases) {
-    await t.step(`MB_SCRIPT_LOADER=${env ?? "(unset)"}`, async () => {
+    await t.step(`MB_SCRIPT_LOADER=${env ?? "(unset)"}`, () => {
       // The value is passed in: tests never change the process's
       // environment (other test files run at the same time).
       let got: string;
