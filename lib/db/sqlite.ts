@@ -22,7 +22,8 @@ import { type RowMaker, rowMaker } from "./shapes.ts";
 import { sqliteDialect } from "./sqlite_dialect.ts";
 import { ownerOnly } from "./private_files.ts";
 import { writes } from "./statement_kind.ts";
-import { diskFull, MoonbaseError } from "../errors.ts";
+import { diskFull } from "../errors.ts";
+import { bindable, settle } from "./sqlite_params.ts";
 import {
   FULL_REPORTED_MS,
   groupLost,
@@ -379,34 +380,4 @@ export class SqliteStorage implements Storage {
       this.#db.close();
     }
   }
-}
-
-/** A synchronous statement as a promise: its failure rejects. */
-function settle<T>(fn: () => T): Promise<T> {
-  try {
-    return Promise.resolve(fn());
-  } catch (err) {
-    return Promise.reject(err);
-  }
-}
-
-/**
- * Parameters as node:sqlite binds them: booleans as 1/0 (it refuses
- * booleans), and a string with a NUL refused (it would cut the string there
- * and store the rest silently), as PostgreSQL refuses it.
- */
-function bindable(params: readonly SqlValue[]): never[] {
-  let out: SqlValue[] | undefined;
-  for (let i = 0; i < params.length; i++) {
-    const p = params[i];
-    if (typeof p === "boolean") {
-      (out ??= [...params])[i] = p ? 1 : 0;
-    } else if (typeof p === "string" && p.includes("\0")) {
-      throw new MoonbaseError(
-        "invalid",
-        "Cannot use value: it contains characters the database cannot store",
-      );
-    }
-  }
-  return (out ?? params) as never[];
 }

@@ -6,7 +6,7 @@
  */
 
 import type { Entity } from "../records/entity.ts";
-import { fileNames } from "../records/entity.ts";
+import { fileNames } from "../records/file_values.ts";
 import type { Registry } from "../records/registry.ts";
 import type { FileStore } from "./store.ts";
 

@@ -37,24 +37,17 @@ import type {
 } from "../schema/types.ts";
 
 import type { CallerAccess, EntityEnv } from "./entity_env.ts";
-import { PROGRAM, type WriteHooks, writeHooks } from "./entity_hooks.ts";
-import { current, openScope } from "./write_scope.ts";
+import {
+  PROGRAM,
+  settle,
+  type WriteHooks,
+  writeHooks,
+} from "./entity_hooks.ts";
+import { fileNames } from "./file_values.ts";
+import { current } from "./write_scope.ts";
 import { assertWritable } from "./access.ts";
 
 const libraryRules = new ExpressionRules();
-
-/** Stored file names a record references. */
-export function fileNames(schema: EntitySchema, record: RecordData): string[] {
-  const out: string[] = [];
-  for (const f of schema.fields) {
-    const v = record[f.name];
-    if (f.type === "file" && typeof v === "string") out.push(v);
-    if (f.type === "files" && Array.isArray(v)) {
-      out.push(...v.filter((x): x is string => typeof x === "string"));
-    }
-  }
-  return out;
-}
 
 /**
  * An entity (table) with its schema and record operations.
@@ -240,7 +233,7 @@ export class Entity {
       ...opts,
       before: hooks?.before ?? opts?.before,
     });
-    await this.#settle(hooks, () => hooks?.after(rec));
+    await settle(this.#base, hooks, () => hooks?.after(rec));
     return rec;
   }
   /** Lists records; `query` takes the list parameters of the records API. */
@@ -303,7 +296,7 @@ export class Entity {
     });
     if (!rec) return rec;
     newPassword ||= hooks?.passwordSet ?? false;
-    await this.#settle(hooks, async () => {
+    await settle(this.#base, hooks, async () => {
       await hooks?.after(rec);
       if (newPassword) {
         // The one place a password change ends the user's other sessions.
@@ -330,7 +323,7 @@ export class Entity {
       { ...opts, before: hooks?.before ?? opts?.before, deleted },
     );
     if (!rec) return rec;
-    await this.#settle(hooks, async () => {
+    await settle(this.#base, hooks, async () => {
       await hooks?.after(rec);
       for (const d of deleted) {
         await this.#env.files?.remove(
@@ -356,24 +349,6 @@ export class Entity {
       values,
       (v) => this.#hash(v),
     );
-  }
-
-  /**
-   * What a write does once committed: the work its hooks' nested operations
-   * queued, then `work`. Inside another write's hooks (this write joined
-   * it, nothing is committed yet), all of it waits for that write instead.
-   */
-  async #settle(
-    hooks: WriteHooks | undefined,
-    work: () => Promise<void> | undefined,
-  ): Promise<void> {
-    const all = async () => {
-      await hooks?.scope.flush();
-      await work();
-    };
-    const outer = openScope(this.#base);
-    if (outer) outer.defer(all);
-    else await all();
   }
 
   #access(): CallerAccess {

@@ -10,7 +10,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { AuthValue } from "../caller.ts";
 import type { Storage } from "../db/storage.ts";
-import { WriteScope } from "./write_scope.ts";
+import { openScope, WriteScope } from "./write_scope.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { type CheckedInput, checkInput, type RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
@@ -125,4 +125,24 @@ async function recheck(
   if (Object.keys(patch).length === 0) return undefined;
   const values = checkInput(schema, patch, "update");
   return { values, password: await hash(values) };
+}
+
+/**
+ * Runs what a write does once committed: the work its hooks' nested
+ * operations queued, then `work`. Inside another write's hooks on `base`
+ * (this write joined it, nothing is committed yet), all of it waits for that
+ * write instead.
+ */
+export async function settle(
+  base: Storage,
+  hooks: WriteHooks | undefined,
+  work: () => Promise<void> | undefined,
+): Promise<void> {
+  const all = async () => {
+    await hooks?.scope.flush();
+    await work();
+  };
+  const outer = openScope(base);
+  if (outer) outer.defer(all);
+  else await all();
 }

@@ -9,6 +9,7 @@
 
 import { type FieldErrors, invalidFields } from "../errors.ts";
 import type { EntitySchema } from "../schema/types.ts";
+import type { RecordData } from "./codec.ts";
 
 /** Uploaded stored names per field. */
 export type Uploads = ReadonlyMap<string, readonly string[]>;
@@ -103,4 +104,17 @@ export function mergeFiles(
   }
   if (Object.keys(errors).length > 0) throw invalidFields(errors);
   return removed;
+}
+
+/** Stored file names a record references. */
+export function fileNames(schema: EntitySchema, record: RecordData): string[] {
+  const out: string[] = [];
+  for (const f of schema.fields) {
+    const v = record[f.name];
+    if (f.type === "file" && typeof v === "string") out.push(v);
+    if (f.type === "files" && Array.isArray(v)) {
+      out.push(...v.filter((x): x is string => typeof x === "string"));
+    }
+  }
+  return out;
 }

@@ -15,7 +15,7 @@ import { saveSchema } from "../schema/stored.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { decodeRow } from "./codec.ts";
 import type { RelationRef } from "./crud.ts";
-import { fileNames } from "./entity.ts";
+import { fileNames } from "./file_values.ts";
 
 /**
  * Runs `fn` in one transaction that also bumps `schema_version`, and turns a
