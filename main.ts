@@ -48,6 +48,12 @@ Options:
   --logLevel <level>       trace, debug, info (default), warn or error
   --logRetentionDays <n>   days logs are kept (default 7)
   --logMaxRows <n>         most log rows kept (default 100000)
+  --realtime <on|off>      realtime subscriptions and their event log (default on)
+  --realtimeMaxTopics <n>  topics per realtime connection (default 100)
+  --realtimeMaxConnections <n>  realtime connections per token or guest address (default 20)
+  --realtimeHeartbeat <s>  seconds between SSE heartbeats (default 15)
+  --websocket              serve WebSocket upgrades (/api/v1/realtime/ws); the
+                           connection timeouts and cap are then not enforced
   -h, --help               show this help
   -v, --version            show the version
 
@@ -56,6 +62,13 @@ Environment:
 `;
 
 class UsageError extends Error {}
+
+function onOff(v: string | undefined, name: string): boolean | undefined {
+  if (v === undefined) return undefined;
+  if (/^(on|true|1)$/i.test(v)) return true;
+  if (/^(off|false|0)$/i.test(v)) return false;
+  throw new UsageError(`invalid --${name} ${JSON.stringify(v)}: use on or off`);
+}
 
 function logLevelOf(v: string | undefined): AppConfig["logLevel"] {
   if (v === undefined) return undefined;
@@ -129,6 +142,11 @@ export function parseCli(args: string[]): Cli {
         logLevel: { type: "string" },
         logRetentionDays: { type: "string" },
         logMaxRows: { type: "string" },
+        realtime: { type: "string" },
+        realtimeMaxTopics: { type: "string" },
+        realtimeMaxConnections: { type: "string" },
+        realtimeHeartbeat: { type: "string" },
+        websocket: { type: "boolean" },
         add: { type: "string" },
         ls: { type: "boolean" },
         rm: { type: "string" },
@@ -182,6 +200,16 @@ export function parseCli(args: string[]): Cli {
     bodyDeadline: int(v.bodyDeadline, "bodyDeadline", 1, 86_400),
     bodyMinRate: int(v.bodyMinRate, "bodyMinRate", 0, 1024 ** 3),
     maxConnections: int(v.maxConnections, "maxConnections", 1, 1_000_000),
+    realtime: onOff(v.realtime, "realtime"),
+    realtimeMaxTopics: int(v.realtimeMaxTopics, "realtimeMaxTopics", 1, 10_000),
+    realtimeMaxConnections: int(
+      v.realtimeMaxConnections,
+      "realtimeMaxConnections",
+      1,
+      100_000,
+    ),
+    realtimeHeartbeat: int(v.realtimeHeartbeat, "realtimeHeartbeat", 1, 30),
+    webSocket: v.websocket,
   };
   const port = int(v.port, "port", 0, 65535) ?? 7070;
   return { command, rest, values: v, config, port, host: v.host ?? "0.0.0.0" };

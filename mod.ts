@@ -94,6 +94,8 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     handler,
     async stop(server: Deno.HttpServer, timeoutMs = 10_000) {
       life.draining = true;
+      // Realtime streams never end on their own: end them first.
+      core.realtime?.hub.closeAll();
       const deadline = Date.now() + timeoutMs;
       // Moonbase's server stops accepting and closes idle connections now;
       // the others close once their response is out.
@@ -129,6 +131,7 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
         signal: options.signal,
         limits: limitsOf(core.config),
         bodies: core.bodies,
+        upgrades: core.config.webSocket,
         log: (level, message, data) => core.log[level](message, data),
       }));
     },

@@ -25,7 +25,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["lib/schema"],
   ["lib/records"],
   ["lib/auth", "lib/files", "lib/logs"],
-  ["lib/config.ts", "lib/sync.ts"],
+  ["lib/config.ts", "lib/sync.ts", "lib/realtime"],
   ["lib/core.ts"],
   ["lib/extend"],
   ["routes"],

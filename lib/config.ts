@@ -84,6 +84,24 @@ export interface AppConfig {
    * Default: `MB_SCRIPT_LOADER`, else `source` in a compiled binary.
    */
   scriptLoader?: "file" | "source";
+  /** Realtime subscriptions and the event log behind them (default true). */
+  realtime?: boolean;
+  /** Topics one realtime connection may follow (default 100). */
+  realtimeMaxTopics?: number;
+  /** Realtime connections per token, or per client address for guests (default 20). */
+  realtimeMaxConnections?: number;
+  /** Seconds between SSE heartbeats (default 15). */
+  realtimeHeartbeat?: number;
+  /** Bytes a realtime connection may have waiting before it is dropped as too slow (default 1 MiB). */
+  realtimeBuffer?: number;
+  /**
+   * Serve with `Deno.serve`, so WebSocket upgrades work
+   * (`/api/v1/realtime/ws`). Deno 2.9's per-connection serving, which
+   * Moonbase's server uses to enforce the header, idle and body timeouts
+   * and the connection cap, ends upgraded connections; with this option
+   * those limits are not enforced (default false).
+   */
+  webSocket?: boolean;
 }
 
 /** Config with every default applied. */
@@ -132,6 +150,12 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     bodyDeadline: c.bodyDeadline ?? 600,
     bodyMinRate: c.bodyMinRate ?? 500,
     maxConnections: c.maxConnections ?? defaultMaxConnections(),
+    realtime: c.realtime ?? true,
+    realtimeMaxTopics: c.realtimeMaxTopics ?? 100,
+    realtimeMaxConnections: c.realtimeMaxConnections ?? 20,
+    realtimeHeartbeat: c.realtimeHeartbeat ?? 15,
+    realtimeBuffer: c.realtimeBuffer ?? 1024 * 1024,
+    webSocket: c.webSocket ?? false,
   };
 }
 

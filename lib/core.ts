@@ -38,6 +38,7 @@ import { ExpressionRules } from "./records/rule_engine.ts";
 import type { EntityEnv } from "./records/entity_env.ts";
 import type { HttpExtensions } from "./http/middleware.ts";
 import type { RuleHelpers } from "./rules/evaluate.ts";
+import { EVENTS_CHANNEL, Realtime } from "./realtime/service.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** Moonbase's version (from deno.json). */
@@ -69,6 +70,8 @@ export interface Core {
   /** Routes and middleware of the extension scripts (replaced on reload). */
   extensions: HttpExtensions<Core> | undefined;
   readonly logs: LogStore;
+  /** Realtime subscriptions (undefined with `realtime: false`). */
+  readonly realtime: Realtime | undefined;
   readonly startedAt: number;
   /** Milliseconds since the epoch by the database's clock (one time base for every instance). */
   readonly now: () => number;
@@ -138,6 +141,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
   let logStorage: Storage | undefined;
   let sync: InstanceSync | undefined;
   let dbClock: DbClock | undefined;
+  let realtime: Realtime | undefined;
   try {
     await ensureSystemTables(storage);
     // Logs never share the request path's connections: on SQLite a file of
@@ -211,11 +215,6 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       );
     }
     const instanceSync = sync = new InstanceSync(storage, schemas, revocations);
-    await instanceSync.start(config.connection);
-    const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
-    const sessions = new Sessions(signer, schemas, storage, revocations);
-    const setupToken = (await hasAdmin(storage)) ? undefined : randomToken(24);
-    const cursorKey = cursorKeyOf(secret.value);
     const rules = new ExpressionRules(
       helpers as RuleHelpers,
       (err) =>
@@ -223,8 +222,37 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
           error: err instanceof Error ? err.message : String(err),
         }),
     );
+    const cursorKey = cursorKeyOf(secret.value);
     const records = new RecordService(schemas, rules, cursorKey);
     entityEnv.access = records.asCaller();
+    if (config.realtime) {
+      const rt = realtime = new Realtime({
+        storage,
+        schemas,
+        now: clock.now,
+        sees: (entity, op, auth, record) =>
+          records.sees(entity, op, auth, record),
+        isRevoked: (claims) => revocations.isRevoked(claims),
+        listening: () => instanceSync.listening,
+        limits: {
+          maxTopics: config.realtimeMaxTopics,
+          maxPerToken: config.realtimeMaxConnections,
+        },
+        heartbeatMs: config.realtimeHeartbeat * 1000,
+        bufferBytes: config.realtimeBuffer,
+        onError: (err) =>
+          log.warn("realtime failed", {
+            error: err instanceof Error ? err.message : String(err),
+          }),
+      });
+      await rt.start();
+      entityEnv.changes = rt.journal;
+      instanceSync.on(EVENTS_CHANNEL, () => rt.notified());
+    }
+    await instanceSync.start(config.connection);
+    const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
+    const sessions = new Sessions(signer, schemas, storage, revocations);
+    const setupToken = (await hasAdmin(storage)) ? undefined : randomToken(24);
     return {
       config,
       storage,
@@ -237,6 +265,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       files,
       log,
       logs,
+      realtime,
       helpers,
       records,
       entityEnv,
@@ -252,6 +281,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       }),
       notices,
       async close() {
+        realtime?.close();
         await instanceSync.close();
         clock.close();
         clearInterval(pruner);
@@ -263,6 +293,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       },
     };
   } catch (err) {
+    realtime?.close();
     await sync?.close();
     dbClock?.close();
     await logStorage?.close().catch(() => {});

@@ -38,12 +38,21 @@ export class InstanceSync {
   #timers: ReturnType<typeof setInterval>[] = [];
   #fixed: PollPace | undefined;
   #pace: PollPace | undefined;
+  #channels = new Map<string, (payload: string) => void>();
 
   /** Wires the services; nothing runs before `start`. */
   constructor(storage: Storage, schemas: Registry, revocations: Revocations) {
     this.#storage = storage;
     this.#schemas = schemas;
     this.#revocations = revocations;
+  }
+
+  /**
+   * Listens on one more channel (call before `start`); the handler also
+   * runs with "" after the listener reconnects (news may have been missed).
+   */
+  on(channel: string, handler: (payload: string) => void): void {
+    this.#channels.set(channel, handler);
   }
 
   /** True while notifications from other instances arrive. */
@@ -61,6 +70,9 @@ export class InstanceSync {
       const listener = new PgListener(connection, () => this.#caughtUp());
       listener.on(REVOCATION_CHANNEL, (p) => this.#revocations.apply(p));
       listener.on(SCHEMA_CHANNEL, () => this.#refreshSchemas());
+      for (const [channel, handler] of this.#channels) {
+        listener.on(channel, handler);
+      }
       this.#listener = listener;
       this.#schemas.onChange = () =>
         pgNotify(this.#storage, SCHEMA_CHANNEL, "").catch(() => {});
@@ -82,6 +94,7 @@ export class InstanceSync {
   #caughtUp(): void {
     this.#revocations.poll().catch(() => {});
     this.#refreshSchemas();
+    for (const handler of this.#channels.values()) handler("");
     this.#setPace();
   }
 

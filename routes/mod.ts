@@ -15,6 +15,7 @@ import { logRoutes } from "./logs.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
 import { ruleRoutes } from "./rules.ts";
+import { realtimeRoutes } from "./realtime.ts";
 import { schemaRoutes } from "./schemas.ts";
 
 /**
@@ -37,5 +38,6 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   fileRoutes(r, records);
   logRoutes(r);
   ruleRoutes(r);
+  realtimeRoutes(r);
   return r;
 }

@@ -38,6 +38,12 @@ export interface ListenOptions {
    * readable as `server.bodies` for handlers to read bodies with.
    */
   bodies?: BodyDeadlines;
+  /**
+   * Serve with `Deno.serve` so that WebSocket upgrades work: Deno's
+   * per-connection serving ends an upgraded connection at once. The
+   * header, idle and body timeouts and the cap are then not enforced.
+   */
+  upgrades?: boolean;
 }
 
 /** A request handler. */
@@ -303,9 +309,14 @@ export function listen(
     ((level, message, data) => console[level](message, data ?? ""));
   const port = options.port ?? 7070;
   const hostname = options.hostname ?? "0.0.0.0";
-  const serveOn = serveOnConnection();
+  const serveOn = options.upgrades ? undefined : serveOnConnection();
   if (!serveOn) {
-    if (!warned) {
+    if (options.upgrades) {
+      log(
+        "warn",
+        "Serving with WebSocket upgrades (webSocket): connection header, idle and body timeouts and the connection cap are not enforced",
+      );
+    } else if (!warned) {
       warned = true;
       log(
         "warn",

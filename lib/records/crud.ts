@@ -28,6 +28,7 @@ import {
 import { allFields } from "../schema/builtin.ts";
 import type { Where } from "./list_query.ts";
 import type { CursorContext } from "./list_cursor.ts";
+import type { RecordChange } from "./changes.ts";
 
 /** Hooks an operation may carry. */
 export interface OpOptions {
@@ -70,6 +71,12 @@ export interface OpOptions {
   caller?: AuthValue;
   /** Filled by a delete: every record deleted (cascades included). */
   deleted?: { schema: EntitySchema; record: RecordData }[];
+  /**
+   * Called in the write's transaction for every record the write changed
+   * (cascades and `set null` included), after its statement ran. Set, it
+   * takes every write through a transaction.
+   */
+  changed?: (tx: Queryable, change: RecordChange) => Promise<void>;
 }
 
 /** A relation field of some entity that points at another entity. */
@@ -225,7 +232,10 @@ export async function insertRecord(
       [...cols.keys()].map((c) => `"${c}"`).join(", ")
     }) VALUES (${[...cols.keys()].map(() => "?").join(", ")})`;
   try {
-    if (!opts.check && !opts.before && !hasRelationValue(schema, values)) {
+    if (
+      !opts.check && !opts.before && !opts.changed &&
+      !hasRelationValue(schema, values)
+    ) {
       // Nothing to read first: one INSERT is atomic on its own (one round
       // trip on PostgreSQL, no transaction lock on SQLite).
       const cols = columns(values);
@@ -247,6 +257,12 @@ export async function insertRecord(
       await checkRelations(tx, store.dialect.name, schema, values);
       await opts.check?.(record, tx);
       await tx.run(insert(cols), [...cols.values()]);
+      await opts.changed?.(tx, {
+        entity: schema.name,
+        id,
+        action: "create",
+        record,
+      });
       return record;
     });
   } catch (err) {
@@ -282,8 +298,8 @@ export async function updateRecord(
   const lock = store.dialect.name === "postgres";
   try {
     if (
-      !opts.keep && !opts.check && !opts.before && !hasFiles(schema) &&
-      !hasRelationValue(schema, values)
+      !opts.keep && !opts.check && !opts.before && !opts.changed &&
+      !hasFiles(schema) && !hasRelationValue(schema, values)
     ) {
       // Nothing to read or check first: one UPDATE … RETURNING is atomic on
       // its own (one round trip on PostgreSQL, no transaction on SQLite).
@@ -332,6 +348,13 @@ export async function updateRecord(
         `UPDATE ${tableOf(schema.name)} SET ${setList(cols)} WHERE "id" = ?`,
         [...cols.values(), id],
       );
+      await opts.changed?.(tx, {
+        entity: schema.name,
+        id,
+        action: "update",
+        record: next,
+        previous: before,
+      });
       return next;
     });
   } catch (err) {

@@ -29,13 +29,34 @@ async function releaseRefs(
   refsOf: RefsOf,
   seen: Set<string>,
   deleted: Deleted,
+  changed: OpOptions["changed"],
 ): Promise<void> {
   seen.add(`${schema.name}/${id}`);
   for (const ref of refsOf(schema.name)) {
     const table = tableOf(ref.schema.name), col = columnOf(ref.field.name);
     const onDelete = ref.field.foreign_key?.on_delete ?? "set null";
     if (onDelete === "set null") {
-      await tx.run(`UPDATE ${table} SET ${col} = NULL WHERE ${col} = ?`, [id]);
+      const sql = `UPDATE ${table} SET ${col} = NULL WHERE ${col} = ?`;
+      if (!changed) {
+        await tx.run(sql, [id]);
+        continue;
+      }
+      const rows = await tx.query(
+        `${sql} RETURNING ${selectList(ref.schema)}`,
+        [
+          id,
+        ],
+      );
+      for (const row of rows) {
+        const record = decodeRow(ref.schema, row, store.dialect);
+        await changed(tx, {
+          entity: ref.schema.name,
+          id: String(row.id),
+          action: "update",
+          record,
+          previous: { ...record, [ref.field.name]: id },
+        });
+      }
       continue;
     }
     const rows = await tx.query(
@@ -60,11 +81,24 @@ async function releaseRefs(
     }
     for (const child of children) {
       const childId = String(child.id);
-      await releaseRefs(tx, store, ref.schema, childId, refsOf, seen, deleted);
+      await releaseRefs(
+        tx,
+        store,
+        ref.schema,
+        childId,
+        refsOf,
+        seen,
+        deleted,
+        changed,
+      );
       await tx.run(`DELETE FROM ${table} WHERE "id" = ?`, [childId]);
-      deleted.push({
-        schema: ref.schema,
-        record: decodeRow(ref.schema, child, store.dialect),
+      const record = decodeRow(ref.schema, child, store.dialect);
+      deleted.push({ schema: ref.schema, record });
+      await changed?.(tx, {
+        entity: ref.schema.name,
+        id: childId,
+        action: "delete",
+        record,
       });
     }
   }
@@ -93,8 +127,23 @@ export async function deleteRecord(
       await opts.check?.(record, tx);
       await opts.before?.(record, tx, record);
       const deleted: Deleted = [];
-      await releaseRefs(tx, store, schema, id, refsOf, new Set(), deleted);
+      await releaseRefs(
+        tx,
+        store,
+        schema,
+        id,
+        refsOf,
+        new Set(),
+        deleted,
+        opts.changed,
+      );
       await tx.run(`DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?`, [id]);
+      await opts.changed?.(tx, {
+        entity: schema.name,
+        id,
+        action: "delete",
+        record,
+      });
       opts.deleted?.push({ schema, record }, ...deleted);
       return record;
     });

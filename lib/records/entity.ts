@@ -49,6 +49,12 @@ import { assertWritable } from "./access.ts";
 
 const libraryRules = new ExpressionRules();
 
+/** One write's use of the change journal. */
+interface WriteJournal {
+  changed: NonNullable<OpOptions["changed"]>;
+  committed(): void;
+}
+
 /**
  * An entity (table) with its schema and record operations.
  *
@@ -229,11 +235,16 @@ export class Entity {
     const values = checkInput(this.#schema, data, "create");
     await this.#hash(values);
     const hooks = this.#hooks("Create", opts, values);
+    const journal = this.#journal();
     const rec = await insertRecord(this.#store, this.#schema, values, {
       ...opts,
       before: hooks?.before ?? opts?.before,
+      changed: journal?.changed,
     });
-    await settle(this.#base, hooks, () => hooks?.after(rec));
+    await settle(this.#base, hooks, () => {
+      journal?.committed();
+      return hooks?.after(rec);
+    });
     return rec;
   }
   /** Lists records; `query` takes the list parameters of the records API. */
@@ -289,14 +300,17 @@ export class Entity {
     let newPassword = await this.#hash(values);
     const removed: string[] = [];
     const hooks = this.#hooks("Update", opts, values);
+    const journal = this.#journal();
     const rec = await updateRecord(this.#store, this.#schema, id, values, {
       ...opts,
       before: hooks?.before ?? opts?.before,
       removedFiles: removed,
+      changed: journal?.changed,
     });
     if (!rec) return rec;
     newPassword ||= hooks?.passwordSet ?? false;
     await settle(this.#base, hooks, async () => {
+      journal?.committed();
       await hooks?.after(rec);
       if (newPassword) {
         // The one place a password change ends the user's other sessions.
@@ -315,15 +329,22 @@ export class Entity {
     assertWritable(this, "delete");
     const deleted: { schema: EntitySchema; record: RecordData }[] = [];
     const hooks = this.#hooks("Delete", opts, undefined);
+    const journal = this.#journal();
     const rec = await deleteRecord(
       this.#store,
       this.#schema,
       id,
       this.#refsOf,
-      { ...opts, before: hooks?.before ?? opts?.before, deleted },
+      {
+        ...opts,
+        before: hooks?.before ?? opts?.before,
+        deleted,
+        changed: journal?.changed,
+      },
     );
     if (!rec) return rec;
     await settle(this.#base, hooks, async () => {
+      journal?.committed();
       await hooks?.after(rec);
       for (const d of deleted) {
         await this.#env.files?.remove(
@@ -349,6 +370,25 @@ export class Entity {
       values,
       (v) => this.#hash(v),
     );
+  }
+
+  /**
+   * The change journal of one write (undefined for system entities, or
+   * when the app keeps none): `changed` in the transaction, `committed`
+   * once the write is durable.
+   */
+  #journal(): WriteJournal | undefined {
+    const journal = this.#env.changes;
+    if (!journal || this.isSystem) return undefined;
+    let position = 0;
+    return {
+      changed: async (tx, change) => {
+        position = Math.max(position, await journal.append(tx, change));
+      },
+      committed: () => {
+        if (position > 0) journal.committed(position);
+      },
+    };
   }
 
   #access(): CallerAccess {

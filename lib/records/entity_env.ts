@@ -11,6 +11,7 @@ import type { AuthValue } from "../caller.ts";
 import type { RecordData } from "./codec.ts";
 import type { HookFailure, RecordEvents } from "./events.ts";
 import type { ListResult } from "./list.ts";
+import type { ChangeJournal } from "./changes.ts";
 
 /** Removes stored files; lib/files/store.ts implements it. */
 export interface FileCleaner {
@@ -62,4 +63,6 @@ export interface EntityEnv {
   hookFailed?: HookFailure;
   /** Runs operations as a caller (set once the record service exists). */
   access?: CallerAccess;
+  /** Where record changes go for realtime subscribers (none: not kept). */
+  changes?: ChangeJournal;
 }

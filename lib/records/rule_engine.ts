@@ -119,6 +119,23 @@ export class ExpressionRules implements RuleEngine {
     }
   }
 
+  /** Whether the custom rule `expr` lets `auth` at `record` (evaluated here, never in SQL). */
+  allows(
+    expr: string,
+    auth: AuthValue,
+    req: RuleRequest,
+    record: RecordData,
+  ): boolean {
+    let ast: Expr;
+    try {
+      ast = this.#parse(`r\0${expr}`, expr, "rule");
+    } catch (err) {
+      this.#onError(err);
+      return false;
+    }
+    return this.#test(ast, { auth, req: plainRequest(ast, req), record });
+  }
+
   /** Hooks for one operation under a custom rule (throws when the rule denies outright). */
   hooks(
     entity: RuleTarget,

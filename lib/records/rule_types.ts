@@ -16,6 +16,7 @@ import type {
   Operation,
 } from "../schema/types.ts";
 import type { OpOptions } from "./crud.ts";
+import type { RecordData } from "./codec.ts";
 
 /** What of the HTTP request a rule may read (`req.*`). */
 export interface RuleRequest {
@@ -37,6 +38,13 @@ export interface RuleTarget {
 
 /** Turns a custom rule (and a list filter) into operation hooks, or throws a denial. */
 export interface RuleEngine {
+  /** Whether the custom rule `expr` lets `auth` at `record`. */
+  allows(
+    expr: string,
+    auth: AuthValue,
+    req: RuleRequest,
+    record: RecordData,
+  ): boolean;
   hooks(
     entity: RuleTarget,
     op: Operation,

@@ -156,6 +156,29 @@ export class RecordService {
     return entity.list(query, { ...filtered, filtered: true, cursor });
   }
 
+  /**
+   * Whether `auth` may see `record` of `entity` through `op` now, by the
+   * entity's current rule (realtime events: the record is the event's, not
+   * read again). An entity the API no longer serves shows nothing.
+   */
+  sees(
+    name: string,
+    op: "list" | "get",
+    auth: AuthValue,
+    record: RecordData,
+  ): boolean {
+    const entity = this.#registry.byName(name);
+    if (!isExposed(entity, name) || entity.type === "view") return false;
+    let d;
+    try {
+      d = authorize(entity, op, auth);
+    } catch {
+      return false;
+    }
+    return d.kind === "allow" ||
+      this.#rules.allows(d.expr, auth, EVENT_REQUEST, record);
+  }
+
   /** Reads a record the caller may see (404 otherwise). */
   async get(
     entity: Entity,
@@ -238,6 +261,13 @@ export class RecordService {
     return rec;
   }
 }
+
+/** What `req.*` holds for a rule deciding a realtime event. */
+const EVENT_REQUEST: RuleRequest = Object.freeze({
+  body: Object.freeze({}),
+  query: Object.freeze({}),
+  method: "GET",
+}) as RuleRequest;
 
 /** Sort keys allowed under a list rule checked row by row. */
 const PER_ROW_SORTS = new Set(["id", "created", "updated"]);

@@ -3,7 +3,8 @@
  * `mb_meta` (settings such as the schema version), `mb_revoked` (revoked
  * token ids), `mb_cutoffs` (per-user "tokens issued before"), `mb_ratelimit`
  * (login attempt counters shared by every instance), `mb_cron_runs` (the
- * cron ticks claimed, one instance each).
+ * cron ticks claimed, one instance each), `mb_events` (record changes for
+ * realtime subscribers: lib/realtime/event_log.ts).
  *
  * @module
  */
@@ -54,6 +55,12 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
     `CREATE TABLE IF NOT EXISTS "mb_cutoffs" ("key" ${text} PRIMARY KEY, "cutoff" ${int} NOT NULL, "keep_jti" ${text} NOT NULL, "created" ${int} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS "mb_ratelimit" ("key" ${text} PRIMARY KEY, "window_start" ${int} NOT NULL, "count" ${int} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS "mb_cron_runs" ("job" ${text} NOT NULL, "tick" ${int} NOT NULL, "instance" ${text} NOT NULL, "created" ${int} NOT NULL, PRIMARY KEY ("job", "tick"))`,
+    `CREATE TABLE IF NOT EXISTS "mb_events" (${
+      d.name === "sqlite"
+        ? `"id" INTEGER PRIMARY KEY AUTOINCREMENT`
+        : `"id" BIGSERIAL PRIMARY KEY`
+    }, "entity" ${text} NOT NULL, "record_id" ${text} NOT NULL, "action" ${text} NOT NULL, "at" ${int} NOT NULL, "record" ${text} NOT NULL, "previous" ${text})`,
+    `CREATE INDEX IF NOT EXISTS "mb_events_at" ON "mb_events" ("at")`,
     ...createSql(ADMIN_SCHEMA, d).map((s) =>
       s.replace(/^CREATE (UNIQUE )?(TABLE|INDEX)/, "CREATE $1$2 IF NOT EXISTS")
     ),

@@ -1,0 +1,180 @@
+/**
+ * The event log: one row per record change in `mb_events`, written in the
+ * change's own transaction (so rolled-back writes leave none), read by every
+ * instance in id order, kept for a while so clients can resume.
+ *
+ * Ids come from the table's sequence. On SQLite one connection writes, so
+ * ids are in commit order. On PostgreSQL two transactions may commit out of
+ * id order; every writer therefore holds a shared advisory lock from the
+ * moment it takes an id until it commits, and a reader that finds a gap can
+ * take the lock exclusively (`final`): once it has it, no id below the
+ * highest it can see is still in flight, so a gap left then is a rollback.
+ *
+ * Retention: rows younger than `RETAIN_MS` and the newest `RETAIN_ROWS` are
+ * never pruned. The oldest row kept marks what can still be resumed.
+ *
+ * @module
+ */
+
+import type { Queryable, Row, Storage } from "../db/storage.ts";
+import type { ChangeAction, RecordChange } from "../records/changes.ts";
+import type { RecordData } from "../records/codec.ts";
+
+/** Events younger than this are kept (5 minutes). */
+export const RETAIN_MS = 5 * 60_000;
+/** The newest this many events are kept whatever their age. */
+export const RETAIN_ROWS = 10_000;
+
+/** The advisory lock key event writers share (PostgreSQL). */
+const LOCK_KEY = 7_020_617_001;
+
+/** A change as stored, with its id and time. */
+export interface StoredEvent {
+  readonly id: number;
+  readonly entity: string;
+  readonly recordId: string;
+  readonly action: ChangeAction;
+  /** Milliseconds since the epoch (database clock). */
+  readonly at: number;
+  readonly record: RecordData;
+  readonly previous?: RecordData;
+}
+
+const COLUMNS =
+  `"id", "entity", "record_id", "action", "at", "record", "previous"`;
+
+function isId(v: unknown): boolean {
+  return v !== null && v !== undefined;
+}
+
+function toEvent(row: Row): StoredEvent {
+  return {
+    id: Number(row.id),
+    entity: String(row.entity),
+    recordId: String(row.record_id),
+    action: String(row.action) as ChangeAction,
+    at: Number(row.at),
+    record: JSON.parse(String(row.record)),
+    ...(row.previous !== null && row.previous !== undefined &&
+      { previous: JSON.parse(String(row.previous)) }),
+  };
+}
+
+/** Reads and writes `mb_events`. */
+export class EventLog {
+  readonly #store: Storage;
+  readonly #now: () => number;
+  readonly #pg: boolean;
+
+  /** `now`: the database clock (ms). */
+  constructor(store: Storage, now: () => number) {
+    this.#store = store;
+    this.#now = now;
+    this.#pg = store.dialect.name === "postgres";
+  }
+
+  /** True when ids may commit out of order (several writers). */
+  get concurrent(): boolean {
+    return this.#pg;
+  }
+
+  /** Appends a change inside the write's transaction; returns its id. */
+  async append(tx: Queryable, c: RecordChange): Promise<number> {
+    const values = [
+      c.entity,
+      c.id,
+      c.action,
+      this.#now(),
+      JSON.stringify(c.record),
+      c.previous === undefined ? null : JSON.stringify(c.previous),
+    ];
+    const insert =
+      `INSERT INTO "mb_events" ("entity", "record_id", "action", "at", "record", "previous")`;
+    // PostgreSQL: the shared lock comes before the id (see the module doc).
+    const rows = await tx.query(
+      this.#pg
+        ? `${insert} SELECT ?, ?, ?, ?, ?, ? FROM (SELECT pg_advisory_xact_lock_shared(${LOCK_KEY})) AS "held" RETURNING "id"`
+        : `${insert} VALUES (?, ?, ?, ?, ?, ?) RETURNING "id"`,
+      values,
+    );
+    return Number(rows[0].id);
+  }
+
+  /** Events with `after < id <= upTo`, oldest first, at most `limit`. */
+  async read(
+    after: number,
+    upTo = Number.MAX_SAFE_INTEGER,
+    limit = 500,
+    entities?: readonly string[],
+  ): Promise<StoredEvent[]> {
+    const only = entities?.length
+      ? ` AND "entity" IN (${entities.map(() => "?").join(", ")})`
+      : "";
+    const rows = await this.#store.query(
+      `SELECT ${COLUMNS} FROM "mb_events" WHERE "id" > ? AND "id" <= ?${only} ORDER BY "id" LIMIT ${
+        Math.trunc(limit)
+      }`,
+      [after, upTo, ...(entities ?? [])],
+    );
+    return rows.map(toEvent);
+  }
+
+  /**
+   * Like `read`, but final: on PostgreSQL it first waits for every
+   * transaction holding an event id to end (the exclusive lock), so no
+   * id below those returned can still appear. `max` is the highest id then.
+   */
+  async final(
+    after: number,
+    limit = 500,
+  ): Promise<{ events: StoredEvent[]; max: number }> {
+    if (!this.#pg) {
+      const events = await this.read(after, undefined, limit);
+      return { events, max: (await this.bounds()).max };
+    }
+    return await this.#store.transaction(async (tx) => {
+      await tx.query(`SET LOCAL lock_timeout = '5s'`);
+      await tx.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY}) AS "held"`);
+      const rows = await tx.query(
+        `SELECT ${COLUMNS} FROM "mb_events" WHERE "id" > ? ORDER BY "id" LIMIT ${
+          Math.trunc(limit)
+        }`,
+        [after],
+      );
+      const top = await tx.query(
+        `SELECT COALESCE(MAX("id"), 0) AS "max" FROM "mb_events"`,
+      );
+      return { events: rows.map(toEvent), max: Number(top[0].max) };
+    });
+  }
+
+  /** The oldest and newest ids kept (0 and 0 when there are none). */
+  async bounds(): Promise<{ min: number; max: number }> {
+    const rows = await this.#store.query(
+      `SELECT COALESCE(MIN("id"), 0) AS "min", COALESCE(MAX("id"), 0) AS "max" FROM "mb_events"`,
+    );
+    return { min: Number(rows[0].min), max: Number(rows[0].max) };
+  }
+
+  /**
+   * Drops what retention no longer needs: rows both older than
+   * `RETAIN_MS` and outside the newest `RETAIN_ROWS`, except the newest
+   * such row (it marks how far back a resume reaches). Returns rows dropped.
+   */
+  async prune(retainMs = RETAIN_MS, retainRows = RETAIN_ROWS): Promise<number> {
+    const old = await this.#store.query(
+      `SELECT MAX("id") AS "id" FROM "mb_events" WHERE "at" < ?`,
+      [this.#now() - retainMs],
+    );
+    const byCount = await this.#store.query(
+      `SELECT "id" FROM "mb_events" ORDER BY "id" DESC LIMIT 1 OFFSET ${
+        Math.trunc(retainRows)
+      }`,
+    );
+    if (!isId(old[0]?.id) || !isId(byCount[0]?.id)) return 0;
+    const keepFrom = Math.min(Number(old[0].id), Number(byCount[0].id));
+    return await this.#store.run(`DELETE FROM "mb_events" WHERE "id" < ?`, [
+      keepFrom,
+    ]);
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * The realtime hub of one instance: who follows what, and fan-out. Each
+ * event from the feed goes to the subscribers of its entity; for each, the
+ * entity's current rule decides (per caller, once per event) whether it is
+ * sent, and as what: an update that takes a record out of a subscriber's
+ * view arrives as a `delete` of the record as it saw it, never the new data.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import type { AuthValue } from "../caller.ts";
+import type { RecordData } from "../records/codec.ts";
+import type { StoredEvent } from "./event_log.ts";
+import type { EventLog } from "./event_log.ts";
+import { Frame } from "./frames.ts";
+import type { Subscriber } from "./subscriber.ts";
+import type { Topic } from "./topics.ts";
+import type { EventFeed } from "./feed.ts";
+
+/** Limits of realtime connections. */
+export interface RealtimeLimits {
+  /** Topics one connection may follow. */
+  maxTopics: number;
+  /** Connections per token (guests: per client address). */
+  maxPerToken: number;
+}
+
+/** Whether a caller sees a record through an operation (RecordService.sees). */
+export type Sees = (
+  entity: string,
+  op: "list" | "get",
+  auth: AuthValue,
+  record: RecordData,
+) => boolean;
+
+function callerKey(auth: AuthValue): string {
+  return auth.type === "guest" ? "" : `${auth.entity}\0${auth.id}`;
+}
+
+/** Fan-out of events to this instance's subscribers. */
+export class Hub {
+  readonly #log: EventLog;
+  readonly #sees: Sees;
+  readonly limits: RealtimeLimits;
+  #feed: EventFeed | undefined;
+  /** Entity → subscribers with any topic of it. */
+  readonly #byEntity = new Map<string, Set<Subscriber>>();
+  readonly subscribers = new Set<Subscriber>();
+  readonly #perKey = new Map<string, number>();
+  /** Per event being fanned out: decisions by caller and operation. */
+  #seen = new Map<string, boolean>();
+  #frames = new Map<string, Frame>();
+  /** The event the caches above are about. */
+  #cached = -1;
+
+  constructor(log: EventLog, sees: Sees, limits: RealtimeLimits) {
+    this.#log = log;
+    this.#sees = sees;
+    this.limits = limits;
+  }
+
+  /** Attaches the feed (it calls `dispatch`). */
+  set feed(feed: EventFeed) {
+    this.#feed = feed;
+  }
+
+  /** Registers a connection; 429 past the per-token limit. */
+  join(sub: Subscriber): void {
+    const n = this.#perKey.get(sub.limitKey) ?? 0;
+    if (n >= this.limits.maxPerToken) {
+      throw new MoonbaseError(
+        "rate_limited",
+        `Cannot open a realtime connection: at most ${this.limits.maxPerToken} per ${
+          sub.claims ? "token" : "client address"
+        }; close one first`,
+      );
+    }
+    this.#perKey.set(sub.limitKey, n + 1);
+    this.subscribers.add(sub);
+  }
+
+  /** Forgets a connection. */
+  leave(sub: Subscriber): void {
+    if (!this.subscribers.delete(sub)) return;
+    sub.closed = true;
+    const n = (this.#perKey.get(sub.limitKey) ?? 1) - 1;
+    if (n > 0) this.#perKey.set(sub.limitKey, n);
+    else this.#perKey.delete(sub.limitKey);
+    for (const e of sub.followed()) this.#byEntity.get(e)?.delete(sub);
+    if (this.subscribers.size === 0) this.#feed?.stop();
+  }
+
+  /**
+   * Adds checked topics to a subscriber. With `lastEventId` it first gets
+   * the events of those topics it missed (or a reset when they are gone);
+   * returns whether it was reset.
+   */
+  async subscribe(
+    sub: Subscriber,
+    topics: readonly Topic[],
+    lastEventId?: string,
+  ): Promise<boolean> {
+    if (
+      sub.topics.size + topics.filter((t) => !sub.topics.has(t.key)).length >
+        this.limits.maxTopics
+    ) {
+      throw new MoonbaseError(
+        "invalid",
+        `Cannot subscribe: too many topics (at most ${this.limits.maxTopics})`,
+      );
+    }
+    await this.#feed?.start();
+    if (sub.closed) return false;
+    // No await from here to the index: events after `position` reach it live.
+    const position = this.#feed?.position ?? 0;
+    const fresh = topics.filter((t) => !sub.topics.has(t.key));
+    sub.add(topics);
+    for (const t of topics) {
+      let set = this.#byEntity.get(t.entity);
+      if (!set) this.#byEntity.set(t.entity, set = new Set());
+      set.add(sub);
+    }
+    if (sub.lastId === 0) sub.lastId = position;
+    const keys = [...sub.topics.keys()];
+    if (lastEventId === undefined || fresh.length === 0) {
+      sub.sink.ready(keys, false);
+      return false;
+    }
+    sub.pending ??= [];
+    try {
+      const from = await this.#resumable(lastEventId, position);
+      sub.sink.ready(keys, from < 0);
+      if (from >= 0) await this.#replay(sub, fresh, from, position);
+      return from < 0;
+    } finally {
+      if (!sub.closed) sub.flush(position, this.#frame);
+    }
+  }
+
+  /** The id to resume after, or -1 when the events after it are gone. */
+  async #resumable(lastEventId: string, position: number): Promise<number> {
+    const from = /^\d{1,15}$/.test(lastEventId) ? Number(lastEventId) : -1;
+    if (from < 0 || from > position) return -1;
+    const { min } = await this.#log.bounds();
+    return (min > 0 ? from >= min : from === 0) ? from : -1;
+  }
+
+  /** Sends the retained events after `lastEventId` up to `position`. */
+  async #replay(
+    sub: Subscriber,
+    topics: readonly Topic[],
+    from: number,
+    position: number,
+  ): Promise<void> {
+    const only = new Set(topics.map((t) => t.key));
+    const entities = [...new Set(topics.map((t) => t.entity))];
+    let after = from;
+    while (!sub.closed && after < position) {
+      const events = await this.#log.read(after, position, 500, entities);
+      if (events.length === 0) break;
+      for (const ev of events) sub.send(this.frameFor(sub, ev, only));
+      after = events[events.length - 1].id;
+    }
+  }
+
+  /** Removes topics from a subscriber. */
+  unsubscribe(sub: Subscriber, keys: readonly string[]): void {
+    for (const e of sub.remove(keys)) this.#byEntity.get(e)?.delete(sub);
+  }
+
+  /** Fans events out (the feed calls it, in id order). */
+  dispatch(events: readonly StoredEvent[]): void {
+    for (const ev of events) {
+      const subs = this.#byEntity.get(ev.entity);
+      if (!subs || subs.size === 0) continue;
+      for (const sub of subs) sub.offer(ev, this.#frame);
+    }
+  }
+
+  #frame = (sub: Subscriber, ev: StoredEvent): Frame | undefined =>
+    this.frameFor(sub, ev);
+
+  /** What `sub` gets of `ev` (nothing, or a frame), by the rules now. */
+  frameFor(
+    sub: Subscriber,
+    ev: StoredEvent,
+    only?: ReadonlySet<string>,
+  ): Frame | undefined {
+    const ops = sub.ops(ev, only);
+    if (ops.length === 0) return undefined;
+    if (ev.id !== this.#cached) {
+      this.#cached = ev.id;
+      this.#seen.clear();
+      this.#frames.clear();
+    }
+    const sees = (record: RecordData, which: string) =>
+      ops.some((op) => {
+        if (sub.auth.type === "admin") return true;
+        const key = `${op}\0${which}\0${callerKey(sub.auth)}`;
+        let ok = this.#seen.get(key);
+        if (ok === undefined) {
+          ok = this.#sees(ev.entity, op, sub.auth, record);
+          this.#seen.set(key, ok);
+        }
+        return ok;
+      });
+    if (sees(ev.record, "r")) return this.#build(ev, ev.action, ev.record, "r");
+    if (ev.action === "update" && ev.previous && sees(ev.previous, "p")) {
+      return this.#build(ev, "delete", ev.previous, "p");
+    }
+    return undefined;
+  }
+
+  #build(
+    ev: StoredEvent,
+    action: StoredEvent["action"],
+    record: RecordData,
+    which: string,
+  ): Frame {
+    let f = this.#frames.get(which);
+    if (!f) {
+      f = new Frame(ev.id, action, ev.entity, ev.recordId, record, ev.at);
+      this.#frames.set(which, f);
+    }
+    return f;
+  }
+
+  /** Ends every connection (the app stops). */
+  closeAll(): void {
+    for (const sub of [...this.subscribers]) {
+      sub.sink.end(503, "Cannot stay connected: the server is stopping");
+    }
+  }
+}

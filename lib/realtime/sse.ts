@@ -1,0 +1,77 @@
+/**
+ * A realtime subscription as a Server-Sent Events response. The stream's
+ * queue is bounded in bytes: a client that stops reading fills it and is
+ * disconnected instead of buffered without bound.
+ *
+ * @module
+ */
+
+import type { Frame } from "./frames.ts";
+import { SSE_PING, sseMessage, sseRetry } from "./frames.ts";
+import type { Sink } from "./subscriber.ts";
+
+/** The SSE side of a subscriber. */
+export class SseSink implements Sink {
+  readonly stream: ReadableStream<Uint8Array>;
+  #c!: ReadableStreamDefaultController<Uint8Array>;
+  #closed = false;
+  #onClose: () => void;
+
+  /** `limit`: bytes that may wait; `onClose` runs once, however it ends. */
+  constructor(limit: number, onClose: () => void) {
+    this.#onClose = onClose;
+    this.stream = new ReadableStream<Uint8Array>({
+      start: (c) => {
+        this.#c = c;
+      },
+      cancel: () => this.#finish(),
+    }, new ByteLengthQueuingStrategy({ highWaterMark: limit }));
+    this.#write(sseRetry(2000));
+  }
+
+  #write(bytes: Uint8Array): boolean {
+    if (this.#closed) return false;
+    try {
+      this.#c.enqueue(bytes);
+    } catch {
+      this.#finish();
+      return false;
+    }
+    return (this.#c.desiredSize ?? 0) >= 0;
+  }
+
+  event(frame: Frame): boolean {
+    return this.#write(frame.sse);
+  }
+
+  ready(topics: string[], reset: boolean): void {
+    if (reset) this.#write(sseMessage("reset", { topics }));
+    this.#write(sseMessage("ready", { topics, ...(reset && { reset }) }));
+  }
+
+  heartbeat(): void {
+    if (!this.#write(SSE_PING)) {
+      this.end(503, "Cannot keep up: the client reads too slowly");
+    }
+  }
+
+  end(status: number, message: string): void {
+    if (this.#closed) return;
+    try {
+      if ((this.#c.desiredSize ?? 0) > 0) {
+        this.#c.enqueue(sseMessage("error", { status, error: message }));
+        this.#c.close();
+      } else {
+        // A slow client's queue is full: drop the connection, queue and all.
+        this.#c.error(new Error(message));
+      }
+    } catch { /* closed */ }
+    this.#finish();
+  }
+
+  #finish(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#onClose();
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * A realtime subscription over a WebSocket. The client sends
+ * `{"type":"subscribe","topics":[…],"lastEventId"?}` and
+ * `{"type":"unsubscribe","topics":[…]}`; the first message may carry the
+ * token (`"token"`) when the URL did not. The server sends
+ * `{"type":"ready","topics":[…],"reset"?}`, `{"type":"event","eventId",…}`
+ * and `{"type":"error","status","code","error"}`; a refused subscribe
+ * changes nothing, and the connection stays open unless its token ends.
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import type { Frame } from "./frames.ts";
+import type { Sink, Subscriber } from "./subscriber.ts";
+
+/** Largest message a client may send (bytes). */
+export const MAX_CLIENT_MESSAGE = 16 * 1024;
+
+/** Status codes of `MoonbaseError` codes, for error messages. */
+const STATUS: Record<string, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  rate_limited: 429,
+};
+
+/** The WebSocket side of a subscriber. */
+export class WsSink implements Sink {
+  readonly #socket: WebSocket;
+  readonly #limit: number;
+  #closed = false;
+
+  /** `limit`: bytes that may wait unsent before the client counts as too slow. */
+  constructor(socket: WebSocket, limit: number) {
+    this.#socket = socket;
+    this.#limit = limit;
+  }
+
+  #send(text: string): boolean {
+    if (this.#closed || this.#socket.readyState !== WebSocket.OPEN) {
+      return false;
+    }
+    this.#socket.send(text);
+    return this.#socket.bufferedAmount <= this.#limit;
+  }
+
+  event(frame: Frame): boolean {
+    return this.#send(frame.ws);
+  }
+
+  ready(topics: string[], reset: boolean): void {
+    this.#send(
+      JSON.stringify({ type: "ready", topics, ...(reset && { reset }) }),
+    );
+  }
+
+  heartbeat(): void {
+    // Deno pings WebSocket clients itself (idleTimeout).
+  }
+
+  /** Sends an error message (the connection stays). */
+  error(err: unknown): void {
+    const e = err instanceof MoonbaseError
+      ? err
+      : new MoonbaseError("invalid", "Cannot handle the message");
+    this.#send(JSON.stringify({
+      type: "error",
+      status: STATUS[e.code] ?? 400,
+      code: e.code,
+      error: e.message,
+    }));
+  }
+
+  end(status: number, message: string): void {
+    if (this.#closed) return;
+    this.#send(JSON.stringify({
+      type: "error",
+      status,
+      code: status === 401 ? "unauthenticated" : "unavailable",
+      error: message,
+    }));
+    this.#closed = true;
+    try {
+      // 4000 + HTTP status: an application close code a client can read.
+      this.#socket.close(4000 + status, message.slice(0, 120));
+    } catch { /* closed */ }
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+}
+
+/** A client message, checked. */
+export type ClientMessage =
+  | {
+    type: "subscribe";
+    topics: unknown[];
+    lastEventId?: string;
+    token?: string;
+  }
+  | { type: "unsubscribe"; topics: unknown[]; token?: string }
+  | { type: "auth"; token: string };
+
+/**
+ * Parses a client message.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseClientMessage } from "moonbase/lib/realtime/ws.ts";
+ * assert.deepEqual(parseClientMessage('{"type":"subscribe","topics":["posts"]}'), { type: "subscribe", topics: ["posts"] });
+ * assert.throws(() => parseClientMessage("{"), { code: "invalid" });
+ * assert.throws(() => parseClientMessage('{"type":"x"}'), { code: "invalid" });
+ * ```
+ */
+export function parseClientMessage(data: unknown): ClientMessage {
+  if (typeof data !== "string" || data.length > MAX_CLIENT_MESSAGE) {
+    throw new MoonbaseError(
+      "invalid",
+      `Cannot read the message: send JSON text of at most ${MAX_CLIENT_MESSAGE} bytes`,
+    );
+  }
+  let m: unknown;
+  try {
+    m = JSON.parse(data);
+  } catch {
+    throw new MoonbaseError("invalid", "Cannot read the message: not JSON");
+  }
+  if (typeof m !== "object" || m === null || Array.isArray(m)) {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot read the message: not an object",
+    );
+  }
+  const o = m as Record<string, unknown>;
+  const token = o.token === undefined ? undefined : o.token;
+  if (token !== undefined && typeof token !== "string") {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot read the message: token must be a string",
+    );
+  }
+  if (o.type === "auth") {
+    if (typeof token !== "string") {
+      throw new MoonbaseError("invalid", "Cannot authenticate: token missing");
+    }
+    return { type: "auth", token };
+  }
+  if (o.type !== "subscribe" && o.type !== "unsubscribe") {
+    throw new MoonbaseError(
+      "invalid",
+      'Cannot read the message: type must be "subscribe", "unsubscribe" or "auth"',
+    );
+  }
+  if (!Array.isArray(o.topics)) {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot read the message: topics must be an array",
+    );
+  }
+  const last = o.lastEventId;
+  if (last !== undefined && typeof last !== "string") {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot read the message: lastEventId must be a string",
+    );
+  }
+  return {
+    type: o.type,
+    topics: o.topics,
+    ...(last !== undefined && o.type === "subscribe" && { lastEventId: last }),
+    ...(token !== undefined && { token }),
+  } as ClientMessage;
+}
+
+/** Topic keys of a subscriber, for `ready`. */
+export function topicKeys(sub: Subscriber): string[] {
+  return [...sub.topics.keys()];
+}

@@ -1,0 +1,185 @@
+/**
+ * Realtime routes: `GET /api/v1/realtime` (Server-Sent Events) and
+ * `GET /api/v1/realtime/ws` (WebSocket). Both take the token as
+ * `Authorization: Bearer` or `?token=`; the WebSocket also in its first
+ * message.
+ *
+ * @module
+ */
+
+import type { Core } from "../lib/core.ts";
+import { MoonbaseError } from "../lib/errors.ts";
+import type { Context, Handler } from "../lib/http/context.ts";
+import type { Router } from "../lib/http/router.ts";
+import { type AuthValue, GUEST } from "../lib/caller.ts";
+import type { TokenClaims } from "../lib/auth/jwt.ts";
+import { clientKey } from "../lib/auth/client_key.ts";
+import type { Realtime } from "../lib/realtime/service.ts";
+import { Subscriber } from "../lib/realtime/subscriber.ts";
+import { SseSink } from "../lib/realtime/sse.ts";
+import {
+  checkTopics,
+  parseTopics,
+  topicsParam,
+} from "../lib/realtime/topics.ts";
+import { parseClientMessage, topicKeys, WsSink } from "../lib/realtime/ws.ts";
+
+/** A caller of a realtime route. */
+interface Caller {
+  auth: AuthValue;
+  claims: TokenClaims | undefined;
+}
+
+function realtimeOf(core: Core): Realtime {
+  if (!core.realtime) {
+    throw new MoonbaseError(
+      "not_found",
+      "Cannot subscribe: realtime is off on this server (--realtime false)",
+    );
+  }
+  return core.realtime;
+}
+
+/** Resolves a token (header, `?token=`, or a WebSocket message's) into a caller. */
+async function callerOf(core: Core, token: string | null): Promise<Caller> {
+  if (token === null || token === "") return { auth: GUEST, claims: undefined };
+  const header = /^Bearer\s/i.test(token) ? token : `Bearer ${token}`;
+  const s = await core.sessions.session(header);
+  return {
+    auth: {
+      id: s.claims.sub,
+      entity: s.entity.name,
+      type: s.entity.isSystem ? "admin" : "user",
+      user: s.user,
+      session: s.claims.jti,
+    },
+    claims: s.claims,
+  };
+}
+
+function presented(ctx: Context<Core>): string | null {
+  return ctx.req.headers.get("authorization") ??
+    ctx.url.searchParams.get("token");
+}
+
+function limitKey(ctx: Context<Core>, c: Caller): string {
+  return c.claims ? `token:${c.claims.jti}` : `guest:${clientKey(ctx.ip)}`;
+}
+
+const sse: Handler<Core> = async (ctx) => {
+  const core = ctx.app;
+  const rt = realtimeOf(core);
+  const caller = await callerOf(core, presented(ctx));
+  const topics = parseTopics(
+    topicsParam(ctx.url.searchParams.get("topics")),
+    rt.hub.limits.maxTopics,
+  );
+  checkTopics(core.schemas, topics, caller.auth);
+  const last = ctx.req.headers.get("last-event-id") ??
+    ctx.url.searchParams.get("lastEventId") ?? undefined;
+  const box: { sub?: Subscriber } = {};
+  const sink = new SseSink(rt.env.bufferBytes, () => {
+    if (box.sub) rt.hub.leave(box.sub);
+  });
+  const sub = box.sub = new Subscriber(
+    caller.auth,
+    caller.claims,
+    limitKey(ctx, caller),
+    sink,
+  );
+  await rt.open(sub, topics, last);
+  return new Response(sink.stream, {
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache, no-transform",
+      "x-accel-buffering": "no",
+    },
+  });
+};
+
+const ws: Handler<Core> = async (ctx) => {
+  const core = ctx.app;
+  const rt = realtimeOf(core);
+  if (!core.config.webSocket) {
+    throw MoonbaseError.withStatus(
+      501,
+      "Cannot open a WebSocket: this server runs without WebSocket upgrades; start it with --websocket (or use the SSE stream at /api/v1/realtime)",
+    );
+  }
+  if (ctx.req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot open a WebSocket: send an Upgrade: websocket request",
+    );
+  }
+  // A token in the URL is checked before the upgrade (a bad one is a 401).
+  const fromUrl = presented(ctx);
+  let caller = fromUrl ? await callerOf(core, fromUrl) : undefined;
+  const { socket, response } = Deno.upgradeWebSocket(ctx.req, {
+    idleTimeout: 30,
+  });
+  const sink = new WsSink(socket, rt.env.bufferBytes);
+  let sub: Subscriber | undefined;
+  let first = true;
+  const handle = async (data: unknown) => {
+    const m = parseClientMessage(data);
+    const token = m.token;
+    if (first) {
+      first = false;
+      if (token !== undefined && caller === undefined) {
+        caller = await callerOf(core, token);
+      }
+      caller ??= { auth: GUEST, claims: undefined };
+      const joined = new Subscriber(
+        caller.auth,
+        caller.claims,
+        limitKey(ctx, caller),
+        sink,
+      );
+      rt.hub.join(joined);
+      sub = joined;
+      // Closed while the token was checked.
+      if (socket.readyState !== WebSocket.OPEN) rt.hub.leave(joined);
+    } else if (token !== undefined) {
+      throw new MoonbaseError(
+        "invalid",
+        "Cannot authenticate: a token goes in the URL or the first message only",
+      );
+    }
+    const s = sub!;
+    if (m.type === "auth") return s.sink.ready(topicKeys(s), false);
+    const topics = parseTopics(m.topics, rt.hub.limits.maxTopics);
+    if (m.type === "unsubscribe") {
+      rt.hub.unsubscribe(s, topics.map((t) => t.key));
+      return s.sink.ready(topicKeys(s), false);
+    }
+    checkTopics(core.schemas, topics, s.auth);
+    await rt.hub.subscribe(s, topics, m.lastEventId);
+  };
+  // One message at a time, in order.
+  let chain = Promise.resolve();
+  socket.onmessage = (e) => {
+    chain = chain.then(() =>
+      handle(e.data).catch((err) => {
+        // Before the connection has a caller, a failure ends it.
+        if (!sub) {
+          const status =
+            err instanceof MoonbaseError && err.code === "rate_limited"
+              ? 429
+              : 401;
+          sink.end(status, err instanceof Error ? err.message : String(err));
+        } else sink.error(err);
+      })
+    );
+  };
+  socket.onclose = () => {
+    if (sub) rt.hub.leave(sub);
+  };
+  return response;
+};
+
+/** Registers the realtime routes. */
+export function realtimeRoutes(r: Router<Handler<Core>>): void {
+  r.add("GET", "/api/v1/realtime", sse);
+  r.add("GET", "/api/v1/realtime/ws", ws);
+}
