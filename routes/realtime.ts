@@ -62,14 +62,15 @@ function presented(ctx: Context<Core>): string | null {
     ctx.url.searchParams.get("token");
 }
 
-function limitKey(ctx: Context<Core>, c: Caller): string {
-  return c.claims ? `token:${c.claims.jti}` : `guest:${clientKey(ctx.ip)}`;
+function limitKey(ip: string, c: Caller): string {
+  return c.claims ? `token:${c.claims.jti}` : `guest:${clientKey(ip)}`;
 }
 
 const sse: Handler<Core> = async (ctx) => {
   const core = ctx.app;
   const rt = realtimeOf(core);
   const caller = await callerOf(core, presented(ctx));
+  const ip = ctx.ip;
   const topics = parseTopics(
     topicsParam(ctx.url.searchParams.get("topics")),
     rt.hub.limits.maxTopics,
@@ -84,7 +85,7 @@ const sse: Handler<Core> = async (ctx) => {
   const sub = box.sub = new Subscriber(
     caller.auth,
     caller.claims,
-    limitKey(ctx, caller),
+    limitKey(ip, caller),
     sink,
   );
   await rt.open(sub, topics, last);
@@ -114,6 +115,8 @@ const ws: Handler<Core> = async (ctx) => {
   }
   // A token in the URL is checked before the upgrade (a bad one is a 401).
   const fromUrl = presented(ctx);
+  // Read before the upgrade: the request is gone after it.
+  const ip = ctx.ip;
   let caller = fromUrl ? await callerOf(core, fromUrl) : undefined;
   const { socket, response } = Deno.upgradeWebSocket(ctx.req, {
     idleTimeout: 30,
@@ -133,7 +136,7 @@ const ws: Handler<Core> = async (ctx) => {
       const joined = new Subscriber(
         caller.auth,
         caller.claims,
-        limitKey(ctx, caller),
+        limitKey(ip, caller),
         sink,
       );
       rt.hub.join(joined);

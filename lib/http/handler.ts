@@ -128,6 +128,8 @@ export function createHandler<A extends HttpHost>(
     const path = pathOf(req.url);
     const seen: { ctx?: RequestContext<A> } = {};
     const ip = clientIp(req, info, core.config.trustProxy);
+    // Read before dispatch: after a WebSocket upgrade the request is gone.
+    const extra = cors.headers(req);
     if (
       req.method === "OPTIONS" &&
       req.headers.has("access-control-request-method")
@@ -157,21 +159,23 @@ export function createHandler<A extends HttpHost>(
         );
       }
     }
-    const extra = cors.headers(req);
-    try {
-      res.headers.set("x-request-id", requestId);
-      if (!res.headers.has("x-content-type-options")) {
-        res.headers.set("x-content-type-options", "nosniff");
-      }
-      if (extra) {
-        for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
-      }
-    } catch {
-      // Immutable headers (e.g. a Response from fetch): copy.
-      res = new Response(res.body, res);
-      res.headers.set("x-request-id", requestId);
-      if (extra) {
-        for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
+    // An upgrade must answer with the very response the upgrade made.
+    if (res.status !== 101) {
+      try {
+        res.headers.set("x-request-id", requestId);
+        if (!res.headers.has("x-content-type-options")) {
+          res.headers.set("x-content-type-options", "nosniff");
+        }
+        if (extra) {
+          for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
+        }
+      } catch {
+        // Immutable headers (e.g. a Response from fetch): copy.
+        res = new Response(res.body, res);
+        res.headers.set("x-request-id", requestId);
+        if (extra) {
+          for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
+        }
       }
     }
     const status = res.status;

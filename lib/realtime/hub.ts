@@ -46,7 +46,7 @@ export class Hub {
   #feed: EventFeed | undefined;
   /** Entity → subscribers with any topic of it. */
   readonly #byEntity = new Map<string, Set<Subscriber>>();
-  readonly subscribers = new Set<Subscriber>();
+  readonly subscribers: Set<Subscriber> = new Set();
   readonly #perKey = new Map<string, number>();
   /** Per event being fanned out: decisions by caller and operation. */
   #seen = new Map<string, boolean>();

@@ -41,9 +41,9 @@ export class Subscriber {
   readonly limitKey: string;
   readonly sink: Sink;
   /** Topic key → topic. */
-  readonly topics = new Map<string, Topic>();
+  readonly topics: Map<string, Topic> = new Map();
   /** Entities with an entity topic. */
-  readonly entities = new Set<string>();
+  readonly entities: Set<string> = new Set();
   /** Every id up to here was offered to it. */
   lastId = 0;
   /** Resuming: live events wait here. */
