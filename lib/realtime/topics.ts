@@ -21,7 +21,7 @@ export interface Topic {
   readonly id?: string;
 }
 
-const TOPIC = /^([A-Za-z_][A-Za-z0-9_]{0,62})(?:\/([A-Za-z0-9_-]{1,64}))?$/;
+const TOPIC = /^([A-Za-z0-9_]{1,64})(?:\/([A-Za-z0-9_-]{1,64}))?$/;
 
 function invalid(message: string): MoonbaseError {
   return new MoonbaseError("invalid", message);
