@@ -11,7 +11,8 @@
  * highest it can see is still in flight, so a gap left then is a rollback.
  *
  * Retention: rows younger than `RETAIN_MS` and the newest `RETAIN_ROWS` are
- * never pruned. The oldest row kept marks what can still be resumed.
+ * never pruned. The oldest row kept marks what can still be resumed (ids only
+ * grow: pruning always keeps the newest row).
  *
  * @module
  */
@@ -162,19 +163,20 @@ export class EventLog {
    * such row (it marks how far back a resume reaches). Returns rows dropped.
    */
   async prune(retainMs = RETAIN_MS, retainRows = RETAIN_ROWS): Promise<number> {
-    const old = await this.#store.query(
-      `SELECT MAX("id") AS "id" FROM "mb_events" WHERE "at" < ?`,
-      [this.#now() - retainMs],
-    );
+    // By the primary key only (no index on "at": it would cost every write).
     const byCount = await this.#store.query(
       `SELECT "id" FROM "mb_events" ORDER BY "id" DESC LIMIT 1 OFFSET ${
         Math.trunc(retainRows)
       }`,
     );
-    if (!isId(old[0]?.id) || !isId(byCount[0]?.id)) return 0;
-    const keepFrom = Math.min(Number(old[0].id), Number(byCount[0].id));
+    if (!isId(byCount[0]?.id)) return 0;
+    const old = await this.#store.query(
+      `SELECT MAX("id") AS "id" FROM "mb_events" WHERE "id" <= ? AND "at" < ?`,
+      [Number(byCount[0].id), this.#now() - retainMs],
+    );
+    if (!isId(old[0]?.id)) return 0;
     return await this.#store.run(`DELETE FROM "mb_events" WHERE "id" < ?`, [
-      keepFrom,
+      Number(old[0].id),
     ]);
   }
 }

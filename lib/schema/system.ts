@@ -56,11 +56,12 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
     `CREATE TABLE IF NOT EXISTS "mb_ratelimit" ("key" ${text} PRIMARY KEY, "window_start" ${int} NOT NULL, "count" ${int} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS "mb_cron_runs" ("job" ${text} NOT NULL, "tick" ${int} NOT NULL, "instance" ${text} NOT NULL, "created" ${int} NOT NULL, PRIMARY KEY ("job", "tick"))`,
     `CREATE TABLE IF NOT EXISTS "mb_events" (${
+      // SQLite: the rowid (no AUTOINCREMENT: pruning always keeps the newest
+      // row, so ids never go back; an id a rolled-back write took is reused,
+      // but that write's event was never seen).
       d.name === "sqlite"
-        ? `"id" INTEGER PRIMARY KEY AUTOINCREMENT`
-        : `"id" BIGSERIAL PRIMARY KEY`
-    }, "entity" ${text} NOT NULL, "record_id" ${text} NOT NULL, "action" ${text} NOT NULL, "at" ${int} NOT NULL, "record" ${text} NOT NULL, "previous" ${text})`,
-    `CREATE INDEX IF NOT EXISTS "mb_events_at" ON "mb_events" ("at")`,
+        ? `"id" INTEGER PRIMARY KEY`
+        : `"id" BIGSERIAL PRIMARY KEY`}, "entity" ${text} NOT NULL, "record_id" ${text} NOT NULL, "action" ${text} NOT NULL, "at" ${int} NOT NULL, "record" ${text} NOT NULL, "previous" ${text})`,
     ...createSql(ADMIN_SCHEMA, d).map((s) =>
       s.replace(/^CREATE (UNIQUE )?(TABLE|INDEX)/, "CREATE $1$2 IF NOT EXISTS")
     ),
