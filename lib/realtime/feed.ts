@@ -82,28 +82,32 @@ export class EventFeed {
   /** Starts reading from the newest event; resolves once the position is final. */
   start(): Promise<void> {
     if (this.#running) return Promise.resolve();
-    this.#starting ??= (async () => {
-      try {
-        if (this.#log.concurrent) {
-          this.#cursor = (await this.#log.final(0, 0)).max;
-        } else {
-          // Only ids known committed: a write group still open may fail.
-          this.#cursor = this.#committed;
-        }
-        this.#running = true;
-        this.#gapSince = 0;
-        if (this.#log.concurrent) {
-          this.#poll = setInterval(
-            () => this.poke(),
-            this.#listening() ? POLL_SLOW_MS : POLL_FAST_MS,
-          );
-        }
-        this.poke();
-      } finally {
-        this.#starting = undefined;
-      }
-    })();
+    if (!this.#starting) {
+      // Cleared once settled (`finally` runs later: `#begin` may not await).
+      const p: Promise<void> = this.#begin().finally(() => {
+        if (this.#starting === p) this.#starting = undefined;
+      });
+      this.#starting = p;
+    }
     return this.#starting;
+  }
+
+  async #begin(): Promise<void> {
+    if (this.#log.concurrent) {
+      this.#cursor = (await this.#log.final(0, 0)).max;
+    } else {
+      // Only ids known committed: a write group still open may fail.
+      this.#cursor = this.#committed;
+    }
+    this.#running = true;
+    this.#gapSince = 0;
+    if (this.#log.concurrent) {
+      this.#poll = setInterval(
+        () => this.poke(),
+        this.#listening() ? POLL_SLOW_MS : POLL_FAST_MS,
+      );
+    }
+    this.poke();
   }
 
   /** Stops reading (no subscriber is left). */

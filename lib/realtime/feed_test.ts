@@ -112,3 +112,14 @@ Deno.test("feed: SQLite reads only ids known committed", async () => {
     assertEquals(got[0].recordId, "a");
   });
 });
+
+Deno.test("feed: starts again after it stopped (SQLite)", async () => {
+  const db = new SqliteStorage(":memory:");
+  await withFeed(db, async (log, feed, got) => {
+    feed.stop();
+    await feed.start();
+    const id = await db.transaction((tx) => log.append(tx, change("a")));
+    feed.committed(id);
+    await until(() => got.length === 1);
+  });
+});
