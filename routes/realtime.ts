@@ -42,7 +42,7 @@ function realtimeOf(core: Core): Realtime {
 
 /** Resolves a token (header, `?token=`, or a WebSocket message's) into a caller. */
 async function callerOf(core: Core, token: string | null): Promise<Caller> {
-  if (token === null || token === "") return { auth: GUEST, claims: undefined };
+  if (token === null || token === "") return GUEST_CALLER;
   const header = /^Bearer\s/i.test(token) ? token : `Bearer ${token}`;
   const s = await core.sessions.session(header);
   return {
@@ -56,6 +56,8 @@ async function callerOf(core: Core, token: string | null): Promise<Caller> {
     claims: s.claims,
   };
 }
+
+const GUEST_CALLER: Caller = { auth: GUEST, claims: undefined };
 
 function presented(ctx: Context<Core>): string | null {
   return ctx.req.headers.get("authorization") ??
@@ -117,39 +119,50 @@ const ws: Handler<Core> = async (ctx) => {
   const fromUrl = presented(ctx);
   // Read before the upgrade: the request is gone after it.
   const ip = ctx.ip;
-  let caller = fromUrl ? await callerOf(core, fromUrl) : undefined;
+  const fromToken = fromUrl ? await callerOf(core, fromUrl) : undefined;
   const { socket, response } = Deno.upgradeWebSocket(ctx.req, {
     idleTimeout: 30,
   });
   const sink = new WsSink(socket, rt.env.bufferBytes);
   let sub: Subscriber | undefined;
-  let first = true;
+  const join = (caller: Caller): Subscriber => {
+    const joined = new Subscriber(
+      caller.auth,
+      caller.claims,
+      limitKey(ip, caller),
+      sink,
+    );
+    rt.hub.join(joined);
+    return joined;
+  };
+  /** The connection's caller: from the URL, else the first valid message. */
+  const identify = async (token: string | undefined): Promise<Subscriber> => {
+    try {
+      return join(
+        token === undefined ? GUEST_CALLER : await callerOf(core, token),
+      );
+    } catch (err) {
+      // No caller, no connection: a bad token (401) or the limit (429).
+      const limited = err instanceof MoonbaseError &&
+        err.code === "rate_limited";
+      sink.end(
+        limited ? 429 : 401,
+        err instanceof Error ? err.message : String(err),
+      );
+      throw err;
+    }
+  };
   const handle = async (data: unknown) => {
     const m = parseClientMessage(data);
-    const token = m.token;
-    if (first) {
-      first = false;
-      if (token !== undefined && caller === undefined) {
-        caller = await callerOf(core, token);
-      }
-      caller ??= { auth: GUEST, claims: undefined };
-      const joined = new Subscriber(
-        caller.auth,
-        caller.claims,
-        limitKey(ip, caller),
-        sink,
-      );
-      rt.hub.join(joined);
-      sub = joined;
-      // Closed while the token was checked.
-      if (socket.readyState !== WebSocket.OPEN) rt.hub.leave(joined);
-    } else if (token !== undefined) {
+    if (sub && m.token !== undefined) {
       throw new MoonbaseError(
         "invalid",
         "Cannot authenticate: a token goes in the URL or the first message only",
       );
     }
-    const s = sub!;
+    const s = sub ??= await identify(m.token);
+    // Closed while the token was checked.
+    if (socket.readyState !== WebSocket.OPEN) return rt.hub.leave(s);
     if (m.type === "auth") return s.sink.ready(topicKeys(s), false);
     const topics = parseTopics(m.topics, rt.hub.limits.maxTopics);
     if (m.type === "unsubscribe") {
@@ -159,19 +172,20 @@ const ws: Handler<Core> = async (ctx) => {
     checkTopics(core.schemas, topics, s.auth);
     await rt.hub.subscribe(s, topics, m.lastEventId);
   };
-  // One message at a time, in order.
+  socket.onopen = () => {
+    if (!fromToken || sub) return;
+    try {
+      sub = join(fromToken);
+    } catch (err) {
+      sink.end(429, err instanceof Error ? err.message : String(err));
+    }
+  };
+  // One message at a time, in order; a refused message changes nothing.
   let chain = Promise.resolve();
   socket.onmessage = (e) => {
     chain = chain.then(() =>
       handle(e.data).catch((err) => {
-        // Before the connection has a caller, a failure ends it.
-        if (!sub) {
-          const status =
-            err instanceof MoonbaseError && err.code === "rate_limited"
-              ? 429
-              : 401;
-          sink.end(status, err instanceof Error ? err.message : String(err));
-        } else sink.error(err);
+        if (!sink.closed) sink.error(err);
       })
     );
   };

@@ -1,7 +1,7 @@
 /**
  * A realtime subscription as a Server-Sent Events response. The stream's
- * queue is bounded in bytes: a client that stops reading fills it and is
- * disconnected instead of buffered without bound.
+ * queue is bounded in bytes (backlog.ts): a client that stops reading fills
+ * it and is disconnected instead of buffered without bound.
  *
  * @module
  */
@@ -9,6 +9,7 @@
 import type { Frame } from "./frames.ts";
 import { SSE_PING, sseMessage, sseRetry } from "./frames.ts";
 import type { Sink } from "./subscriber.ts";
+import { Backlog } from "./backlog.ts";
 
 /** The SSE side of a subscriber. */
 export class SseSink implements Sink {
@@ -16,10 +17,14 @@ export class SseSink implements Sink {
   #c!: ReadableStreamDefaultController<Uint8Array>;
   #closed = false;
   #onClose: () => void;
+  readonly #limit: number;
+  readonly #backlog: Backlog;
 
   /** `limit`: bytes that may wait; `onClose` runs once, however it ends. */
   constructor(limit: number, onClose: () => void) {
     this.#onClose = onClose;
+    this.#limit = limit;
+    this.#backlog = new Backlog(limit);
     this.stream = new ReadableStream<Uint8Array>({
       start: (c) => {
         this.#c = c;
@@ -37,7 +42,7 @@ export class SseSink implements Sink {
       this.#finish();
       return false;
     }
-    return (this.#c.desiredSize ?? 0) >= 0;
+    return this.#backlog.ok(this.#limit - (this.#c.desiredSize ?? 0));
   }
 
   event(frame: Frame): boolean {

@@ -13,6 +13,7 @@
 import { MoonbaseError } from "../errors.ts";
 import type { Frame } from "./frames.ts";
 import type { Sink, Subscriber } from "./subscriber.ts";
+import { Backlog } from "./backlog.ts";
 
 /** Largest message a client may send (bytes). */
 export const MAX_CLIENT_MESSAGE = 16 * 1024;
@@ -29,13 +30,13 @@ const STATUS: Record<string, number> = {
 /** The WebSocket side of a subscriber. */
 export class WsSink implements Sink {
   readonly #socket: WebSocket;
-  readonly #limit: number;
+  readonly #backlog: Backlog;
   #closed = false;
 
   /** `limit`: bytes that may wait unsent before the client counts as too slow. */
   constructor(socket: WebSocket, limit: number) {
     this.#socket = socket;
-    this.#limit = limit;
+    this.#backlog = new Backlog(limit);
   }
 
   #send(text: string): boolean {
@@ -43,7 +44,7 @@ export class WsSink implements Sink {
       return false;
     }
     this.#socket.send(text);
-    return this.#socket.bufferedAmount <= this.#limit;
+    return this.#backlog.ok(this.#socket.bufferedAmount);
   }
 
   event(frame: Frame): boolean {
