@@ -152,9 +152,14 @@ const ws: Handler<Core> = async (ctx) => {
       throw err;
     }
   };
+  let messages = 0;
   const handle = async (data: unknown) => {
     const m = parseClientMessage(data);
-    if (sub && m.token !== undefined) {
+    const first = messages++ === 0;
+    // A token: in the first message only (the URL's again, at most).
+    if (
+      sub && m.token !== undefined && !(first && m.token === fromUrl)
+    ) {
       throw new MoonbaseError(
         "invalid",
         "Cannot authenticate: a token goes in the URL or the first message only",

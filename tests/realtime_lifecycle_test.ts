@@ -459,11 +459,8 @@ forEachDb(
         assertEquals(s.app.realtime!.hub.subscribers.size, 0);
       });
 
-      // KNOWN BUG (SQLite): lib/realtime/feed.ts `start()` — the async IIFE
-      // has no await on SQLite, so its `finally { this.#starting = undefined }`
-      // runs before `??=` stores the (settled) promise; `#starting` keeps it,
-      // and after the last subscriber leaves (`stop()`) no later `start()`
-      // restarts the feed: new subscribers get `ready` but no live event.
+      // Regression (SQLite): the feed's start never awaited, so it kept its
+      // settled "starting" promise and never restarted after a stop.
       await t.step(
         "a stream opened after the last one closed gets live events",
         async () => {

@@ -373,12 +373,8 @@ forEachDb("realtime WebSocket", async (t, db) => {
       },
     );
 
-    // KNOWN BUG: routes/realtime.ts (ws handler, `socket.onmessage` catch):
-    // the subscriber is made only after the first message parses, so a
-    // malformed first message counts as "before the connection has a
-    // caller" even when the URL's token already named it: the server sends
-    // status 401 / code "unauthenticated" for a 400 (bad JSON) and closes
-    // the socket with 4401, although the token is valid.
+    // Regression: a malformed first message was taken for a failed
+    // authentication (401 and close) although the URL's token was valid.
     await t.step(
       "a bad first message (token in the URL): error 400, the connection stays",
       async () => {
