@@ -196,7 +196,6 @@ export class Hub {
     }
     const sees = (record: RecordData, which: string) =>
       ops.some((op) => {
-        if (sub.auth.type === "admin") return true;
         const key = `${op}\0${which}\0${callerKey(sub.auth)}`;
         let ok = this.#seen.get(key);
         if (ok === undefined) {
