@@ -157,6 +157,24 @@ export async function upToMark(
   return out;
 }
 
+/**
+ * Waits until the instance delivered every event written so far (a mark
+ * reaches a fresh stream). On PostgreSQL the feed learns of a commit by
+ * NOTIFY, a moment after the write answered: a stream opened in between
+ * starts before that event and gets it. Cases that open a stream after
+ * writes it must not see call this first.
+ */
+export async function caughtUp(s: TestServer): Promise<void> {
+  const c = await openSse(s, topicsQuery([MARKS]));
+  assert(c.status === 200, `caughtUp stream: ${c.status}`);
+  try {
+    await c.next(); // ready
+    await upToMark(s, [c]);
+  } finally {
+    c.close();
+  }
+}
+
 /** What `upToMark` returns for one stream. */
 export async function before(
   s: TestServer,

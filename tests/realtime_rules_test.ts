@@ -24,6 +24,7 @@ import {
   ADMIN,
   AUTH,
   brief,
+  caughtUp,
   closeAll,
   custom,
   keepFeedRunning,
@@ -215,6 +216,7 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
     });
     const hers = await write(s, "POST", "r_get", { owner: alice.id });
     const his = await write(s, "POST", "r_get", { owner: bob.id });
+    await caughtUp(s);
     assertEquals(
       (await refusal(s, topicsQuery(["r_get"]), { token: alice.token }))
         .status,
@@ -266,6 +268,47 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
     await step(PUBLIC, ["alice", "guest", "admin"]);
     closeAll(...cs);
   });
+
+  await t.step(
+    "API turned off (has_api false): no more events, admins included",
+    async () => {
+      // FAILS for the admin stream (suspected bug): lib/realtime/hub.ts
+      // `frameFor` lets admins see every event before asking `sees`, so the
+      // exposure check RecordService.sees makes (isExposed: has_api) is
+      // skipped for them; an admin's open stream keeps getting the records
+      // of an entity the API no longer serves (its GET is a 404, a new
+      // stream a 400).
+      await makeEntity(s, { name: "r_api", fields, rules: { ...OPEN } });
+      const cs = await streams("r_api", [alice, guest, {
+        token: admin,
+        id: "",
+      }]);
+      const before = await write(s, "POST", "r_api", { title: "on" });
+      let got = await upToMark(s, cs);
+      for (const g of got) assertEquals(brief(g), [["create", before.id]]);
+      const r = await s.request("PATCH", "/api/v1/schemas/r_api", {
+        token: admin,
+        body: { has_api: false },
+      });
+      assertStatus(r, 200, "has_api off");
+      const hidden = await s.app.schemas.get("r_api")!.create({ title: "off" });
+      assertEquals(
+        (await s.request("GET", `/api/v1/entities/r_api/${hidden.id}`, {
+          token: admin,
+        })).status,
+        404,
+        "the API no longer serves it",
+      );
+      assertEquals(
+        (await refusal(s, topicsQuery(["r_api"]), { token: admin })).status,
+        400,
+        "nor opens a stream on it",
+      );
+      got = await upToMark(s, cs);
+      assertEquals(got.map(brief), [[], [], []], "alice, guest, admin");
+      closeAll(...cs);
+    },
+  );
 
   await t.step(
     "auth.user.<field> follows a change of the user within ~2 s",

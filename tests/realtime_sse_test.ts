@@ -24,6 +24,7 @@ import {
   AUTH,
   before,
   brief,
+  caughtUp,
   closeAll,
   keepFeedRunning,
   MARKS,
@@ -260,6 +261,7 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
     await makeEntity(s, { name: "t_rec", fields: title });
     const a = await write(s, "POST", "t_rec", { title: "a" });
     const b = await write(s, "POST", "t_rec", { title: "b" });
+    await caughtUp(s);
     const one = await subscribe(s, [`t_rec/${a.id}`], { token: admin });
     const guest = await subscribe(s, [`t_rec/${a.id}`]);
     // Both topics of one record: one message per change.
