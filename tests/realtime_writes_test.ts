@@ -51,6 +51,16 @@ export default (app) => {
     await log("before delete " + e.record.title);
     if (e.record.title === "keep") throw app.error(409, "Cannot delete: kept");
   });
+  app.onRecord("beforeCreate", "w_inner", async (e) => {
+    await log("inner " + e.record.title);
+    if (e.record.title === "reject") throw app.error(409, "Cannot create: inner refused");
+  });
+  app.onRecord("beforeCreate", "w_outer", async (e) => {
+    try {
+      await app.entities.get("w_inner").create({ title: "reject" });
+    } catch { /* the hook goes on without it */ }
+    await app.entities.get("w_inner").create({ title: "kept" });
+  });
   app.cron("rt_tick", "* * * * * *", async () => {
     if (!globalThis.__rtCronWanted) return;
     globalThis.__rtCronWanted = false;
@@ -178,6 +188,40 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
     },
   );
 
+  await t.step(
+    "a nested write a hook caught and undid: no event; the rest: events",
+    async () => {
+      await makeEntity(s, { name: "w_inner", fields: [text("title")] });
+      await makeEntity(s, { name: "w_outer", fields: [text("title")] });
+      const c = await subscribe(s, ["w_inner", "w_outer", "w_log"], {
+        token: admin,
+      });
+      const outer = await write(s, "POST", "w_outer", { title: "outer" });
+      const [got] = await upToMark(s, [c]);
+      assertEquals(
+        got.map((m) => [
+          m.event,
+          m.data.entity,
+          m.data.record.t ?? m.data.record.title,
+        ]),
+        [
+          ["create", "w_log", "inner kept"],
+          ["create", "w_inner", "kept"],
+          ["create", "w_outer", "outer"],
+        ],
+      );
+      assertEquals(got[2].data.record, outer);
+      for (const m of got) {
+        assertEquals(
+          m.data.record,
+          await stored(s, m.data.entity, m.data.id),
+          "every event is of a stored record",
+        );
+      }
+      c.close();
+    },
+  );
+
   await t.step("a cron job's writes", async () => {
     await makeEntity(s, { name: "w_cron", fields: [text("t")] });
     const c = await subscribe(s, ["w_cron"], { token: admin });
@@ -238,7 +282,18 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
       const g1 = await write(s, "POST", "w_gkid", { kid: k1.id });
       const ref = await write(s, "POST", "w_ref", { parent: p.id });
       const ref2 = await write(s, "POST", "w_ref", { parent: other.id });
+      // Guests see the references to p only: the set null takes ref out.
+      const rule = await s.request("PATCH", "/api/v1/schemas/w_ref", {
+        token: admin,
+        body: {
+          rules: {
+            list: { mode: "custom", expr: `record.parent == "${p.id}"` },
+          },
+        },
+      });
+      assertStatus(rule, 200, "w_ref rule");
       await caughtUp(s);
+      const guest = await subscribe(s, ["w_ref"]);
       const c = await subscribe(s, ["w_parent", "w_kid", "w_gkid", "w_ref"], {
         token: admin,
       });
@@ -246,7 +301,7 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
         token: admin,
       });
       await write(s, "DELETE", `w_parent/${p.id}`);
-      const [got, mine] = await upToMark(s, [c, one]);
+      const [got, mine, g] = await upToMark(s, [c, one, guest]);
       assertEquals(
         sorted(got),
         [
@@ -268,10 +323,12 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
         ["delete", "w_kid", k2.id],
         ["update", "w_ref", ref.id],
       ]);
+      assertEquals(brief(g), [["delete", ref.id]], "out of the guest's view");
+      assertEquals(g[0].data.record, ref, "as the guest saw it");
       // The rest is untouched.
       assertEquals((await stored(s, "w_kid", k3.id)).parent, other.id);
       assertEquals((await stored(s, "w_ref", ref2.id)).parent, other.id);
-      closeAll(c, one);
+      closeAll(c, one, guest);
     },
   );
 
