@@ -7,14 +7,29 @@
  * of connections under a cap, and back off and retry when `accept` fails —
  * it never stops serving because of it.
  *
+ * WebSocket upgrades work on it through `upgradeWebSocket` (upgrade.ts), not
+ * `Deno.upgradeWebSocket`: each connection holds a duplicate of its socket
+ * that an upgraded connection moves to (ordinary requests never touch it).
+ *
  * @module
  */
 
-import { Connection, ConnectionTable, type ConnServer } from "./connections.ts";
+import { ConnectionTable, type ConnServer } from "./connections.ts";
+import {
+  canHoldSockets,
+  forget,
+  register,
+  UpgradableConnection,
+} from "./upgrade.ts";
 import { BodyDeadlines } from "./deadlines.ts";
-import { DEFAULT_LIMITS, type ServerLimits } from "./limits.ts";
+import {
+  DEFAULT_LIMITS,
+  defaultMaxConnections,
+  type ServerLimits,
+} from "./limits.ts";
 
 export { DEFAULT_LIMITS, type ServerLimits };
+export { upgradeWebSocket } from "./upgrade.ts";
 
 /** Where the server reports trouble. */
 export type ServerLog = (
@@ -44,6 +59,12 @@ export interface ListenOptions {
    * header, idle and body timeouts and the cap are then not enforced.
    */
   upgrades?: boolean;
+  /**
+   * WebSocket upgrades on this hardened server with `upgradeWebSocket`
+   * (default false). Each connection then holds a second descriptor: a
+   * cap that follows the open-file limit is halved.
+   */
+  webSockets?: boolean;
 }
 
 /** A request handler. */
@@ -91,6 +112,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
   readonly #handler: ServeHandler;
   readonly #serveOn: ServeOn;
   readonly #log: ServerLog;
+  readonly #webSockets: boolean;
   #stopping = false;
   #refed = true;
   #done!: () => void;
@@ -106,6 +128,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
       totalMs: limits.bodyDeadlineMs,
       minRate: limits.bodyMinRate,
     }),
+    webSockets = false,
   ) {
     this.#listener = listener;
     this.bodies = bodies;
@@ -114,7 +137,9 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
     this.#handler = handler;
     this.#limits = limits;
     this.#log = log;
+    this.#webSockets = webSockets && canHoldSockets();
     this.#table = new ConnectionTable(limits, bodies);
+    register(this.#table.conns);
     this.finished = new Promise((r) => this.#done = r);
     this.#table.start();
     this.#run();
@@ -176,14 +201,18 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
 
   #serve(conn: Deno.TcpConn): void {
     const table = this.#table;
-    const c = new Connection(performance.now());
+    const c = new UpgradableConnection(performance.now());
+    if (this.#webSockets) c.hold(conn); // before Deno's server takes conn
     const handler = this.#handler;
-    const done = (res: Response) => {
+    const done = (res: Response): Response | Promise<Response> => {
       c.inFlight--;
       c.last = performance.now();
       c.res = res;
       // 408/413 leave a body unread: close the connection once it is out.
       c.closeSoon = res.status === 408 || res.status === 413;
+      // Upgraded: the 101 went out on the duplicate; handing it to Deno's
+      // server only once that server is gone keeps it from writing it.
+      if (c.socket) return c.served!.then(() => res);
       return res;
     };
     const fail = (err: unknown) => {
@@ -195,6 +224,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
       c.inFlight++;
       c.requests++;
       c.info = info;
+      c.req = req;
       try {
         return handler(req, info).then(done, fail);
       } catch (err) {
@@ -210,6 +240,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
         return plain500();
       }, () => {});
     } catch {
+      c.release();
       try {
         conn.close();
       } catch { /* gone */ }
@@ -217,17 +248,40 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
     }
     table.add(c);
     if (!this.#refed) c.http.unref();
-    // A client resetting its connection is normal: never an error here.
-    const gone = () => {
+    let removed = false;
+    const remove = () => {
+      if (removed) return;
+      removed = true;
       table.remove(c);
       if (this.#stopping && table.conns.size === 0) this.#settle();
     };
-    c.http.finished.then(gone, gone);
+    // An upgraded connection stays (under the cap) until its socket closes.
+    c.onSocketGone = remove;
+    // A client resetting its connection is normal: never an error here.
+    const gone = () => {
+      if (c.socket) return;
+      c.release();
+      remove();
+    };
+    c.served = c.http.finished.then(gone, gone);
+  }
+
+  /** Closes the WebSockets upgraded on this server (Going Away). */
+  #closeSockets(): void {
+    for (const c of this.#table.conns) {
+      const ws = (c as UpgradableConnection).socket;
+      if (ws?.readyState === WebSocket.OPEN) {
+        try {
+          ws.close(1001, "Server shutting down");
+        } catch { /* closing */ }
+      }
+    }
   }
 
   #settle(): void {
     if (!this.#stopping || this.#table.conns.size > 0) return;
     this.#table.stop();
+    forget(this.#table.conns);
     this.#done();
   }
 
@@ -246,6 +300,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
   shutdown(): Promise<void> {
     this.#stopAccepting();
     this.#table.drain();
+    this.#closeSockets();
     this.#settle();
     return this.finished;
   }
@@ -254,6 +309,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
   close(): Promise<void> {
     this.#stopAccepting();
     this.#table.closeAll();
+    this.#closeSockets();
     this.#settle();
     return this.finished;
   }
@@ -330,6 +386,17 @@ export function listen(
       onListen: options.onListen ?? (() => {}),
     }, handler);
   }
+  const webSockets = options.webSockets === true;
+  if (webSockets) {
+    // Two descriptors a connection: the open-file limit holds half as many.
+    const fds = defaultMaxConnections();
+    if (fds < DEFAULT_LIMITS.maxConnections) {
+      limits.maxConnections = Math.min(
+        limits.maxConnections,
+        Math.max(16, Math.floor(fds / 2)),
+      );
+    }
+  }
   const listener = Deno.listen({ port, hostname, transport: "tcp" });
   const server = new Server(
     listener,
@@ -338,6 +405,7 @@ export function listen(
     limits,
     log,
     options.bodies,
+    webSockets,
   );
   const signal = options.signal;
   if (signal) {

@@ -1,0 +1,185 @@
+/**
+ * WebSocket upgrades on the hardened server (server.ts). Deno's
+ * per-connection HTTP serving tears an upgraded socket down as soon as its
+ * HTTP loop ends (`op_http_close` force-closes every WebSocket it
+ * upgraded), so the upgrade is done beside it instead:
+ *
+ * - at accept, a node `TCPWrap` takes a duplicate of the connection's
+ *   descriptor (`openFromRid`: one `dup`, no reads, nothing per request);
+ * - `upgradeWebSocket(req)` builds the 101 with Deno's own
+ *   `Deno.upgradeWebSocket(plainRequest, { socket })` (the node:http path),
+ *   whose first write first closes Deno's HTTP server on that connection;
+ *   once it is gone (its descriptor closed, the duplicate keeps the TCP
+ *   connection open, nothing written) the 101 goes out on the duplicate,
+ *   whose stream becomes the WebSocket. Deno's server never reads the
+ *   client's first frames: a client sends none before the 101.
+ *
+ * Ordinary connections close the duplicate when Deno's server is done.
+ *
+ * @module
+ */
+
+import process from "node:process";
+import net from "node:net";
+import { Connection } from "./connections.ts";
+
+/** The node TCP handle (internal binding) this module uses. */
+interface TcpHandle {
+  openFromRid(rid: number): number;
+  takeStream(): number;
+  close(cb?: () => void): void;
+}
+
+type TcpBinding = {
+  TCP: new (type: number) => TcpHandle;
+  constants: { SOCKET: number };
+};
+
+let binding: TcpBinding | null | undefined;
+
+/** node's TCP binding, when this Deno has one that can adopt a Deno conn. */
+function tcpBinding(): TcpBinding | undefined {
+  if (binding !== undefined) return binding ?? undefined;
+  binding = null;
+  try {
+    const b = (process as unknown as { binding(n: string): TcpBinding })
+      .binding("tcp_wrap");
+    const proto = b?.TCP?.prototype as unknown as Record<string, unknown>;
+    if (
+      typeof proto?.openFromRid === "function" &&
+      typeof proto?.takeStream === "function"
+    ) binding = b;
+  } catch { /* none */ }
+  return binding ?? undefined;
+}
+
+/** True when this Deno can upgrade WebSockets on the hardened server. */
+export function canHoldSockets(): boolean {
+  return tcpBinding() !== undefined;
+}
+
+function ridOf(conn: Deno.Conn): number | undefined {
+  const d = Deno as unknown as Record<symbol | string, unknown>;
+  const core = (d[d.internal as symbol] as Record<string, unknown> | undefined)
+    ?.core as { internalRidSymbol?: symbol } | undefined;
+  const sym = core?.internalRidSymbol;
+  return sym ? (conn as unknown as Record<symbol, number>)[sym] : undefined;
+}
+
+/** A connection of the hardened server that can be upgraded. */
+export class UpgradableConnection extends Connection {
+  /** A duplicate of the connection's socket (none: cannot upgrade). */
+  handle: TcpHandle | undefined;
+  /** The request being served last (the one an upgrade is for). */
+  req: Request | undefined;
+  /** Set once upgraded: the WebSocket now on this connection. */
+  socket: WebSocket | undefined;
+  /** Resolves once Deno's HTTP server on it is done (set by the server). */
+  served: Promise<void> | undefined;
+  /** Called once the WebSocket (or the failed upgrade) is gone. */
+  onSocketGone: (() => void) | undefined;
+
+  /** Takes a duplicate of `conn`'s socket, before it is served. */
+  hold(conn: Deno.Conn): void {
+    const b = tcpBinding();
+    const rid = ridOf(conn);
+    if (!b || rid === undefined) return;
+    const h = new b.TCP(b.constants.SOCKET);
+    if (h.openFromRid(rid) === 0) this.handle = h;
+    else h.close(); // out of descriptors: served without upgrades
+  }
+
+  /** Closes the duplicate (Deno's server is done, no upgrade). */
+  release(): void {
+    const h = this.handle;
+    this.handle = undefined;
+    try {
+      h?.close();
+    } catch { /* closed */ }
+  }
+}
+
+/** The connections `upgradeWebSocket` looks requests up in. */
+const tables = new Set<Set<Connection>>();
+
+/** Makes a server's connections upgradable (until `forget`). */
+export function register(conns: Set<Connection>): void {
+  tables.add(conns);
+}
+
+/** Forgets a server's connections. */
+export function forget(conns: Set<Connection>): void {
+  tables.delete(conns);
+}
+
+/** The hardened connection serving `req` (scans: upgrades are rare). */
+function connectionOf(req: Request): UpgradableConnection | undefined {
+  for (const conns of tables) {
+    for (const c of conns) {
+      if (c instanceof UpgradableConnection && c.req === req) return c;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * `Deno.upgradeWebSocket` that also works on the hardened server (on
+ * `Deno.serve` it is `Deno.upgradeWebSocket`). Validates the request the
+ * same way and throws the same errors, before anything is written.
+ */
+export function upgradeWebSocket(
+  req: Request,
+  options: Deno.UpgradeWebSocketOptions = {},
+): Deno.WebSocketUpgrade {
+  const c = connectionOf(req);
+  if (!c) return Deno.upgradeWebSocket(req, options);
+  const h = c.handle;
+  if (!h || c.socket || !c.served) {
+    throw new TypeError("Cannot upgrade this connection to a WebSocket");
+  }
+  const plain = new Request(req.url, { headers: req.headers });
+  let written = false;
+  const fail = () => {
+    c.release();
+    c.onSocketGone?.();
+  };
+  // What Deno's node:http upgrade path uses of a net.Socket: it writes the
+  // 101 (only once the request is valid), then takes the stream.
+  const shim = {
+    destroyed: false,
+    _handle: {
+      readStop: () => 0,
+      takeStream: () => {
+        const rid = h.takeStream();
+        c.release();
+        return rid;
+      },
+    },
+    write(head: string, cb: (err?: Error | null) => void): boolean {
+      if (written) throw new TypeError("Already upgraded");
+      written = true;
+      c.closer.close(); // Deno's server on it: closed, writes nothing more
+      c.served!.then(() => {
+        const s = new net.Socket(
+          {
+            handle: h,
+            pauseOnCreate: true,
+          } as unknown as net.SocketConstructorOpts,
+        );
+        s.write(head, (err?: Error | null) => {
+          (s as unknown as { _handle: unknown })._handle = null;
+          if (err) fail();
+          cb(err);
+        });
+      }, fail);
+      return true;
+    },
+  };
+  const up = Deno.upgradeWebSocket(plain, {
+    ...options,
+    socket: shim as unknown as Deno.UpgradeWebSocketOptions["socket"],
+  });
+  c.socket = up.socket;
+  up.socket.addEventListener("close", () => c.onSocketGone?.());
+  return up;
+}
