@@ -52,8 +52,8 @@ Options:
   --realtimeMaxTopics <n>  topics per realtime connection (default 100)
   --realtimeMaxConnections <n>  realtime connections per token or guest address (default 20)
   --realtimeHeartbeat <s>  seconds between SSE heartbeats (default 15)
-  --websocket              serve WebSocket upgrades (/api/v1/realtime/ws); the
-                           connection timeouts and cap are then not enforced
+  --websocket              serve WebSocket upgrades (/api/v1/realtime/ws); each
+                           connection then holds two descriptors
   -h, --help               show this help
   -v, --version            show the version
 

@@ -131,7 +131,7 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
         signal: options.signal,
         limits: limitsOf(core.config),
         bodies: core.bodies,
-        upgrades: core.config.webSocket,
+        webSockets: core.config.webSocket,
         log: (level, message, data) => core.log[level](message, data),
       }));
     },

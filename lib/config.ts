@@ -95,11 +95,10 @@ export interface AppConfig {
   /** Bytes a realtime connection may have waiting before it is dropped as too slow (default 1 MiB). */
   realtimeBuffer?: number;
   /**
-   * Serve with `Deno.serve`, so WebSocket upgrades work
-   * (`/api/v1/realtime/ws`). Deno 2.9's per-connection serving, which
-   * Moonbase's server uses to enforce the header, idle and body timeouts
-   * and the connection cap, ends upgraded connections; with this option
-   * those limits are not enforced (default false).
+   * WebSocket upgrades (`/api/v1/realtime/ws`), default false. Each
+   * connection then holds a second descriptor (a duplicate the upgrade moves
+   * to: lib/http/upgrade.ts), so a connection cap that follows the
+   * open-file limit is halved; every connection limit stays enforced.
    */
   webSocket?: boolean;
 }

@@ -11,6 +11,7 @@ import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
 import type { Router } from "../lib/http/router.ts";
+import { upgradeWebSocket } from "../lib/http/server.ts";
 import { type AuthValue, GUEST } from "../lib/caller.ts";
 import type { TokenClaims } from "../lib/auth/jwt.ts";
 import { clientKey } from "../lib/auth/client_key.ts";
@@ -120,7 +121,7 @@ const ws: Handler<Core> = async (ctx) => {
   // Read before the upgrade: the request is gone after it.
   const ip = ctx.ip;
   const fromToken = fromUrl ? await callerOf(core, fromUrl) : undefined;
-  const { socket, response } = Deno.upgradeWebSocket(ctx.req, {
+  const { socket, response } = upgradeWebSocket(ctx.req, {
     idleTimeout: 30,
   });
   const sink = new WsSink(socket, rt.env.bufferBytes);

@@ -54,12 +54,6 @@ export interface ListenOptions {
    */
   bodies?: BodyDeadlines;
   /**
-   * Serve with `Deno.serve` so that WebSocket upgrades work: Deno's
-   * per-connection serving ends an upgraded connection at once. The
-   * header, idle and body timeouts and the cap are then not enforced.
-   */
-  upgrades?: boolean;
-  /**
    * WebSocket upgrades on this hardened server with `upgradeWebSocket`
    * (default false). Each connection then holds a second descriptor: a
    * cap that follows the open-file limit is halved.
@@ -365,14 +359,9 @@ export function listen(
     ((level, message, data) => console[level](message, data ?? ""));
   const port = options.port ?? 7070;
   const hostname = options.hostname ?? "0.0.0.0";
-  const serveOn = options.upgrades ? undefined : serveOnConnection();
+  const serveOn = serveOnConnection();
   if (!serveOn) {
-    if (options.upgrades) {
-      log(
-        "warn",
-        "Serving with WebSocket upgrades (webSocket): connection header, idle and body timeouts and the connection cap are not enforced",
-      );
-    } else if (!warned) {
+    if (!warned) {
       warned = true;
       log(
         "warn",
