@@ -6,6 +6,12 @@
 
 import type { LoadResult, Target } from "./load.ts";
 import type { Seeded } from "./seed.ts";
+import {
+  type RealtimeRow,
+  realtimeSection,
+  realtimeSummary,
+  spliceRealtime,
+} from "./realtime_report.ts";
 
 /** One measured scenario, or a single figure. */
 export type Row =
@@ -230,12 +236,17 @@ async function sh(cmd: string, args: string[]): Promise<string> {
   }
 }
 
-/** Writes the report (latest run + history of ratios) and returns it. */
+/**
+ * Writes the report (latest run + history of ratios) and returns it. With
+ * no `rows` (`--only realtime`) the rest of the previous report stays and
+ * only its realtime section is replaced.
+ */
 export async function writeResults(
   rows: Row[],
   path: string,
   runs: string,
   label: string,
+  realtime: RealtimeRow[] = [],
 ): Promise<string> {
   const cpu = /model name\s*:\s*(.*)/.exec(
     await Deno.readTextFile("/proc/cpuinfo").catch(() => ""),
@@ -248,21 +259,31 @@ export async function writeResults(
   const tool = rows.find((r) => "moonbase" in r && r.moonbase.tool) as {
     moonbase: LoadResult;
   } | undefined;
-  let history = "";
-  try {
-    history = (await Deno.readTextFile(path)).split("## History\n")[1] ?? "";
-  } catch { /* first run */ }
-  const summary = rows.filter((r) => "ratio" in r).map((r) =>
-    `${r.db}/${r.name}=${(r as { ratio: number }).ratio.toFixed(2)}`
-  )
-    .join("; ");
+  const previous = await Deno.readTextFile(path).catch(() => "");
+  let history = previous.split("## History\n")[1] ?? "";
+  const summary = [
+    ...rows.filter((r) => "ratio" in r).map((r) =>
+      `${r.db}/${r.name}=${(r as { ratio: number }).ratio.toFixed(2)}`
+    ),
+    realtimeSummary(realtime),
+  ].filter((x) => x !== "").join("; ");
   history = `${history.trim()}\n- ${date} ${commit}${
     label ? ` (${label})` : ""
   }: ${summary}`.trim();
   const analysis = await Deno.readTextFile(
     new URL("./analysis.md", import.meta.url),
   ).catch(() => "");
-  const report = `# Benchmark results
+  const section = realtime.length ? realtimeSection(realtime, date) : "";
+  const main = (text: string) =>
+    section ? spliceRealtime(text, section, analysis) : text;
+  if (rows.length === 0 && previous.includes("## History\n")) {
+    const report = `${
+      main(previous.split("## History\n")[0]).trimEnd()
+    }\n\n## History\n${history}\n`;
+    await Deno.writeTextFile(path, report);
+    return report;
+  }
+  const report = main(`# Benchmark results
 
 Machine: ${cpu}, ${navigator.hardwareConcurrency} cores, ${
     (Number(mem) / 1024 / 1024).toFixed(1)
@@ -291,7 +312,7 @@ Reproduce: \`deno task bench\` (SQLite) or \`deno task bench --pg\` (also Postgr
 ${analysis}
 ## History
 ${history}
-`;
+`);
   await Deno.writeTextFile(path, report);
   return report;
 }

@@ -1,16 +1,28 @@
 /**
  * `deno task bench`: Moonbase against a bare `Deno.serve` baseline in the
  * same run, scenario by scenario (wrk when installed, else a Deno load
- * generator), on SQLite and with `--pg` also on a throwaway PostgreSQL.
- * Prints a table and writes bench/results.md.
+ * generator), then realtime with 1 000 SSE subscribers (bench/realtime.ts),
+ * on SQLite and with `--pg` also on a throwaway PostgreSQL. Prints a table
+ * and writes bench/results.md. `--only realtime` runs just the realtime
+ * part and replaces just that section of the report.
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { type LoadResult, runLoad, type Target } from "./load.ts";
-import { seed } from "./seed.ts";
+import { runLoad, type Target } from "./load.ts";
+import { seed, type Seeded } from "./seed.ts";
 import { startPostgres } from "../tests/_pg.ts";
+import {
+  combine,
+  loadWithCpu,
+  rssBytes,
+  SECRET,
+  start,
+  stop,
+} from "./procs.ts";
+import { benchRealtime } from "./realtime.ts";
+import type { RealtimeRow } from "./realtime_report.ts";
 import {
   LOGGING_PAIR,
   type Row,
@@ -28,92 +40,16 @@ const args = parseArgs({
     rounds: { type: "string", default: "3" },
     out: { type: "string", default: "bench/results.md" },
     label: { type: "string", default: "" },
+    only: { type: "string" },
   },
 });
+if (args.values.only !== undefined && args.values.only !== "realtime") {
+  throw new Error(`--only ${args.values.only}: only "realtime" is known`);
+}
+const ONLY_REALTIME = args.values.only === "realtime";
 const SECONDS = Number(args.values.seconds);
 const ROUNDS = Math.max(1, Number(args.values.rounds));
-const SECRET = "bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz";
-
-interface Proc {
-  child: Deno.ChildProcess;
-  port: number;
-}
-
-async function start(
-  cmd: string[],
-  env: Record<string, string> = {},
-): Promise<Proc> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: cmd,
-    stdout: "piped",
-    stderr: "inherit",
-    env: { MB_JWT_SECRET: SECRET, NO_COLOR: "1", ...env },
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = "";
-  while (true) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`Cannot start ${cmd.join(" ")}`);
-    buf += value;
-    const m = /listening (?:on http:\/\/[^:]+:)?(\d+)/.exec(buf);
-    if (m) {
-      // Keep draining stdout (request logs) so the pipe never fills.
-      (async () => {
-        while (!(await reader.read()).done) { /* discard */ }
-      })();
-      return { child, port: Number(m[1]) };
-    }
-  }
-}
-
-async function stop(p: Proc): Promise<void> {
-  try {
-    p.child.kill("SIGTERM");
-  } catch { /* gone */ }
-  await p.child.status;
-}
-
-/** CPU time (user + system, all threads) a process has used, in µs. */
-function cpuUs(pid: number): number {
-  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(f[11]) + Number(f[12])) * 10_000; // clock ticks of 10 ms
-}
-
-/**
- * Runs `t` against a server for `seconds`, with the server's CPU time per
- * request (a steadier figure than req/s on a shared 2-core machine).
- */
-async function loadWithCpu(
-  p: Proc,
-  t: Target,
-  seconds: number,
-): Promise<LoadResult & { cpu: number }> {
-  const before = cpuUs(p.child.pid);
-  const r = await runLoad(`http://127.0.0.1:${p.port}`, t, seconds);
-  return { ...r, cpu: cpuUs(p.child.pid) - before };
-}
-
-/** Sums rounds: req/s over the whole time, median latencies, summed errors. */
-function combine(rs: (LoadResult & { cpu: number })[]): LoadResult {
-  const median = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1];
-  const requests = rs.reduce((a, r) => a + r.requests, 0);
-  return {
-    rps: rs.reduce((a, r) => a + r.rps, 0) / rs.length,
-    p50: median(rs.map((r) => r.p50)),
-    p99: median(rs.map((r) => r.p99)),
-    errors: rs.reduce((a, r) => a + r.errors, 0),
-    non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
-    requests,
-    tool: rs[0].tool,
-    cpuPerRequest: rs.reduce((a, r) => a + r.cpu, 0) / Math.max(1, requests),
-  };
-}
-
-function rssMb(pid: number): number {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-}
+const rssMb = (pid: number) => rssBytes(pid) / 2 ** 20;
 
 async function json(
   url: string,
@@ -123,35 +59,13 @@ async function json(
   return await res.json();
 }
 
-async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
-  const dataDir = await Deno.makeTempDir({ prefix: "mb_bench_" });
-  const dbArgs = db === "postgres"
-    ? [
-      "--database",
-      "PSQL",
-      "--connection",
-      await (await startPostgres()).createDatabase(),
-    ]
-    : [];
-  const cfg = db === "postgres"
-    ? { dataDir, database: "PSQL", connection: dbArgs[3], jwtSecret: SECRET }
-    : { dataDir, jwtSecret: SECRET };
-  console.error(`[${db}] seeding 10000 records…`);
-  const seeded = await seed(cfg);
-  const serverArgs = [
-    "run",
-    "-A",
-    "main.ts",
-    "--dataDir",
-    dataDir,
-    ...dbArgs,
-    "--trustProxy",
-    "serve",
-    "--port",
-    "0",
-    "--host",
-    "127.0.0.1",
-  ];
+/** The scenarios against a bare baseline, on one seeded database. */
+async function benchScenarios(
+  db: "sqlite" | "postgres",
+  serverArgs: string[],
+  dataDir: string,
+  seeded: Seeded,
+): Promise<Row[]> {
   const mb = await start(serverArgs);
   const base = await start(["run", "-A", "bench/baseline.ts"]);
   const mbUrl = `http://127.0.0.1:${mb.port}`,
@@ -295,20 +209,77 @@ async function benchDb(db: "sqlite" | "postgres"): Promise<Row[]> {
   await stop(off);
   await stop(mb);
   await stop(base);
-  await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   return rows;
 }
 
-const rows = await benchDb("sqlite");
-if (args.values.pg) rows.push(...await benchDb("postgres"));
+/** Seeds a database, then the scenarios (unless `--only realtime`) and realtime. */
+async function benchDb(
+  db: "sqlite" | "postgres",
+): Promise<{ rows: Row[]; realtime: RealtimeRow[] }> {
+  const dataDir = await Deno.makeTempDir({ prefix: "mb_bench_" });
+  const dbArgs = db === "postgres"
+    ? [
+      "--database",
+      "PSQL",
+      "--connection",
+      await (await startPostgres()).createDatabase(),
+    ]
+    : [];
+  const cfg = db === "postgres"
+    ? { dataDir, database: "PSQL", connection: dbArgs[3], jwtSecret: SECRET }
+    : { dataDir, jwtSecret: SECRET };
+  console.error(`[${db}] seeding 10000 records…`);
+  const seeded = await seed(cfg);
+  const serverArgs = [
+    "run",
+    "-A",
+    "main.ts",
+    "--dataDir",
+    dataDir,
+    ...dbArgs,
+    "--trustProxy",
+    "serve",
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+  ];
+  const rows = ONLY_REALTIME
+    ? []
+    : await benchScenarios(db, serverArgs, dataDir, seeded);
+  const realtime = await benchRealtime({
+    db,
+    serverArgs,
+    itemId: seeded.itemId,
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    baseline: db === "sqlite",
+  });
+  await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  return { rows, realtime };
+}
+
+const rows: Row[] = [], realtime: RealtimeRow[] = [];
+for (
+  const db of args.values.pg
+    ? ["sqlite", "postgres"] as const
+    : ["sqlite"] as const
+) {
+  const r = await benchDb(db);
+  rows.push(...r.rows);
+  realtime.push(...r.realtime);
+}
 const report = await writeResults(
   rows,
   args.values.out,
   `${ROUNDS} alternating rounds of ${SECONDS} s`,
   args.values.label,
+  realtime,
 );
 console.log(report);
-console.log(
-  targetsMet(rows) ? "All targets met." : "Some targets missed (see above).",
-);
+if (!ONLY_REALTIME) {
+  console.log(
+    targetsMet(rows) ? "All targets met." : "Some targets missed (see above).",
+  );
+}
 Deno.exit(0);

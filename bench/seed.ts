@@ -1,6 +1,7 @@
 /**
  * Seeds a benchmark database through the library: a `users` auth entity,
- * `items` (public, 10 000 records) and `notes` (owner-only custom rule).
+ * `items` (public, 10 000 records), `notes` (owner-only custom rule) and
+ * `rt_pings` (public, empty: the realtime benchmark's writes).
  *
  * @module
  */
@@ -17,6 +18,9 @@ export interface Seeded {
 }
 
 const PUBLIC = { mode: "public", expr: "" };
+
+/** The realtime benchmark's entity: `seq` (int) and `sent` (ms, double). */
+export const PINGS = "rt_pings";
 
 /** Creates the entities and records. */
 export async function seed(config: AppConfig, count = 10_000): Promise<Seeded> {
@@ -53,6 +57,15 @@ export async function seed(config: AppConfig, count = 10_000): Promise<Seeded> {
         list: { mode: "custom", expr: "record.owner == auth.id" },
         get: { mode: "custom", expr: "record.owner == auth.id" },
       },
+    });
+    await app.schemas.create({
+      name: PINGS,
+      type: "base",
+      fields: [
+        { name: "seq", type: "int" },
+        { name: "sent", type: "double" },
+      ],
+      rules: { list: PUBLIC, get: PUBLIC, add: PUBLIC },
     });
     const email = "bench@example.com", password = "bench-password-1";
     const user = await users.create({ email, password });
