@@ -1,8 +1,9 @@
 /**
  * Attacks on realtime subscriptions (issue 17) over Server-Sent Events:
- * data leaks through events, resumes and tokens, abuse of the stream's
- * limits, and the write path. Cases that found a bug fail until it is
- * fixed; the others stay as regression guards.
+ * data leaks through events, resumes and tokens, the write path, and two
+ * PostgreSQL instances on one database. Cases named "FINDING" found a bug
+ * and fail until it is fixed; the others stay as regression guards. (The
+ * WebSocket, the limits of streams and outages: attack_realtime_ws_test.ts.)
  *
  * One server per database is shared; every case uses entities of its own
  * (names start with the case's letter). A keeper subscription stays open
@@ -43,7 +44,7 @@ const OTHER = "another-secret-0123456789-abcdefghij";
 /** Every message's text, for "never contains" checks. */
 const text = (msgs: unknown[]): string => JSON.stringify(msgs);
 
-forEachDb("attack realtime: leaks, resumes, tokens, limits", async (t, db) => {
+forEachDb("attack realtime: leaks, resumes, tokens, writes", async (t, db) => {
   const s = await startServer(db, { realtimeHeartbeat: 1 });
   const keep = await keeper(s);
   const K = keep.name;
