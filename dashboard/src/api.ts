@@ -120,7 +120,7 @@ export async function request<T = unknown>(
       env.data ?? null,
     );
     if (res.status === 401 && !opts.anonymous && !opts.token && token) {
-      session.expire();
+      session.expire(token);
     }
     throw err;
   }

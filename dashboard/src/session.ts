@@ -84,8 +84,15 @@ class Session {
     this.#set(data, true);
   }
 
-  /** Ends the session because the server refused the token. */
-  expire(): void {
+  /**
+   * Ends the session because the server refused `refused` (by default the
+   * current token). A token that another tab stored meanwhile is taken
+   * instead: its refresh revoked the refused one, and a request sent in
+   * between must not log every tab out.
+   */
+  expire(refused: string = this.token.value): void {
+    const stored = load();
+    if (stored && stored.token !== refused) return this.#set(stored, false);
     this.#clear(true, "Your session has ended: please log in again.");
   }
 

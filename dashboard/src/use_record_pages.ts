@@ -9,7 +9,7 @@
  * @module
  */
 
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type ApiError, type Page, type RecordData, seg } from "./api.ts";
 import type { FilterError } from "./ui/filter_bar.tsx";
 import { checkExpr } from "./ui/rule_vocabulary.ts";
@@ -35,6 +35,25 @@ export interface RecordPages {
   prev(): void;
   count(): void;
   reload(): void;
+  /** Access for live changes (latest values, not the last render's). */
+  live: LivePage;
+}
+
+/**
+ * The page as live changes see it: read and replaced synchronously, so
+ * changes arriving between renders never work on a stale copy.
+ */
+export interface LivePage {
+  /** The page shown now. */
+  current(): Page<RecordData> | null;
+  /** Replaces the page shown (its cursor and `has_more` as given). */
+  replace(page: Page<RecordData>): void;
+  /** True while a page is being fetched. */
+  fetching(): boolean;
+  /** How many fetches have started (a change seen before one is in it). */
+  fetches(): number;
+  /** Moves a known total by `delta`, or forgets it (`null`). */
+  adjustTotal(delta: number | null): void;
 }
 
 async function explainFilter(
@@ -66,7 +85,13 @@ export function useRecordPages(
   schema: EntitySchema | undefined,
   s: TableState,
 ): RecordPages {
-  const [page, setPage] = useState<Page<RecordData> | null>(null);
+  const [page, setPageState] = useState<Page<RecordData> | null>(null);
+  const latest = useRef<Page<RecordData> | null>(null);
+  const inFlight = useRef({ busy: false, started: 0 });
+  const setPage = (p: Page<RecordData> | null) => {
+    latest.current = p;
+    setPageState(p);
+  };
   // The number of the page shown (it changes when its records arrive).
   const [shownNumber, setShownNumber] = useState(1);
   const [loading, setLoading] = useState(false);
@@ -89,6 +114,7 @@ export function useRecordPages(
     if (!schema) return;
     const ctl = new AbortController();
     setLoading(true);
+    inFlight.current = { busy: true, started: inFlight.current.started + 1 };
     api.get<Page<RecordData>>(`/entities/${seg(schema.name)}`, {
       query: listQuery(schema, s, cursor),
       signal: ctl.signal,
@@ -112,7 +138,11 @@ export function useRecordPages(
         setFilterError(null);
         setError(err.message);
       }
-    }).finally(() => !ctl.signal.aborted && setLoading(false));
+    }).finally(() => {
+      if (ctl.signal.aborted) return;
+      inFlight.current.busy = false;
+      setLoading(false);
+    });
     return () => ctl.abort();
   }, [stateKey, cursor, tick, stack.length]);
   return {
@@ -144,6 +174,20 @@ export function useRecordPages(
     reload() {
       setTick(tick + 1);
       setCounted(undefined);
+    },
+    live: {
+      current: () => latest.current,
+      replace: setPage,
+      fetching: () => inFlight.current.busy,
+      fetches: () => inFlight.current.started,
+      adjustTotal(delta) {
+        if (delta === null) setCounted(undefined);
+        else {
+          setCounted((c) =>
+            c && c.key === stateKey ? { key: c.key, total: c.total + delta } : c
+          );
+        }
+      },
     },
   };
 }

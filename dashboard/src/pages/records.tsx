@@ -2,7 +2,8 @@
 /**
  * `/mb/entities/:name`: an entity's records in a keyset-paged table with
  * sort, filter, quick search, column picker and bulk delete. Filter,
- * search, sort and page size live in the URL.
+ * search, sort and page size live in the URL. The table follows the
+ * entity's changes live (live_records.ts) under a "Live" indicator.
  *
  * @module
  */
@@ -20,12 +21,14 @@ import {
 } from "../records_query.ts";
 import { entityHref, query, setQuery } from "../router.ts";
 import { reloadCounts, schemaOf, schemas } from "../schemas.ts";
+import { useLiveRecords } from "../live_records.ts";
 import { useRecordPages } from "../use_record_pages.ts";
 import { ColumnPicker, useColumns } from "../ui/column_picker.tsx";
 import { confirmAction } from "../ui/confirm.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox } from "../ui/field.tsx";
 import { FilterBar } from "../ui/filter_bar.tsx";
+import { LiveBadge, LiveNotice } from "../ui/live_status.tsx";
 import { Pager } from "../ui/pager.tsx";
 import { RecordTable } from "../ui/record_table.tsx";
 import { toast } from "../ui/toast.tsx";
@@ -71,6 +74,19 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
     for (const id of ids) on ? next.add(id) : next.delete(id);
     setSelected(next);
   };
+  // Rows deleted elsewhere leave the selection.
+  const live = useLiveRecords(
+    schema,
+    state,
+    pages,
+    (ids) =>
+      setSelected((sel) => {
+        if (!ids.some((id) => sel.has(id))) return sel;
+        const next = new Set(sel);
+        for (const id of ids) next.delete(id);
+        return next;
+      }),
+  );
   const bulkDelete = async () => {
     const ids = [...selected];
     const n = ids.length;
@@ -143,6 +159,12 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
         {readOnly && <span class="badge">read-only view</span>}
         <span class="spacer" />
         {pages.loading && <span class="muted" role="status">Loading…</span>}
+        {live.enabled && (
+          <>
+            <LiveNotice waiting={live.waiting} onShow={live.show} />
+            <LiveBadge state={live.state} why={live.why} />
+          </>
+        )}
       </div>
       <ErrorBox error={pages.error} />
       {pages.page && file.ready && (
@@ -155,6 +177,7 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
           selected={selected}
           onSelect={select}
           token={file.token}
+          marks={live.marks}
         />
       )}
       {pages.page && items.length === 0 && (

@@ -34,9 +34,8 @@ export async function getTagged<T>(
   const headers: Record<string, string> = {
     "x-request-id": `${PAGE_TAG}-${++seq}`,
   };
-  if (session.token.value) {
-    headers.authorization = `Bearer ${session.token.value}`;
-  }
+  const token = session.token.value;
+  if (token) headers.authorization = `Bearer ${token}`;
   let res: Response;
   try {
     res = await fetch(apiUrl(path, query), { headers, signal });
@@ -49,7 +48,7 @@ export async function getTagged<T>(
     error?: string;
   };
   if (!res.ok) {
-    if (res.status === 401) session.expire();
+    if (res.status === 401 && token) session.expire(token);
     throw new ApiError(
       res.status,
       env.error || `The server answered ${res.status}.`,

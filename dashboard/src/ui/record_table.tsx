@@ -3,7 +3,8 @@
  * The records table: a link per row in the first cell (the record's id),
  * sortable headers (asc → desc → off, `aria-sort`), a checkbox per row
  * and "select all" for bulk actions, cells rendered by type. Clicking a
- * row opens the record too.
+ * row opens the record too. Live changes mark rows for a while: new and
+ * changed ones are highlighted, deleted ones fade out (unselectable).
  *
  * @module
  */
@@ -11,6 +12,7 @@
 import { useRelationLabels } from "../relation_labels.ts";
 import type { JSX } from "preact";
 import type { RecordData } from "../api.ts";
+import type { Mark } from "../live_apply.ts";
 import { navigate } from "../router.ts";
 import { sortable } from "../records_query.ts";
 import type { EntitySchema, FieldDef } from "../schemas.ts";
@@ -64,6 +66,8 @@ export function RecordTable(props: {
   selected: Set<string>;
   onSelect: (ids: string[], on: boolean) => void;
   token: string;
+  /** Rows shown differently after a live change. */
+  marks?: ReadonlyMap<string, Mark>;
 }): JSX.Element {
   const s = props.schema;
   const selectable = s.type !== "view";
@@ -119,51 +123,59 @@ export function RecordTable(props: {
           </tr>
         </thead>
         <tbody>
-          {props.items.map((r) => (
-            <tr
-              key={r.id}
-              class={`clickable ${props.selected.has(r.id) ? "selected" : ""}`}
-              onClick={(e) => {
-                if ((e.target as Element).closest(INTERACTIVE)) return;
-                navigate(recordHref(s.name, r.id));
-              }}
-            >
-              {selectable && (
-                <td class="check-col">
-                  <input
-                    type="checkbox"
-                    aria-label={`Select ${r.id}`}
-                    checked={props.selected.has(r.id)}
-                    onChange={(e) =>
-                      props.onSelect([r.id], e.currentTarget.checked)}
-                  />
+          {props.items.map((r) => {
+            const mark = props.marks?.get(r.id);
+            const gone = mark === "gone";
+            return (
+              <tr
+                key={r.id}
+                class={`clickable ${
+                  props.selected.has(r.id) ? "selected" : ""
+                }${mark ? ` live-${mark}` : ""}`}
+                onClick={(e) => {
+                  if ((e.target as Element).closest(INTERACTIVE)) return;
+                  navigate(recordHref(s.name, r.id));
+                }}
+              >
+                {selectable && (
+                  <td class="check-col">
+                    <input
+                      type="checkbox"
+                      aria-label={`Select ${r.id}`}
+                      checked={props.selected.has(r.id)}
+                      disabled={gone}
+                      onChange={(e) =>
+                        props.onSelect([r.id], e.currentTarget.checked)}
+                    />
+                  </td>
+                )}
+                <td>
+                  <a
+                    class="mono"
+                    href={recordHref(s.name, r.id)}
+                    title={r.id}
+                    aria-label={`Open ${r.id}`}
+                  >
+                    {r.id.length > 12 ? "…" + r.id.slice(-8) : r.id}
+                  </a>
+                  {gone && <span class="sr-only">(deleted)</span>}
                 </td>
-              )}
-              <td>
-                <a
-                  class="mono"
-                  href={recordHref(s.name, r.id)}
-                  title={r.id}
-                  aria-label={`Open ${r.id}`}
-                >
-                  {r.id.length > 12 ? "…" + r.id.slice(-8) : r.id}
-                </a>
-              </td>
-              {fields.map((f) => (
-                <td key={f.name}>
-                  <Cell
-                    field={f}
-                    value={r[f.name]}
-                    entity={s.name}
-                    token={props.token}
-                    label={f.type === "relation"
-                      ? labels.get(f.name)?.get(String(r[f.name]))
-                      : undefined}
-                  />
-                </td>
-              ))}
-            </tr>
-          ))}
+                {fields.map((f) => (
+                  <td key={f.name}>
+                    <Cell
+                      field={f}
+                      value={r[f.name]}
+                      entity={s.name}
+                      token={props.token}
+                      label={f.type === "relation"
+                        ? labels.get(f.name)?.get(String(r[f.name]))
+                        : undefined}
+                    />
+                  </td>
+                ))}
+              </tr>
+            );
+          })}
         </tbody>
       </table>
     </div>
