@@ -230,8 +230,8 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
         storage,
         schemas,
         now: clock.now,
-        sees: (entity, op, auth, record) =>
-          records.sees(entity, op, auth, record),
+        sees: (entity, entityId, op, auth, record) =>
+          records.sees(entity, entityId, op, auth, record),
         isRevoked: (claims) => revocations.isRevoked(claims),
         listening: () => instanceSync.listening,
         limits: {

@@ -58,6 +58,9 @@ async function callerOf(core: Core, token: string | null): Promise<Caller> {
   };
 }
 
+/** How long a WebSocket without a caller may stay silent (ms). */
+const FIRST_MESSAGE_MS = 10_000;
+
 const GUEST_CALLER: Caller = { auth: GUEST, claims: undefined };
 
 function presented(ctx: Context<Core>): string | null {
@@ -91,7 +94,13 @@ const sse: Handler<Core> = async (ctx) => {
     limitKey(ip, caller),
     sink,
   );
-  await rt.open(sub, topics, last);
+  await rt.open(sub, topics);
+  // The stream starts now; the subscription (and a resume, paced by the
+  // client's reading) fills it.
+  rt.hub.subscribe(sub, topics, last).catch((err) => {
+    rt.env.onError(err);
+    sink.end(503, "Cannot subscribe: the database did not answer; reconnect");
+  });
   return new Response(sink.stream, {
     headers: {
       "content-type": "text/event-stream; charset=utf-8",
@@ -121,11 +130,20 @@ const ws: Handler<Core> = async (ctx) => {
   // Read before the upgrade: the request is gone after it.
   const ip = ctx.ip;
   const fromToken = fromUrl ? await callerOf(core, fromUrl) : undefined;
-  const { socket, response } = upgradeWebSocket(ctx.req, {
-    idleTimeout: 30,
-  });
-  const sink = new WsSink(socket, rt.env.bufferBytes);
+  let upgrade: Deno.WebSocketUpgrade;
+  try {
+    upgrade = upgradeWebSocket(ctx.req, { idleTimeout: 30 });
+  } catch {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot open a WebSocket: the upgrade request is incomplete (Connection: Upgrade and Sec-WebSocket-Key/Version are required)",
+    );
+  }
+  const { socket, response } = upgrade;
   let sub: Subscriber | undefined;
+  const sink = new WsSink(socket, rt.env.bufferBytes, () => {
+    if (sub) rt.hub.leave(sub);
+  });
   const join = (caller: Caller): Subscriber => {
     const joined = new Subscriber(
       caller.auth,
@@ -179,6 +197,13 @@ const ws: Handler<Core> = async (ctx) => {
     await rt.hub.subscribe(s, topics, m.lastEventId);
   };
   socket.onopen = () => {
+    // Without a token in the URL, the first message must come soon.
+    const t = setTimeout(() => {
+      if (!sub) {
+        sink.end(408, "Cannot wait: send the first message within 10 s");
+      }
+    }, FIRST_MESSAGE_MS);
+    Deno.unrefTimer(t);
     if (!fromToken || sub) return;
     try {
       sub = join(fromToken);

@@ -1,7 +1,7 @@
 /**
  * Attacks on realtime subscriptions (issue 17) over Server-Sent Events:
  * data leaks through events, resumes and tokens, the write path, and two
- * PostgreSQL instances on one database. Cases named "FINDING" found a bug
+ * PostgreSQL instances on one database. Cases named "found and fixed" found a bug
  * and fail until it is fixed; the others stay as regression guards. (The
  * WebSocket, the limits of streams and outages: attack_realtime_ws_test.ts.)
  *
@@ -240,7 +240,7 @@ forEachDb("attack realtime: leaks, resumes, tokens, writes", async (t, db) => {
     );
 
     await t.step(
-      "FINDING: a deleted entity's events are replayed into a new entity of its name",
+      "found and fixed: a deleted entity's events are replayed into a new entity of its name",
       async () => {
         await entity(s, "i_notes", strings("body"), {
           list: ADMIN_ONLY,
@@ -264,7 +264,7 @@ forEachDb("attack realtime: leaks, resumes, tokens, writes", async (t, db) => {
     );
 
     await t.step(
-      "FINDING: a renamed entity's events are replayed into the entity now of its name",
+      "found and fixed: a renamed entity's events are replayed into the entity now of its name",
       async () => {
         await entity(s, "j_sec", strings("body"), {
           list: ADMIN_ONLY,
@@ -282,7 +282,7 @@ forEachDb("attack realtime: leaks, resumes, tokens, writes", async (t, db) => {
     );
 
     await t.step(
-      "FINDING: a replay reuses the decision made for the last live event under the old rule",
+      "found and fixed: a replay reuses the decision made for the last live event under the old rule",
       async () => {
         await entity(s, "k_pub", strings("title"));
         const live = await subscribe(s, "topics=k_pub");
@@ -475,7 +475,7 @@ forEachDb(
     const s = await startServer(db, { realtimeHeartbeat: 1 });
     try {
       await t.step(
-        "FINDING: a stream opened after every other one closed gets live events",
+        "found and fixed: a stream opened after every other one closed gets live events",
         async () => {
           await entity(s, "w_feed", strings("t"));
           const first = await subscribe(s, "topics=w_feed");

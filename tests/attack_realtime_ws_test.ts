@@ -2,7 +2,7 @@
  * Attacks on realtime (issue 17), second part: the WebSocket endpoint, the
  * limits of streams (topics, Last-Event-ID, connections, slow readers,
  * large and costly resumes), a long write on PostgreSQL, and a database
- * that goes away while streaming. Cases named "FINDING" found a bug and
+ * that goes away while streaming. Cases named "found and fixed" found a bug and
  * fail until it is fixed; the others stay as regression guards.
  *
  * Every case uses entities of its own (names start with the case's letter);
@@ -105,7 +105,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
   await entity(s, "people", strings("role"), {}, { type: "auth" });
   try {
     await t.step(
-      "FINDING: a malformed upgrade request is a 400, not a 500",
+      "found and fixed: a malformed upgrade request is a 400, not a 500",
       async () => {
         const head = "GET /api/v1/realtime/ws HTTP/1.1\r\nHost: x\r\n";
         for (
@@ -241,7 +241,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
     );
 
     await t.step(
-      "FINDING: a WebSocket client that never reads keeps its slot",
+      "found and fixed: a WebSocket client that never reads keeps its slot",
       async () => {
         await entity(s, "d_ws", strings("t"));
         const u = await userOf(s, "people", "d1@example.com");
@@ -276,7 +276,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
     );
 
     await t.step(
-      "FINDING: a resume larger than the buffer reaches a client that reads",
+      "found and fixed: a resume larger than the buffer reaches a client that reads",
       async () => {
         await entity(s, "e_big", strings("t"));
         const from = await keep.anchor();
@@ -404,7 +404,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
     );
 
     await t.step(
-      "FINDING: a resume's cost is bounded by what it may see, not by the log",
+      "found and fixed: a resume's cost is bounded by what it may see, not by the log",
       async () => {
         await entity(s, "j_hidden", strings("t"), {
           list: custom("record.t == 'never'"),
@@ -415,8 +415,8 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
         const now = Date.now();
         await s.app.storage.run(
           db === "postgres"
-            ? `INSERT INTO "mb_events" ("entity", "record_id", "action", "at", "record") SELECT 'j_hidden', 'x', 'create', ?, ? FROM generate_series(1, 30000)`
-            : `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 30000) INSERT INTO "mb_events" ("entity", "record_id", "action", "at", "record") SELECT 'j_hidden', 'x', 'create', ?, ? FROM c`,
+            ? `INSERT INTO "mb_events" ("entity", "entity_id", "record_id", "action", "at", "record") SELECT 'j_hidden', 'j_hidden', 'x', 'create', ?, ? FROM generate_series(1, 30000)`
+            : `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 30000) INSERT INTO "mb_events" ("entity", "entity_id", "record_id", "action", "at", "record") SELECT 'j_hidden', 'j_hidden', 'x', 'create', ?, ? FROM c`,
           [now, rec],
         );
         await keep.anchor(); // the feed is past them
@@ -434,7 +434,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
     );
     if (db === "postgres") {
       await t.step(
-        "FINDING: a long write stalls every other write while a gap is settled",
+        "found and fixed: a long write stalls every other write while a gap is settled",
         async () => {
           await entity(s, "z_par", strings("t"));
           await entity(s, "z_kid", [{

@@ -8,7 +8,8 @@
  * id order; every writer therefore holds a shared advisory lock from the
  * moment it takes an id until it commits, and a reader that finds a gap can
  * take the lock exclusively (`final`): once it has it, no id below the
- * highest it can see is still in flight, so a gap left then is a rollback.
+ * highest it can see is still in flight, so a gap left then is a rollback
+ * (it only ever tries the lock: writers never queue behind a reader).
  *
  * Retention: rows younger than `RETAIN_MS` and the newest `RETAIN_ROWS` are
  * never pruned. The oldest row kept marks what can still be resumed (ids only
@@ -33,6 +34,8 @@ const LOCK_KEY = 7_020_617_001;
 export interface StoredEvent {
   readonly id: number;
   readonly entity: string;
+  /** The entity's id (a name may since belong to another entity). */
+  readonly entityId: string;
   readonly recordId: string;
   readonly action: ChangeAction;
   /** Milliseconds since the epoch (database clock). */
@@ -42,7 +45,7 @@ export interface StoredEvent {
 }
 
 const COLUMNS =
-  `"id", "entity", "record_id", "action", "at", "record", "previous"`;
+  `"id", "entity", "entity_id", "record_id", "action", "at", "record", "previous"`;
 
 function isId(v: unknown): boolean {
   return v !== null && v !== undefined;
@@ -52,6 +55,7 @@ function toEvent(row: Row): StoredEvent {
   return {
     id: Number(row.id),
     entity: String(row.entity),
+    entityId: String(row.entity_id),
     recordId: String(row.record_id),
     action: String(row.action) as ChangeAction,
     at: Number(row.at),
@@ -83,6 +87,7 @@ export class EventLog {
   async append(tx: Queryable, c: RecordChange): Promise<number> {
     const values = [
       c.entity,
+      c.entityId,
       c.id,
       c.action,
       this.#now(),
@@ -90,12 +95,12 @@ export class EventLog {
       c.previous === undefined ? null : JSON.stringify(c.previous),
     ];
     const insert =
-      `INSERT INTO "mb_events" ("entity", "record_id", "action", "at", "record", "previous")`;
+      `INSERT INTO "mb_events" ("entity", "entity_id", "record_id", "action", "at", "record", "previous")`;
     // PostgreSQL: the shared lock comes before the id (see the module doc).
     const rows = await tx.query(
       this.#pg
-        ? `${insert} SELECT ?, ?, ?, ?, ?, ? FROM (SELECT pg_advisory_xact_lock_shared(${LOCK_KEY})) AS "held" RETURNING "id"`
-        : `${insert} VALUES (?, ?, ?, ?, ?, ?) RETURNING "id"`,
+        ? `${insert} SELECT ?, ?, ?, ?, ?, ?, ? FROM (SELECT pg_advisory_xact_lock_shared(${LOCK_KEY})) AS "held" RETURNING "id"`
+        : `${insert} VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING "id"`,
       values,
     );
     return Number(rows[0].id);
@@ -121,32 +126,55 @@ export class EventLog {
   }
 
   /**
-   * Like `read`, but final: on PostgreSQL it first waits for every
-   * transaction holding an event id to end (the exclusive lock), so no
-   * id below those returned can still appear. `max` is the highest id then.
+   * Like `read`, but final: on PostgreSQL it takes the advisory lock
+   * exclusively (every transaction holding an event id has ended), so no id
+   * below those returned can still appear; `max` is the highest id then.
+   * It never queues for the lock (queued, it would hold up every new
+   * writer behind it): undefined when a writer holds it now, except with
+   * `wait`, which waits at most 100 ms.
    */
   async final(
     after: number,
     limit = 500,
-  ): Promise<{ events: StoredEvent[]; max: number }> {
+    wait = false,
+  ): Promise<{ events: StoredEvent[]; max: number } | undefined> {
     if (!this.#pg) {
       const events = await this.read(after, undefined, limit);
       return { events, max: (await this.bounds()).max };
     }
-    return await this.#store.transaction(async (tx) => {
-      await tx.query(`SET LOCAL lock_timeout = '5s'`);
-      await tx.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY}) AS "held"`);
-      const rows = await tx.query(
-        `SELECT ${COLUMNS} FROM "mb_events" WHERE "id" > ? ORDER BY "id" LIMIT ${
-          Math.trunc(limit)
-        }`,
-        [after],
-      );
-      const top = await tx.query(
-        `SELECT COALESCE(MAX("id"), 0) AS "max" FROM "mb_events"`,
-      );
-      return { events: rows.map(toEvent), max: Number(top[0].max) };
-    });
+    try {
+      return await this.#store.transaction(async (tx) => {
+        if (wait) {
+          await tx.query(`SET LOCAL lock_timeout = '100ms'`);
+          await tx.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY}) AS "held"`);
+        } else {
+          const got = await tx.query(
+            `SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS "held"`,
+          );
+          if (got[0]?.held !== true) return undefined;
+        }
+        const rows = await tx.query(
+          `SELECT ${COLUMNS} FROM "mb_events" WHERE "id" > ? ORDER BY "id" LIMIT ${
+            Math.trunc(limit)
+          }`,
+          [after],
+        );
+        const top = await tx.query(
+          `SELECT COALESCE(MAX("id"), 0) AS "max" FROM "mb_events"`,
+        );
+        return { events: rows.map(toEvent), max: Number(top[0].max) };
+      });
+    } catch (err) {
+      // lock_timeout: a writer still holds it.
+      const code = (err as { code?: string } | null)?.code;
+      if (
+        wait &&
+        (code === "55P03" || /lock timeout/i.test(String(err)))
+      ) {
+        return undefined;
+      }
+      throw err;
+    }
   }
 
   /** The oldest and newest ids kept (0 and 0 when there are none). */

@@ -13,10 +13,15 @@
  * @module
  */
 
+import { MoonbaseError } from "../errors.ts";
 import type { EventLog, StoredEvent } from "./event_log.ts";
 
 /** How long a gap may stay before the feed settles it (ms). */
 const GAP_WAIT_MS = 40;
+/** After this long, settling may wait for the lock (100 ms at most, ms). */
+const GAP_PATIENCE_MS = 2000;
+/** How long a first subscriber may wait for a settled start (ms). */
+const START_WAIT_MS = 3000;
 /** Poll period while notifications flow / while they do not (ms). */
 const POLL_SLOW_MS = 5000;
 const POLL_FAST_MS = 1000;
@@ -94,7 +99,7 @@ export class EventFeed {
 
   async #begin(): Promise<void> {
     if (this.#log.concurrent) {
-      this.#cursor = (await this.#log.final(0, 0)).max;
+      this.#cursor = (await this.#settle(0, 0, START_WAIT_MS)).max;
     } else {
       // Only ids known committed: a write group still open may fail.
       this.#cursor = this.#committed;
@@ -177,7 +182,16 @@ export class EventFeed {
       this.#retry(10);
       return false;
     }
-    const settled = await this.#log.final(this.#cursor, BATCH);
+    const settled = await this.#log.final(
+      this.#cursor,
+      BATCH,
+      now - this.#gapSince > GAP_PATIENCE_MS,
+    );
+    if (!settled) {
+      // A writer is still committing: it fills the gap or rolls back.
+      this.#retry(25);
+      return false;
+    }
     this.#gapSince = 0;
     if (!this.#running) return false;
     if (settled.events.length === 0) {
@@ -190,6 +204,27 @@ export class EventFeed {
       settled.events.length < BATCH ? Math.max(last, settled.max) : last,
     );
     return true;
+  }
+
+  /** `final`, tried until it gets the lock (at most `ms`, then 503). */
+  async #settle(
+    after: number,
+    limit: number,
+    ms: number,
+  ): Promise<{ events: StoredEvent[]; max: number }> {
+    const started = performance.now();
+    for (let pause = 5;; pause = Math.min(pause * 2, 100)) {
+      const spent = performance.now() - started;
+      const got = await this.#log.final(after, limit, spent > ms / 2);
+      if (got) return got;
+      if (spent > ms) {
+        throw new MoonbaseError(
+          "unavailable",
+          "Cannot subscribe now: a long write holds the event log; try again",
+        );
+      }
+      await new Promise((r) => setTimeout(r, pause));
+    }
   }
 
   #emit(events: StoredEvent[], upTo: number): void {

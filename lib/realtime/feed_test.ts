@@ -18,6 +18,7 @@ import { EventFeed } from "./feed.ts";
 
 const change = (id: string) => ({
   entity: "posts",
+  entityId: "posts",
   id,
   action: "create" as const,
   record: { id },

@@ -12,7 +12,7 @@ import { MoonbaseError } from "../errors.ts";
 import type { AuthValue } from "../caller.ts";
 import type { RecordData } from "../records/codec.ts";
 import type { StoredEvent } from "./event_log.ts";
-import type { EventLog } from "./event_log.ts";
+import { type EventLog, RETAIN_ROWS } from "./event_log.ts";
 import { Frame } from "./frames.ts";
 import type { Subscriber } from "./subscriber.ts";
 import type { Topic } from "./topics.ts";
@@ -29,6 +29,7 @@ export interface RealtimeLimits {
 /** Whether a caller sees a record through an operation (RecordService.sees). */
 export type Sees = (
   entity: string,
+  entityId: string,
   op: "list" | "get",
   auth: AuthValue,
   record: RecordData,
@@ -92,6 +93,25 @@ export class Hub {
   }
 
   /**
+   * What must hold before a stream starts: the topic limit and a running
+   * feed (a busy or unreachable database is an error answer, not a stream).
+   */
+  async prepare(sub: Subscriber, topics: readonly Topic[]): Promise<void> {
+    this.#checkLimit(sub, topics);
+    await this.#feed?.start();
+  }
+
+  #checkLimit(sub: Subscriber, topics: readonly Topic[]): void {
+    const added = topics.filter((t) => !sub.topics.has(t.key)).length;
+    if (sub.topics.size + added > this.limits.maxTopics) {
+      throw new MoonbaseError(
+        "invalid",
+        `Cannot subscribe: too many topics (at most ${this.limits.maxTopics})`,
+      );
+    }
+  }
+
+  /**
    * Adds checked topics to a subscriber. With `lastEventId` it first gets
    * the events of those topics it missed (or a reset when they are gone);
    * returns whether it was reset.
@@ -101,15 +121,7 @@ export class Hub {
     topics: readonly Topic[],
     lastEventId?: string,
   ): Promise<boolean> {
-    if (
-      sub.topics.size + topics.filter((t) => !sub.topics.has(t.key)).length >
-        this.limits.maxTopics
-    ) {
-      throw new MoonbaseError(
-        "invalid",
-        `Cannot subscribe: too many topics (at most ${this.limits.maxTopics})`,
-      );
-    }
+    this.#checkLimit(sub, topics);
     await this.#feed?.start();
     if (sub.closed) return false;
     // No await from here to the index: events after `position` reach it live.
@@ -141,7 +153,10 @@ export class Hub {
   /** The id to resume after, or -1 when the events after it are gone. */
   async #resumable(lastEventId: string, position: number): Promise<number> {
     const from = /^\d{1,15}$/.test(lastEventId) ? Number(lastEventId) : -1;
-    if (from < 0 || from > position) return -1;
+    // At most RETAIN_ROWS events back: a resume never scans more.
+    if (from < 0 || from > position || position - from > RETAIN_ROWS) {
+      return -1;
+    }
     const { min } = await this.#log.bounds();
     return (min > 0 ? from >= min : from === 0) ? from : -1;
   }
@@ -157,9 +172,14 @@ export class Hub {
     const entities = [...new Set(topics.map((t) => t.entity))];
     let after = from;
     while (!sub.closed && after < position) {
-      const events = await this.#log.read(after, position, 500, entities);
+      // Paced by the client: a page, then wait until it has read it.
+      await sub.sink.drain();
+      const events = await this.#log.read(after, position, 100, entities);
       if (events.length === 0) break;
-      for (const ev of events) sub.send(this.frameFor(sub, ev, only));
+      for (const ev of events) {
+        this.#cached = -1; // decided now, under the rules of now
+        sub.send(this.frameFor(sub, ev, only));
+      }
       after = events[events.length - 1].id;
     }
   }
@@ -175,6 +195,8 @@ export class Hub {
       const subs = this.#byEntity.get(ev.entity);
       if (!subs || subs.size === 0) continue;
       for (const sub of subs) sub.offer(ev, this.#frame);
+      // Decisions hold for one fan-out only: rules may change before the next.
+      this.#cached = -1;
     }
   }
 
@@ -199,7 +221,7 @@ export class Hub {
         const key = `${op}\0${which}\0${callerKey(sub.auth)}`;
         let ok = this.#seen.get(key);
         if (ok === undefined) {
-          ok = this.#sees(ev.entity, op, sub.auth, record);
+          ok = this.#sees(ev.entity, ev.entityId, op, sub.auth, record);
           this.#seen.set(key, ok);
         }
         return ok;

@@ -97,15 +97,14 @@ export class Realtime {
     this.feed.poke();
   }
 
-  /** Registers a connection and subscribes it (see `Hub.subscribe`). */
-  async open(
-    sub: Subscriber,
-    topics: readonly Topic[],
-    lastEventId?: string,
-  ): Promise<boolean> {
+  /**
+   * Registers a connection and checks what must hold before its stream
+   * starts (limits, a running feed); then `Hub.subscribe` fills it.
+   */
+  async open(sub: Subscriber, topics: readonly Topic[]): Promise<void> {
     this.hub.join(sub);
     try {
-      return await this.hub.subscribe(sub, topics, lastEventId);
+      await this.hub.prepare(sub, topics);
     } catch (err) {
       this.hub.leave(sub);
       throw err;

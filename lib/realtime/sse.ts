@@ -19,6 +19,7 @@ export class SseSink implements Sink {
   #onClose: () => void;
   readonly #limit: number;
   readonly #backlog: Backlog;
+  #waiting: (() => void)[] = [];
 
   /** `limit`: bytes that may wait; `onClose` runs once, however it ends. */
   constructor(limit: number, onClose: () => void) {
@@ -29,6 +30,8 @@ export class SseSink implements Sink {
       start: (c) => {
         this.#c = c;
       },
+      // Called whenever the queue is below the limit again.
+      pull: () => this.#wake(),
       cancel: () => this.#finish(),
     }, new ByteLengthQueuingStrategy({ highWaterMark: limit }));
     this.#write(sseRetry(2000));
@@ -74,9 +77,23 @@ export class SseSink implements Sink {
     this.#finish();
   }
 
+  drain(): Promise<void> {
+    if (this.#closed || (this.#c.desiredSize ?? 0) > 0) {
+      return Promise.resolve();
+    }
+    return new Promise((r) => this.#waiting.push(r));
+  }
+
+  #wake(): void {
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const w of waiting) w();
+  }
+
   #finish(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#wake();
     this.#onClose();
   }
 }

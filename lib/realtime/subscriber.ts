@@ -21,6 +21,8 @@ export interface Sink {
   ready(topics: string[], reset: boolean): void;
   /** Keeps the connection alive (SSE comment). */
   heartbeat(): void;
+  /** Resolves once what waits to be sent is below the limit (or it ended). */
+  drain(): Promise<void>;
   /** Ends the connection, telling why (`status` as an HTTP error would). */
   end(status: number, message: string): void;
 }

@@ -31,11 +31,16 @@ const STATUS: Record<string, number> = {
 export class WsSink implements Sink {
   readonly #socket: WebSocket;
   readonly #backlog: Backlog;
+  readonly #limit: number;
+  #onClose: () => void;
   #closed = false;
 
   /** `limit`: bytes that may wait unsent before the client counts as too slow. */
-  constructor(socket: WebSocket, limit: number) {
+  /** `onClose` runs once when it ends (the hub forgets it at once). */
+  constructor(socket: WebSocket, limit: number, onClose: () => void) {
     this.#socket = socket;
+    this.#limit = limit;
+    this.#onClose = onClose;
     this.#backlog = new Backlog(limit);
   }
 
@@ -61,6 +66,13 @@ export class WsSink implements Sink {
     // Deno pings WebSocket clients itself (idleTimeout).
   }
 
+  async drain(): Promise<void> {
+    while (
+      !this.#closed && this.#socket.readyState === WebSocket.OPEN &&
+      this.#socket.bufferedAmount > this.#limit
+    ) await new Promise((r) => setTimeout(r, 10));
+  }
+
   /** Sends an error message (the connection stays). */
   error(err: unknown): void {
     const e = err instanceof MoonbaseError
@@ -83,6 +95,8 @@ export class WsSink implements Sink {
       error: message,
     }));
     this.#closed = true;
+    // A client that never reads may never complete the close: forget it now.
+    this.#onClose();
     try {
       // 4000 + HTTP status: an application close code a client can read.
       this.#socket.close(4000 + status, message.slice(0, 120));

@@ -17,6 +17,8 @@ export type ChangeAction = "create" | "update" | "delete";
 /** One record's change. */
 export interface RecordChange {
   readonly entity: string;
+  /** The entity's id: names are reused after a delete or a rename, ids never. */
+  readonly entityId: string;
   readonly id: string;
   readonly action: ChangeAction;
   /** The record after the write (delete: as it was). Never the password. */

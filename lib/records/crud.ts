@@ -259,6 +259,7 @@ export async function insertRecord(
       await tx.run(insert(cols), [...cols.values()]);
       await opts.changed?.(tx, {
         entity: schema.name,
+        entityId: schema.id,
         id,
         action: "create",
         record,
@@ -350,6 +351,7 @@ export async function updateRecord(
       );
       await opts.changed?.(tx, {
         entity: schema.name,
+        entityId: schema.id,
         id,
         action: "update",
         record: next,

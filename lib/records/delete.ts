@@ -51,6 +51,7 @@ async function releaseRefs(
         const record = decodeRow(ref.schema, row, store.dialect);
         await changed(tx, {
           entity: ref.schema.name,
+          entityId: ref.schema.id,
           id: String(row.id),
           action: "update",
           record,
@@ -96,6 +97,7 @@ async function releaseRefs(
       deleted.push({ schema: ref.schema, record });
       await changed?.(tx, {
         entity: ref.schema.name,
+        entityId: ref.schema.id,
         id: childId,
         action: "delete",
         record,
@@ -140,6 +142,7 @@ export async function deleteRecord(
       await tx.run(`DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?`, [id]);
       await opts.changed?.(tx, {
         entity: schema.name,
+        entityId: schema.id,
         id,
         action: "delete",
         record,

@@ -163,12 +163,15 @@ export class RecordService {
    */
   sees(
     name: string,
+    entityId: string,
     op: "list" | "get",
     auth: AuthValue,
     record: RecordData,
   ): boolean {
     const entity = this.#registry.byName(name);
-    if (!isExposed(entity, name) || entity.type === "view") return false;
+    // The name may belong to another entity now (deleted, renamed).
+    if (!isExposed(entity, name) || entity.id !== entityId) return false;
+    if (entity.type === "view") return false;
     let d;
     try {
       d = authorize(entity, op, auth);

@@ -61,7 +61,7 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
       // but that write's event was never seen).
       d.name === "sqlite"
         ? `"id" INTEGER PRIMARY KEY`
-        : `"id" BIGSERIAL PRIMARY KEY`}, "entity" ${text} NOT NULL, "record_id" ${text} NOT NULL, "action" ${text} NOT NULL, "at" ${int} NOT NULL, "record" ${text} NOT NULL, "previous" ${text})`,
+        : `"id" BIGSERIAL PRIMARY KEY`}, "entity" ${text} NOT NULL, "entity_id" ${text} NOT NULL, "record_id" ${text} NOT NULL, "action" ${text} NOT NULL, "at" ${int} NOT NULL, "record" ${text} NOT NULL, "previous" ${text})`,
     ...createSql(ADMIN_SCHEMA, d).map((s) =>
       s.replace(/^CREATE (UNIQUE )?(TABLE|INDEX)/, "CREATE $1$2 IF NOT EXISTS")
     ),
