@@ -123,7 +123,10 @@ export interface Served {
   kill(): Promise<void>;
 }
 
-function collect(stream: ReadableStream<Uint8Array>, onText: () => void): {
+function collect(
+  stream: ReadableStream<Uint8Array<ArrayBuffer>>,
+  onText: () => void,
+): {
   text(): string;
   done: Promise<void>;
 } {

@@ -287,7 +287,7 @@ async function startLimitedCli(
     stderr: "piped",
   }).spawn();
   let out = "";
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
+  const pump = async (stream: ReadableStream<Uint8Array<ArrayBuffer>>) => {
     for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
       out += chunk;
     }
