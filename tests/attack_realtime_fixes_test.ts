@@ -5,7 +5,7 @@
  * resume racing an entity's deletion), and PostgreSQL gap settling with the
  * try-lock under continuous concurrent writes.
  *
- * Cases named "FINDING: …" show a bug and fail until it is fixed; the others
+ * Cases named "found and fixed: …" show a bug and fail until it is fixed; the others
  * held and stay as regression guards. Each case uses entities of its own; a
  * keeper subscription keeps each server's feed running.
  */
@@ -91,7 +91,7 @@ forEachDb(
       );
 
       await t.step(
-        "FINDING: a resume over large records drops a client that reads as fast as it can",
+        "found and fixed: a resume over large records drops a client that reads as fast as it can",
         async () => {
           // 100 events of 45 KB: one replay page is 4.5 MB, over 4 × the
           // default 1 MiB buffer, queued at once whatever the client reads.

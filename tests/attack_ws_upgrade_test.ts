@@ -260,7 +260,7 @@ Deno.test(
 );
 
 Deno.test(
-  "FINDING: a handler that fails after upgradeWebSocket gets a 500 and then a 101 on the same connection",
+  "found and fixed: a handler that fails after upgradeWebSocket never sends a 101 after its error",
   opts,
   async () => {
     const server = echoServer();
@@ -269,10 +269,10 @@ Deno.test(
       await c.write(enc.encode(upgradeHead("/throw") + "\r\n"));
       const r = await readFor(c, 1500);
       closeAll([c]);
-      // One answer: the error (a socket nobody returned must not open).
-      assert.equal(
-        r.text.match(/HTTP\/1\.1 /g)?.length,
-        1,
+      // At most one answer, never a 101: a socket nobody returned must not
+      // open (the connection was already handed over: it is closed bare).
+      assert.ok(
+        (r.text.match(/HTTP\/1\.1 /g)?.length ?? 0) <= 1,
         JSON.stringify(r.text.slice(0, 300)),
       );
       assert.doesNotMatch(r.text, /HTTP\/1\.1 101/);
@@ -320,7 +320,7 @@ async function refusedSocket(port: number): Promise<Deno.TcpConn> {
 }
 
 Deno.test(
-  "FINDING: a WebSocket the server closed stays open (descriptor and connection slot) while its client never answers the close",
+  "found and fixed: a WebSocket the server closed stays open (descriptor and connection slot) while its client never answers the close",
   opts,
   async () => {
     const mb = await moonbase({
@@ -341,6 +341,11 @@ Deno.test(
         await res.body?.cancel();
         return res.status;
       }, (err) => String(err));
+      // Each was cut off CLOSE_GRACE_MS after its own close: wait for the last.
+      const deadline = Date.now() + 3000;
+      while (connections(mb.server) > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
       const left = fds() - base;
       assert.deepEqual(
         { eof: r.eof, health: healthy, connections: connections(mb.server) },
@@ -356,7 +361,7 @@ Deno.test(
 );
 
 Deno.test(
-  "FINDING: app.stop hangs past its timeout while a WebSocket client does not answer the close",
+  "found and fixed: app.stop hangs past its timeout while a WebSocket client does not answer the close",
   opts,
   async () => {
     const mb = await moonbase();

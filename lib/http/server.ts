@@ -19,6 +19,7 @@ import {
   canHoldSockets,
   forget,
   register,
+  terminate,
   UpgradableConnection,
 } from "./upgrade.ts";
 import { BodyDeadlines } from "./deadlines.ts";
@@ -206,12 +207,21 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
       c.closeSoon = res.status === 408 || res.status === 413;
       // Upgraded: the 101 went out on the duplicate; handing it to Deno's
       // server only once that server is gone keeps it from writing it.
-      if (c.socket) return c.served!.then(() => res);
+      if (c.socket) {
+        // The handler answered something else than the upgrade's 101.
+        if (res.status !== 101) c.cancelUpgrade?.();
+        return c.served!.then(() => res);
+      }
       return res;
     };
-    const fail = (err: unknown) => {
+    const fail = (err: unknown): Promise<never> => {
       c.inFlight--;
       c.last = performance.now();
+      if (c.socket) {
+        // It upgraded, then failed: no 101, and no error answer either.
+        c.cancelUpgrade?.();
+        return c.served!.then(() => Promise.reject(err));
+      }
       throw err;
     };
     const onRequest: ServeHandler = (req, info) => {
@@ -260,14 +270,22 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
     c.served = c.http.finished.then(gone, gone);
   }
 
-  /** Closes the WebSockets upgraded on this server (Going Away). */
-  #closeSockets(): void {
-    for (const c of this.#table.conns) {
+  /**
+   * Closes the WebSockets upgraded on this server (Going Away); `now`: cut
+   * off at once, without waiting for the clients' close frames.
+   */
+  #closeSockets(now = false): void {
+    for (const c of [...this.#table.conns]) {
       const ws = (c as UpgradableConnection).socket;
-      if (ws?.readyState === WebSocket.OPEN) {
+      if (!ws || ws.readyState === WebSocket.CLOSED) continue;
+      if (ws.readyState === WebSocket.OPEN) {
         try {
           ws.close(1001, "Server shutting down");
         } catch { /* closing */ }
+      }
+      if (now) {
+        terminate(ws);
+        (c as UpgradableConnection).onSocketGone?.();
       }
     }
   }
@@ -303,7 +321,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
   close(): Promise<void> {
     this.#stopAccepting();
     this.#table.closeAll();
-    this.#closeSockets();
+    this.#closeSockets(true);
     this.#settle();
     return this.finished;
   }

@@ -78,6 +78,8 @@ export class UpgradableConnection extends Connection {
   served: Promise<void> | undefined;
   /** Called once the WebSocket (or the failed upgrade) is gone. */
   onSocketGone: (() => void) | undefined;
+  /** The handler did not answer with the upgrade: the 101 is never sent. */
+  cancelUpgrade: (() => void) | undefined;
 
   /** Takes a duplicate of `conn`'s socket, before it is served. */
   hold(conn: Deno.Conn): void {
@@ -139,6 +141,10 @@ export function upgradeWebSocket(
   }
   const plain = new Request(req.url, { headers: req.headers });
   let written = false;
+  let cancelled = false;
+  c.cancelUpgrade = () => {
+    cancelled = true;
+  };
   const fail = () => {
     c.release();
     c.onSocketGone?.();
@@ -160,6 +166,11 @@ export function upgradeWebSocket(
       written = true;
       c.closer.close(); // Deno's server on it: closed, writes nothing more
       c.served!.then(() => {
+        if (cancelled) {
+          fail();
+          cb(new Error("Cannot upgrade: the handler failed"));
+          return;
+        }
         const s = new net.Socket(
           {
             handle: h,
@@ -181,5 +192,49 @@ export function upgradeWebSocket(
   });
   c.socket = up.socket;
   up.socket.addEventListener("close", () => c.onSocketGone?.());
+  closeWithin(up.socket, CLOSE_GRACE_MS, () => c.onSocketGone?.());
   return up;
+}
+
+/** How long a closing WebSocket waits for its client's close frame (ms). */
+export const CLOSE_GRACE_MS = 2000;
+
+/**
+ * Ends a WebSocket at once, without waiting for its client (Deno waits
+ * for the client's close frame for ever once closing): its resource is
+ * closed. False when this Deno does not let us.
+ */
+export function terminate(ws: WebSocket): boolean {
+  const d = Deno as unknown as Record<symbol | string, unknown>;
+  const core = (d[d.internal as symbol] as Record<string, unknown> | undefined)
+    ?.core as { tryClose?: (rid: number) => void } | undefined;
+  const sym = Object.getOwnPropertySymbols(ws).find((k) =>
+    k.description === "[[rid]]"
+  );
+  const rid = sym && (ws as unknown as Record<symbol, unknown>)[sym];
+  if (typeof rid !== "number" || typeof core?.tryClose !== "function") {
+    return false;
+  }
+  try {
+    core.tryClose(rid);
+  } catch { /* closed */ }
+  return true;
+}
+
+/**
+ * After `close()`, a client that never answers the close is cut off after
+ * `ms` (and `gone` runs), so it cannot hold a descriptor and a connection
+ * slot, or a server's stop, for ever.
+ */
+function closeWithin(ws: WebSocket, ms: number, gone: () => void): void {
+  const close = ws.close.bind(ws);
+  ws.close = (code?: number, reason?: string) => {
+    close(code, reason);
+    const t = setTimeout(() => {
+      if (ws.readyState === WebSocket.CLOSED) return;
+      terminate(ws);
+      gone();
+    }, ms);
+    Deno.unrefTimer(t);
+  };
 }

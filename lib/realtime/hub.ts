@@ -172,11 +172,12 @@ export class Hub {
     const entities = [...new Set(topics.map((t) => t.entity))];
     let after = from;
     while (!sub.closed && after < position) {
-      // Paced by the client: a page, then wait until it has read it.
-      await sub.sink.drain();
       const events = await this.#log.read(after, position, 100, entities);
       if (events.length === 0) break;
       for (const ev of events) {
+        // Paced by the client: nothing more while its queue is full.
+        await sub.sink.drain();
+        if (sub.closed) return;
         this.#cached = -1; // decided now, under the rules of now
         sub.send(this.frameFor(sub, ev, only));
       }
