@@ -25,7 +25,9 @@ export function staleSchema(err: unknown): unknown {
 /** SQLITE_FULL: the disk, or the database's size limit, is full. */
 export function noSpace(err: unknown): boolean {
   const code = (err as { errcode?: number } | null)?.errcode;
-  return typeof code === "number" && (code & 0xff) === 13;
+  if (typeof code === "number") return (code & 0xff) === 13;
+  // `exec` (a COMMIT) throws without an errcode: SQLITE_FULL's message.
+  return err instanceof Error && /database or disk is full/.test(err.message);
 }
 
 /** How long a write that failed for lack of space keeps health on "full". */
