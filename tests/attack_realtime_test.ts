@@ -1,5 +1,5 @@
 /**
- * Attacks on realtime subscriptions (issue 17) over Server-Sent Events:
+ * Attacks on realtime subscriptions over Server-Sent Events:
  * data leaks through events, resumes and tokens, the write path, and two
  * PostgreSQL instances on one database. Cases named "found and fixed" found a bug
  * and fail until it is fixed; the others stay as regression guards. (The

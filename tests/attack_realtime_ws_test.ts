@@ -1,5 +1,5 @@
 /**
- * Attacks on realtime (issue 17), second part: the WebSocket endpoint, the
+ * Attacks on realtime, second part: the WebSocket endpoint, the
  * limits of streams (topics, Last-Event-ID, connections, slow readers,
  * large and costly resumes), a long write on PostgreSQL, and a database
  * that goes away while streaming. Cases named "found and fixed" found a bug and

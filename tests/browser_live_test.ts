@@ -1,5 +1,5 @@
 /**
- * The records table follows its entity live (issue 17 point 9), in
+ * The records table follows its entity live, in
  * Chromium, on SQLite and PostgreSQL: records created, updated and deleted
  * through the HTTP API appear, change and vanish without a reload (the
  * selection kept, a deleted selected row leaving it); with a filter only

@@ -1,5 +1,5 @@
 /**
- * Realtime lifecycle (issue 17, contract §5), black-box over HTTP: the SSE
+ * Realtime lifecycle, black-box over HTTP: the SSE
  * heartbeat; a stream ends within 2 s with a final `event: error` (status
  * 401) when its token is logged out, its user's password changes, its user
  * is deleted or its token expires; a client that stops reading is dropped;

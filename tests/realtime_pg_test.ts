@@ -1,5 +1,5 @@
 /**
- * Realtime across instances (issue 17, contract §7): two Moonbase instances
+ * Realtime across instances: two Moonbase instances
  * on ONE PostgreSQL database. A write on one reaches subscribers on the
  * other; interleaved and concurrent writes from both arrive at a subscriber
  * of each in the same, increasing id order, each exactly once (checked

@@ -1,5 +1,5 @@
 /**
- * Realtime over WebSocket (issue 17, contract §6), black-box: 501 without
+ * Realtime over WebSocket, black-box: 501 without
  * `webSocket: true`, 400 for a plain GET; the token in the URL or in the
  * first message; subscribe / unsubscribe / ready; event messages carrying
  * the SSE fields; refused subscribes and bad messages answered with an
