@@ -42,7 +42,7 @@ async function entity(
 /**
  * Schema changes of the concurrent cases one at a time: once under full
  * CI load two concurrent creates on PostgreSQL answered a 500, not seen
- * since in isolation (see the session note); this file tests realtime.
+ * since in isolation; this file tests realtime, not that race.
  */
 let schemaChain: Promise<unknown> = Promise.resolve();
 function oneAtATime<T>(fn: () => Promise<T>): Promise<T> {
