@@ -156,14 +156,30 @@ export class Sessions {
 
   /** Resolves the `Authorization` header (absent → guest; bad → 401). */
   async resolve(header: string | null, scope?: "file"): Promise<AuthValue> {
-    if (header === null || header === "") return GUEST;
+    return (await this.caller(header, scope)).auth;
+  }
+
+  /**
+   * Like `resolve`, with the token's claims (none for a guest): what a
+   * long-lived connection needs to end when its token does.
+   */
+  async caller(
+    header: string | null,
+    scope?: "file",
+  ): Promise<{ auth: AuthValue; claims: TokenClaims | undefined }> {
+    if (header === null || header === "") {
+      return { auth: GUEST, claims: undefined };
+    }
     const { claims, entity, user } = await this.session(header, scope);
     return {
-      id: claims.sub,
-      entity: entity.name,
-      type: entity.isSystem ? "admin" : "user",
-      user,
-      session: claims.jti,
+      auth: {
+        id: claims.sub,
+        entity: entity.name,
+        type: entity.isSystem ? "admin" : "user",
+        user,
+        session: claims.jti,
+      },
+      claims,
     };
   }
 

@@ -11,21 +11,13 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
+import { statusOf } from "../http/envelope.ts";
 import type { Frame } from "./frames.ts";
 import type { Sink, Subscriber } from "./subscriber.ts";
 import { Backlog } from "./backlog.ts";
 
 /** Largest message a client may send (bytes). */
 export const MAX_CLIENT_MESSAGE = 16 * 1024;
-
-/** Status codes of `MoonbaseError` codes, for error messages. */
-const STATUS: Record<string, number> = {
-  invalid: 400,
-  unauthenticated: 401,
-  forbidden: 403,
-  not_found: 404,
-  rate_limited: 429,
-};
 
 /** The WebSocket side of a subscriber. */
 export class WsSink implements Sink {
@@ -80,7 +72,7 @@ export class WsSink implements Sink {
       : new MoonbaseError("invalid", "Cannot handle the message");
     this.#send(JSON.stringify({
       type: "error",
-      status: STATUS[e.code] ?? 400,
+      status: e.status ?? statusOf(e.code),
       code: e.code,
       error: e.message,
     }));

@@ -37,3 +37,46 @@ export interface ChangeJournal {
   /** The write holding the changes up to `position` committed. */
   committed(position: number): void;
 }
+
+/** One write's use of a journal. */
+export interface WriteJournal {
+  /** In the write's transaction, for every record it changed (`OpOptions.changed`). */
+  changed(tx: Queryable, change: RecordChange): Promise<void>;
+  /** Once the write committed: announces the changes it appended. */
+  committed(): void;
+}
+
+/**
+ * A write's journal: `changed` appends and keeps the highest position,
+ * `committed` announces it (nothing when the write changed nothing).
+ * Undefined when the app keeps no journal.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { writeJournal } from "moonbase/lib/records/changes.ts";
+ * const seen: number[] = [];
+ * let n = 0;
+ * const w = writeJournal({ append: () => Promise.resolve(++n), committed: (p) => seen.push(p) })!;
+ * const change = { entity: "e", entityId: "e", id: "1", action: "create" as const, record: {} };
+ * await w.changed({} as never, change);
+ * await w.changed({} as never, change);
+ * w.committed();
+ * assert.deepEqual(seen, [2]);
+ * assert.equal(writeJournal(undefined), undefined);
+ * ```
+ */
+export function writeJournal(
+  journal: ChangeJournal | undefined,
+): WriteJournal | undefined {
+  if (!journal) return undefined;
+  let position = 0;
+  return {
+    changed: async (tx, change) => {
+      position = Math.max(position, await journal.append(tx, change));
+    },
+    committed: () => {
+      if (position > 0) journal.committed(position);
+    },
+  };
+}

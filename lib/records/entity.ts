@@ -44,16 +44,11 @@ import {
   writeHooks,
 } from "./entity_hooks.ts";
 import { fileNames } from "./file_values.ts";
+import { type WriteJournal, writeJournal } from "./changes.ts";
 import { current } from "./write_scope.ts";
 import { assertWritable } from "./access.ts";
 
 const libraryRules = new ExpressionRules();
-
-/** One write's use of the change journal. */
-interface WriteJournal {
-  changed: NonNullable<OpOptions["changed"]>;
-  committed(): void;
-}
 
 /**
  * An entity (table) with its schema and record operations.
@@ -372,23 +367,9 @@ export class Entity {
     );
   }
 
-  /**
-   * The change journal of one write (undefined for system entities, or
-   * when the app keeps none): `changed` in the transaction, `committed`
-   * once the write is durable.
-   */
+  /** The change journal of one write (none for system entities). */
   #journal(): WriteJournal | undefined {
-    const journal = this.#env.changes;
-    if (!journal || this.isSystem) return undefined;
-    let position = 0;
-    return {
-      changed: async (tx, change) => {
-        position = Math.max(position, await journal.append(tx, change));
-      },
-      committed: () => {
-        if (position > 0) journal.committed(position);
-      },
-    };
+    return this.isSystem ? undefined : writeJournal(this.#env.changes);
   }
 
   #access(): CallerAccess {
