@@ -20,15 +20,16 @@ const PROBLEM: Record<DatabaseState, string> = {
 };
 
 async function databaseState(core: Core): Promise<DatabaseState> {
+  // SQLite with no transaction open answers at once: no timer needed.
+  const now = core.storage.stateNow?.();
+  if (now !== undefined) return now;
+  const state = core.storage.state().catch((): DatabaseState => "unavailable");
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<DatabaseState>((r) =>
     timer = setTimeout(() => r("unavailable"), 1000)
   );
   try {
-    return await Promise.race([
-      core.storage.state().catch((): DatabaseState => "unavailable"),
-      timeout,
-    ]);
+    return await Promise.race([state, timeout]);
   } finally {
     clearTimeout(timer);
   }

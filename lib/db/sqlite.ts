@@ -359,6 +359,18 @@ export class SqliteStorage implements Storage {
     await this.query("SELECT 1 AS ok");
   }
 
+  stateNow(): DatabaseState | undefined {
+    if (this.#active) return undefined;
+    try {
+      this.#rows(this.#stmt("SELECT 1 AS ok"), []);
+    } catch {
+      this.#failed();
+      return "unavailable";
+    }
+    const full = this.#full && Date.now() - this.#fullAt < FULL_REPORTED_MS;
+    return full ? "full" : "ok";
+  }
+
   async state(): Promise<DatabaseState> {
     try {
       await this.ping();

@@ -93,6 +93,11 @@ export interface Storage extends Queryable {
    * write succeeds again), else `ok`.
    */
   state(): Promise<DatabaseState>;
+  /**
+   * The same, answered at once when that costs no waiting (SQLite with no
+   * transaction open); `undefined`: ask `state()`.
+   */
+  stateNow?(): DatabaseState | undefined;
   /** Closes every connection. */
   close(): Promise<void>;
 }

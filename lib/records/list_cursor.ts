@@ -74,6 +74,10 @@ export function callerOf(
     : `${auth.type}\0${auth.entity}\0${auth.id}`;
 }
 
+/** Recent digests by query: a page of a list is usually followed by more. */
+const digests = new Map<string, string>();
+const DIGESTS_KEPT = 512;
+
 /** Digest naming the query a cursor belongs to. */
 function queryDigest(
   entityId: string,
@@ -82,10 +86,14 @@ function queryDigest(
   caller: string,
 ): string {
   const sort = keys.map((k) => (k.desc ? "-" : "+") + k.field).join(",");
-  return createHash("sha256")
-    .update(JSON.stringify([entityId, sort, filter ?? null, caller]))
-    .digest("base64url")
-    .slice(0, 22);
+  const id = JSON.stringify([entityId, sort, filter ?? null, caller]);
+  let digest = digests.get(id);
+  if (digest === undefined) {
+    digest = createHash("sha256").update(id).digest("base64url").slice(0, 22);
+    if (digests.size >= DIGESTS_KEPT) digests.clear();
+    digests.set(id, digest);
+  }
+  return digest;
 }
 
 /** The query a cursor is sealed for. */
@@ -122,8 +130,13 @@ export function sealCursor(
   });
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const cipher = createCipheriv("aes-256-gcm", ctx.key, iv);
-  const body = Buffer.concat([cipher.update(json, "utf8"), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString("base64url");
+  const body = cipher.update(json, "utf8");
+  cipher.final(); // GCM is a stream cipher: final adds no bytes
+  const sealed = Buffer.allocUnsafe(28 + body.length);
+  sealed.set(iv, 0);
+  sealed.set(cipher.getAuthTag(), 12);
+  sealed.set(body, 28);
+  return sealed.toString("base64url");
 }
 
 function bad(message: string): never {
