@@ -18,8 +18,12 @@
  * @module
  */
 
-import type { Queryable, Row, Storage } from "../db/storage.ts";
-import type { ChangeAction, RecordChange } from "../records/changes.ts";
+import type { Queryable, Row, SqlValue, Storage } from "../db/storage.ts";
+import type {
+  ChangeAction,
+  RecordChange,
+  SqlStatement,
+} from "../records/changes.ts";
 import type { RecordData } from "../records/codec.ts";
 
 /** Events younger than this are kept (5 minutes). */
@@ -43,6 +47,11 @@ export interface StoredEvent {
   readonly record: RecordData;
   readonly previous?: RecordData;
 }
+
+const INSERT =
+  `INSERT INTO "mb_events" ("entity", "entity_id", "record_id", "action", "at", "record", "previous")`;
+const VALUES = "?, ?, ?, ?, ?, ?, ?";
+const HELD = `(SELECT pg_advisory_xact_lock_shared(${LOCK_KEY})) AS "held"`;
 
 const COLUMNS =
   `"id", "entity", "entity_id", "record_id", "action", "at", "record", "previous"`;
@@ -85,7 +94,33 @@ export class EventLog {
 
   /** Appends a change inside the write's transaction; returns its id. */
   async append(tx: Queryable, c: RecordChange): Promise<number> {
-    const values = [
+    // PostgreSQL: the shared lock comes before the id (see the module doc).
+    const rows = await tx.query(
+      this.#pg
+        ? `${INSERT} SELECT ${VALUES} FROM ${HELD} RETURNING "id"`
+        : `${INSERT} VALUES (${VALUES}) RETURNING "id"`,
+      this.#values(c),
+    );
+    return Number(rows[0].id);
+  }
+
+  /**
+   * PostgreSQL: `write` (an INSERT) and the append of its change as one
+   * statement (its own transaction), returning the change's `id`; the
+   * shared lock is taken before the id, as in `append`. SQLite: undefined
+   * (its writes share a transaction per turn anyway).
+   */
+  together(write: SqlStatement, c: RecordChange): SqlStatement | undefined {
+    if (!this.#pg) return undefined;
+    return {
+      sql:
+        `WITH "mb_write" AS (${write.sql} RETURNING 1) ${INSERT} SELECT ${VALUES} FROM ${HELD}, "mb_write" RETURNING "id"`,
+      params: [...write.params, ...this.#values(c)],
+    };
+  }
+
+  #values(c: RecordChange): SqlValue[] {
+    return [
       c.entity,
       c.entityId,
       c.id,
@@ -94,16 +129,6 @@ export class EventLog {
       JSON.stringify(c.record),
       c.previous === undefined ? null : JSON.stringify(c.previous),
     ];
-    const insert =
-      `INSERT INTO "mb_events" ("entity", "entity_id", "record_id", "action", "at", "record", "previous")`;
-    // PostgreSQL: the shared lock comes before the id (see the module doc).
-    const rows = await tx.query(
-      this.#pg
-        ? `${insert} SELECT ?, ?, ?, ?, ?, ?, ? FROM (SELECT pg_advisory_xact_lock_shared(${LOCK_KEY})) AS "held" RETURNING "id"`
-        : `${insert} VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING "id"`,
-      values,
-    );
-    return Number(rows[0].id);
   }
 
   /** Events with `after < id <= upTo`, oldest first, at most `limit`. */

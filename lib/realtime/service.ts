@@ -76,6 +76,7 @@ export class Realtime {
     const pg = env.storage.dialect.name === "postgres";
     this.journal = {
       append: (tx, change) => this.log.append(tx, change),
+      together: (write, change) => this.log.together(write, change),
       committed: (position) => {
         this.feed.committed(position);
         if (pg) this.#notify();

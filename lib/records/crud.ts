@@ -28,7 +28,7 @@ import {
 import { allFields } from "../schema/builtin.ts";
 import type { Where } from "./list_query.ts";
 import type { CursorContext } from "./list_cursor.ts";
-import type { RecordChange } from "./changes.ts";
+import type { FusedWrite, RecordChange, SqlStatement } from "./changes.ts";
 
 /** Hooks an operation may carry. */
 export interface OpOptions {
@@ -77,6 +77,11 @@ export interface OpOptions {
    * takes every write through a transaction.
    */
   changed?: (tx: Queryable, change: RecordChange) => Promise<void>;
+  /**
+   * A create with nothing to read first: its INSERT and the append of its
+   * change as one statement, where the journal can (see `changed`).
+   */
+  fuse?: (write: SqlStatement, change: RecordChange) => FusedWrite | undefined;
 }
 
 /** A relation field of some entity that points at another entity. */
@@ -233,14 +238,31 @@ export async function insertRecord(
     }) VALUES (${[...cols.keys()].map(() => "?").join(", ")})`;
   try {
     if (
-      !opts.check && !opts.before && !opts.changed &&
-      !hasRelationValue(schema, values)
+      !opts.check && !opts.before && !hasRelationValue(schema, values)
     ) {
       // Nothing to read first: one INSERT is atomic on its own (one round
-      // trip on PostgreSQL, no transaction lock on SQLite).
+      // trip on PostgreSQL, no transaction lock on SQLite), and so is one
+      // that appends its change too.
       const cols = columns(values);
-      await store.run(insert(cols), [...cols.values()]);
-      return decodeRow(schema, Object.fromEntries(cols), store.dialect);
+      const write = { sql: insert(cols), params: [...cols.values()] };
+      if (!opts.changed) {
+        await store.run(write.sql, write.params);
+        return decodeRow(schema, Object.fromEntries(cols), store.dialect);
+      }
+      const record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
+      const fused = opts.fuse?.(write, {
+        entity: schema.name,
+        entityId: schema.id,
+        id,
+        action: "create",
+        record,
+      });
+      if (fused) {
+        fused.done(
+          await store.query(fused.statement.sql, fused.statement.params),
+        );
+        return record;
+      }
     }
     return await store.transaction(async (tx) => {
       let cols = columns(values);

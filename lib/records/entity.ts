@@ -235,6 +235,7 @@ export class Entity {
       ...opts,
       before: hooks?.before ?? opts?.before,
       changed: journal?.changed,
+      fuse: journal?.fuse,
     });
     await settle(this.#base, hooks, () => {
       journal?.committed();
