@@ -84,7 +84,7 @@ async function createDatabaseOn(url: string): Promise<string> {
  * process is gone, any other at this worker's exit (or by `destroy()`).
  */
 async function start(
-  durable = false,
+  durable: boolean | "fsync" = false,
   given?: string,
 ): Promise<PgCluster> {
   const dir = given ?? await Deno.makeTempDir({ prefix: "mb_pg_" });
@@ -106,10 +106,16 @@ async function start(
   // A durable cluster keeps synchronous_commit on: an immediate stop then
   // loses nothing that was acknowledged. The shared cluster serves every
   // test file of the process (several at once with --parallel).
-  const opts =
-    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off${
+  // "fsync": PostgreSQL's defaults (the benchmark measures a real setup).
+  const safety = durable === "fsync"
+    ? ""
+    : ` -c fsync=off -c full_page_writes=off${
       durable ? "" : " -c synchronous_commit=off"
-    } -c full_page_writes=off -c max_connections=${given ? 400 : 200}`;
+    }`;
+  const opts =
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1${safety} -c max_connections=${
+      given ? 400 : 200
+    }`;
   let running = false;
   const up = async () => {
     await run([
@@ -290,4 +296,12 @@ export function startPostgres(): Promise<PgCluster> {
  */
 export function startOwnPostgres(): Promise<PgCluster> {
   return start(true);
+}
+
+/**
+ * Starts a cluster of the caller's own with PostgreSQL's default durability
+ * (fsync, full-page writes, synchronous commit): for the benchmark.
+ */
+export function startDurablePostgres(): Promise<PgCluster> {
+  return start("fsync");
 }
