@@ -60,6 +60,12 @@ export interface ListenOptions {
    * cap that follows the open-file limit is halved.
    */
   webSockets?: boolean;
+  /**
+   * Sets SO_REUSEPORT (Linux), so that several isolates or processes listen
+   * on one port and the kernel spreads connections between them. Needs
+   * `--unstable-net` in Deno 2.9 (deno.json sets it).
+   */
+  reusePort?: boolean;
 }
 
 /** A request handler. */
@@ -390,6 +396,7 @@ export function listen(
       port,
       hostname,
       signal: options.signal,
+      reusePort: options.reusePort,
       onListen: options.onListen ?? (() => {}),
     }, handler);
   }
@@ -404,7 +411,12 @@ export function listen(
       );
     }
   }
-  const listener = Deno.listen({ port, hostname, transport: "tcp" });
+  const listener = Deno.listen({
+    port,
+    hostname,
+    transport: "tcp",
+    ...(options.reusePort ? { reusePort: true } : {}),
+  });
   const server = new Server(
     listener,
     serveOn,
