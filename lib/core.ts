@@ -39,8 +39,7 @@ import type { EntityEnv } from "./records/entity_env.ts";
 import type { HttpExtensions } from "./http/middleware.ts";
 import type { RuleHelpers } from "./rules/evaluate.ts";
 import { EVENTS_CHANNEL, Realtime } from "./realtime/service.ts";
-import type { ChangeJournal } from "./records/changes.ts";
-import { PeerLink } from "./cluster/link.ts";
+import { announcedJournal, PeerLink } from "./cluster/link.ts";
 import { AnnouncedRevocations } from "./cluster/revocations.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
@@ -270,7 +269,9 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
           }),
       });
       await rt.start();
-      entityEnv.changes = peers ? announced(rt.journal, peers) : rt.journal;
+      entityEnv.changes = peers
+        ? announcedJournal(rt.journal, peers)
+        : rt.journal;
       // Another isolate's commit: on SQLite every id up to it is final.
       peers?.onEvents((position) => rt.feed.committed(position));
       instanceSync.on(EVENTS_CHANNEL, () => rt.notified());
@@ -330,15 +331,4 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     await storage.close().catch(() => {});
     throw err;
   }
-}
-
-/** `journal`, also telling the other isolates where each commit ends. */
-function announced(journal: ChangeJournal, peers: PeerLink): ChangeJournal {
-  return {
-    append: (tx, change) => journal.append(tx, change),
-    committed(position) {
-      journal.committed(position);
-      peers.announceEvents(position);
-    },
-  };
 }

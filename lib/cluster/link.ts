@@ -20,6 +20,8 @@
  * @module
  */
 
+import type { ChangeJournal } from "../records/changes.ts";
+
 /** What one isolate is told of the process it belongs to (structured-cloneable). */
 export interface PeerConfig {
   /** This isolate's index: 0 is the main one (start-up work, singletons). */
@@ -151,4 +153,18 @@ export class PeerLink {
     this.#handlers.clear();
     this.#channel.close();
   }
+}
+
+/** `journal`, also telling the other isolates where each commit ends. */
+export function announcedJournal(
+  journal: ChangeJournal,
+  peers: PeerLink,
+): ChangeJournal {
+  return {
+    append: (tx, change) => journal.append(tx, change),
+    committed(position) {
+      journal.committed(position);
+      peers.announceEvents(position);
+    },
+  };
 }
