@@ -53,7 +53,7 @@ for (const db of DATABASES) {
             hits: { who: string; at: number }[];
             claims: { tick: number; instance: string }[];
           };
-          assert(hits.length >= 3, `hits: ${JSON.stringify(hits)}`);
+          assert(hits.length >= 2, `hits: ${JSON.stringify(hits)}`);
           // Each claimed tick ran once; two isolates without claims would double it.
           assert(
             hits.length === claims.length ||
