@@ -105,8 +105,9 @@ export interface AppConfig {
   webSocket?: boolean;
   /**
    * Isolates `moonbase serve` answers from (default 1; 0: one per CPU core),
-   * each listening on the port with SO_REUSEPORT. Only the serve command
-   * reads it: `createApp` builds one isolate's app whatever it says.
+   * each listening on the port with SO_REUSEPORT. The serve command starts
+   * them; `createApp` builds one isolate's app whatever it says (only the
+   * default `poolSize` follows it).
    */
   workers?: number;
   /**
