@@ -11,7 +11,7 @@
 
 import { assert, assertEquals, DATABASES } from "./_server.ts";
 import { inLanes, startCluster, workersOf } from "./_workers_fixtures.ts";
-import { assertErrorExit, runCli } from "./_cli_fixtures.ts";
+import { assertErrorExit, HOST, runCli } from "./_cli_fixtures.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -159,6 +159,33 @@ for (const db of DATABASES) {
     },
   });
 }
+
+Deno.test({
+  ...opts,
+  name: "workers: a port in use is refused, even by another --workers process",
+  async fn() {
+    const c = await startCluster("sqlite");
+    const dir = await Deno.makeTempDir({ prefix: "mb_workers_other_" });
+    try {
+      const o = await runCli([
+        "serve",
+        "--port",
+        String(c.served.port),
+        "--host",
+        HOST,
+        "--workers",
+        "2",
+        "--dataDir",
+        dir,
+      ], { timeoutMs: 20_000 });
+      assertErrorExit(o, /in use/i);
+      assertEquals((await c.call("GET", "/api/v1/health")).status, 200);
+    } finally {
+      await c.kill();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
 
 Deno.test({
   ...opts,

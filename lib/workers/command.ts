@@ -28,6 +28,9 @@ export async function serveCommand(
   host: string,
 ): Promise<void> {
   const count = workerCount(config.workers);
+  // SO_REUSEPORT would let this process share a port another one (of the
+  // same user) listens on, splitting its traffic: make sure it is free.
+  if (count > 1 && port !== 0) portFree(port, host);
   const peers = count > 1 ? newPeerConfig(count, randomToken(24)) : undefined;
   const app = await createApp({ ...config, peers });
   keepServing(app);
@@ -96,4 +99,9 @@ export async function serveCommand(
   await server.finished;
   // The listener closes before the database and the logs do: wait for them.
   await stopped;
+}
+
+/** Throws (Deno's AddrInUse) when something listens on the port already. */
+function portFree(port: number, hostname: string): void {
+  Deno.listen({ port, hostname, transport: "tcp" }).close();
 }
