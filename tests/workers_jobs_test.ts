@@ -11,7 +11,7 @@
 
 import { assert, assertEquals, DATABASES } from "./_server.ts";
 import { inLanes, startCluster, workersOf } from "./_workers_fixtures.ts";
-import { assertErrorExit, HOST, runCli } from "./_cli_fixtures.ts";
+import { assertErrorExit, childEnv, HOST, runCli } from "./_cli_fixtures.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -182,6 +182,34 @@ Deno.test({
       assertEquals((await c.call("GET", "/api/v1/health")).status, 200);
     } finally {
       await c.kill();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  ...opts,
+  name: "workers: without --unstable-net, one line and exit 2",
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "mb_workers_flag_" });
+    try {
+      const args = ["serve", "--port", "0", "--workers", "2", "--dataDir", dir];
+      // --no-config: deno.json's "unstable": ["net"] does not apply.
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--no-config", "main.ts", ...args],
+        cwd: new URL("..", import.meta.url).pathname,
+        env: childEnv(),
+        clearEnv: true,
+        stdin: "null",
+      }).output();
+      const dec = new TextDecoder();
+      assertErrorExit({
+        code: out.code,
+        stdout: dec.decode(out.stdout),
+        stderr: dec.decode(out.stderr),
+        args,
+      }, /--unstable-net/);
+    } finally {
       await Deno.remove(dir, { recursive: true });
     }
   },

@@ -18,7 +18,7 @@ import { type AppConfig, workerCount } from "../config.ts";
 import { commandFor } from "../cli_hint.ts";
 import { newPeerConfig } from "../cluster/link.ts";
 import { randomToken } from "../ids.ts";
-import { keepServing, serveIsolate } from "./serve.ts";
+import { keepServing, needReusePort, serveIsolate } from "./serve.ts";
 import { Workers } from "./supervisor.ts";
 
 /** Serves until a signal (or a worker's death) stops the process. */
@@ -30,6 +30,7 @@ export async function serveCommand(
   const count = workerCount(config.workers);
   // SO_REUSEPORT would let this process share a port another one (of the
   // same user) listens on, splitting its traffic: make sure it is free.
+  if (count > 1) needReusePort();
   if (count > 1 && port !== 0) portFree(port, host);
   const peers = count > 1 ? newPeerConfig(count, randomToken(24)) : undefined;
   const app = await createApp({ ...config, peers });
@@ -83,7 +84,7 @@ export async function serveCommand(
   let stopped: Promise<void> | undefined;
   const stop = (code: number) => {
     stopped ??= Promise.all([workers?.stop(), app.stop(server)])
-      .then(() => Deno.exit(code));
+      .then(() => Deno.exit(code), () => Deno.exit(code || 1));
   };
   if (workers) {
     workers.onExit = (index, message) => {

@@ -28,26 +28,33 @@ export function serveIsolate(
   app: App,
   where: IsolateListen,
 ): Deno.HttpServer<Deno.NetAddr> {
+  if (where.shared) needReusePort();
   const handler: ServeHandler = where.shared
     ? isolateHandler(app)
     : (req, info) => app.handler(req, info);
-  try {
-    return listen(handler, {
-      port: where.port,
-      hostname: where.hostname,
-      reusePort: where.shared,
-      limits: limitsOf(app.config),
-      bodies: app.bodies,
-      webSockets: app.config.webSocket,
-      log: (level, message, data) => app.log[level](message, data),
-    });
-  } catch (err) {
-    if (where.shared && /unstable-net/.test(String(err))) {
-      throw new Error(
-        "Cannot serve from several workers: SO_REUSEPORT needs Deno's --unstable-net flag (deno.json sets it; add it to your own deno run)",
-      );
-    }
-    throw err;
+  return listen(handler, {
+    port: where.port,
+    hostname: where.hostname,
+    reusePort: where.shared,
+    limits: limitsOf(app.config),
+    bodies: app.bodies,
+    webSockets: app.config.webSocket,
+    log: (level, message, data) => app.log[level](message, data),
+  });
+}
+
+/**
+ * Throws unless this Deno lets `Deno.listen` set SO_REUSEPORT: Deno 2.9
+ * asks for `--unstable-net`, and without it ends the process (exit 70) at
+ * the first `reusePort` instead of throwing. The unstable network API is
+ * there exactly when the flag is.
+ */
+export function needReusePort(): void {
+  const d = Deno as unknown as Record<string, unknown>;
+  if (typeof d.listenDatagram !== "function") {
+    throw new Error(
+      "Cannot serve from several workers: SO_REUSEPORT needs Deno's --unstable-net flag (deno.json sets it; add it to your own deno run)",
+    );
   }
 }
 
