@@ -156,6 +156,16 @@ for (const db of DATABASES) {
                 assertEquals(workersOf([...writes, ...more]), ["0", "1"]);
               }
             }
+            const gone = await c.call("DELETE", "/api/v1/schemas/fresh_0", {
+              token: c.admin,
+            });
+            assertEquals(gone.status, 204, gone.text);
+            const after = await inLanes(
+              Array.from({ length: 8 }),
+              8,
+              () => c.call("GET", "/api/v1/entities/fresh_0"),
+            );
+            noFailure(after, 404, "the deleted entity");
           },
         );
 
@@ -203,6 +213,47 @@ for (const db of DATABASES) {
               seen.push(...after);
             }
             assertEquals(workersOf(seen), ["0", "1"]);
+          },
+        );
+
+        await t.step(
+          "a new password ends the other sessions on both",
+          async () => {
+            const email = "pw@example.com", first = "first-password-1";
+            const r = await c.call("POST", "/api/v1/entities/members", {
+              body: { email, password: first },
+              headers: { "x-forwarded-for": "10.9.3.1" },
+            });
+            assert(r.status === 201, `sign-up: ${r.status} ${r.text}`);
+            const login = (ip: string) =>
+              c.call("POST", "/api/v1/auth/members/login", {
+                body: { identity: email, password: first },
+                headers: { "x-forwarded-for": ip },
+              });
+            const [a, b] = [await login("10.9.3.2"), await login("10.9.3.3")];
+            assert(a.status === 200 && b.status === 200, "logins");
+            const change = await c.call(
+              "PATCH",
+              `/api/v1/entities/members/${r.data.id}`,
+              {
+                token: a.data.token,
+                body: { password: "second-password-2", oldPassword: first },
+              },
+            );
+            assertEquals(change.status, 200, change.text);
+            const use = (token: string) =>
+              inLanes(
+                Array.from({ length: 12 }),
+                12,
+                () => c.call("GET", "/api/v1/entities/members", { token }),
+              );
+            const [kept, ended] = [
+              await use(a.data.token),
+              await use(b.data.token),
+            ];
+            noFailure(kept, 200, "the session that changed it");
+            noFailure(ended, 401, "the other session");
+            assertEquals(workersOf(ended), ["0", "1"]);
           },
         );
 
