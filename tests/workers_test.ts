@@ -2,8 +2,9 @@
  * `moonbase serve --workers 2` (the real CLI, on SQLite and PostgreSQL):
  * both isolates answer; hundreds of concurrent creates and patches, each on
  * a connection of its own, land exactly once with no 5xx and no "locked";
- * a schema change through one isolate is in force on both at once; a
- * logged-out token is refused by both at once; the login throttle holds at
+ * a schema change (or deletion) through one isolate is in force on both at
+ * once; a logged-out token, and the other sessions of a user whose password
+ * changed, are refused by both at once; the login throttle holds at
  * its limit across isolates; a realtime subscriber gets the writes of both
  * isolates, in order; SIGTERM drains both and exits 0.
  *
