@@ -41,6 +41,7 @@ import type { RuleHelpers } from "./rules/evaluate.ts";
 import { EVENTS_CHANNEL, Realtime } from "./realtime/service.ts";
 import { announcedJournal, PeerLink } from "./cluster/link.ts";
 import { AnnouncedRevocations } from "./cluster/revocations.ts";
+import { SharedSetupGate } from "./cluster/setup_gate.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** Moonbase's version (from deno.json). */
@@ -302,7 +303,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       startedAt: Date.now(),
       now: clock.now,
       setupToken,
-      setupGate: new SetupGate(),
+      setupGate: peers ? new SharedSetupGate(peers) : new SetupGate(),
       bodies: new BodyDeadlines({
         idleMs: config.bodyTimeout * 1000,
         totalMs: config.bodyDeadline * 1000,

@@ -160,6 +160,37 @@ for (const db of DATABASES) {
   });
 }
 
+for (const db of DATABASES) {
+  Deno.test({
+    ...opts,
+    name: `workers (${db}): concurrent setups on both isolates make one admin`,
+    async fn() {
+      const c = await startCluster(db, { unclaimed: true });
+      try {
+        const token = /setup\?token=(\S+)/.exec(c.served.stdout())![1];
+        const tries = await Promise.all(
+          Array.from(
+            { length: 8 },
+            (_, i) =>
+              c.call("POST", "/api/v1/sys/admins/setup", {
+                token,
+                body: {
+                  email: `a${i}@example.com`,
+                  password: "root-password-1",
+                },
+              }),
+          ),
+        );
+        const made = tries.filter((r) => r.status === 201).length;
+        assertEquals(made, 1, tries.map((r) => r.status).join(" "));
+        assert(tries.every((r) => r.status === 201 || r.status === 403));
+      } finally {
+        await c.kill();
+      }
+    },
+  });
+}
+
 Deno.test({
   ...opts,
   name: "workers: a port in use is refused, even by another --workers process",

@@ -40,6 +40,8 @@ export interface PeerConfig {
 export type ChangeKind = "schemas" | "revocations";
 const SLOT: Record<ChangeKind, number> = { schemas: 0, revocations: 1 };
 const SLOTS = 2;
+/** The slot of the process-wide lock (`exclusive`), after the counters. */
+const LOCK = SLOTS;
 
 /** A message between isolates. */
 type News =
@@ -72,7 +74,7 @@ export function newPeerConfig(
   return {
     index: 0,
     count,
-    shared: new SharedArrayBuffer(SLOTS * Int32Array.BYTES_PER_ELEMENT),
+    shared: new SharedArrayBuffer((SLOTS + 1) * Int32Array.BYTES_PER_ELEMENT),
     channel: `moonbase-peers-${crypto.randomUUID()}`,
     setupToken,
   };
@@ -146,6 +148,24 @@ export class PeerLink {
   /** Records that everything counted in `now` has been read. */
   caughtUp(now: Int32Array): void {
     this.#seen.set(now);
+  }
+
+  /**
+   * Runs `task` while no other isolate of the process runs one (a lock in
+   * the shared buffer; waiting does not block the thread). An isolate that
+   * dies holding it ends the process anyway (supervisor.ts).
+   */
+  async exclusive<T>(task: () => Promise<T>): Promise<T> {
+    while (Atomics.compareExchange(this.#counters, LOCK, 0, 1) !== 0) {
+      const wait = Atomics.waitAsync(this.#counters, LOCK, 1, 1000);
+      if (wait.async) await wait.value;
+    }
+    try {
+      return await task();
+    } finally {
+      Atomics.store(this.#counters, LOCK, 0);
+      Atomics.notify(this.#counters, LOCK);
+    }
   }
 
   /** Leaves the channel. */
