@@ -308,7 +308,11 @@ export class SqliteStorage implements Storage {
     while (this.#active) await this.#active;
     // Statements outside any transaction (DDL, pragmas): commit the group first.
     if (this.#group) this.#commit(this.#group);
-    this.#db.exec(sql);
+    try {
+      this.#db.exec(sql);
+    } catch (err) {
+      throw busyError(err) ?? err; // other failures stay the driver's own
+    }
     this.#cache.clear();
   }
 
