@@ -71,7 +71,9 @@ export interface AppConfig {
   /**
    * Most connections open at once (default 1024, lowered below the
    * open-file limit on Linux). At the cap the idlest connection is closed
-   * to make room, or new connections wait in the listen backlog.
+   * to make room, or new connections wait in the listen backlog. With
+   * several `workers` it is the process's cap: each isolate takes its share
+   * (rounded up), as they share the process's descriptors.
    */
   maxConnections?: number;
   /**
@@ -107,7 +109,7 @@ export interface AppConfig {
    * Isolates `moonbase serve` answers from (default 1; 0: one per CPU core),
    * each listening on the port with SO_REUSEPORT. The serve command starts
    * them; `createApp` builds one isolate's app whatever it says (only the
-   * default `poolSize` follows it).
+   * default `poolSize` and the share of `maxConnections` follow it).
    */
   workers?: number;
   /**
@@ -174,7 +176,10 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     bodyTimeout: c.bodyTimeout ?? 30,
     bodyDeadline: c.bodyDeadline ?? 600,
     bodyMinRate: c.bodyMinRate ?? 500,
-    maxConnections: c.maxConnections ?? defaultMaxConnections(),
+    // The process's cap (its descriptors are shared), split among the workers.
+    maxConnections: Math.ceil(
+      (c.maxConnections ?? defaultMaxConnections()) / workerCount(c.workers),
+    ),
     realtime: c.realtime ?? true,
     realtimeMaxTopics: c.realtimeMaxTopics ?? 100,
     realtimeMaxConnections: c.realtimeMaxConnections ?? 20,
