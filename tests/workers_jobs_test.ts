@@ -11,6 +11,7 @@
 
 import { assert, assertEquals, DATABASES } from "./_server.ts";
 import { inLanes, startCluster, workersOf } from "./_workers_fixtures.ts";
+import { resolveConfig } from "../lib/config.ts";
 import { assertErrorExit, childEnv, HOST, runCli } from "./_cli_fixtures.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -255,4 +256,13 @@ Deno.test({
       assertErrorExit(o, /--workers/);
     }
   },
+});
+
+Deno.test("workers: the connection cap and the pool are shared out", () => {
+  const two = resolveConfig({ workers: 2, maxConnections: 5, poolSize: 7 });
+  assertEquals([two.workers, two.maxConnections, two.poolSize], [2, 3, 7]);
+  const one = resolveConfig({ maxConnections: 5 });
+  assertEquals([one.workers, one.maxConnections], [1, 5]);
+  const many = resolveConfig({ workers: 64 });
+  assert(many.poolSize === 2, "at least 2 connections an isolate");
 });
