@@ -45,7 +45,6 @@ export class InstanceSync {
   #pace: PollPace | undefined;
   #channels = new Map<string, (payload: string) => void>();
   #peers: PeerLink | undefined;
-  #catching: Promise<void> | undefined;
 
   /**
    * Wires the services (`peers`: the other isolates of this process);
@@ -74,25 +73,11 @@ export class InstanceSync {
   }
 
   #catchUpPeers(): Promise<void> {
-    this.#catching ??= (async () => {
-      const peers = this.#peers!;
-      try {
-        while (peers.behind()) {
-          const now = peers.counters();
-          await Promise.all(
-            peers.changed(now).map((kind) =>
-              kind === "schemas"
-                ? this.#schemas.refreshIfChanged()
-                : this.#revocations.poll()
-            ),
-          );
-          peers.caughtUp(now);
-        }
-      } finally {
-        this.#catching = undefined;
-      }
-    })();
-    return this.#catching;
+    return this.#peers!.catchUp((kind) =>
+      kind === "schemas"
+        ? this.#schemas.refreshIfChanged()
+        : this.#revocations.poll()
+    );
   }
 
   /**

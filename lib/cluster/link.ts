@@ -88,6 +88,7 @@ export class PeerLink {
   readonly #seen: Int32Array;
   readonly #channel: BroadcastChannel;
   readonly #handlers = new Map<string, (news: News) => void>();
+  #catching: Promise<void> | undefined;
 
   /** Joins the process's counters and channel. */
   constructor(config: PeerConfig) {
@@ -148,6 +149,50 @@ export class PeerLink {
   /** Records that everything counted in `now` has been read. */
   caughtUp(now: Int32Array): void {
     this.#seen.set(now);
+  }
+
+  /**
+   * Reads (with `read`, once per kind that moved) what the other isolates
+   * changed, until nothing counted is left unread. Calls made meanwhile
+   * share the run in progress, which also reads what is counted while it
+   * runs.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { newPeerConfig, PeerLink } from "moonbase/lib/cluster/link.ts";
+   * const config = newPeerConfig(2, undefined);
+   * const a = new PeerLink(config);
+   * const b = new PeerLink({ ...config, index: 1 });
+   * const read: string[] = [];
+   * const reader = (kind: string) => Promise.resolve(void read.push(kind));
+   * await b.catchUp(reader); // nothing counted: nothing read
+   * a.announce("revocations");
+   * await b.catchUp(reader);
+   * assert.deepEqual(read, ["revocations"]);
+   * assert.equal(b.behind(), false);
+   * a.close();
+   * b.close();
+   * ```
+   */
+  catchUp(read: (kind: ChangeKind) => Promise<void>): Promise<void> {
+    if (!this.#catching) {
+      // Cleared in `finally`, which always runs after this assignment (a
+      // run with nothing to read settles without awaiting anything).
+      const run: Promise<void> = this.#readAll(read).finally(() => {
+        if (this.#catching === run) this.#catching = undefined;
+      });
+      this.#catching = run;
+    }
+    return this.#catching;
+  }
+
+  async #readAll(read: (kind: ChangeKind) => Promise<void>): Promise<void> {
+    while (this.behind()) {
+      const now = this.counters();
+      await Promise.all(this.changed(now).map(read));
+      this.caughtUp(now);
+    }
   }
 
   /**
