@@ -5,20 +5,20 @@
  */
 
 import { parseArgs } from "node:util";
-import { createApp, VERSION } from "./mod.ts";
+import { VERSION } from "./mod.ts";
 import { type AppConfig, publicDirProblem } from "./lib/config.ts";
 import { createCore, hasAdmin } from "./lib/core.ts";
 import { StorageUnavailableError } from "./lib/db/storage.ts";
 import { MoonbaseError } from "./lib/errors.ts";
 import { removeAdmin } from "./lib/auth/admins.ts";
 import { isLevel } from "./lib/logs/types.ts";
-import { commandFor } from "./lib/cli_hint.ts";
+import { serveCommand } from "./lib/workers/command.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
 
 Usage:
-  moonbase [options] serve [--port 7070] [--host 0.0.0.0]
+  moonbase [options] serve [--port 7070] [--host 0.0.0.0] [--workers 1]
   moonbase [options] admins --add <email> <password>
   moonbase [options] admins --ls
   moonbase [options] admins --rm <email|id>
@@ -26,6 +26,8 @@ Usage:
 Options:
   --port <port>            listening port (default 7070; 0 picks a free port)
   --host <host>            bind address (default 0.0.0.0)
+  --workers <n|auto>       isolates serving on the port (default 1; auto or 0:
+                           one per CPU core)
   --dev                    development mode (readable logs)
   --database <kind>        PSQL for PostgreSQL (default: SQLite in --dataDir)
   --connection <url>       PostgreSQL connection URL (with --database PSQL)
@@ -120,6 +122,7 @@ export function parseCli(args: string[]): Cli {
       options: {
         port: { type: "string" },
         host: { type: "string" },
+        workers: { type: "string" },
         dev: { type: "boolean" },
         database: { type: "string" },
         connection: { type: "string" },
@@ -210,55 +213,10 @@ export function parseCli(args: string[]): Cli {
     ),
     realtimeHeartbeat: int(v.realtimeHeartbeat, "realtimeHeartbeat", 1, 30),
     webSocket: v.websocket,
+    workers: v.workers === "auto" ? 0 : int(v.workers, "workers", 0, 256),
   };
   const port = int(v.port, "port", 0, 65535) ?? 7070;
   return { command, rest, values: v, config, port, host: v.host ?? "0.0.0.0" };
-}
-
-async function serve(
-  config: AppConfig,
-  port: number,
-  host: string,
-): Promise<void> {
-  const app = await createApp(config);
-  // The server process is Moonbase's own: no stray rejection may end it.
-  globalThis.addEventListener("unhandledrejection", (e) => {
-    e.preventDefault();
-    const err = e.reason;
-    app.log.error("unhandled rejection", {
-      stack: err instanceof Error ? err.stack ?? err.message : String(err),
-    });
-  });
-  for (const n of app.notices) console.error(n);
-  const server = await app.serve({ port, hostname: host });
-  const shown = host === "0.0.0.0" ? "localhost" : host;
-  const base = `http://${shown}:${server.addr.port}`;
-  const db = app.storage.dialect.name === "sqlite"
-    ? `SQLite in ${app.config.dataDir}`
-    : "PostgreSQL";
-  console.log(`Moonbase ${VERSION} listening on ${base} (${db})`);
-  app.log.info("started", {
-    version: VERSION,
-    port: server.addr.port,
-    database: app.storage.dialect.name,
-  });
-  if (app.setupToken) {
-    console.log(
-      `No admin yet. Create one at ${base}/mb/setup?token=${app.setupToken}`,
-    );
-    console.log(
-      `  or: ${commandFor("admins --add <email> <password>", config)}`,
-    );
-  }
-  let stopped: Promise<void> | undefined;
-  const stop = () => {
-    stopped ??= app.stop(server).then(() => Deno.exit(0));
-  };
-  Deno.addSignalListener("SIGINT", stop);
-  Deno.addSignalListener("SIGTERM", stop);
-  await server.finished;
-  // The listener closes before the database and the logs do: wait for them.
-  await stopped;
 }
 
 async function admins(
@@ -319,7 +277,7 @@ export async function main(args: string[]): Promise<number> {
       return 0;
     }
     if (cli.command === "serve" && cli.rest.length === 0) {
-      await serve(cli.config, cli.port, cli.host);
+      await serveCommand(cli.config, cli.port, cli.host);
       return 0;
     }
     if (cli.command === "admins") {

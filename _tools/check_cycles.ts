@@ -25,11 +25,11 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["lib/schema"],
   ["lib/records"],
   ["lib/auth", "lib/files", "lib/logs"],
-  ["lib/config.ts", "lib/sync.ts", "lib/realtime"],
+  ["lib/config.ts", "lib/sync.ts", "lib/realtime", "lib/cluster"],
   ["lib/core.ts"],
   ["lib/extend"],
   ["routes"],
-  ["mod.ts", "main.ts"],
+  ["mod.ts", "main.ts", "lib/workers"],
 ];
 
 const ROOTS = ["lib", "routes", "mod.ts", "main.ts"];

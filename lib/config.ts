@@ -6,6 +6,7 @@
 
 import { MoonbaseError } from "./errors.ts";
 import { defaultMaxConnections } from "./http/limits.ts";
+import type { PeerConfig } from "./cluster/link.ts";
 
 /** Options of `createApp` (every CLI option has one). */
 export interface AppConfig {
@@ -36,7 +37,8 @@ export interface AppConfig {
   /** Print nothing at start. */
   quiet?: boolean;
   /**
-   * PostgreSQL pool size (default: CPU cores, at least 2, at most 10). Fewer
+   * PostgreSQL pool size of each isolate (default: CPU cores, at most 10,
+   * divided among the `workers`, at least 2). Fewer
    * connections carry more pipelined queries per socket write; measured on 2
    * cores, 2 connections served ~30% more than 10.
    */
@@ -69,7 +71,9 @@ export interface AppConfig {
   /**
    * Most connections open at once (default 1024, lowered below the
    * open-file limit on Linux). At the cap the idlest connection is closed
-   * to make room, or new connections wait in the listen backlog.
+   * to make room, or new connections wait in the listen backlog. With
+   * several `workers` it is the process's cap: each isolate takes its share
+   * (rounded up), as they share the process's descriptors.
    */
   maxConnections?: number;
   /**
@@ -101,6 +105,18 @@ export interface AppConfig {
    * open-file limit is halved; every connection limit stays enforced.
    */
   webSocket?: boolean;
+  /**
+   * Isolates `moonbase serve` answers from (default 1; 0: one per CPU core),
+   * each listening on the port with SO_REUSEPORT. The serve command starts
+   * them; `createApp` builds one isolate's app whatever it says (only the
+   * default `poolSize` and the share of `maxConnections` follow it).
+   */
+  workers?: number;
+  /**
+   * Internal (the serve command with several workers): this isolate's place
+   * in the process. Not a CLI option.
+   */
+  peers?: PeerConfig;
 }
 
 /** Config with every default applied. */
@@ -108,10 +124,16 @@ export type ResolvedConfig =
   & Required<
     Omit<
       AppConfig,
-      "connection" | "publicDir" | "jwtSecret" | "clock" | "scriptLoader"
+      | "connection"
+      | "publicDir"
+      | "jwtSecret"
+      | "clock"
+      | "scriptLoader"
+      | "peers"
     >
   >
   & {
+    peers?: PeerConfig;
     clock?: () => number;
     scriptLoader?: "file" | "source";
     connection?: string;
@@ -137,8 +159,14 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     clock: c.clock,
     scriptLoader: c.scriptLoader,
     quiet: c.quiet ?? false,
-    poolSize: c.poolSize ??
-      Math.max(2, Math.min(10, navigator.hardwareConcurrency || 2)),
+    // Several workers: each isolate has a pool; they share the default.
+    poolSize: c.poolSize ?? Math.max(
+      2,
+      Math.ceil(
+        Math.min(10, navigator.hardwareConcurrency || 2) /
+          workerCount(c.workers),
+      ),
+    ),
     statementTimeout: c.statementTimeout ?? 30,
     logLevel: c.logLevel ?? "info",
     logRetentionDays: c.logRetentionDays ?? 7,
@@ -148,14 +176,38 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     bodyTimeout: c.bodyTimeout ?? 30,
     bodyDeadline: c.bodyDeadline ?? 600,
     bodyMinRate: c.bodyMinRate ?? 500,
-    maxConnections: c.maxConnections ?? defaultMaxConnections(),
+    // The process's cap (its descriptors are shared), split among the workers.
+    maxConnections: Math.ceil(
+      (c.maxConnections ?? defaultMaxConnections()) / workerCount(c.workers),
+    ),
     realtime: c.realtime ?? true,
     realtimeMaxTopics: c.realtimeMaxTopics ?? 100,
     realtimeMaxConnections: c.realtimeMaxConnections ?? 20,
     realtimeHeartbeat: c.realtimeHeartbeat ?? 15,
     realtimeBuffer: c.realtimeBuffer ?? 1024 * 1024,
     webSocket: c.webSocket ?? false,
+    workers: workerCount(c.workers),
+    peers: c.peers,
   };
+}
+
+/**
+ * The number of isolates `workers` asks for: 1 by default, one per CPU core
+ * for 0.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { workerCount } from "moonbase/lib/config.ts";
+ * assert.equal(workerCount(undefined), 1);
+ * assert.equal(workerCount(3), 3);
+ * assert.equal(workerCount(0), navigator.hardwareConcurrency || 1);
+ * ```
+ */
+export function workerCount(workers: number | undefined): number {
+  if (workers === undefined) return 1;
+  if (workers === 0) return navigator.hardwareConcurrency || 1;
+  return workers;
 }
 
 /**

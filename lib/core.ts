@@ -39,6 +39,9 @@ import type { EntityEnv } from "./records/entity_env.ts";
 import type { HttpExtensions } from "./http/middleware.ts";
 import type { RuleHelpers } from "./rules/evaluate.ts";
 import { EVENTS_CHANNEL, Realtime } from "./realtime/service.ts";
+import { announcedJournal, PeerLink } from "./cluster/link.ts";
+import { AnnouncedRevocations } from "./cluster/revocations.ts";
+import { SharedSetupGate } from "./cluster/setup_gate.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** Moonbase's version (from deno.json). */
@@ -54,7 +57,10 @@ export interface Core {
   /** Seals list cursors (derived from the JWT secret). */
   readonly cursorKey: CursorKey;
   readonly limiter: LoginLimiter;
-  /** Revocations and schema changes from other instances (LISTEN/NOTIFY + polls). */
+  /**
+   * Revocations and schema changes from other instances (LISTEN/NOTIFY +
+   * polls) and from the other isolates of this process (`sync.fresh()`).
+   */
   readonly sync: InstanceSync;
   readonly files: FileStore;
   readonly log: Logger;
@@ -126,6 +132,10 @@ export async function hasAdmin(storage: Storage): Promise<boolean> {
 /**
  * Opens storage, creates system tables, loads schemas and the JWT secret.
  *
+ * With `peers` (the serve command's isolates), the start-up work and the
+ * singletons run in isolate 0 only: system tables, the log pruner, the
+ * orphan file sweep and the setup token (the others get isolate 0's).
+ *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
@@ -138,12 +148,17 @@ export async function hasAdmin(storage: Storage): Promise<boolean> {
 export async function createCore(options: AppConfig = {}): Promise<Core> {
   const config = resolveConfig(options);
   const storage = await openStorage(config);
+  // Isolate 0 (or the only one) does the start-up work and runs the singletons.
+  const first = (config.peers?.index ?? 0) === 0;
+  const peers = (config.peers?.count ?? 1) > 1
+    ? new PeerLink(config.peers!)
+    : undefined;
   let logStorage: Storage | undefined;
   let sync: InstanceSync | undefined;
   let dbClock: DbClock | undefined;
   let realtime: Realtime | undefined;
   try {
-    await ensureSystemTables(storage);
+    if (first) await ensureSystemTables(storage);
     // Logs never share the request path's connections: on SQLite a file of
     // their own (written by a worker), on PostgreSQL one connection of their
     // own (a batch insert must not hold one of the pool's few connections).
@@ -164,14 +179,16 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     );
     const prune = () =>
       logs.prune(config.logRetentionDays, config.logMaxRows).catch(() => {});
-    await prune();
-    const pruner = setInterval(prune, 60_000);
+    if (first) await prune();
+    const pruner = first ? setInterval(prune, 60_000) : undefined;
     const files = new FileStore(config.dataDir);
     const helpers = new Map<string, (...args: unknown[]) => unknown>();
     // One time base for every instance on the database: its clock.
     const clock = dbClock = new DbClock(storage, config.clock);
     await clock.start();
-    const revocations = new Revocations(storage, clock.now);
+    const revocations = peers
+      ? new AnnouncedRevocations(storage, clock.now, peers)
+      : new Revocations(storage, clock.now);
     await revocations.start();
     const entityEnv: EntityEnv = {
       files,
@@ -195,11 +212,13 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       log.warn(`view ${v.name} is not served: ${v.problem}`, { view: v.name });
     }
     // Another instance on the same PostgreSQL may have uploads in flight: spare recent files.
-    await sweepAll(
-      schemas,
-      files,
-      storage.dialect.name === "postgres" ? 15 * 60_000 : 0,
-    );
+    if (first) {
+      await sweepAll(
+        schemas,
+        files,
+        storage.dialect.name === "postgres" ? 15 * 60_000 : 0,
+      );
+    }
     const notices: string[] = [];
     const secret = await resolveSecret(
       config.dataDir,
@@ -214,7 +233,12 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
         }. Set MB_JWT_SECRET in production.`,
       );
     }
-    const instanceSync = sync = new InstanceSync(storage, schemas, revocations);
+    const instanceSync = sync = new InstanceSync(
+      storage,
+      schemas,
+      revocations,
+      peers,
+    );
     const rules = new ExpressionRules(
       helpers as RuleHelpers,
       (err) =>
@@ -246,13 +270,19 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
           }),
       });
       await rt.start();
-      entityEnv.changes = rt.journal;
+      entityEnv.changes = peers
+        ? announcedJournal(rt.journal, peers)
+        : rt.journal;
+      // Another isolate's commit: on SQLite every id up to it is final.
+      peers?.onEvents((position) => rt.feed.committed(position));
       instanceSync.on(EVENTS_CHANNEL, () => rt.notified());
     }
     await instanceSync.start(config.connection);
     const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
     const sessions = new Sessions(signer, schemas, storage, revocations);
-    const setupToken = (await hasAdmin(storage)) ? undefined : randomToken(24);
+    const setupToken = (await hasAdmin(storage))
+      ? undefined
+      : config.peers?.setupToken ?? randomToken(24);
     return {
       config,
       storage,
@@ -273,7 +303,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       startedAt: Date.now(),
       now: clock.now,
       setupToken,
-      setupGate: new SetupGate(),
+      setupGate: peers ? new SharedSetupGate(peers) : new SetupGate(),
       bodies: new BodyDeadlines({
         idleMs: config.bodyTimeout * 1000,
         totalMs: config.bodyDeadline * 1000,
@@ -283,6 +313,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
       async close() {
         realtime?.close();
         await instanceSync.close();
+        peers?.close();
         clock.close();
         clearInterval(pruner);
         log.info("stopped");
@@ -295,6 +326,7 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
   } catch (err) {
     realtime?.close();
     await sync?.close();
+    peers?.close();
     dbClock?.close();
     await logStorage?.close().catch(() => {});
     await storage.close().catch(() => {});

@@ -7,6 +7,10 @@
  * Without a listener (SQLite, or PostgreSQL before the listener is up) the
  * polls run at their fast pace.
  *
+ * The isolates of one process (`serve --workers N`) are told at once
+ * through a `PeerLink` (lib/cluster/link.ts), on either database: `fresh()`
+ * reads what another isolate changed before a request is handled.
+ *
  * @module
  */
 
@@ -14,6 +18,7 @@ import type { Storage } from "./db/storage.ts";
 import { PgListener, pgNotify } from "./db/pg_notify.ts";
 import { REVOCATION_CHANNEL, type Revocations } from "./auth/revocation.ts";
 import type { Registry } from "./records/registry.ts";
+import type { PeerLink } from "./cluster/link.ts";
 
 /** The NOTIFY channel of schema changes. */
 export const SCHEMA_CHANNEL = "mb_schema";
@@ -39,12 +44,40 @@ export class InstanceSync {
   #fixed: PollPace | undefined;
   #pace: PollPace | undefined;
   #channels = new Map<string, (payload: string) => void>();
+  #peers: PeerLink | undefined;
 
-  /** Wires the services; nothing runs before `start`. */
-  constructor(storage: Storage, schemas: Registry, revocations: Revocations) {
+  /**
+   * Wires the services (`peers`: the other isolates of this process);
+   * nothing runs before `start`.
+   */
+  constructor(
+    storage: Storage,
+    schemas: Registry,
+    revocations: Revocations,
+    peers?: PeerLink,
+  ) {
     this.#storage = storage;
     this.#schemas = schemas;
     this.#revocations = revocations;
+    this.#peers = peers;
+  }
+
+  /**
+   * Resolves once this isolate has read every schema change and revocation
+   * another isolate of the process announced (at once when there is none:
+   * the usual case costs two atomic loads).
+   */
+  fresh(): Promise<void> | undefined {
+    if (!this.#peers?.behind()) return undefined;
+    return this.#catchUpPeers();
+  }
+
+  #catchUpPeers(): Promise<void> {
+    return this.#peers!.catchUp((kind) =>
+      kind === "schemas"
+        ? this.#schemas.refreshIfChanged()
+        : this.#revocations.poll()
+    );
   }
 
   /**
@@ -66,6 +99,12 @@ export class InstanceSync {
    */
   async start(connection?: string): Promise<void> {
     const pg = this.#storage.dialect.name === "postgres";
+    const peers = this.#peers;
+    if (peers) {
+      peers.on("schemas", () => this.#catchUpPeers().catch(() => {}));
+      peers.on("revocations", () => this.#catchUpPeers().catch(() => {}));
+      this.#schemas.onChange = () => peers.announce("schemas");
+    }
     if (pg && connection) {
       const listener = new PgListener(connection, () => this.#caughtUp());
       listener.on(REVOCATION_CHANNEL, (p) => this.#revocations.apply(p));
@@ -74,8 +113,10 @@ export class InstanceSync {
         listener.on(channel, handler);
       }
       this.#listener = listener;
-      this.#schemas.onChange = () =>
+      this.#schemas.onChange = () => {
+        peers?.announce("schemas");
         pgNotify(this.#storage, SCHEMA_CHANNEL, "").catch(() => {});
+      };
       await listener.start();
     }
     this.#setPace();
@@ -98,8 +139,14 @@ export class InstanceSync {
     this.#setPace();
   }
 
+  /** Schemas are shared on PostgreSQL, and between the isolates of a process. */
+  get #sharedSchemas(): boolean {
+    return this.#storage.dialect.name === "postgres" ||
+      (this.#peers?.count ?? 1) > 1;
+  }
+
   #refreshSchemas(): void {
-    if (this.#storage.dialect.name !== "postgres") return;
+    if (!this.#sharedSchemas) return;
     this.#schemas.refreshIfChanged().catch(() => {});
   }
 
@@ -120,8 +167,7 @@ export class InstanceSync {
         }
       }, pace.revocations));
     }
-    // Only PostgreSQL is shared by several instances.
-    if (pace.schemas > 0 && this.#storage.dialect.name === "postgres") {
+    if (pace.schemas > 0 && this.#sharedSchemas) {
       this.#timers.push(
         setInterval(() => this.#refreshSchemas(), pace.schemas),
       );

@@ -25,6 +25,7 @@ import { writes } from "./statement_kind.ts";
 import { diskFull } from "../errors.ts";
 import { bindable, settle } from "./sqlite_params.ts";
 import {
+  busyError,
   FULL_REPORTED_MS,
   groupLost,
   noSpace,
@@ -149,9 +150,12 @@ export class SqliteStorage implements Storage {
     }
   }
 
-  /** Maps a SQLite error: a full disk (507, remembered for health), a stale schema (409). */
+  /**
+   * Maps a SQLite error: a full disk (507, remembered for health), a stale
+   * schema (409), a write lock held past the busy timeout (503).
+   */
   #error(err: unknown): unknown {
-    if (!noSpace(err)) return staleSchema(err);
+    if (!noSpace(err)) return busyError(err) ?? staleSchema(err);
     this.#full = true;
     this.#fullAt = Date.now();
     return diskFull();
@@ -224,7 +228,7 @@ export class SqliteStorage implements Storage {
       out = statement();
     } catch (err) {
       this.#failed();
-      return Promise.reject(err);
+      return Promise.reject(this.#error(err));
     }
     return new Promise((resolve, reject) =>
       group.waiting.push({ ok: () => resolve(out), fail: reject })
@@ -304,7 +308,11 @@ export class SqliteStorage implements Storage {
     while (this.#active) await this.#active;
     // Statements outside any transaction (DDL, pragmas): commit the group first.
     if (this.#group) this.#commit(this.#group);
-    this.#db.exec(sql);
+    try {
+      this.#db.exec(sql);
+    } catch (err) {
+      throw busyError(err) ?? err; // other failures stay the driver's own
+    }
     this.#cache.clear();
   }
 

@@ -1,7 +1,9 @@
 /**
  * What SQLite errors mean to a client: a statement naming a column a
  * concurrent schema change removed (409), a full disk (507), a lost write
- * group (503).
+ * group (503), the write lock held by another connection for longer than
+ * the busy timeout (503: another isolate of `serve --workers N`, or another
+ * process, in a long write transaction).
  *
  * @module
  */
@@ -38,5 +40,33 @@ export function groupLost(): MoonbaseError {
   return new MoonbaseError(
     "unavailable",
     "Cannot save: the database could not commit the write; try again",
+  );
+}
+
+/**
+ * SQLITE_BUSY: another connection held the write lock for all of the busy
+ * timeout. Never a 500, and never "database is locked" in an answer: a 503
+ * the client may retry.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { busyError } from "moonbase/lib/db/sqlite_errors.ts";
+ * const locked = Object.assign(new Error("database is locked"), { errcode: 5 });
+ * assert.equal(busyError(locked)?.code, "unavailable");
+ * assert.equal(busyError(new Error("other")), undefined);
+ * ```
+ */
+export function busyError(err: unknown): MoonbaseError | undefined {
+  const code = (err as { errcode?: number } | null)?.errcode;
+  const busy = typeof code === "number"
+    ? (code & 0xff) === 5
+    : err instanceof Error && /database is locked/.test(err.message);
+  if (!busy) return undefined;
+  return new MoonbaseError(
+    "unavailable",
+    "Cannot save now: another write holds the database; try again",
+    null,
+    { "retry-after": "1" },
   );
 }

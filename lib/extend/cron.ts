@@ -5,8 +5,9 @@
  * weekday), or 6 with seconds first, read in UTC so that every instance
  * computes the same tick times. Each tick is claimed in the system table
  * `mb_cron_runs` (primary key: job and tick time) before it runs: with
- * several instances on one database, the one whose insert takes runs it,
- * the others skip it. A run of a job still in progress on this instance
+ * several instances on one database, or the isolates of `serve --workers
+ * N` (each schedules every job), the one whose insert takes runs it, the
+ * others skip it. A run of a job still in progress on this instance
  * when its next tick comes makes that tick skipped; a throw is logged.
  *
  * @module

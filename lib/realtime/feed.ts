@@ -3,9 +3,12 @@
  * exactly once and never out of order, whichever instance wrote it. It runs
  * only while this instance has subscribers.
  *
- * - SQLite (one writer, this process): it reads up to the highest id whose
- *   write is known committed (`committed`), so a write group that fails
- *   never shows.
+ * - SQLite (one writer at a time, this process): it reads up to the highest
+ *   id whose write is known committed (`committed`), so a write group that
+ *   fails never shows. The commits of the other isolates of `serve
+ *   --workers N` are told to it too (lib/cluster/link.ts): ids are taken
+ *   under the write lock, so once id X is committed every id below X is
+ *   committed or gone.
  * - PostgreSQL (many writers): it is woken by NOTIFY (and a slow poll); a
  *   gap in the ids may be a transaction still committing, so events after a
  *   gap wait; a gap that stays is settled by `EventLog.final`.
