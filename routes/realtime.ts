@@ -184,6 +184,8 @@ const ws: Handler<Core> = async (ctx) => {
       rt.hub.unsubscribe(s, topics.map((t) => t.key));
       return s.sink.ready(topicKeys(s), false);
     }
+    // A message is no request: catch up with the other workers here too.
+    await core.sync.fresh();
     checkTopics(core.schemas, topics, s.auth);
     await rt.hub.subscribe(s, topics, m.lastEventId);
   };

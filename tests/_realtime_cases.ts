@@ -48,13 +48,10 @@ export async function setupMarks(s: TestServer): Promise<void> {
 /**
  * Opens a guest stream on the marks that stays open while a suite runs.
  *
- * Why: on SQLite the feed never starts again once the last stream of the
- * instance closed (BUG, lib/realtime/feed.ts `start`: its async body has no
- * await on SQLite, so its `finally` clears `#starting` before `??=` stores
- * the settled promise; every later `start()` returns that promise and the
- * feed stays stopped). Each suite keeps this stream open so its cases test
- * what they are about, and `realtime_sse_test.ts` has a case of its own
- * for the bug.
+ * Why: the feed runs only while the instance has a subscriber, and once
+ * had a bug restarting after the last one left (fixed; `realtime_sse_test.ts`
+ * has a case of its own for it). Each suite keeps this stream open so its
+ * cases test what they are about, not the feed's start and stop.
  */
 export async function keepFeedRunning(s: TestServer): Promise<SseClient> {
   const c = await openSse(s, topicsQuery([MARKS]));
