@@ -19,12 +19,13 @@ export type KdfPriority = "high" | "low";
 
 /** Runs tasks with bounded concurrency and bounded queues (FIFO per priority). */
 export class KdfGate {
-  readonly limit: number;
+  #limit: number;
   readonly maxWaiting: number;
   /** Most `low` tasks running at once. */
-  readonly lowLimit: number;
+  #lowLimit: number;
   /** Most `low` tasks waiting (a sign-up flood cannot fill the login queue). */
   readonly maxLowWaiting: number;
+  #whole: number | undefined;
   #running = 0;
   #runningLow = 0;
   #high: (() => void)[] = [];
@@ -54,13 +55,44 @@ export class KdfGate {
    * ```
    */
   constructor(limit: number, maxWaiting: number, maxLowWaiting?: number) {
-    this.limit = Math.max(1, Math.floor(limit));
+    this.#limit = Math.max(1, Math.floor(limit));
     this.maxWaiting = Math.max(0, Math.floor(maxWaiting));
-    this.lowLimit = Math.max(1, this.limit - 1);
+    this.#lowLimit = Math.max(1, this.#limit - 1);
     this.maxLowWaiting = Math.max(
       0,
       Math.floor(maxLowWaiting ?? Math.max(1, this.maxWaiting / 4)),
     );
+  }
+
+  /** Most tasks running at once. */
+  get limit(): number {
+    return this.#limit;
+  }
+
+  /** Most `low` tasks running at once. */
+  get lowLimit(): number {
+    return this.#lowLimit;
+  }
+
+  /**
+   * Keeps `1 / parts` of the slots (at least one): each of `parts` isolates
+   * of one process has a gate of its own, and the cores are the process's.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { KdfGate } from "moonbase/lib/auth/kdf_gate.ts";
+   * const gate = new KdfGate(4, 10);
+   * gate.share(2);
+   * assert.deepEqual([gate.limit, gate.lowLimit], [2, 1]);
+   * gate.share(8);
+   * assert.deepEqual([gate.limit, gate.lowLimit], [1, 1]);
+   * ```
+   */
+  share(parts: number): void {
+    const whole = this.#whole ??= this.#limit;
+    this.#limit = Math.max(1, Math.floor(whole / Math.max(1, parts)));
+    this.#lowLimit = Math.max(1, this.#limit - 1);
   }
 
   /** Tasks running now. */

@@ -11,6 +11,7 @@
 import type { App } from "../../mod.ts";
 import { listen, type ServeHandler } from "../http/server.ts";
 import { limitsOf } from "../http/limits.ts";
+import { kdfGate } from "../auth/password.ts";
 
 /** The response header naming the isolate that answered (with several). */
 export const WORKER_HEADER = "x-moonbase-worker";
@@ -29,6 +30,8 @@ export function serveIsolate(
   where: IsolateListen,
 ): Deno.HttpServer<Deno.NetAddr> {
   if (where.shared) needReusePort();
+  // The process's cores are shared out: each isolate has a gate of its own.
+  kdfGate.share(app.config.peers?.count ?? 1);
   const handler: ServeHandler = where.shared
     ? isolateHandler(app)
     : (req, info) => app.handler(req, info);
