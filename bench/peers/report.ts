@@ -26,13 +26,14 @@ const rps = (r: LoadResult) => r.rps.toFixed(0);
 const ratio = (x: number) => x >= 0.1 ? x.toFixed(2) : x.toFixed(3);
 const times = (x: number) => `${x >= 10 ? x.toFixed(0) : x.toFixed(1)}×`;
 const cpu = (r: LoadResult) => r.cpuPerRequest?.toFixed(0) ?? "";
+const cpuOf = (r: LoadResult) => r.cpuPerRequest ?? NaN;
 const loads = (l: number[]) => l.map((x) => x.toFixed(2)).join(", ");
 
 /** The peers' table: one line per peer and scenario. */
 export function peersTable(rows: Row[]): string {
   const lines = [
-    "| peer | version | database | scenario | peer req/s | bare Node req/s | ratio | Moonbase ratio | Moonbase ÷ peer throughput |",
-    "|---|---|---|---|---:|---:|---:|---:|---:|",
+    "| peer | version | database | scenario | peer req/s | bare Node req/s | ratio | Moonbase ratio | Moonbase ÷ peer throughput | peer ÷ Moonbase CPU µs/req |",
+    "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
   ];
   for (const r of rows) {
     const pr = r.peerLoad.rps / r.bareNode.rps;
@@ -42,7 +43,7 @@ export function peersTable(rows: Row[]): string {
         rps(r.peerLoad)
       } | ${rps(r.bareNode)} | ${ratio(pr)} | ${ratio(mr)} | ${
         times(r.moonbase.rps / r.peerLoad.rps)
-      } |`,
+      } | ${times(cpuOf(r.peerLoad) / cpuOf(r.moonbase))} |`,
     );
   }
   return lines.join("\n");
@@ -84,7 +85,11 @@ scenario: bare Node, peer, bare \`Deno.serve\`, Moonbase, in turn.
 - **ratio** = peer req/s ÷ a bare Node \`http\` server's req/s in the same run
   (bench/peers/bare_node.mjs); **Moonbase ratio** = Moonbase req/s ÷ a bare
   \`Deno.serve\`'s (bench/baseline.ts), same run, same scenario, same kind of
-  database; **Moonbase ÷ peer throughput** = Moonbase req/s ÷ peer req/s.
+  database; **Moonbase ÷ peer throughput** = Moonbase req/s ÷ peer req/s;
+  **peer ÷ Moonbase CPU µs/req** = the CPU time the peer's server process
+  spends per request over Moonbase's (the database server's own CPU is in
+  neither), a figure that moves less than req/s when other work loads the
+  machine.
 - Data: 10 000 records of bench/seed.ts's \`items\` shape (\`title\`, \`n\`,
   \`tag\`; \`n\` and \`tag\` indexed) in each system. Filter + sort:
   \`2000 ≤ n < 4000 and tag = "t3"\`, newest \`n\` first, 50 a page. Create
