@@ -75,6 +75,18 @@ const info: RunInfo = {
   loads: [],
 };
 
+/** Copies the servers' logs (`*.log` under `from`) into `to`. */
+async function keepLogs(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const e of Deno.readDir(from)) {
+    const path = `${from}/${e.name}`;
+    if (e.isDirectory) await keepLogs(path, to);
+    else if (e.name.endsWith(".log")) {
+      await Deno.copyFile(path, `${to}/${e.name}`).catch(() => {});
+    }
+  }
+}
+
 /** Starts a peer and Moonbase with their bare servers, compares, stops all. */
 async function group(
   label: string,
@@ -115,6 +127,7 @@ async function group(
       active.delete(stop);
       await stop().catch(() => {});
     }
+    await keepLogs(dir, `${args.values.dir}/logs`);
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 }
