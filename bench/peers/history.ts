@@ -22,10 +22,11 @@ export const RUNS_DIR = "bench/peers/runs";
 export async function saveRun(run: Run): Promise<void> {
   await Deno.mkdir(RUNS_DIR, { recursive: true });
   const name = run.info.date.replace(/[:.]/g, "-");
-  await Deno.writeTextFile(
-    `${RUNS_DIR}/${name}.json`,
-    JSON.stringify(run, null, 1) + "\n",
-  );
+  const path = `${RUNS_DIR}/${name}.json`;
+  await Deno.writeTextFile(path, JSON.stringify(run, null, 2) + "\n");
+  // The repository's `deno fmt --check` covers it.
+  await new Deno.Command(Deno.execPath(), { args: ["fmt", "-q", path] })
+    .output();
 }
 
 /** Every kept run, oldest first. */
