@@ -142,6 +142,18 @@ ${acrossRuns(runs)}
 
 ${detailTable(rows)}
 
+## Notes
+
+- Seeding: Directus through its REST API in batches of 1 000; Parse Server
+  one record a request (16 at a time), since its \`/batch\` answered 500 here
+  (\`PromiseRouter.match\` reads the \`params\` of an undefined layer);
+  Moonbase through its library (bench/seed.ts).
+- Directus's figures move most from run to run (GET by id 103–377 req/s);
+  its server spends 2.4–3.5 ms of CPU per read and 5–13 ms per create,
+  against tens of µs for Moonbase.
+- Each peer keeps its own defaults otherwise (Directus's data cache off,
+  Parse Server's schema cache on).
+
 ## Not measured
 
 - PocketBase: a Go binary downloaded from GitHub releases, which this
