@@ -149,7 +149,7 @@ ${detailTable(rows)}
   (\`PromiseRouter.match\` reads the \`params\` of an undefined layer);
   Moonbase through its library (bench/seed.ts).
 - Directus's figures move most from run to run (GET by id 103–377 req/s);
-  its server spends 2.4–3.5 ms of CPU per read and 5–13 ms per create,
+  its server spends 2.4–3.7 ms of CPU per read and 5–10 ms per create,
   against tens of µs for Moonbase.
 - Each peer keeps its own defaults otherwise (Directus's data cache off,
   Parse Server's schema cache on).
