@@ -125,6 +125,10 @@ export function summarise(
   limit = 15,
 ): Summary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) {
+    for (const c of n.children ?? []) parent.set(c, n.id);
+  }
   const selfUs = new Map<number, number>();
   const { samples, timeDeltas } = profile;
   for (let i = 0; i < samples.length; i++) {
@@ -155,10 +159,19 @@ export function summarise(
     }
     busyUs += us;
     const file = shortUrl(f.url, root);
-    const where = f.url === "" ? "" : `${file}:${f.lineNumber + 1}`;
+    let where = f.url === "" ? "" : `${file}:${f.lineNumber + 1}`;
+    if (f.url === "" && !f.functionName.startsWith("(")) {
+      // A native function (V8 builtin, Deno op, node:sqlite…): name its caller.
+      const up = byId.get(parent.get(id) ?? -1)?.callFrame;
+      if (up && up.url !== "") {
+        where = `native, from ${up.functionName || "(anonymous)"} ${
+          shortUrl(up.url, root)
+        }:${up.lineNumber + 1}`;
+      }
+    }
     const name = f.functionName || "(anonymous)";
     add(fns, where ? `${name} ${where}` : name, where, us);
-    add(files, f.url === "" ? name : file, "", us);
+    add(files, f.url === "" ? `${name} (native)` : file, "", us);
     add(areas, areaOf(f, root), "", us);
   }
   const fnEntries = top(fns, busyUs, limit).map((e) => ({

@@ -73,7 +73,7 @@ Deno.test("cpuprofile: self time per file and per area", () => {
     ["lib/a.ts", 7],
     ["ext:deno_http/00_serve.ts", 3],
     ["npm:postgres/src/q.js", 2],
-    ["(garbage collector)", 1],
+    ["(garbage collector) (native)", 1],
   ]);
   assert.deepEqual(s.areas.map((f) => [f.name, f.ms]), [
     ["Moonbase: lib/", 7],
@@ -81,6 +81,24 @@ Deno.test("cpuprofile: self time per file and per area", () => {
     ["npm packages", 2],
     ["(garbage collector)", 1],
   ]);
+});
+
+Deno.test("cpuprofile: a native function names its caller", () => {
+  const p: CpuProfile = {
+    nodes: [
+      { id: 1, callFrame: frame("(root)", ""), children: [2] },
+      { id: 2, callFrame: frame("rows", `${ROOT}lib/db.ts`, 3), children: [3] },
+      { id: 3, callFrame: frame("all", "") },
+    ],
+    samples: [3, 3],
+    timeDeltas: [0, 500],
+  };
+  const s = summarise(p, ROOT);
+  assert.deepEqual(s.functions.map((f) => [f.name, f.where, f.ms]), [
+    ["all", "native, from rows lib/db.ts:4", 1],
+  ]);
+  assert.deepEqual(s.files.map((f) => f.name), ["all (native)"]);
+  assert.deepEqual(s.areas.map((f) => f.name), ["(native)"]);
 });
 
 Deno.test("cpuprofile: the limit keeps the largest entries", () => {
