@@ -171,7 +171,13 @@ export function summarise(
     }
     const name = f.functionName || "(anonymous)";
     add(fns, where ? `${name} ${where}` : name, where, us);
-    add(files, f.url === "" ? `${name} (native)` : file, "", us);
+    const native = f.url === "" && !name.startsWith("(");
+    add(
+      files,
+      f.url !== "" ? file : native ? `${name} (native)` : name,
+      "",
+      us,
+    );
     add(areas, areaOf(f, root), "", us);
   }
   const fnEntries = top(fns, busyUs, limit).map((e) => ({
@@ -199,7 +205,7 @@ export function summaryMarkdown(s: Summary): string {
         e.ms.toFixed(1)
       } | ${pct(e.share)} |`
     ).join("\n");
-  return `Main thread: ${s.busyMs.toFixed(0)} ms busy, ${
+  return `This thread: ${s.busyMs.toFixed(0)} ms busy, ${
     s.idleMs.toFixed(0)
   } ms idle, ${s.samples} samples. Shares are of the busy time.
 

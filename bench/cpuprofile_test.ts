@@ -73,7 +73,7 @@ Deno.test("cpuprofile: self time per file and per area", () => {
     ["lib/a.ts", 7],
     ["ext:deno_http/00_serve.ts", 3],
     ["npm:postgres/src/q.js", 2],
-    ["(garbage collector) (native)", 1],
+    ["(garbage collector)", 1],
   ]);
   assert.deepEqual(s.areas.map((f) => [f.name, f.ms]), [
     ["Moonbase: lib/", 7],

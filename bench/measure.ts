@@ -56,9 +56,15 @@ export const withOptions = (serverArgs: string[], opts: string[]): string[] => [
   ...serverArgs.slice(3),
 ];
 
-/** `serverArgs` with `serve --workers n` (unchanged for 1). */
+/**
+ * `serverArgs` with `serve --workers n` (unchanged for 1), and Deno's
+ * `--unstable-net` (SO_REUSEPORT) in case the configuration lacks it. Apply
+ * it last: it moves the positions `withOptions` relies on.
+ */
 export const withWorkers = (serverArgs: string[], n: number): string[] =>
-  n > 1 ? [...serverArgs, "--workers", String(n)] : serverArgs;
+  n > 1
+    ? ["run", "--unstable-net", ...serverArgs.slice(1), "--workers", String(n)]
+    : serverArgs;
 
 /** The bare handler's request for each scenario it has a route for. */
 function bareTargets(s: Seeded, token: string): Record<string, Target> {
@@ -182,10 +188,10 @@ export async function benchScenarios(
   if (wants(LOGGING_PAIR)) {
     // A second server with request logs off, warmed up alike.
     const off = await start(
-      withOptions(withWorkers(b.serverArgs, b.workers), [
-        "--logLevel",
-        "error",
-      ]),
+      withWorkers(
+        withOptions(b.serverArgs, ["--logLevel", "error"]),
+        b.workers,
+      ),
     );
     await runLoad(`http://127.0.0.1:${off.port}`, get, 8);
     await pair("GET by id (logging off)", off, get);

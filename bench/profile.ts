@@ -9,7 +9,7 @@
 
 import { runLoad, type Target } from "./load.ts";
 import { loadWithCpu, start, stop } from "./procs.ts";
-import { summarise, summaryMarkdown } from "./cpuprofile.ts";
+import { type CpuProfile, summarise, summaryMarkdown } from "./cpuprofile.ts";
 import { profileFile } from "./targets.ts";
 import { Subscribers } from "./subscriber_process.ts";
 
@@ -40,6 +40,35 @@ async function waitForFile(path: string, ms: number): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`Cannot read the profile: ${path} was not written`);
+}
+
+/**
+ * The Web Workers' profiles (`server.worker-N.cpuprofile`: the request log
+ * writer; with `--workers`, the other isolates), each named by its entry
+ * module when it is one of those.
+ */
+async function workerSections(dir: string): Promise<string> {
+  const names: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (/^server\.worker-\d+\.cpuprofile$/.test(e.name)) names.push(e.name);
+  }
+  names.sort((a, b) => Number(/\d+/.exec(a)) - Number(/\d+/.exec(b)));
+  const out: string[] = [];
+  for (const name of names) {
+    const p = JSON.parse(await Deno.readTextFile(`${dir}/${name}`));
+    const urls = new Set((p as CpuProfile).nodes.map((n) => n.callFrame.url));
+    const first = urls.has(`${ROOT}lib/logs/writer_worker.ts`)
+      ? "the request log writer"
+      : urls.has(`${ROOT}lib/workers/worker.ts`)
+      ? "a serving isolate"
+      : "?";
+    out.push(
+      `## Worker ${/\d+/.exec(name)?.[0]} (${first})\n\n${
+        summaryMarkdown(summarise(p, ROOT, 10))
+      }`,
+    );
+  }
+  return out.join("\n");
 }
 
 /** Profiles one scenario; returns the summary's path. */
@@ -77,12 +106,15 @@ export async function profileScenario(job: ProfileJob): Promise<string> {
     } req/s, ${
       (r.cpu / Math.max(1, r.requests)).toFixed(1)
     } µs of server CPU per request (all threads),
-${r.non2xx} non-2xx. The profile covers the server's main thread over its whole life (start-up
-and warm-up included); profiling slows it down, so read shares, not absolute times. Native
+${r.non2xx} non-2xx. The profiles cover the server's threads over their whole life (start-up
+and warm-up included); profiling slows them down, so read shares, not absolute times. Native
 functions (V8 builtins, Deno ops, \`node:sqlite\` statements) have no file: each names its caller. Written by
 \`deno task bench --profile\` on ${new Date().toISOString()}.
 
-${summaryMarkdown(summarise(profile, ROOT))}`;
+## Main thread
+
+${summaryMarkdown(summarise(profile, ROOT))}
+${await workerSections(dir)}`;
     await Deno.mkdir(PROFILES_DIR, { recursive: true });
     const out = new URL(profileFile(job.db, job.name), PROFILES_DIR);
     await Deno.writeTextFile(out, md);
