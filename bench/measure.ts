@@ -194,7 +194,6 @@ export async function benchScenarios(
       ),
     );
     await runLoad(`http://127.0.0.1:${off.port}`, get, 8);
-    await pair("GET by id (logging off)", off, get);
     await pair(LOGGING_PAIR, mb, get, off);
     await stop(off);
   }
@@ -256,8 +255,8 @@ async function workers(b: Bench, n: number, get: Target): Promise<Row> {
   }
   const one = await start(b.serverArgs);
   try {
-    await runLoad(`http://127.0.0.1:${many.port}`, get, 6);
-    await runLoad(`http://127.0.0.1:${one.port}`, get, 6);
+    await runLoad(`http://127.0.0.1:${many.port}`, get, 5);
+    await runLoad(`http://127.0.0.1:${one.port}`, get, 5);
     return await alternate(b, name, many, get, one, get);
   } finally {
     await stop(many);

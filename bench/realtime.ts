@@ -28,7 +28,12 @@ import {
 } from "./procs.ts";
 import type { RealtimeRow } from "./realtime_report.ts";
 import { REALTIME_PAIR, type Row } from "./rows.ts";
-import { PINGS } from "./seed.ts";
+import {
+  REALTIME_ON,
+  realtimeArgs,
+  SUBSCRIBE_PATH,
+  SUBSCRIBERS,
+} from "./realtime_args.ts";
 import { type Stats, Subscribers } from "./subscriber_process.ts";
 import { burst, paced, rate, type Write } from "./writer.ts";
 
@@ -45,32 +50,9 @@ export interface RealtimeSetup {
   baseline: boolean;
 }
 
-/** The idle SSE subscribers held open. */
-export const SUBSCRIBERS = 1000;
 const PACED = 200, PER_S = 20;
 const WRITERS = 8, BURST_S = 3;
-/** What each subscriber subscribes to. */
-export const SUBSCRIBE_PATH = `/api/v1/realtime?topics=${PINGS}`;
 const PATH = SUBSCRIBE_PATH;
-
-/**
- * `serverArgs` of a server for `SUBSCRIBERS` subscribers, with more
- * options (`--realtime off`, or its own realtime connection limit).
- */
-export const realtimeArgs = (
-  serverArgs: string[],
-  opts: string[],
-): string[] => [
-  ...serverArgs.slice(0, 3),
-  ...["--maxConnections", String(SUBSCRIBERS * 4), ...opts],
-  ...serverArgs.slice(3),
-];
-
-/** The realtime-on options of `realtimeArgs`. */
-export const REALTIME_ON = [
-  "--realtimeMaxConnections",
-  String(SUBSCRIBERS * 2),
-];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const num = (x: number | null) => x ?? NaN;

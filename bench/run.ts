@@ -23,13 +23,13 @@ import { seed } from "./seed.ts";
 import { startPostgres } from "../tests/_pg.ts";
 import { SECRET } from "./procs.ts";
 import { benchScenarios, type Scenario, withWorkers } from "./measure.ts";
+import { benchRealtime } from "./realtime.ts";
 import {
-  benchRealtime,
   REALTIME_ON,
   realtimeArgs,
   SUBSCRIBE_PATH,
   SUBSCRIBERS,
-} from "./realtime.ts";
+} from "./realtime_args.ts";
 import type { RealtimeRow } from "./realtime_report.ts";
 import { LOGGING_PAIR, REALTIME_PAIR, type Row } from "./rows.ts";
 import { checks, missed, targetsMet } from "./targets.ts";
