@@ -3,8 +3,8 @@
  * creates, gets, lists (varied sorts and filters), patches, deletes, logins
  * and token-checked reads — for `--minutes`, with the server's RSS
  * (`/proc/<pid>/status` VmRSS) sampled every `--interval` seconds and printed
- * as a table. Memory that levels off shows as the last samples staying
- * within a few MiB of each other.
+ * as a table. Memory levels off when the last 3 minutes' mean and peak stay
+ * near those of the 3 minutes before (bench/soak_report.ts).
  *
  *   deno task bench:soak [--minutes 10] [--connections 12] [--pg]
  *     [--interval 10] [--out bench/results.md] [--v8=--max-old-space-size=64]
@@ -20,7 +20,13 @@ import { parseArgs } from "node:util";
 import { startPostgres } from "../tests/_pg.ts";
 import { rssBytes } from "./procs.ts";
 import { PASSWORD, prepare } from "./soak_seed.ts";
-import { type Sample, soakSection, verdict, writeSoak } from "./soak_report.ts";
+import {
+  type Sample,
+  signed,
+  soakSection,
+  verdict,
+  writeSoak,
+} from "./soak_report.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -244,9 +250,9 @@ const v = verdict(samples);
 console.log(
   `RSS: idle ${idle.toFixed(1)}, peak ${
     Math.max(...samples.map((x) => x.rss)).toFixed(1)
-  } MiB; last ${Math.round(v.window)} s within ${v.spread.toFixed(1)} MiB, ${
-    v.rise.toFixed(1)
-  } MiB above the window before: levels off ${
+  } MiB; last ${Math.round(v.window)} s against the window before: mean ${
+    signed(v.rise)
+  }, peak ${signed(v.peakRise)} MiB: levels off ${
     v.levelsOff ? "yes" : "NO"
   }; ${stats.requests} requests, ${stats.s5xx} 5xx, ${stats.errors} errors`,
 );
@@ -259,6 +265,7 @@ if (args.values.out) {
       db,
       minutes: MINUTES,
       connections: CONNECTIONS,
+      interval: INTERVAL / 1000,
       idle,
       date: new Date().toISOString(),
     }, samples),

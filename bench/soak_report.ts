@@ -57,6 +57,10 @@ export interface Verdict {
 export const MAX_RISE = 10;
 const WINDOW_S = 180;
 
+/** A difference with its sign ("+5.7", "−18.4"). */
+export const signed = (x: number): string =>
+  `${x < 0 ? "−" : "+"}${Math.abs(x).toFixed(1)}`;
+
 const mean = (xs: number[]) =>
   xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
@@ -99,6 +103,8 @@ export interface SoakRun {
   db: string;
   minutes: number;
   connections: number;
+  /** Seconds between samples. */
+  interval: number;
   idle: number;
   date: string;
 }
@@ -106,6 +112,7 @@ export interface SoakRun {
 /** The section of one database's soak. */
 export function soakSection(run: SoakRun, samples: Sample[]): string {
   const v = verdict(samples);
+  const win = Math.round(v.window);
   const last = samples.at(-1);
   const peak = Math.max(...samples.map((x) => x.rss));
   const rows = thin(samples, 20).map((x) =>
@@ -121,23 +128,23 @@ export function soakSection(run: SoakRun, samples: Sample[]): string {
       run.db === "postgres" ? " --pg" : ""
     } --minutes ${run.minutes}\` (${run.date}): ${run.connections} connections of mixed
 load (gets, lists with varied filters and sorts, creates, patches, deletes, token-checked
-reads, a login a second) for ${run.minutes} min; the server's VmRSS sampled every few seconds.
+reads, a login a second) for ${run.minutes} min; the server's VmRSS sampled every ${run.interval} s.
 Idle RSS ${run.idle.toFixed(1)} MiB, peak ${peak.toFixed(1)} MiB, last ${
       last?.rss.toFixed(1) ?? "?"
     } MiB; ${last?.requests ?? 0} requests, ${last?.s5xx ?? 0} 5xx, ${
       last?.errors ?? 0
     } errors.
 
-**Levels off: ${v.levelsOff ? "yes" : "NO"}** — the last ${
-      Math.round(v.window)
-    } s against the ${Math.round(v.window)} s before:
-mean ${v.rise.toFixed(1)} MiB higher, peak ${
-      v.peakRise.toFixed(1)
-    } MiB higher (each ≤ ${MAX_RISE}
-levels off); within the last window the samples span ${
+**Levels off: ${
+      v.levelsOff ? "yes" : "NO"
+    }** — the last ${win} s against the ${win} s before:
+mean ${signed(v.rise)} MiB, peak ${
+      signed(v.peakRise)
+    } MiB (levels off when neither is above
++${MAX_RISE} MiB). Within the last window the samples span ${
       v.spread.toFixed(1)
-    } MiB (the heap saws
-up and down between collections).
+    } MiB: the heap
+saws up and down between collections.
 
 | elapsed | requests | req/s | non-2xx | 5xx | errors | RSS MiB |
 |---:|---:|---:|---:|---:|---:|---:|

@@ -50,7 +50,13 @@ Deno.test("soak section: replaced per database, before the analysis", async () =
       path,
       "# R\n\n## How to read these figures\n\nx\n\n## History\n- a\n",
     );
-    const run = { minutes: 1, connections: 2, idle: 80, date: "d" };
+    const run = {
+      minutes: 1,
+      connections: 2,
+      interval: 2,
+      idle: 80,
+      date: "d",
+    };
     const flat = samples(() => 90, 30, 2);
     await writeSoak(
       path,
@@ -69,6 +75,8 @@ Deno.test("soak section: replaced per database, before the analysis", async () =
     assert.match(text, /## Memory soak: sqlite[\s\S]*Levels off: NO/);
     assert.match(text, /## Memory soak: postgres[\s\S]*Levels off: yes/);
     assert.match(text, /--pg --minutes 1/);
+    assert.match(text, /mean \+0\.0 MiB, peak \+0\.0 MiB/);
+    assert.match(text, /sampled every 2 s/);
     assert.ok(text.indexOf("soak:sqlite") < text.indexOf("## How to read"));
     assert.ok(text.endsWith("## History\n- a\n"));
     // At most 20 sample rows, the last one kept.
