@@ -63,6 +63,8 @@ export interface Check {
 }
 
 const f2 = (x: number) => x.toFixed(2);
+/** A ratio, with a third digit below 0.1 (0.047 must not read as 0.05). */
+const ratio = (x: number) => x.toFixed(x < 0.1 ? 3 : 2);
 const us = (x?: number) => x === undefined ? "" : x.toFixed(1);
 
 /** The goals on the databases measured (skipped rows read "not measured"). */
@@ -75,11 +77,11 @@ function goalChecks(rows: Row[], dbs: Set<string>): Check[] {
       db: g.db,
       name: g.name,
       goal: `≥ ${g.goal}`,
-      got: m ? f2(m.ratio) : "not measured",
+      got: m ? ratio(m.ratio) : "not measured",
       ok: m !== undefined && m.ratio >= g.goal,
       ratioGoal: true,
       bare: bare
-        ? `${f2(bare.ratio)} (${us(bare.moonbase.cpuPerRequest)} µs)`
+        ? `${ratio(bare.ratio)} (${us(bare.moonbase.cpuPerRequest)} µs)`
         : undefined,
       cpu: m?.moonbase.cpuPerRequest,
       budget: base === undefined ? undefined : base / g.goal,

@@ -74,6 +74,13 @@ Deno.test("targets: only the databases measured; own checks", () => {
   assert.equal(targetsMet(rows), false);
 });
 
+Deno.test("targets: a ratio below 0.1 shows a third digit", () => {
+  const [c] = checks([row("postgres", "create", 0.047)]).filter((c) =>
+    c.name === "create"
+  );
+  assert.deepEqual([c.got, c.ok], ["0.047", false]);
+});
+
 Deno.test("targets: the table links the profiles made", () => {
   const rows: Row[] = [row("sqlite", REALTIME_PAIR, 0.8)];
   const key = `sqlite/${REALTIME_PAIR}`;
