@@ -2,7 +2,10 @@
  * The ceiling: a bare `Deno.serve` handler doing just the SQLite work of a
  * scenario (its prepared statements, `JSON.stringify`), no framework. The
  * benchmark measures it beside Moonbase to show how much of each target the
- * database work itself leaves. Usage: `floor.ts <moonbase.db>`.
+ * database work itself leaves. Usage: `floor.ts <moonbase.db>`. Routes:
+ * `GET /items/:id`, `GET /notes/:id` (token), `GET /list`, `GET /filtered`
+ * (`n >= 2000 && n < 4000 && tag == "t3"`, sorted by `-n`), `POST /create`,
+ * `PATCH /items/:id`.
  *
  * @module
  */
@@ -16,6 +19,14 @@ db.exec(
 const cols = '"id", "created", "updated", "title", "n", "tag"';
 const get = db.prepare(`SELECT ${cols} FROM "items" WHERE "id" = ?`);
 const list = db.prepare(`SELECT ${cols} FROM "items" ORDER BY "id" LIMIT 51`);
+// Filter + sort: the same WHERE and ORDER BY as Moonbase's list query.
+const filtered = db.prepare(
+  `SELECT ${cols} FROM "items" WHERE "n" >= ? AND "n" < ? AND "tag" = ? ORDER BY "n" DESC NULLS LAST, "id" ASC LIMIT 51`,
+);
+// PATCH: one UPDATE … RETURNING, as Moonbase does when nothing is read first.
+const patch = db.prepare(
+  `UPDATE "items" SET "n" = ?, "updated" = ? WHERE "id" = ? RETURNING ${cols}`,
+);
 // Token + custom rule: the user behind a verified token, then the record
 // and its owner check (Moonbase's two reads; verified tokens are cached).
 const user = db.prepare(`SELECT * FROM "users" WHERE "id" = ?`);
@@ -24,7 +35,7 @@ const note = db.prepare(
 );
 // Rows as arrays made into plain objects: the fastest way we found.
 const names = get.columns().map((c) => c.name);
-for (const st of [get, list, user, note]) {
+for (const st of [get, list, filtered, patch, user, note]) {
   (st as typeof st & { setReturnArrays(on: boolean): void }).setReturnArrays(
     true,
   );
@@ -91,6 +102,12 @@ Deno.serve({
   onListen: ({ port }) => console.log(`listening ${port}`),
 }, async (req) => {
   const path = req.url.slice(req.url.indexOf("/", 8)).split("?")[0];
+  if (req.method === "PATCH") {
+    const b = await req.json();
+    const row = patch.all(b.n, new Date().toISOString(), path.slice(7))[0];
+    if (!row) return reply(404, null);
+    return reply(200, item(row as unknown as unknown[]));
+  }
   if (req.method === "POST") {
     const b = await req.json();
     const now = new Date().toISOString(), id = crypto.randomUUID();
@@ -109,6 +126,8 @@ Deno.serve({
   if (path.startsWith("/items/")) {
     return reply(200, objects(get.all(path.slice(7)))[0]);
   }
-  const rows = objects(list.all());
+  const rows = objects(
+    path === "/filtered" ? filtered.all(2000, 4000, "t3") : list.all(),
+  );
   return reply(200, { items: rows.slice(0, 50), has_more: rows.length > 50 });
 });

@@ -27,7 +27,13 @@ import {
   stop,
 } from "./procs.ts";
 import type { RealtimeRow } from "./realtime_report.ts";
-import { PINGS } from "./seed.ts";
+import { REALTIME_PAIR, type Row } from "./rows.ts";
+import {
+  REALTIME_ON,
+  realtimeArgs,
+  SUBSCRIBE_PATH,
+  SUBSCRIBERS,
+} from "./realtime_args.ts";
 import { type Stats, Subscribers } from "./subscriber_process.ts";
 import { burst, paced, rate, type Write } from "./writer.ts";
 
@@ -44,10 +50,9 @@ export interface RealtimeSetup {
   baseline: boolean;
 }
 
-const SUBSCRIBERS = 1000;
 const PACED = 200, PER_S = 20;
 const WRITERS = 8, BURST_S = 3;
-const PATH = `/api/v1/realtime?topics=${PINGS}`;
+const PATH = SUBSCRIBE_PATH;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const num = (x: number | null) => x ?? NaN;
@@ -140,20 +145,21 @@ async function bare(): Promise<RealtimeRow[]> {
   }
 }
 
-/** Runs the realtime measures on one database; returns their rows. */
-export async function benchRealtime(s: RealtimeSetup): Promise<RealtimeRow[]> {
+/**
+ * Runs the realtime measures on one database; returns their rows and the
+ * paired GET row (realtime on with idle subscribers ÷ `--realtime off`) for
+ * the main table.
+ */
+export async function benchRealtime(
+  s: RealtimeSetup,
+): Promise<{ rows: RealtimeRow[]; pair?: Row }> {
   const { db } = s;
   const log = (m: string) => console.error(`[${db}] realtime: ${m}`);
   const rows: RealtimeRow[] = s.baseline ? await bare() : [];
   const row = (r: Omit<RealtimeRow, "db">) => rows.push({ db, ...r });
-  const withOpts = (opts: string[]) => [
-    ...s.serverArgs.slice(0, 3),
-    ...["--maxConnections", String(SUBSCRIBERS * 4), ...opts],
-    ...s.serverArgs.slice(3),
-  ];
-  const on = await start(
-    withOpts(["--realtimeMaxConnections", String(SUBSCRIBERS * 2)]),
-  );
+  const withOpts = (opts: string[]) => realtimeArgs(s.serverArgs, opts);
+  let pair: Row | undefined;
+  const on = await start(withOpts(REALTIME_ON));
   const off = await start(withOpts(["--realtime", "off"]));
   const base = `http://127.0.0.1:${on.port}`, pid = on.child.pid;
   const get: Target = {
@@ -197,6 +203,13 @@ export async function benchRealtime(s: RealtimeSetup): Promise<RealtimeRow[]> {
       offs.push(await loadWithCpu(off, get, s.seconds));
     }
     const a = combine(ons), b = combine(offs);
+    pair = {
+      db,
+      name: REALTIME_PAIR,
+      moonbase: a,
+      baseline: b,
+      ratio: a.rps / b.rps,
+    };
     row({
       key: "get_on_off",
       name: `GET by id: realtime on + ${n} idle ÷ --realtime off (paired)`,
@@ -280,5 +293,5 @@ export async function benchRealtime(s: RealtimeSetup): Promise<RealtimeRow[]> {
     await stop(on);
     await stop(off);
   }
-  return rows;
+  return { rows, pair };
 }

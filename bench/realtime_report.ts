@@ -7,6 +7,8 @@
  * @module
  */
 
+import { wrap } from "./sections.ts";
+
 /** One realtime figure. */
 export interface RealtimeRow {
   db: string;
@@ -20,7 +22,8 @@ export interface RealtimeRow {
   detail?: string;
 }
 
-const START = "<!-- realtime:start -->", END = "<!-- realtime:end -->";
+/** The key of the section's markers (bench/sections.ts). */
+export const REALTIME_KEY = "realtime";
 
 function shown(r: RealtimeRow): string {
   const digits = r.unit === "count" ? 0 : r.unit === "ratio" ? 2 : 1;
@@ -30,8 +33,9 @@ function shown(r: RealtimeRow): string {
 
 /** The section, between markers so a later run can replace it. */
 export function realtimeSection(rows: RealtimeRow[], date: string): string {
-  return `${START}
-## Realtime
+  return wrap(
+    REALTIME_KEY,
+    `## Realtime
 
 Measured by \`bench/realtime.ts\` (${date}; \`deno task bench --only realtime\` runs only
 this part). One Moonbase process with realtime on; 1 000 SSE subscribers to one public entity
@@ -55,11 +59,13 @@ compete for it); memory and CPU per delivery are the steadier figures.
 | db | figure | value | detail |
 |---|---|---:|---|
 ${
-    rows.map((r) => `| ${r.db} | ${r.name} | ${shown(r)} | ${r.detail ?? ""} |`)
-      .join("\n")
-  }
-${END}
-`;
+      rows.map((r) =>
+        `| ${r.db} | ${r.name} | ${shown(r)} | ${r.detail ?? ""} |`
+      )
+        .join("\n")
+    }
+`,
+  );
 }
 
 /** The History line's part for realtime. */
@@ -67,24 +73,4 @@ export function realtimeSummary(rows: RealtimeRow[]): string {
   return rows.filter((r) => r.key !== "")
     .map((r) => `${r.db}/rt ${r.key}=${shown(r).replace(" ", "")}`)
     .join("; ");
-}
-
-/**
- * `report` with its realtime section replaced by `section` (put before
- * `before` when it has none yet, else at the end).
- */
-export function spliceRealtime(
-  report: string,
-  section: string,
-  before: string,
-): string {
-  const a = report.indexOf(START), b = report.indexOf(END);
-  if (a >= 0 && b > a) {
-    return report.slice(0, a) + section.trimEnd() +
-      report.slice(b + END.length);
-  }
-  const at = before ? report.indexOf(before) : -1;
-  return at < 0
-    ? `${report.trimEnd()}\n\n${section}`
-    : `${report.slice(0, at)}${section}\n${report.slice(at)}`;
 }

@@ -1,202 +1,20 @@
 /**
- * Benchmark scenarios, targets, and the results report.
+ * The results report (bench/results.md): the run's table, the targets, the
+ * realtime and soak sections, the analysis and the History of ratios.
  *
  * @module
  */
 
-import type { LoadResult, Target } from "./load.ts";
-import type { Seeded } from "./seed.ts";
+import type { LoadResult } from "./load.ts";
+import { LOGGING_PAIR, REALTIME_PAIR, type Row } from "./rows.ts";
+import { targetsTable } from "./targets.ts";
 import {
+  REALTIME_KEY,
   type RealtimeRow,
   realtimeSection,
   realtimeSummary,
-  spliceRealtime,
 } from "./realtime_report.ts";
-
-/** One measured scenario, or a single figure. */
-export type Row =
-  | {
-    db: string;
-    name: string;
-    moonbase: LoadResult;
-    baseline: LoadResult;
-    ratio: number;
-  }
-  | { db: string; name: string; value: number };
-
-/**
- * The paired logging row: GET by id with request logs on, in alternation with
- * a second server with them off ("baseline" is the logging-off server).
- */
-export const LOGGING_PAIR = "GET by id: logging on ÷ off (paired)";
-
-/** The sustained-load row: the last 5 s of 30 s ("baseline" is the first 5 s). */
-export const SUSTAINED = "GET by id sustained 30 s: last ÷ first 5 s";
-
-/** The scenarios, in order. */
-export function scenarios(
-  s: Seeded,
-  token: string,
-  page200: string,
-): { name: string; target: Target }[] {
-  const json = { "content-type": "application/json" };
-  return [
-    { name: "health", target: { method: "GET", path: "/api/v1/health" } },
-    {
-      name: "GET by id (public)",
-      target: { method: "GET", path: `/api/v1/entities/items/${s.itemId}` },
-    },
-    {
-      name: "GET by id (token + custom rule)",
-      target: {
-        method: "GET",
-        path: `/api/v1/entities/notes/${s.noteId}`,
-        headers: { authorization: `Bearer ${token}` },
-      },
-    },
-    {
-      name: "list 50",
-      target: { method: "GET", path: "/api/v1/entities/items?limit=50" },
-    },
-    {
-      name: "list filter + sort",
-      target: {
-        method: "GET",
-        path: `/api/v1/entities/items?limit=50&sort=-n&filter=${
-          encodeURIComponent('n >= 2000 && n < 4000 && tag == "t3"')
-        }`,
-      },
-    },
-    {
-      name: "list page 200 (after)",
-      target: {
-        method: "GET",
-        path: `/api/v1/entities/items?limit=50&after=${page200}`,
-      },
-    },
-    {
-      name: "create",
-      target: {
-        method: "POST",
-        path: "/api/v1/entities/items",
-        headers: json,
-        body: '{"title":"bench","n":1,"tag":"x"}',
-      },
-    },
-    {
-      name: "PATCH",
-      target: {
-        method: "PATCH",
-        path: `/api/v1/entities/items/${s.itemId}`,
-        headers: json,
-        body: '{"n":5000}',
-      },
-    },
-    {
-      name: "login",
-      target: {
-        method: "POST",
-        path: "/api/v1/auth/users/login",
-        headers: json,
-        body: JSON.stringify({ identity: s.email, password: s.password }),
-        spreadIps: true,
-      },
-    },
-  ];
-}
-
-const TARGETS: Record<string, Record<string, number>> = {
-  sqlite: {
-    "GET by id (public)": 0.5,
-    "GET by id (token + custom rule)": 0.4,
-    "list 50": 0.15,
-    "create": 0.3,
-  },
-  postgres: { "GET by id (public)": 0.1, "create": 0.05 },
-};
-
-function ratioOf(rows: Row[], db: string, name: string): number | undefined {
-  const r = rows.find((x) => x.db === db && x.name === name);
-  return r && "ratio" in r ? r.ratio : undefined;
-}
-
-/** Each target with its measured value and verdict. */
-export function checks(
-  rows: Row[],
-): { what: string; goal: string; got: string; ok: boolean }[] {
-  const out: { what: string; goal: string; got: string; ok: boolean }[] = [];
-  for (const db of [...new Set(rows.map((r) => r.db))]) {
-    for (const [name, goal] of Object.entries(TARGETS[db] ?? {})) {
-      const got = ratioOf(rows, db, name) ?? 0;
-      const bareName = {
-        "GET by id (public)": "GET by id",
-        "GET by id (token + custom rule)": "GET with token + owner check",
-        "list 50": "list 50",
-        "create": "create",
-      }[name];
-      const bare = bareName
-        ? ratioOf(rows, db, `bare handler: ${bareName}`)
-        : undefined;
-      out.push({
-        what: `${db}: ${name}`,
-        goal: `ratio ≥ ${goal}`,
-        got: got.toFixed(2) +
-          (bare === undefined ? "" : ` (bare handler: ${bare.toFixed(2)})`),
-        ok: got >= goal,
-      });
-    }
-    const steady = ratioOf(rows, db, SUSTAINED);
-    if (steady !== undefined) {
-      out.push({
-        what: `${db}: sustained load (own check)`,
-        goal: "last 5 s ≥ 0.8 × first",
-        got: steady.toFixed(2),
-        ok: steady >= 0.8,
-      });
-    }
-    if (db === "sqlite") {
-      const p1 = ratioOf(rows, db, "list 50") ?? 0,
-        p200 = ratioOf(rows, db, "list page 200 (after)") ?? 0;
-      out.push({
-        what: "sqlite: page 200 vs page 1",
-        goal: "within 20%",
-        got: (p200 / p1).toFixed(2),
-        ok: p200 >= 0.8 * p1,
-      });
-      const rss = rows.find((r) => r.db === db && r.name === "idle RSS (MB)");
-      const mb = rss && "value" in rss ? rss.value : 0;
-      out.push({
-        what: "sqlite: idle RSS",
-        goal: "< 100 MB",
-        got: `${mb.toFixed(0)} MB`,
-        ok: mb < 100,
-      });
-      const onOff = ratioOf(rows, db, LOGGING_PAIR) ?? 0;
-      out.push({
-        what: "sqlite: logging on vs off",
-        goal: "within 10%",
-        got: onOff.toFixed(2),
-        ok: onOff >= 0.9,
-      });
-      const bad = rows.filter((r) =>
-        r.db === db && "moonbase" in r &&
-        (r.moonbase.errors > 0 || r.moonbase.non2xx > 0)
-      );
-      out.push({
-        what: "sqlite: errors and non-2xx",
-        goal: "0",
-        got: bad.map((r) => r.name).join(", ") || "0",
-        ok: bad.length === 0,
-      });
-    }
-  }
-  return out;
-}
-
-/** True when every target holds. */
-export function targetsMet(rows: Row[]): boolean {
-  return checks(rows).every((c) => c.ok);
-}
+import { extract, splice } from "./sections.ts";
 
 function table(rows: Row[]): string {
   const lines = [
@@ -205,7 +23,9 @@ function table(rows: Row[]): string {
   ];
   const cpu = (x?: number) => x === undefined ? "?" : x.toFixed(1);
   for (const r of rows) {
-    if ("value" in r) {
+    if ("text" in r) {
+      lines.push(`| ${r.db} | ${r.name} | ${r.text} | | | | | | | |`);
+    } else if ("value" in r) {
       lines.push(
         `| ${r.db} | ${r.name} | ${r.value.toFixed(1)} | | | | | | | |`,
       );
@@ -236,18 +56,32 @@ async function sh(cmd: string, args: string[]): Promise<string> {
   }
 }
 
+/** What a run hands to the report. */
+export interface Results {
+  rows: Row[];
+  realtime: RealtimeRow[];
+  /** `db/name` keys of the scenarios profiled in this run. */
+  profiles: Set<string>;
+  /** How each scenario ran ("3 alternating rounds of 3 s"). */
+  runs: string;
+  label: string;
+  /**
+   * The report file (its previous History, realtime and soak sections are
+   * kept); none: the report is only returned.
+   */
+  path?: string;
+}
+
+const SOAK = /<!-- soak:\w+:start -->[\s\S]*?<!-- soak:\w+:end -->/g;
+
 /**
  * Writes the report (latest run + history of ratios) and returns it. With
  * no `rows` (`--only realtime`) the rest of the previous report stays and
- * only its realtime section is replaced.
+ * only its realtime section is replaced. The soak sections (written by
+ * bench/soak.ts) are carried over.
  */
-export async function writeResults(
-  rows: Row[],
-  path: string,
-  runs: string,
-  label: string,
-  realtime: RealtimeRow[] = [],
-): Promise<string> {
+export async function writeResults(r: Results): Promise<string> {
+  const { rows, realtime, path, label } = r;
   const cpu = /model name\s*:\s*(.*)/.exec(
     await Deno.readTextFile("/proc/cpuinfo").catch(() => ""),
   )?.[1] ?? "?";
@@ -259,7 +93,8 @@ export async function writeResults(
   const tool = rows.find((r) => "moonbase" in r && r.moonbase.tool) as {
     moonbase: LoadResult;
   } | undefined;
-  const previous = await Deno.readTextFile(path).catch(() => "");
+  const previous = path ? await Deno.readTextFile(path).catch(() => "") : "";
+  const save = (text: string) => path ? Deno.writeTextFile(path, text) : null;
   let history = previous.split("## History\n")[1] ?? "";
   const summary = [
     ...rows.filter((r) => "ratio" in r).map((r) =>
@@ -273,46 +108,55 @@ export async function writeResults(
   const analysis = await Deno.readTextFile(
     new URL("./analysis.md", import.meta.url),
   ).catch(() => "");
-  const section = realtime.length ? realtimeSection(realtime, date) : "";
-  const main = (text: string) =>
-    section ? spliceRealtime(text, section, analysis) : text;
+  const rt = realtime.length
+    ? realtimeSection(realtime, date)
+    : extract(previous, REALTIME_KEY) ?? "";
+  const soak = (previous.match(SOAK) ?? []).join("\n\n");
   if (rows.length === 0 && previous.includes("## History\n")) {
-    const report = `${
-      main(previous.split("## History\n")[0]).trimEnd()
-    }\n\n## History\n${history}\n`;
-    await Deno.writeTextFile(path, report);
+    const head = splice(
+      previous.split("## History\n")[0],
+      REALTIME_KEY,
+      rt,
+      analysis.split("\n")[0],
+    );
+    const report = `${head.trimEnd()}\n\n## History\n${history}\n`;
+    await save(report);
     return report;
   }
-  const report = main(`# Benchmark results
+  const report = `# Benchmark results
 
 Machine: ${cpu}, ${navigator.hardwareConcurrency} cores, ${
     (Number(mem) / 1024 / 1024).toFixed(1)
   } GiB; Deno ${Deno.version.deno}.
 Date: ${date}. Commit: ${commit}${label ? ` (${label})` : ""}. Load: ${
     tool?.moonbase.tool ?? "?"
-  }, 32 connections, ${runs} per scenario,
+  }, 32 connections, ${r.runs} per scenario,
 each Moonbase run right after a bare \`Deno.serve\` baseline run; ratio = Moonbase req/s ÷ baseline req/s
-over all rounds (in the "${LOGGING_PAIR}" row the baseline is a Moonbase with request logs off).
+over all rounds. In the paired rows the baseline is a second Moonbase: request logs off
+("${LOGGING_PAIR}"), \`--realtime off\` ("${REALTIME_PAIR}"), \`--workers 1\` (the workers row).
 Server CPU = CPU time (all threads) the server process used per request.
 
 ${table(rows)}
 
 ## Targets
 
-| target | goal | measured | met |
-|---|---|---|---|
-${
-    checks(rows).map((c) =>
-      `| ${c.what} | ${c.goal} | ${c.got} | ${c.ok ? "yes" : "NO"} |`
-    ).join("\n")
-  }
+Each goal is a ratio to the baseline in the same run. **bare handler**: \`bench/floor.ts\`, a bare
+\`Deno.serve\` handler doing only the scenario's SQLite work (its ratio to the same baseline, and
+its server CPU µs per request): the ceiling on this machine. **CPU budget**: the baseline's server
+CPU per request ÷ the goal — what Moonbase may spend per request to meet the goal when the
+server's CPU is the limit. **profile**: where the time goes (\`deno task bench --profile\`).
 
-Reproduce: \`deno task bench\` (SQLite) or \`deno task bench --pg\` (also PostgreSQL on a throwaway cluster).
+${targetsTable(rows, r.profiles)}
 
-${analysis}
+Reproduce: \`deno task bench\` (SQLite) or \`deno task bench --pg\` (also PostgreSQL on a throwaway
+cluster); \`--scenario <text>\` runs only the scenarios whose name contains it, \`--profile\` also
+profiles each missed target (or each \`--scenario\` match) into \`bench/profiles/\`, \`--workers N\`
+serves the scenarios with \`serve --workers N\`; \`deno task bench:soak\` runs the memory soak.
+
+${rt}${rt ? "\n" : ""}${soak}${soak ? "\n\n" : ""}${analysis}
 ## History
 ${history}
-`);
-  await Deno.writeTextFile(path, report);
+`;
+  await save(report);
   return report;
 }

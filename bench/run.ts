@@ -1,36 +1,40 @@
 /**
  * `deno task bench`: Moonbase against a bare `Deno.serve` baseline in the
  * same run, scenario by scenario (wrk when installed, else a Deno load
- * generator), then realtime with 1 000 SSE subscribers (bench/realtime.ts),
- * on SQLite and with `--pg` also on a throwaway PostgreSQL. Prints a table
- * and writes bench/results.md. `--only realtime` runs just the realtime
- * part and replaces just that section of the report.
+ * generator; bench/measure.ts), then realtime with 1 000 SSE subscribers
+ * (bench/realtime.ts), on SQLite and with `--pg` also on a throwaway
+ * PostgreSQL. Prints a table and writes bench/results.md with the targets
+ * (bench/targets.ts).
+ *
+ * - `--only realtime` runs just the realtime part and replaces just that
+ *   section of the report.
+ * - `--scenario <text>` runs only the rows whose name contains the text
+ *   (any case); such a partial run writes the report only with `--out`.
+ * - `--profile` then profiles each missed target (with `--scenario`: each
+ *   target measured) into bench/profiles/ (bench/profile.ts).
+ * - `--workers N` serves the scenarios with `serve --workers N`; the paired
+ *   row "GET by id: --workers N ÷ 1" (N at least 2) runs either way.
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { runLoad, type Target } from "./load.ts";
-import { seed, type Seeded } from "./seed.ts";
+import { seed } from "./seed.ts";
 import { startPostgres } from "../tests/_pg.ts";
-import {
-  combine,
-  loadWithCpu,
-  rssBytes,
-  SECRET,
-  start,
-  stop,
-} from "./procs.ts";
+import { SECRET } from "./procs.ts";
+import { benchScenarios, type Scenario, withWorkers } from "./measure.ts";
 import { benchRealtime } from "./realtime.ts";
-import type { RealtimeRow } from "./realtime_report.ts";
 import {
-  LOGGING_PAIR,
-  type Row,
-  scenarios,
-  SUSTAINED,
-  targetsMet,
-  writeResults,
-} from "./report.ts";
+  REALTIME_ON,
+  realtimeArgs,
+  SUBSCRIBE_PATH,
+  SUBSCRIBERS,
+} from "./realtime_args.ts";
+import type { RealtimeRow } from "./realtime_report.ts";
+import { LOGGING_PAIR, REALTIME_PAIR, type Row } from "./rows.ts";
+import { checks, missed, targetsMet } from "./targets.ts";
+import { writeResults } from "./report.ts";
+import { type ProfileJob, profileScenario } from "./profile.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -38,9 +42,12 @@ const args = parseArgs({
     pg: { type: "boolean" },
     seconds: { type: "string", default: "3" },
     rounds: { type: "string", default: "3" },
-    out: { type: "string", default: "bench/results.md" },
+    out: { type: "string" },
     label: { type: "string", default: "" },
     only: { type: "string" },
+    scenario: { type: "string" },
+    profile: { type: "boolean" },
+    workers: { type: "string", default: "1" },
   },
 });
 if (args.values.only !== undefined && args.values.only !== "realtime") {
@@ -49,173 +56,53 @@ if (args.values.only !== undefined && args.values.only !== "realtime") {
 const ONLY_REALTIME = args.values.only === "realtime";
 const SECONDS = Number(args.values.seconds);
 const ROUNDS = Math.max(1, Number(args.values.rounds));
-const rssMb = (pid: number) => rssBytes(pid) / 2 ** 20;
+const WORKERS = Math.max(1, Number(args.values.workers) || 1);
+const FILTER = args.values.scenario?.toLowerCase();
+const wants = (name: string) =>
+  FILTER === undefined || name.toLowerCase().includes(FILTER);
+const OUT = args.values.out ??
+  (FILTER === undefined ? "bench/results.md" : undefined);
 
-async function json(
-  url: string,
-  init?: RequestInit,
-): Promise<{ data: Record<string, unknown> }> {
-  const res = await fetch(url, init);
-  return await res.json();
-}
-
-/** The scenarios against a bare baseline, on one seeded database. */
-async function benchScenarios(
-  db: "sqlite" | "postgres",
+/** What to profile on one database: the rows' scenarios and servers. */
+function profileJobs(
+  db: string,
+  rows: Row[],
   serverArgs: string[],
-  dataDir: string,
-  seeded: Seeded,
-): Promise<Row[]> {
-  const mb = await start(serverArgs);
-  const base = await start(["run", "-A", "bench/baseline.ts"]);
-  const mbUrl = `http://127.0.0.1:${mb.port}`,
-    baseUrl = `http://127.0.0.1:${base.port}`;
-  await new Promise((r) => setTimeout(r, 1000));
-  const idleRss = rssMb(mb.child.pid);
-  const login = await json(`${mbUrl}/api/v1/auth/users/login`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-forwarded-for": "192.0.2.1",
-    },
-    body: JSON.stringify({ identity: seeded.email, password: seeded.password }),
-  });
-  const token = String(login.data.token);
-  let cursor = "";
-  for (let page = 1; page < 200; page++) {
-    const r = await json(
-      `${mbUrl}/api/v1/entities/items?limit=50${
-        cursor ? `&after=${cursor}` : ""
-      }`,
-    );
-    cursor = encodeURIComponent(String(r.data.cursor));
-  }
-  // Warm both servers up (the JIT keeps improving Moonbase for ~10 s).
-  await runLoad(mbUrl, {
-    method: "GET",
-    path: `/api/v1/entities/items/${seeded.itemId}`,
-  }, 8);
-  await runLoad(baseUrl, { method: "GET", path: "/" }, 3);
-  const rows: Row[] = [];
-  const measure = async (
-    name: string,
-    t: Target,
-    server = mb,
-  ): Promise<void> => {
-    await runLoad(`http://127.0.0.1:${server.port}`, t, 2); // warm-up
-    const bs = [], ms = [];
-    // Alternate short runs so drift on a shared machine hits both sides alike.
-    for (let i = 0; i < ROUNDS; i++) {
-      bs.push(await loadWithCpu(base, { method: "GET", path: "/" }, SECONDS));
-      ms.push(await loadWithCpu(server, t, SECONDS));
+  scenarios: Scenario[],
+): ProfileJob[] {
+  const names = FILTER === undefined
+    ? missed(rows).filter((c) => c.db === db).map((c) => c.name)
+    : checks(rows).filter((c) =>
+      c.db === db && c.ratioGoal && c.got !== "not measured"
+    ).map((c) => c.name);
+  const get = scenarios.find((s) => s.name === "GET by id (public)")!.target;
+  const seconds = Math.max(5, SECONDS * 2);
+  const args = withWorkers(serverArgs, WORKERS);
+  const note = WORKERS > 1 ? `--workers ${WORKERS}: isolate 0 only` : "";
+  return names.map((name): ProfileJob => {
+    if (name === REALTIME_PAIR) {
+      return {
+        db,
+        name,
+        serverArgs: realtimeArgs(serverArgs, REALTIME_ON),
+        target: get,
+        subscribers: { count: SUBSCRIBERS, path: SUBSCRIBE_PATH },
+        seconds,
+        note: `realtime on, ${SUBSCRIBERS} idle SSE subscribers`,
+      };
     }
-    const b = combine(bs), m = combine(ms);
-    rows.push({ db, name, moonbase: m, baseline: b, ratio: m.rps / b.rps });
-    console.error(
-      `[${db}] ${name}: ${m.rps.toFixed(0)} req/s vs ${
-        b.rps.toFixed(0)
-      } (ratio ${(m.rps / b.rps).toFixed(2)}), CPU ${
-        m.cpuPerRequest?.toFixed(1)
-      } vs ${b.cpuPerRequest?.toFixed(1)} µs/req, p99 ${
-        m.p99.toFixed(1)
-      } ms, errors ${m.errors}, non-2xx ${m.non2xx}`,
-    );
-  };
-  for (const s of scenarios(seeded, token, cursor)) {
-    await measure(s.name, s.target);
-  }
-  if (db === "sqlite") {
-    // The ceiling: the same SQLite work in a bare handler (see bench/floor.ts).
-    const floor = await start([
-      "run",
-      "-A",
-      "bench/floor.ts",
-      `${dataDir}/moonbase.db`,
-    ]);
-    const f = floor;
-    await measure("bare handler: GET by id", {
-      method: "GET",
-      path: `/items/${seeded.itemId}`,
-    }, f);
-    await measure("bare handler: GET with token + owner check", {
-      method: "GET",
-      path: `/notes/${seeded.noteId}`,
-      headers: { authorization: `Bearer ${token}` },
-    }, f);
-    await measure("bare handler: list 50", { method: "GET", path: "/list" }, f);
-    await measure("bare handler: create", {
-      method: "POST",
-      path: "/create",
-      headers: { "content-type": "application/json" },
-      body: '{"title":"bench","n":1,"tag":"x"}',
-    }, f);
-    await stop(floor);
-  }
-  rows.push({ db, name: "idle RSS (MB)", value: idleRss });
-  const get = {
-    method: "GET",
-    path: `/api/v1/entities/items/${seeded.itemId}`,
-  };
-  // Sustained load: a cost that grows with the number of requests served
-  // (postgres.js's pool once doubled its CPU per request within a minute)
-  // shows as the last window falling behind the first.
-  const windows = [];
-  for (let i = 0; i < 6; i++) windows.push(await loadWithCpu(mb, get, 5));
-  const first = combine(windows.slice(0, 1)),
-    last = combine(windows.slice(-1));
-  rows.push({
-    db,
-    name: SUSTAINED,
-    moonbase: last,
-    baseline: first,
-    ratio: last.rps / first.rps,
+    if (name === LOGGING_PAIR) {
+      return { db, name, serverArgs: args, target: get, seconds, note };
+    }
+    const s = scenarios.find((s) => s.name === name)!;
+    return { db, name, serverArgs: args, target: s.target, seconds, note };
   });
-  console.error(
-    `[${db}] ${SUSTAINED}: ${
-      windows.map((w) => (w.requests / 5).toFixed(0)).join(", ")
-    } req/s`,
-  );
-  // Logging off, for the "logging costs < 10%" check: a second server with
-  // request logs off, warmed up alike, measured in alternation with this one.
-  const off = await start([
-    ...serverArgs.slice(0, 3),
-    "--logLevel",
-    "error",
-    ...serverArgs.slice(3),
-  ]);
-  await runLoad(`http://127.0.0.1:${off.port}`, get, 8);
-  await measure("GET by id (logging off)", get, off);
-  await runLoad(mbUrl, get, 2);
-  const ons = [], offs = [];
-  for (let i = 0; i < ROUNDS; i++) {
-    ons.push(await loadWithCpu(mb, get, SECONDS));
-    offs.push(await loadWithCpu(off, get, SECONDS));
-  }
-  const on = combine(ons), offR = combine(offs);
-  rows.push({
-    db,
-    name: LOGGING_PAIR,
-    moonbase: on,
-    baseline: offR,
-    ratio: on.rps / offR.rps,
-  });
-  console.error(
-    `[${db}] ${LOGGING_PAIR}: ${on.rps.toFixed(0)} vs ${
-      offR.rps.toFixed(0)
-    } req/s (ratio ${(on.rps / offR.rps).toFixed(2)}), CPU ${
-      on.cpuPerRequest?.toFixed(1)
-    } vs ${offR.cpuPerRequest?.toFixed(1)} µs/req`,
-  );
-  await stop(off);
-  await stop(mb);
-  await stop(base);
-  return rows;
 }
 
-/** Seeds a database, then the scenarios (unless `--only realtime`) and realtime. */
+/** Seeds a database, then the scenarios, realtime and profiles. */
 async function benchDb(
   db: "sqlite" | "postgres",
-): Promise<{ rows: Row[]; realtime: RealtimeRow[] }> {
+): Promise<{ rows: Row[]; realtime: RealtimeRow[]; profiled: string[] }> {
   const dataDir = await Deno.makeTempDir({ prefix: "mb_bench_" });
   const dbArgs = db === "postgres"
     ? [
@@ -244,22 +131,46 @@ async function benchDb(
     "--host",
     "127.0.0.1",
   ];
-  const rows = ONLY_REALTIME
-    ? []
-    : await benchScenarios(db, serverArgs, dataDir, seeded);
-  const realtime = await benchRealtime({
+  const bench = {
     db,
     serverArgs,
-    itemId: seeded.itemId,
+    dataDir,
+    seeded,
     rounds: ROUNDS,
     seconds: SECONDS,
-    baseline: db === "sqlite",
-  });
+    wants,
+    workers: WORKERS,
+  };
+  const { rows, scenarios } = ONLY_REALTIME
+    ? { rows: [], scenarios: [] }
+    : await benchScenarios(bench);
+  let realtime: RealtimeRow[] = [];
+  if (ONLY_REALTIME || wants(REALTIME_PAIR)) {
+    const rt = await benchRealtime({
+      db,
+      serverArgs,
+      itemId: seeded.itemId,
+      rounds: ROUNDS,
+      seconds: SECONDS,
+      baseline: db === "sqlite",
+    });
+    realtime = rt.rows;
+    if (rt.pair && !ONLY_REALTIME) rows.push(rt.pair);
+  }
+  const profiled: string[] = [];
+  if (args.values.profile && !ONLY_REALTIME) {
+    for (const job of profileJobs(db, rows, serverArgs, scenarios)) {
+      console.error(`[${db}] profiling ${job.name}…`);
+      const path = await profileScenario(job);
+      console.error(`[${db}] profile: ${path}`);
+      profiled.push(`${db}/${job.name}`);
+    }
+  }
   await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-  return { rows, realtime };
+  return { rows, realtime, profiled };
 }
 
-const rows: Row[] = [], realtime: RealtimeRow[] = [];
+const rows: Row[] = [], realtime: RealtimeRow[] = [], profiled: string[] = [];
 for (
   const db of args.values.pg
     ? ["sqlite", "postgres"] as const
@@ -268,15 +179,20 @@ for (
   const r = await benchDb(db);
   rows.push(...r.rows);
   realtime.push(...r.realtime);
+  profiled.push(...r.profiled);
 }
-const report = await writeResults(
+const report = await writeResults({
   rows,
-  args.values.out,
-  `${ROUNDS} alternating rounds of ${SECONDS} s`,
-  args.values.label,
   realtime,
-);
+  profiles: new Set(profiled),
+  runs: `${ROUNDS} alternating rounds of ${SECONDS} s`,
+  label: args.values.label,
+  path: OUT,
+});
 console.log(report);
+if (OUT === undefined) {
+  console.log("(a --scenario run: no report written; --out <file> writes it)");
+}
 if (!ONLY_REALTIME) {
   console.log(
     targetsMet(rows) ? "All targets met." : "Some targets missed (see above).",

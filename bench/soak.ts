@@ -3,20 +3,30 @@
  * creates, gets, lists (varied sorts and filters), patches, deletes, logins
  * and token-checked reads — for `--minutes`, with the server's RSS
  * (`/proc/<pid>/status` VmRSS) sampled every `--interval` seconds and printed
- * as a table. Memory that levels off shows as the last samples staying
- * within a few MiB of each other.
+ * as a table. Memory levels off when the last 3 minutes' mean and peak stay
+ * near those of the 3 minutes before (bench/soak_report.ts).
  *
- *   deno run -A bench/soak.ts [--minutes 10] [--connections 12]
- *     [--database PSQL] [--v8=--max-old-space-size=64]
+ *   deno task bench:soak [--minutes 10] [--connections 12] [--pg]
+ *     [--interval 10] [--out bench/results.md] [--v8=--max-old-space-size=64]
  *
- * With `--database PSQL` it runs on a throwaway PostgreSQL cluster.
+ * With `--pg` (or `--database PSQL`) it runs on a throwaway PostgreSQL
+ * cluster. The samples and the "levels off" verdict land in `--out` as the
+ * section `soak:<db>` (bench/soak_report.ts); `--out ""` writes nothing.
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { createApp } from "../mod.ts";
 import { startPostgres } from "../tests/_pg.ts";
+import { rssBytes } from "./procs.ts";
+import { PASSWORD, prepare } from "./soak_seed.ts";
+import {
+  type Sample,
+  signed,
+  soakSection,
+  verdict,
+  writeSoak,
+} from "./soak_report.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -25,72 +35,16 @@ const args = parseArgs({
     connections: { type: "string", default: "12" },
     interval: { type: "string", default: "10" },
     database: { type: "string", default: "" },
+    pg: { type: "boolean" },
+    out: { type: "string", default: "bench/results.md" },
     v8: { type: "string", default: "" },
   },
 });
 const MINUTES = Number(args.values.minutes);
 const CONNECTIONS = Math.max(1, Number(args.values.connections));
 const INTERVAL = Math.max(1, Number(args.values.interval)) * 1000;
-const PG = args.values.database.toUpperCase() === "PSQL";
+const PG = args.values.pg || args.values.database.toUpperCase() === "PSQL";
 const SECRET = "soak-secret-0123456789-abcdefghijklmnopqrstuvwxyz";
-const PUBLIC = { mode: "public", expr: "" };
-const OWNER = { mode: "custom", expr: "record.owner == auth.id" };
-const PASSWORD = "soak-password-1";
-
-/** Creates the entities and a first batch of records through the library. */
-async function prepare(
-  cfg: Record<string, string>,
-): Promise<{ ids: string[]; email: string }> {
-  const app = await createApp({ ...cfg, quiet: true });
-  try {
-    const users = await app.schemas.create({
-      name: "users",
-      type: "auth",
-      fields: [],
-      rules: { add: PUBLIC },
-    });
-    const items = await app.schemas.create({
-      name: "items",
-      type: "base",
-      fields: [
-        { name: "title", type: "string", required: true },
-        { name: "n", type: "int", index: true },
-        { name: "tag", type: "string", index: true },
-        { name: "meta", type: "json" },
-      ],
-      rules: {
-        list: PUBLIC,
-        get: PUBLIC,
-        add: PUBLIC,
-        update: PUBLIC,
-        delete: PUBLIC,
-      },
-    });
-    await app.schemas.create({
-      name: "notes",
-      type: "base",
-      fields: [
-        { name: "owner", type: "relation", foreign_key: { entity: "users" } },
-        { name: "body", type: "text" },
-      ],
-      rules: { list: OWNER, get: OWNER, add: { mode: "auth", expr: "" } },
-    });
-    const email = "soak@example.com";
-    await users.create({ email, password: PASSWORD });
-    const ids: string[] = [];
-    for (let i = 0; i < 2000; i++) {
-      const rec = await items.create({
-        title: `item ${i}`,
-        n: i,
-        tag: `t${i % 10}`,
-      });
-      ids.push(String(rec.id));
-    }
-    return { ids, email };
-  } finally {
-    await app.close();
-  }
-}
 
 async function startServer(
   argv: string[],
@@ -118,10 +72,7 @@ async function startServer(
   }
 }
 
-function rssMiB(pid: number): number {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-}
+const rssMiB = (pid: number) => rssBytes(pid) / 2 ** 20;
 
 const pick = <T>(xs: readonly T[]): T =>
   xs[Math.floor(Math.random() * xs.length)];
@@ -277,36 +228,50 @@ console.log(
 );
 console.log("|---:|---:|---:|---:|---:|---:|---:|");
 let last = { t: started, n: 0 };
-const samples: number[] = [];
+const samples: Sample[] = [];
 while (Date.now() < until) {
   await new Promise((r) =>
     setTimeout(r, Math.min(INTERVAL, until - Date.now()))
   );
   const now = Date.now(), rss = rssMiB(child.pid);
-  samples.push(rss);
   const rps = (stats.requests - last.n) / ((now - last.t) / 1000);
   last = { t: now, n: stats.requests };
+  const x = { s: Math.round((now - started) / 1000), ...stats, rps, rss };
+  samples.push(x);
   console.log(
-    `| ${Math.round((now - started) / 1000)} s | ${stats.requests} | ${
+    `| ${x.s} s | ${x.requests} | ${
       rps.toFixed(0)
-    } | ${stats.non2xx} | ${stats.s5xx} | ${stats.errors} | ${
-      rss.toFixed(1)
-    } |`,
+    } | ${x.non2xx} | ${x.s5xx} | ${x.errors} | ${rss.toFixed(1)} |`,
   );
 }
 running = false;
 await Promise.all([...workers, logins]);
-const third = Math.max(1, Math.floor(samples.length / 3));
-const mid = samples.slice(third, 2 * third), end = samples.slice(-third);
-const avg = (xs: number[]) =>
-  xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const v = verdict(samples);
 console.log(
   `RSS: idle ${idle.toFixed(1)}, peak ${
-    Math.max(...samples).toFixed(1)
-  }, middle third avg ${avg(mid).toFixed(1)}, last third avg ${
-    avg(end).toFixed(1)
-  } MiB; ${stats.requests} requests, ${stats.s5xx} 5xx, ${stats.errors} errors`,
+    Math.max(...samples.map((x) => x.rss)).toFixed(1)
+  } MiB; last ${Math.round(v.window)} s against the window before: mean ${
+    signed(v.rise)
+  }, peak ${signed(v.peakRise)} MiB: levels off ${
+    v.levelsOff ? "yes" : "NO"
+  }; ${stats.requests} requests, ${stats.s5xx} 5xx, ${stats.errors} errors`,
 );
+if (args.values.out) {
+  const db = PG ? "postgres" : "sqlite";
+  await writeSoak(
+    args.values.out,
+    db,
+    soakSection({
+      db,
+      minutes: MINUTES,
+      connections: CONNECTIONS,
+      interval: INTERVAL / 1000,
+      idle,
+      date: new Date().toISOString(),
+    }, samples),
+  );
+  console.log(`Written to ${args.values.out} (section soak:${db}).`);
+}
 child.kill("SIGTERM");
 await child.status;
 await Deno.remove(dataDir, { recursive: true }).catch(() => {});

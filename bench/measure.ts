@@ -1,0 +1,265 @@
+/**
+ * The scenarios of `deno task bench` on one seeded database: each against
+ * the bare `Deno.serve` baseline in alternating rounds, the bare handler
+ * doing the same SQLite work (bench/floor.ts), idle memory, sustained load,
+ * and the paired rows (request logs on ÷ off, `--workers N` ÷ 1).
+ *
+ * @module
+ */
+
+import { runLoad, type Target } from "./load.ts";
+import type { Seeded } from "./seed.ts";
+import {
+  combine,
+  type CpuLoad,
+  loadWithCpu,
+  type Proc,
+  rssBytes,
+  start,
+  stop,
+} from "./procs.ts";
+import {
+  bareName,
+  IDLE_RSS,
+  LOGGING_PAIR,
+  type Row,
+  scenarios,
+  SUSTAINED,
+  workersPair,
+} from "./rows.ts";
+
+/** One database's benchmark setup. */
+export interface Bench {
+  db: "sqlite" | "postgres";
+  /** `deno` arguments of a Moonbase server, ending with `serve …`. */
+  serverArgs: string[];
+  dataDir: string;
+  seeded: Seeded;
+  rounds: number;
+  seconds: number;
+  /** The `--scenario` filter: true for the rows to measure. */
+  wants: (name: string) => boolean;
+  /** `serve --workers` of the scenarios' server (1: the flag is not given). */
+  workers: number;
+}
+
+/** A scenario as the profiler needs it. */
+export interface Scenario {
+  name: string;
+  target: Target;
+}
+
+/** `serverArgs` with options before the command (the global ones). */
+export const withOptions = (serverArgs: string[], opts: string[]): string[] => [
+  ...serverArgs.slice(0, 3),
+  ...opts,
+  ...serverArgs.slice(3),
+];
+
+/**
+ * `serverArgs` with `serve --workers n` (unchanged for 1), and Deno's
+ * `--unstable-net` (SO_REUSEPORT) in case the configuration lacks it. Apply
+ * it last: it moves the positions `withOptions` relies on.
+ */
+export const withWorkers = (serverArgs: string[], n: number): string[] =>
+  n > 1
+    ? ["run", "--unstable-net", ...serverArgs.slice(1), "--workers", String(n)]
+    : serverArgs;
+
+/** The bare handler's request for each scenario it has a route for. */
+function bareTargets(s: Seeded, token: string): Record<string, Target> {
+  const json = { "content-type": "application/json" };
+  return {
+    "GET by id (public)": { method: "GET", path: `/items/${s.itemId}` },
+    "GET by id (token + custom rule)": {
+      method: "GET",
+      path: `/notes/${s.noteId}`,
+      headers: { authorization: `Bearer ${token}` },
+    },
+    "list 50": { method: "GET", path: "/list" },
+    "list filter + sort": { method: "GET", path: "/filtered" },
+    "create": {
+      method: "POST",
+      path: "/create",
+      headers: json,
+      body: '{"title":"bench","n":1,"tag":"x"}',
+    },
+    "PATCH": {
+      method: "PATCH",
+      path: `/items/${s.itemId}`,
+      headers: json,
+      body: '{"n":5000}',
+    },
+  };
+}
+
+async function json(
+  url: string,
+  init?: RequestInit,
+): Promise<{ data: Record<string, unknown> }> {
+  const res = await fetch(url, init);
+  return await res.json();
+}
+
+/**
+ * Runs the wanted scenarios; returns their rows and the scenarios (with the
+ * token and cursor of this run) for the profiler.
+ */
+export async function benchScenarios(
+  b: Bench,
+): Promise<{ rows: Row[]; scenarios: Scenario[] }> {
+  const { db, seeded, wants } = b;
+  const mb = await start(withWorkers(b.serverArgs, b.workers));
+  const base = await start(["run", "-A", "bench/baseline.ts"]);
+  const mbUrl = `http://127.0.0.1:${mb.port}`,
+    baseUrl = `http://127.0.0.1:${base.port}`;
+  await new Promise((r) => setTimeout(r, 1000));
+  const idleRss = rssBytes(mb.child.pid) / 2 ** 20;
+  const login = await json(`${mbUrl}/api/v1/auth/users/login`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-forwarded-for": "192.0.2.1",
+    },
+    body: JSON.stringify({ identity: seeded.email, password: seeded.password }),
+  });
+  const token = String(login.data.token);
+  let cursor = "";
+  for (let page = 1; page < 200; page++) {
+    const r = await json(
+      `${mbUrl}/api/v1/entities/items?limit=50${
+        cursor ? `&after=${cursor}` : ""
+      }`,
+    );
+    cursor = encodeURIComponent(String(r.data.cursor));
+  }
+  const all = scenarios(seeded, token, cursor);
+  const get: Target = {
+    method: "GET",
+    path: `/api/v1/entities/items/${seeded.itemId}`,
+  };
+  // Warm both servers up (the JIT keeps improving Moonbase for ~10 s).
+  await runLoad(mbUrl, get, 8);
+  await runLoad(baseUrl, { method: "GET", path: "/" }, 3);
+  const rows: Row[] = [];
+  const bareGet: Target = { method: "GET", path: "/" };
+  const pair = async (name: string, a: Proc, t: Target, other = base) =>
+    rows.push(
+      await alternate(b, name, a, t, other, other === base ? bareGet : t),
+    );
+  for (const s of all) if (wants(s.name)) await pair(s.name, mb, s.target);
+  if (db === "sqlite") {
+    // The ceiling: the same SQLite work in a bare handler (see bench/floor.ts).
+    const bare = Object.entries(bareTargets(seeded, token))
+      .filter(([name]) => wants(bareName(name)));
+    if (bare.length) {
+      const floor = await start([
+        "run",
+        "-A",
+        "bench/floor.ts",
+        `${b.dataDir}/moonbase.db`,
+      ]);
+      for (const [name, t] of bare) await pair(bareName(name), floor, t);
+      await stop(floor);
+    }
+  }
+  rows.push({ db, name: IDLE_RSS, value: idleRss });
+  if (wants(SUSTAINED)) {
+    // A cost that grows with the number of requests served (postgres.js's
+    // pool once doubled its CPU per request within a minute) shows as the
+    // last window falling behind the first.
+    const windows = [];
+    for (let i = 0; i < 6; i++) windows.push(await loadWithCpu(mb, get, 5));
+    const first = combine(windows.slice(0, 1)),
+      last = combine(windows.slice(-1));
+    rows.push({
+      db,
+      name: SUSTAINED,
+      moonbase: last,
+      baseline: first,
+      ratio: last.rps / first.rps,
+    });
+    console.error(
+      `[${db}] ${SUSTAINED}: ${
+        windows.map((w) => (w.requests / 5).toFixed(0)).join(", ")
+      } req/s`,
+    );
+  }
+  if (wants(LOGGING_PAIR)) {
+    // A second server with request logs off, warmed up alike.
+    const off = await start(
+      withWorkers(
+        withOptions(b.serverArgs, ["--logLevel", "error"]),
+        b.workers,
+      ),
+    );
+    await runLoad(`http://127.0.0.1:${off.port}`, get, 8);
+    await pair(LOGGING_PAIR, mb, get, off);
+    await stop(off);
+  }
+  await stop(mb);
+  const n = Math.max(2, b.workers);
+  if (wants(workersPair(n))) rows.push(await workers(b, n, get));
+  await stop(base);
+  return { rows, scenarios: all };
+}
+
+/**
+ * `a` serving `t` in rounds alternating with `other` serving `otherT`, after
+ * a warm-up of `a`; the row's baseline is `other`.
+ */
+async function alternate(
+  b: Bench,
+  name: string,
+  a: Proc,
+  t: Target,
+  other: Proc,
+  otherT: Target,
+): Promise<Row> {
+  await runLoad(`http://127.0.0.1:${a.port}`, t, 2); // warm-up
+  const as: CpuLoad[] = [], os: CpuLoad[] = [];
+  // Alternate short runs so drift on a shared machine hits both sides alike.
+  for (let i = 0; i < b.rounds; i++) {
+    os.push(await loadWithCpu(other, otherT, b.seconds));
+    as.push(await loadWithCpu(a, t, b.seconds));
+  }
+  const m = combine(as), o = combine(os);
+  console.error(
+    `[${b.db}] ${name}: ${m.rps.toFixed(0)} vs ${
+      o.rps.toFixed(0)
+    } req/s (ratio ${(m.rps / o.rps).toFixed(2)}), CPU ${
+      m.cpuPerRequest?.toFixed(1)
+    } vs ${o.cpuPerRequest?.toFixed(1)} µs/req, p99 ${
+      m.p99.toFixed(1)
+    } ms, errors ${m.errors}, non-2xx ${m.non2xx}`,
+  );
+  return { db: b.db, name, moonbase: m, baseline: o, ratio: m.rps / o.rps };
+}
+
+/**
+ * GET by id on `serve --workers n` against `--workers 1`, alternating; a
+ * note instead when the server refuses the flag (it ends before listening).
+ */
+async function workers(b: Bench, n: number, get: Target): Promise<Row> {
+  const name = workersPair(n);
+  let many: Proc;
+  try {
+    many = await start(withWorkers(b.serverArgs, n));
+  } catch {
+    console.error(`[${b.db}] ${name}: the server refused --workers`);
+    return {
+      db: b.db,
+      name,
+      text: "not measured: the server refused `serve --workers`",
+    };
+  }
+  const one = await start(b.serverArgs);
+  try {
+    await runLoad(`http://127.0.0.1:${many.port}`, get, 5);
+    await runLoad(`http://127.0.0.1:${one.port}`, get, 5);
+    return await alternate(b, name, many, get, one, get);
+  } finally {
+    await stop(many);
+    await stop(one);
+  }
+}

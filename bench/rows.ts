@@ -1,0 +1,137 @@
+/**
+ * The benchmark's rows: what one measure gives, the names of the paired and
+ * single-figure rows, and the scenarios in order.
+ *
+ * @module
+ */
+
+import type { LoadResult, Target } from "./load.ts";
+import type { Seeded } from "./seed.ts";
+
+/** A measured scenario, a single figure, or a note where a figure would be. */
+export type Row =
+  | {
+    db: string;
+    name: string;
+    moonbase: LoadResult;
+    baseline: LoadResult;
+    ratio: number;
+  }
+  | { db: string; name: string; value: number }
+  | { db: string; name: string; text: string };
+
+/** A measured row (Moonbase against its baseline). */
+export type Measured = Extract<Row, { ratio: number }>;
+
+/**
+ * The paired logging row: GET by id with request logs on, in alternation with
+ * a second server with them off ("baseline" is the logging-off server).
+ */
+export const LOGGING_PAIR = "GET by id: logging on ÷ off (paired)";
+
+/** The sustained-load row: the last 5 s of 30 s ("baseline" is the first 5 s). */
+export const SUSTAINED = "GET by id sustained 30 s: last ÷ first 5 s";
+
+/**
+ * The paired realtime row: GET by id on a server with realtime on and 1 000
+ * idle SSE subscribers, in alternation with one started `--realtime off`
+ * (the "baseline").
+ */
+export const REALTIME_PAIR =
+  "GET by id: realtime on + 1 000 idle subscribers ÷ off (paired)";
+
+/**
+ * The paired workers row: GET by id on a server started `--workers N`, in
+ * alternation with one started `--workers 1` (the "baseline").
+ */
+export const workersPair = (n: number): string =>
+  `GET by id: --workers ${n} ÷ 1 (paired)`;
+
+/** The idle memory row (MB). */
+export const IDLE_RSS = "idle RSS (MB)";
+
+/** The row of the bare handler (bench/floor.ts) doing a scenario's work. */
+export const bareName = (scenario: string): string =>
+  `bare handler: ${scenario}`;
+
+/** The measured row of `name` on `db`, if there is one. */
+export function measuredOf(
+  rows: Row[],
+  db: string,
+  name: string,
+): Measured | undefined {
+  const r = rows.find((x) => x.db === db && x.name === name);
+  return r && "ratio" in r ? r : undefined;
+}
+
+/** The scenarios, in order. */
+export function scenarios(
+  s: Seeded,
+  token: string,
+  page200: string,
+): { name: string; target: Target }[] {
+  const json = { "content-type": "application/json" };
+  return [
+    { name: "health", target: { method: "GET", path: "/api/v1/health" } },
+    {
+      name: "GET by id (public)",
+      target: { method: "GET", path: `/api/v1/entities/items/${s.itemId}` },
+    },
+    {
+      name: "GET by id (token + custom rule)",
+      target: {
+        method: "GET",
+        path: `/api/v1/entities/notes/${s.noteId}`,
+        headers: { authorization: `Bearer ${token}` },
+      },
+    },
+    {
+      name: "list 50",
+      target: { method: "GET", path: "/api/v1/entities/items?limit=50" },
+    },
+    {
+      name: "list filter + sort",
+      target: {
+        method: "GET",
+        path: `/api/v1/entities/items?limit=50&sort=-n&filter=${
+          encodeURIComponent('n >= 2000 && n < 4000 && tag == "t3"')
+        }`,
+      },
+    },
+    {
+      name: "list page 200 (after)",
+      target: {
+        method: "GET",
+        path: `/api/v1/entities/items?limit=50&after=${page200}`,
+      },
+    },
+    {
+      name: "create",
+      target: {
+        method: "POST",
+        path: "/api/v1/entities/items",
+        headers: json,
+        body: '{"title":"bench","n":1,"tag":"x"}',
+      },
+    },
+    {
+      name: "PATCH",
+      target: {
+        method: "PATCH",
+        path: `/api/v1/entities/items/${s.itemId}`,
+        headers: json,
+        body: '{"n":5000}',
+      },
+    },
+    {
+      name: "login",
+      target: {
+        method: "POST",
+        path: "/api/v1/auth/users/login",
+        headers: json,
+        body: JSON.stringify({ identity: s.email, password: s.password }),
+        spreadIps: true,
+      },
+    },
+  ];
+}

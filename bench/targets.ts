@@ -1,0 +1,178 @@
+/**
+ * The performance targets: each goal (a ratio to the baseline measured in
+ * the same run), its verdict, the bare handler doing the same work, and the
+ * per-request CPU budget the goal implies (baseline CPU µs ÷ goal), as the
+ * report's "Targets" table. Plus the benchmark's own checks (sustained load,
+ * deep pages, idle memory, errors).
+ *
+ * @module
+ */
+
+import {
+  bareName,
+  IDLE_RSS,
+  LOGGING_PAIR,
+  measuredOf,
+  REALTIME_PAIR,
+  type Row,
+  SUSTAINED,
+} from "./rows.ts";
+
+/** One ratio goal. */
+export interface Goal {
+  db: string;
+  /** The row it reads. */
+  name: string;
+  /** The lowest ratio that meets it. */
+  goal: number;
+}
+
+/** The goals, in the report's order. */
+export const GOALS: Goal[] = [
+  { db: "sqlite", name: "health", goal: 0.6 },
+  { db: "sqlite", name: "GET by id (public)", goal: 0.5 },
+  { db: "sqlite", name: "GET by id (token + custom rule)", goal: 0.4 },
+  { db: "sqlite", name: "list 50", goal: 0.25 },
+  { db: "sqlite", name: "list filter + sort", goal: 0.1 },
+  { db: "sqlite", name: "create", goal: 0.3 },
+  { db: "sqlite", name: "PATCH", goal: 0.3 },
+  { db: "sqlite", name: LOGGING_PAIR, goal: 0.9 },
+  { db: "sqlite", name: REALTIME_PAIR, goal: 0.9 },
+  { db: "postgres", name: "GET by id (public)", goal: 0.2 },
+  { db: "postgres", name: "list 50", goal: 0.12 },
+  { db: "postgres", name: "create", goal: 0.05 },
+];
+
+/** One target's verdict. */
+export interface Check {
+  db: string;
+  /** The row it reads (the profile's key with `db`). */
+  name: string;
+  goal: string;
+  /** The measured value; "not measured" when the run skipped it. */
+  got: string;
+  ok: boolean;
+  /** A ratio goal (its scenario can be profiled). */
+  ratioGoal: boolean;
+  /** The bare handler's ratio and CPU, when one was measured. */
+  bare?: string;
+  /** Moonbase's server CPU µs per request. */
+  cpu?: number;
+  /** The CPU µs per request the goal allows: baseline's ÷ goal. */
+  budget?: number;
+}
+
+const f2 = (x: number) => x.toFixed(2);
+/** A ratio, with a third digit below 0.1 (0.047 must not read as 0.05). */
+const ratio = (x: number) => x.toFixed(x < 0.1 ? 3 : 2);
+const us = (x?: number) => x === undefined ? "" : x.toFixed(1);
+
+/** The goals on the databases measured (skipped rows read "not measured"). */
+function goalChecks(rows: Row[], dbs: Set<string>): Check[] {
+  return GOALS.filter((g) => dbs.has(g.db)).map((g) => {
+    const m = measuredOf(rows, g.db, g.name);
+    const bare = measuredOf(rows, g.db, bareName(g.name));
+    const base = m?.baseline.cpuPerRequest;
+    return {
+      db: g.db,
+      name: g.name,
+      goal: `≥ ${g.goal}`,
+      got: m ? ratio(m.ratio) : "not measured",
+      ok: m !== undefined && m.ratio >= g.goal,
+      ratioGoal: true,
+      bare: bare
+        ? `${ratio(bare.ratio)} (${us(bare.moonbase.cpuPerRequest)} µs)`
+        : undefined,
+      cpu: m?.moonbase.cpuPerRequest,
+      budget: base === undefined ? undefined : base / g.goal,
+    };
+  });
+}
+
+/** The benchmark's own checks on one database, for the rows it has. */
+function ownChecks(rows: Row[], db: string): Check[] {
+  const out: Check[] = [];
+  const own = (name: string, goal: string, got: string, ok: boolean) =>
+    out.push({ db, name, goal, got, ok, ratioGoal: false });
+  const steady = measuredOf(rows, db, SUSTAINED);
+  if (steady) {
+    own(SUSTAINED, "≥ 0.8", f2(steady.ratio), steady.ratio >= 0.8);
+  }
+  const p1 = measuredOf(rows, db, "list 50"),
+    p200 = measuredOf(rows, db, "list page 200 (after)");
+  if (p1 && p200 && db === "sqlite") {
+    const r = p200.ratio / p1.ratio;
+    own("list page 200 ÷ page 1", "≥ 0.8", f2(r), r >= 0.8);
+  }
+  const rss = rows.find((r) => r.db === db && r.name === IDLE_RSS);
+  if (rss && "value" in rss) {
+    own("idle RSS", "< 100 MB", `${rss.value.toFixed(0)} MB`, rss.value < 100);
+  }
+  const measured = rows.filter((r) => r.db === db && "moonbase" in r);
+  if (measured.length) {
+    const bad = measured.filter((r) =>
+      "moonbase" in r && (r.moonbase.errors > 0 || r.moonbase.non2xx > 0)
+    );
+    own(
+      "errors and non-2xx",
+      "0",
+      bad.map((r) => r.name).join(", ") || "0",
+      bad.length === 0,
+    );
+  }
+  return out;
+}
+
+/** Every target and own check on the databases in `rows`. */
+export function checks(rows: Row[]): Check[] {
+  const dbs = new Set(rows.map((r) => r.db));
+  return [
+    ...goalChecks(rows, dbs),
+    ...[...dbs].flatMap((db) => ownChecks(rows, db)),
+  ];
+}
+
+/** The ratio goals measured and missed: the scenarios to profile. */
+export function missed(rows: Row[]): Check[] {
+  return checks(rows).filter((c) =>
+    c.ratioGoal && !c.ok && c.got !== "not measured"
+  );
+}
+
+/** True when every measured target holds. */
+export function targetsMet(rows: Row[]): boolean {
+  return checks(rows).every((c) => c.ok || c.got === "not measured");
+}
+
+/** The file name of a scenario's profile summary (under bench/profiles/). */
+export function profileFile(db: string, name: string): string {
+  const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, "_")
+    .replace(/^_|_$/g, "");
+  return `${db}_${slug}.md`;
+}
+
+/**
+ * The "Targets" table. `profiles` holds the `db/name` keys whose profile
+ * summary this run wrote (linked from the row).
+ */
+export function targetsTable(
+  rows: Row[],
+  profiles: Set<string> = new Set(),
+): string {
+  const lines = [
+    "| db | target | goal (ratio) | measured | met | bare handler (its CPU) | server CPU µs/req | CPU budget µs/req | profile |",
+    "|---|---|---:|---:|---|---:|---:|---:|---|",
+  ];
+  for (const c of checks(rows)) {
+    const key = `${c.db}/${c.name}`;
+    const profile = profiles.has(key)
+      ? `[profile](profiles/${profileFile(c.db, c.name)})`
+      : "";
+    lines.push(
+      `| ${c.db} | ${c.name} | ${c.goal} | ${c.got} | ${
+        c.ok ? "yes" : c.got === "not measured" ? "–" : "NO"
+      } | ${c.bare ?? ""} | ${us(c.cpu)} | ${us(c.budget)} | ${profile} |`,
+    );
+  }
+  return lines.join("\n");
+}
