@@ -149,7 +149,7 @@ server's CPU is the limit. **profile**: where the time goes (\`deno task bench -
 ${targetsTable(rows, r.profiles)}
 
 Reproduce: \`deno task bench\` (SQLite) or \`deno task bench --pg\` (also PostgreSQL on a throwaway
-cluster); \`--scenario <text>\` runs only the scenarios whose name contains it, \`--profile\` also
+cluster with PostgreSQL's default durability: fsync and synchronous commit on); \`--scenario <text>\` runs only the scenarios whose name contains it, \`--profile\` also
 profiles each missed target (or each \`--scenario\` match) into \`bench/profiles/\`, \`--workers N\`
 serves the scenarios with \`serve --workers N\`; \`deno task bench:soak\` runs the memory soak.
 

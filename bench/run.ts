@@ -20,7 +20,7 @@
 
 import { parseArgs } from "node:util";
 import { seed } from "./seed.ts";
-import { startPostgres } from "../tests/_pg.ts";
+import { startDurablePostgres } from "../tests/_pg.ts";
 import { SECRET } from "./procs.ts";
 import { benchScenarios, type Scenario, withWorkers } from "./measure.ts";
 import { benchRealtime } from "./realtime.ts";
@@ -109,7 +109,7 @@ async function benchDb(
       "--database",
       "PSQL",
       "--connection",
-      await (await startPostgres()).createDatabase(),
+      await (await startDurablePostgres()).createDatabase(),
     ]
     : [];
   const cfg = db === "postgres"

@@ -17,7 +17,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { startPostgres } from "../tests/_pg.ts";
+import { startDurablePostgres } from "../tests/_pg.ts";
 import { rssBytes } from "./procs.ts";
 import { PASSWORD, prepare } from "./soak_seed.ts";
 import {
@@ -93,7 +93,7 @@ const dataDir = await Deno.makeTempDir({ prefix: "mb_soak_" });
 const cfg: Record<string, string> = { dataDir, jwtSecret: SECRET };
 if (PG) {
   cfg.database = "PSQL";
-  cfg.connection = await (await startPostgres()).createDatabase();
+  cfg.connection = await (await startDurablePostgres()).createDatabase();
 }
 console.error(`soak: preparing ${PG ? "PostgreSQL" : "SQLite"} data…`);
 const { ids, email } = await prepare(cfg);
