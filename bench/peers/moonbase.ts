@@ -8,7 +8,7 @@
 
 import type { Target } from "../load.ts";
 import { type Proc, SECRET, start, stop } from "../procs.ts";
-import { scenarios } from "../report.ts";
+import { scenarios } from "../rows.ts";
 import { seed } from "../seed.ts";
 import {
   COUNT,
