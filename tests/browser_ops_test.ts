@@ -100,6 +100,19 @@ browserTest(
     assert.ok(r.every((t) => /\bwarn\b/.test(t)), r.join("\n"));
     assert.ok(r.some((t) => t.includes("Known app warning")));
 
+    // Minimum level: warnings and errors (the 503 of the known day).
+    await page.getByLabel(/^Level/).selectOption("");
+    await page.getByLabel("Minimum level").selectOption("warn");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.waitForURL(/min_level=warn/);
+    await page.locator("table.log-table tbody tr", { hasText: "/known/7" })
+      .waitFor();
+    r = await rows(page);
+    assert.ok(r.every((t) => /\b(warn|error)\b/.test(t)), r.join("\n"));
+    assert.ok(
+      r.some((t) => /\berror\b/.test(t)) && r.some((t) => /\bwarn\b/.test(t)),
+    );
+
     // Search, run by Enter.
     await page.getByRole("button", { name: "Clear" }).click();
     await page.waitForURL((u) => !u.search.includes("level="));
