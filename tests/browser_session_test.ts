@@ -161,5 +161,35 @@ browserTestAllDbs(
     assert.notEqual(focused.outline, "none");
     await page.keyboard.press("Enter");
     assert.match(page.url(), /#content$/);
+    // Every stop of the Tab order shows its focus (date pickers included).
+    await page.goto(`${s.url}/mb/logs`);
+    await page.getByText(/^Page \d+ · /).waitFor();
+    const unseen = new Set<string>();
+    for (let i = 0; i < 30; i++) {
+      await page.keyboard.press("Tab");
+      const el = await page.evaluate(() => {
+        const d = globalThis as unknown as {
+          document: {
+            activeElement: {
+              tagName: string;
+              outerHTML: string;
+            } | null;
+          };
+          getComputedStyle(e: unknown): {
+            outlineStyle: string;
+            outlineWidth: string;
+            boxShadow: string;
+          };
+        };
+        const a = d.document.activeElement;
+        if (!a || a.tagName === "BODY") return "";
+        const cs = d.getComputedStyle(a);
+        const ring = cs.outlineStyle !== "none" &&
+          parseFloat(cs.outlineWidth) > 0;
+        return ring || cs.boxShadow !== "none" ? "" : a.outerHTML.slice(0, 80);
+      });
+      if (el) unseen.add(el);
+    }
+    assert.deepEqual([...unseen], []);
   },
 );
