@@ -82,6 +82,21 @@ browserTestAllDbs(
     await page.getByRole("button", { name: "Log in" }).click();
     await page.waitForURL(/\/mb\/entities\/new$/);
     await page.locator(".topbar").waitFor();
+    // Revoked while the page is open: the next API call (no reload) finds
+    // out, and the login comes back to the page asked for.
+    const again = await s.request("POST", "/api/v1/sys/admins/logout", {
+      token: await storedToken(page),
+    });
+    assert.equal(again.status, 200);
+    await page.getByRole("navigation", { name: "Main" })
+      .getByRole("link", { name: "Admins" }).click();
+    await page.getByText("Your session has ended").waitFor();
+    assert.match(page.url(), /\/mb\/login\?next=%2Fmb%2Fadmins$/);
+    await page.getByLabel("Email").fill("admin@example.com");
+    await page.getByLabel("Password").fill(s.adminPassword);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.waitForURL(/\/mb\/admins$/);
+    await page.getByRole("heading", { name: "Admins" }).waitFor();
     assert.deepEqual(errors, []);
   },
 );
