@@ -188,7 +188,51 @@ export async function axeSerious(page: Page): Promise<AxeViolation[]> {
       nodes: v.nodes.slice(0, 5).map((n) => JSON.stringify(n.target)),
     }));
   });
-  return found.filter((v) => v.impact === "serious" || v.impact === "critical");
+  return [
+    ...found.filter((v) => v.impact === "serious" || v.impact === "critical"),
+    ...await placeholderOnly(page),
+  ];
+}
+
+/**
+ * Form controls whose only name is their placeholder (axe accepts that; a
+ * placeholder vanishes as soon as something is typed): a label, an
+ * `aria-label`, `aria-labelledby` or a `title` is required.
+ */
+async function placeholderOnly(page: Page): Promise<AxeViolation[]> {
+  const nodes = await page.evaluate(() => {
+    type El = {
+      type?: string;
+      outerHTML: string;
+      getAttribute(n: string): string | null;
+      labels?: { length: number } | null;
+      getClientRects(): { length: number };
+    };
+    const doc = (globalThis as unknown as {
+      document: {
+        querySelectorAll(s: string): Iterable<El>;
+      };
+    }).document;
+    const out: string[] = [];
+    for (const el of doc.querySelectorAll("input, select, textarea")) {
+      if (el.type === "hidden" || el.getClientRects().length === 0) continue;
+      const named = ["aria-label", "aria-labelledby", "title"].some((a) =>
+        (el.getAttribute(a) ?? "").trim() !== ""
+      ) || (el.labels?.length ?? 0) > 0;
+      if (!named) {
+        out.push(el.outerHTML.slice(0, 120));
+      }
+    }
+    return out;
+  });
+  return nodes.length
+    ? [{
+      id: "placeholder-only-name",
+      impact: "serious",
+      help: "Form controls need a label, not only a placeholder",
+      nodes: nodes.slice(0, 5),
+    }]
+    : [];
 }
 
 /** Saves a full-page screenshot as `<name>_<width>.png` in SHOTS_DIR. */

@@ -34,7 +34,7 @@ browserTest(
 );
 
 browserTest(
-  "attack: the sidebar shows a capped count as 10,000+",
+  "attack: the sidebar shows a capped count as 10,000+; its search filters",
   async ({ s, adminPage, errors }) => {
     const admin = await s.adminToken();
     const mk = (body: unknown) =>
@@ -72,6 +72,18 @@ browserTest(
     const nav = page.getByRole("navigation", { name: "Main" });
     await nav.getByLabel("10,000+ records").waitFor();
     await nav.getByLabel("120 records").waitFor();
+    // Each entity with its type; the search box narrows the list.
+    const items = nav.getByRole("link", { name: /^items\b/ });
+    const pairs = nav.getByRole("link", { name: /^pairs\b/ });
+    assert.match(await items.innerText(), /items\s+base\s+120/);
+    assert.match(await pairs.innerText(), /pairs\s+view\s+10,000\+/);
+    await nav.getByLabel("Search entities").fill("PAI");
+    await items.waitFor({ state: "detached" });
+    assert.ok(await pairs.isVisible());
+    await nav.getByLabel("Search entities").fill("nothing-like-it");
+    await nav.getByText("No entity matches.").waitFor();
+    await nav.getByLabel("Search entities").fill("");
+    await items.waitFor();
     assert.deepEqual(errors, []);
   },
 );

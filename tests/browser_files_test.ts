@@ -103,6 +103,11 @@ browserTest(
     assert.equal(r.cover, null);
     assert.equal(r.attachments.length, 1);
     assert.match(r.attachments[0], /^b_/);
+    // An entity without file fields says so (no empty table, no pager).
+    await page.goto(`${s.url}/mb/entities/authors/files`);
+    await page.getByText("This entity has no file fields").waitFor();
+    assert.equal(await page.locator(".files-table").count(), 0);
+    assert.equal(await page.getByLabel("Per page").count(), 0);
     assert.deepEqual(errors, []);
   },
 );

@@ -55,6 +55,25 @@ async function rows(page: Page): Promise<string[]> {
   return await page.locator("table.log-table tbody tr").allInnerTexts();
 }
 
+/**
+ * The rows once they satisfy `ok` (up to 5 s): after new filters the page
+ * keeps the rows it shows until the filtered ones arrive, and its "Page n"
+ * line is already there, so only the rows themselves tell.
+ */
+async function rowsUntil(
+  page: Page,
+  ok: (r: string[]) => boolean,
+  what: string,
+): Promise<string[]> {
+  let r: string[] = [];
+  for (let i = 0; i < 50; i++) {
+    r = await rows(page);
+    if (r.length > 0 && ok(r)) return r;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.fail(`timed out: ${what}\n${r.join("\n")}`);
+}
+
 /** Waits until the page (after filters) has loaded its entries. */
 async function settled(page: Page): Promise<void> {
   await page.getByText(/^Page \d+ · /).waitFor();
@@ -94,11 +113,28 @@ browserTest(
     await page.getByLabel(/^Level/).selectOption("warn");
     await page.getByRole("button", { name: "Apply filters" }).click();
     await page.waitForURL(/level=warn/);
-    await settled(page);
-    let r = await rows(page);
+    let r = await rowsUntil(
+      page,
+      (r) => r.every((t) => /\bwarn\b/.test(t)),
+      "only warnings",
+    );
     assert.ok(r.length >= 3, `warn rows: ${r.length}`);
     assert.ok(r.every((t) => /\bwarn\b/.test(t)), r.join("\n"));
     assert.ok(r.some((t) => t.includes("Known app warning")));
+
+    // Minimum level: warnings and errors (the 503 of the known day).
+    await page.getByLabel(/^Level/).selectOption("");
+    await page.getByLabel("Minimum level").selectOption("warn");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.waitForURL(/min_level=warn/);
+    r = await rowsUntil(
+      page,
+      (r) =>
+        r.every((t) => /\b(warn|error)\b/.test(t)) &&
+        r.some((t) => /\berror\b.*\/known\/7/.test(t)),
+      "warnings and errors",
+    );
+    assert.ok(r.some((t) => /\bwarn\b/.test(t)), r.join("\n"));
 
     // Search, run by Enter.
     await page.getByRole("button", { name: "Clear" }).click();
@@ -106,8 +142,11 @@ browserTest(
     await page.getByLabel(/^Search logs/).fill("no-such-route");
     await page.getByLabel(/^Search logs/).press("Enter");
     await page.waitForURL(/search=no-such-route/);
-    await settled(page);
-    r = await rows(page);
+    r = await rowsUntil(
+      page,
+      (r) => r.every((t) => t.includes("no-such-route")),
+      "the search's rows",
+    );
     assert.equal(r.length, 2, r.join("\n"));
     assert.ok(r.every((t) => t.includes("/api/v1/no-such-route")));
 
@@ -120,8 +159,11 @@ browserTest(
     await page.getByRole("button", { name: "Apply filters" }).click();
     await page.waitForURL(/start_date=2021-0/);
     assert.match(page.url(), /end_date=2021-06-0/);
-    await settled(page);
-    const first = await rows(page);
+    const first = await rowsUntil(
+      page,
+      (r) => r.every((t) => t.includes("/known/")),
+      "the known day's rows",
+    );
     assert.equal(first.length, 20);
     assert.ok(first[0].includes("/known/24"), first[0]);
     // The chart follows the dates: 25 requests, one 5xx.

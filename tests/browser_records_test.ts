@@ -17,6 +17,9 @@ import {
   textFile,
 } from "./_records_fixtures.ts";
 
+/** An attachment name long enough to push its row past a phone's width. */
+const LONG_NAME = "c-rather-long-attachment-name-from-a-scanner-2024-05-01.txt";
+
 async function editorFor(page: Page, s: TestServer, id = "new") {
   await page.goto(`${s.url}/mb/entities/posts/records/${id}`);
   await page.getByLabel("title").waitFor();
@@ -106,10 +109,46 @@ browserTest(
       /^2024-05-01T12:30(:00)?$/,
     );
 
+    // Its row in the table: every cell rendered by its type.
+    await page.getByRole("link", { name: "Back to posts" }).click();
+    const row = page.locator(".records-table tbody tr").first();
+    await row.locator("img.thumb").waitFor();
+    const heads = await page.locator(".records-table thead th")
+      .allTextContents();
+    const cell = (name: string) =>
+      row.locator("td").nth(heads.findIndex((h) => h.startsWith(name)));
+    const when = cell("when").locator("time");
+    assert.equal(await when.getAttribute("datetime"), whenIso);
+    assert.match(await when.innerText(), /2024/);
+    assert.doesNotMatch(await when.innerText(), /T12|Z$/, "a local date");
+    assert.equal(await cell("meta").innerText(), "{…} 2 keys");
+    assert.equal(
+      await cell("meta").locator("[title]").getAttribute("title"),
+      JSON.stringify(r.meta),
+    );
+    assert.equal(await cell("published").textContent(), "✓yes");
+    assert.equal(
+      await cell("body").locator(".trunc").getAttribute("title"),
+      "A long body\nover two lines",
+    );
+    assert.equal(
+      await cell("author").getByRole("link", { name: "Grace Hopper" })
+        .getAttribute("href"),
+      `/mb/entities/authors/records/${grace.data.id}`,
+    );
+    assert.ok(await imageLoads(cell("cover").locator("img.thumb")));
+    assert.match(
+      await cell("attachments").getByRole("link", { name: "b.txt" })
+        .getAttribute("href") ?? "",
+      /\/api\/v1\/files\/posts\/b_\w+\.txt\?token=/,
+    );
+    await row.getByRole("link", { name: `Open ${id}` }).click();
+    await page.getByLabel("title").waitFor();
+
     // Reorder: b before a, then a third file goes after them.
     await page.getByRole("button", { name: "Move b.txt up" }).click();
     await page.getByLabel("attachments", { exact: true }).setInputFiles(
-      textFile("c.txt", "third"),
+      textFile(LONG_NAME, "third"),
     );
     await page.getByLabel("views").fill("43");
     await page.getByRole("button", { name: "Save" }).click();
@@ -123,6 +162,12 @@ browserTest(
     );
     assert.equal(r.views, 43);
     assert.equal(r.title, "Hello editor");
+    // A long file name does not widen the editor at 390 px.
+    const narrow = await adminPage(390);
+    await editorFor(narrow, s, id);
+    await narrow.locator(".file-list li", { hasText: "c-rather" }).waitFor();
+    assert.equal(await scrollWidth(narrow), 390);
+    await narrow.close();
 
     // Removal: a from the list, the cover altogether.
     await page.getByRole("button", { name: "Remove a.txt" }).click();
@@ -241,8 +286,13 @@ browserTest(
     await filter.press("Enter");
     const alert = page.locator("#filter-error");
     await alert.waitFor();
-    assert.match((await alert.textContent())!, /Cannot/);
+    assert.match(
+      (await alert.locator("p").textContent())!,
+      /^Cannot .* — at the end$/,
+    );
     assert.equal(await page.locator(".filter-echo mark").count(), 1);
+    // No "Page 1 · 0 records" under an error: the pager waits.
+    assert.equal(await page.getByLabel("Per page").count(), 0);
     await filter.fill("nosuchfield == 1");
     await filter.press("Enter");
     await page.getByText(/nosuchfield/).first().waitFor();

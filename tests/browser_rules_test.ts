@@ -89,12 +89,16 @@ browserTest(
     assert.equal(await mark.textContent(), "=");
     assert.ok((await mark.boundingBox())!.width > 2, "highlight is visible");
 
-    // Completions with the keyboard.
-    await input.fill("");
-    await input.pressSequentially("record.ti");
+    // Completions with the keyboard: the roots, then the fields.
     const list = page.getByRole("listbox", {
       name: "Completions for Rule for listing",
     });
+    await input.fill("");
+    await input.pressSequentially("re");
+    await list.getByRole("option", { name: "req.", exact: true }).waitFor();
+    await list.getByRole("option", { name: "record.", exact: true }).waitFor();
+    await input.fill("");
+    await input.pressSequentially("record.ti");
     await list.getByRole("option", { name: "record.title" }).waitFor();
     await input.press("Enter");
     assert.equal(await input.inputValue(), "record.title");

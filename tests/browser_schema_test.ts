@@ -251,6 +251,21 @@ browserTest(
       s2.fields.find((f: any) => f.name === "link").foreign_key,
       { entity: "things", on_delete: "set null" },
     );
+    // An auth entity is edited like any other: its system fields stay.
+    await narrow.goto(`${s.url}/mb/entities/things/schema`);
+    await panel(narrow, 3).getByLabel("Name").waitFor();
+    await addField(narrow, "bio", "text");
+    await narrow.getByRole("button", { name: "Save changes" }).click();
+    await narrow.getByText("Schema of things saved").waitFor();
+    const s3 = await api(s, "GET", "/schemas/things");
+    assert.deepEqual(
+      // deno-lint-ignore no-explicit-any
+      s3.fields.filter((f: any) => !f.system).map((f: any) => f.name),
+      ["nick", "kind", "link", "bio"],
+    );
+    // deno-lint-ignore no-explicit-any
+    assert.ok(s3.fields.some((f: any) => f.name === "password" && f.system));
+    assert.deepEqual(errors, []);
   },
 );
 
@@ -504,8 +519,8 @@ browserTest(
     await api(s, "GET", "/schemas/users"); // still there
     await topShot(page, "schema_delete_refused");
 
-    // The view goes first, then items, through the form.
-    for (const name of ["item_titles", "items"]) {
+    // The view goes first, then items, then the auth entity, by the form.
+    for (const name of ["item_titles", "items", "users"]) {
       await page.goto(`${s.url}/mb/entities/${name}/schema`);
       await page.getByRole("button", { name: `Delete entity ${name}` }).click();
       await page.getByRole("dialog").getByRole("button", {

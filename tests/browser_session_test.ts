@@ -82,6 +82,21 @@ browserTestAllDbs(
     await page.getByRole("button", { name: "Log in" }).click();
     await page.waitForURL(/\/mb\/entities\/new$/);
     await page.locator(".topbar").waitFor();
+    // Revoked while the page is open: the next API call (no reload) finds
+    // out, and the login comes back to the page asked for.
+    const again = await s.request("POST", "/api/v1/sys/admins/logout", {
+      token: await storedToken(page),
+    });
+    assert.equal(again.status, 200);
+    await page.getByRole("navigation", { name: "Main" })
+      .getByRole("link", { name: "Admins" }).click();
+    await page.getByText("Your session has ended").waitFor();
+    assert.match(page.url(), /\/mb\/login\?next=%2Fmb%2Fadmins$/);
+    await page.getByLabel("Email").fill("admin@example.com");
+    await page.getByLabel("Password").fill(s.adminPassword);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.waitForURL(/\/mb\/admins$/);
+    await page.getByRole("heading", { name: "Admins" }).waitFor();
     assert.deepEqual(errors, []);
   },
 );
@@ -161,5 +176,35 @@ browserTestAllDbs(
     assert.notEqual(focused.outline, "none");
     await page.keyboard.press("Enter");
     assert.match(page.url(), /#content$/);
+    // Every stop of the Tab order shows its focus (date pickers included).
+    await page.goto(`${s.url}/mb/logs`);
+    await page.getByText(/^Page \d+ · /).waitFor();
+    const unseen = new Set<string>();
+    for (let i = 0; i < 30; i++) {
+      await page.keyboard.press("Tab");
+      const el = await page.evaluate(() => {
+        const d = globalThis as unknown as {
+          document: {
+            activeElement: {
+              tagName: string;
+              outerHTML: string;
+            } | null;
+          };
+          getComputedStyle(e: unknown): {
+            outlineStyle: string;
+            outlineWidth: string;
+            boxShadow: string;
+          };
+        };
+        const a = d.document.activeElement;
+        if (!a || a.tagName === "BODY") return "";
+        const cs = d.getComputedStyle(a);
+        const ring = cs.outlineStyle !== "none" &&
+          parseFloat(cs.outlineWidth) > 0;
+        return ring || cs.boxShadow !== "none" ? "" : a.outerHTML.slice(0, 80);
+      });
+      if (el) unseen.add(el);
+    }
+    assert.deepEqual([...unseen], []);
   },
 );

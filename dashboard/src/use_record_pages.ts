@@ -66,7 +66,8 @@ async function explainFilter(
     const r = await checkExpr(schema.name, filter, "filter");
     if (!r.valid) {
       return {
-        message: r.error || err.message,
+        // The position is shown apart, as on the rules page.
+        message: r.detail ? `Cannot run this filter: ${r.detail}` : r.error,
         position: r.position,
         end: r.end,
       };

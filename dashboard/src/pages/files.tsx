@@ -19,7 +19,7 @@ import {
   useFileToken,
 } from "../file_token.ts";
 import { readState, stateToQuery } from "../records_query.ts";
-import { query, setQuery } from "../router.ts";
+import { entityHref, query, setQuery } from "../router.ts";
 import {
   type EntitySchema,
   type FieldDef,
@@ -95,12 +95,21 @@ function FilesOf(props: { schema: EntitySchema }): JSX.Element {
     }
   };
   const readOnly = schema.type === "view";
+  if (fileFields.length === 0) {
+    return (
+      <section>
+        <EntityHeader schema={schema} tab="files" />
+        <p class="card muted">
+          This entity has no file fields: add a <code>file</code> or{" "}
+          <code>files</code> field in its{" "}
+          <a href={entityHref(schema.name, "schema")}>schema</a>.
+        </p>
+      </section>
+    );
+  }
   return (
     <section>
       <EntityHeader schema={schema} tab="files" />
-      {fileFields.length === 0 && (
-        <p class="card muted">This entity has no file fields.</p>
-      )}
       <ErrorBox error={pages.error} />
       {pages.loading && <p class="muted" role="status">Loading…</p>}
       {pages.page && (

@@ -9,6 +9,11 @@ import type { JSX } from "preact";
 import { entityHref } from "../router.ts";
 import { countLabel, counts, schemas } from "../schemas.ts";
 
+/** "1 field", "3 fields", "10,000+ records". */
+function plural(n: number, noun: string): string {
+  return `${countLabel(n)} ${noun}${n === 1 ? "" : "s"}`;
+}
+
 /** The start page. */
 export function HomePage(): JSX.Element {
   const list = (schemas.value ?? []).filter((s) => !s.is_system);
@@ -33,10 +38,10 @@ export function HomePage(): JSX.Element {
               <span class={`badge badge-${s.type}`}>{s.type}</span>
             </a>
             <p class="muted">
-              {s.fields.filter((f) => !f.system).length} fields ·{" "}
+              {plural(s.fields.filter((f) => !f.system).length, "field")} ·{" "}
               {typeof counts.value[s.name] === "number"
-                ? countLabel(counts.value[s.name] as number)
-                : "?"} records
+                ? plural(counts.value[s.name] as number, "record")
+                : "? records"}
             </p>
           </li>
         ))}

@@ -60,6 +60,7 @@ export function LogsPage(_props: Record<string, never>): JSX.Element {
       { ...filters, limit, after },
       ac.signal,
     ).then((p) => {
+      if (ac.signal.aborted) return; // other filters or page since
       setPage(p);
       setItems(p.items);
       setFresh(new Set());

@@ -189,25 +189,27 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
             : "No records yet."}
         </p>
       )}
-      <Pager
-        size={state.size}
-        onSize={(size) => update({ size })}
-        page={pages.number}
-        shown={items.length}
-        hasPrev={pages.number > 1}
-        hasNext={!!pages.page?.has_more}
-        onPrev={() => {
-          setSelected(new Set());
-          pages.prev();
-        }}
-        onNext={() => {
-          setSelected(new Set());
-          pages.next();
-        }}
-        total={pages.total}
-        counting={pages.counting}
-        onCount={pages.count}
-      />
+      {(pages.page || !(pages.error || pages.filterError)) && (
+        <Pager
+          size={state.size}
+          onSize={(size) => update({ size })}
+          page={pages.number}
+          shown={items.length}
+          hasPrev={pages.number > 1}
+          hasNext={!!pages.page?.has_more}
+          onPrev={() => {
+            setSelected(new Set());
+            pages.prev();
+          }}
+          onNext={() => {
+            setSelected(new Set());
+            pages.next();
+          }}
+          total={pages.total}
+          counting={pages.counting}
+          onCount={pages.count}
+        />
+      )}
     </section>
   );
 }

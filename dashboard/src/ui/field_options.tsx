@@ -194,6 +194,7 @@ export function FieldOptions(props: {
           <Field
             label="When the target is deleted"
             error={errors.on_delete}
+            class="span-2"
           >
             <select
               value={f.on_delete}

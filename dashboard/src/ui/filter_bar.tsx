@@ -78,7 +78,8 @@ export function FilterBar(props: {
           <input
             type="search"
             value={q}
-            placeholder="Text in any text field"
+            placeholder="Text in any text field (exact case)"
+            title="Finds records whose text fields contain this text, with the same upper and lower case"
             onInput={(e) => setQ(e.currentTarget.value)}
           />
         </label>
@@ -88,7 +89,9 @@ export function FilterBar(props: {
         <div id="filter-error" class="filter-error" role="alert">
           <p class="error-text">
             {err.message}
-            {err.position >= 0 && ` (at character ${err.position + 1})`}
+            {err.position >= 0 && (err.position < props.filter.length
+              ? ` — at character ${err.position + 1}`
+              : " — at the end")}
           </p>
           {err.position >= 0 && props.filter && (
             <Highlighted text={props.filter} err={err} />

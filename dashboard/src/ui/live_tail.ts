@@ -47,6 +47,10 @@ export async function getTagged<T>(
     data?: T;
     error?: string;
   };
+  // Aborted while the body was read: the caller moved on, say so.
+  if (signal?.aborted) {
+    throw new DOMException("The request was superseded", "AbortError");
+  }
   if (!res.ok) {
     if (res.status === 401 && token) session.expire(token);
     throw new ApiError(
