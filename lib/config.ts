@@ -176,10 +176,9 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     bodyTimeout: c.bodyTimeout ?? 30,
     bodyDeadline: c.bodyDeadline ?? 600,
     bodyMinRate: c.bodyMinRate ?? 500,
-    // The process's cap (its descriptors are shared), split among the workers.
-    maxConnections: Math.ceil(
-      (c.maxConnections ?? defaultMaxConnections()) / workerCount(c.workers),
-    ),
+    // The process's cap (its descriptors are shared): with several workers
+    // they count their connections into one total (lib/workers/serve.ts).
+    maxConnections: c.maxConnections ?? defaultMaxConnections(),
     realtime: c.realtime ?? true,
     realtimeMaxTopics: c.realtimeMaxTopics ?? 100,
     realtimeMaxConnections: c.realtimeMaxConnections ?? 20,
@@ -202,10 +201,17 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
  * assert.equal(workerCount(undefined), 1);
  * assert.equal(workerCount(3), 3);
  * assert.equal(workerCount(0), navigator.hardwareConcurrency || 1);
+ * assert.throws(() => workerCount(0.5), /workers must be an integer/);
  * ```
  */
 export function workerCount(workers: number | undefined): number {
   if (workers === undefined) return 1;
+  if (!Number.isInteger(workers) || workers < 0 || workers > 256) {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot start: workers must be an integer from 0 to 256 (0: one per CPU core)",
+    );
+  }
   if (workers === 0) return navigator.hardwareConcurrency || 1;
   return workers;
 }

@@ -21,6 +21,7 @@
  */
 
 import type { ChangeJournal } from "../records/changes.ts";
+import type { SharedCount } from "../http/connections.ts";
 
 /** What one isolate is told of the process it belongs to (structured-cloneable). */
 export interface PeerConfig {
@@ -42,6 +43,8 @@ const SLOT: Record<ChangeKind, number> = { schemas: 0, revocations: 1 };
 const SLOTS = 2;
 /** The slot of the process-wide lock (`exclusive`), after the counters. */
 const LOCK = SLOTS;
+/** The slot of the process's open connections (every isolate's together). */
+const CONNECTIONS = SLOTS + 1;
 
 /** A message between isolates. */
 type News =
@@ -74,7 +77,7 @@ export function newPeerConfig(
   return {
     index: 0,
     count,
-    shared: new SharedArrayBuffer((SLOTS + 1) * Int32Array.BYTES_PER_ELEMENT),
+    shared: new SharedArrayBuffer((SLOTS + 2) * Int32Array.BYTES_PER_ELEMENT),
     channel: `moonbase-peers-${crypto.randomUUID()}`,
     setupToken,
   };
@@ -232,4 +235,24 @@ export function announcedJournal(
       peers.announceEvents(position);
     },
   };
+}
+
+/**
+ * The process's count of open connections, shared by its isolates (the
+ * connection cap applies to all of them together).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { connectionCount, newPeerConfig } from "moonbase/lib/cluster/link.ts";
+ * const config = newPeerConfig(2, undefined);
+ * const a = connectionCount(config), b = connectionCount({ ...config, index: 1 });
+ * a.add(1);
+ * assert.equal(b.add(1), 2);
+ * assert.equal(a.add(-1), 1);
+ * ```
+ */
+export function connectionCount(config: PeerConfig): SharedCount {
+  const cells = new Int32Array(config.shared);
+  return { add: (delta) => Atomics.add(cells, CONNECTIONS, delta) + delta };
 }

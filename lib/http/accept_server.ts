@@ -7,7 +7,11 @@
  * @module
  */
 
-import { ConnectionTable, type ConnServer } from "./connections.ts";
+import {
+  ConnectionTable,
+  type ConnServer,
+  type SharedCount,
+} from "./connections.ts";
 import {
   canHoldSockets,
   forget,
@@ -78,6 +82,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
       minRate: limits.bodyMinRate,
     }),
     webSockets = false,
+    shared?: SharedCount,
   ) {
     this.#listener = listener;
     this.bodies = bodies;
@@ -87,7 +92,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
     this.#limits = limits;
     this.#log = log;
     this.#webSockets = webSockets && canHoldSockets();
-    this.#table = new ConnectionTable(limits, bodies);
+    this.#table = new ConnectionTable(limits, bodies, shared);
     register(this.#table.conns);
     this.finished = new Promise((r) => this.#done = r);
     this.#table.start();
@@ -114,7 +119,7 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
     const table = this.#table;
     let failures = 0;
     while (!this.#stopping) {
-      if (table.conns.size >= this.#limits.maxConnections) {
+      if (table.full(this.#limits.maxConnections)) {
         // At the cap: close an idle connection, or wait until one closes.
         table.evict();
         await table.slot(table.period);

@@ -124,6 +124,14 @@ export class Connection {
 }
 
 /** The connections of one server, swept by one timer. */
+/**
+ * A count of open connections kept beyond one server (the isolates of one
+ * process share one): `add` applies a change and returns the new total.
+ */
+export interface SharedCount {
+  add(delta: number): number;
+}
+
 export class ConnectionTable {
   readonly conns = new Set<Connection>();
   /** Stopping: connections close as soon as nothing runs on them. */
@@ -134,9 +142,22 @@ export class ConnectionTable {
   #timer: ReturnType<typeof setInterval> | undefined;
   #waiters: (() => void)[] = [];
 
-  constructor(limits: ConnLimits, bodies?: BodyDeadlines) {
+  readonly #shared: SharedCount | undefined;
+
+  /** With `shared`, the cap counts every connection that count holds. */
+  constructor(
+    limits: ConnLimits,
+    bodies?: BodyDeadlines,
+    shared?: SharedCount,
+  ) {
     this.#limits = limits;
     this.#bodies = bodies;
+    this.#shared = shared;
+  }
+
+  /** True when no connection may be accepted now (`cap` open already). */
+  full(cap: number): boolean {
+    return (this.#shared ? this.#shared.add(0) : this.conns.size) >= cap;
   }
 
   /** Sweep period: a quarter of the shortest timeout, 100 ms to 1 s. */
@@ -163,12 +184,14 @@ export class ConnectionTable {
 
   /** Registers a connection. */
   add(c: Connection): void {
+    if (this.conns.has(c)) return;
     this.conns.add(c);
+    this.#shared?.add(1);
   }
 
   /** Forgets a closed connection and wakes one waiting for a free slot. */
   remove(c: Connection): void {
-    this.conns.delete(c);
+    if (this.conns.delete(c)) this.#shared?.add(-1);
     this.#waiters.shift()?.();
   }
 

@@ -21,6 +21,7 @@ import {
   type ServerLog,
 } from "./accept_server.ts";
 import type { BodyDeadlines } from "./deadlines.ts";
+import type { SharedCount } from "./connections.ts";
 import {
   DEFAULT_LIMITS,
   defaultMaxConnections,
@@ -57,6 +58,12 @@ export interface ListenOptions {
    * `--unstable-net` in Deno 2.9 (deno.json sets it).
    */
   reusePort?: boolean;
+  /**
+   * The count of open connections the cap applies to, when servers share
+   * one (several isolates of a process on one port): `limits.maxConnections`
+   * is then the cap of them all together.
+   */
+  connections?: SharedCount;
 }
 
 function serveOnConnection(): ServeOn | undefined {
@@ -144,6 +151,7 @@ export function listen(
     log,
     options.bodies,
     webSockets,
+    options.connections,
   );
   const signal = options.signal;
   if (signal) {

@@ -56,11 +56,14 @@ export class Registry {
 
   /** Loads every schema from the database. */
   async load(): Promise<void> {
-    const rows = await this.#store.query(
-      `SELECT "schema" FROM "mb_tables" ORDER BY "created", "id"`,
-    );
+    // The version first: schemas read after it are at least that new, so a
+    // change committed in between shows as a version to catch up with (the
+    // other order could keep old schemas under the new version for good).
     const meta = await this.#store.query(
       `SELECT "value" FROM "mb_meta" WHERE "key" = 'schema_version'`,
+    );
+    const rows = await this.#store.query(
+      `SELECT "schema" FROM "mb_tables" ORDER BY "created", "id"`,
     );
     this.#byName.clear();
     this.#byId.clear();

@@ -48,11 +48,27 @@ function range(n: number, f: FieldDef, what: string): Checked | undefined {
   return undefined;
 }
 
+/** A lone UTF-16 surrogate cannot be stored: both databases keep U+FFFD. */
+const LONE_SURROGATE = "Must be well-formed Unicode (no lone surrogate)";
+
+/** True when every string in a JSON value (keys too) is well-formed. */
+function wellFormed(v: unknown): boolean {
+  if (typeof v === "string") return v.isWellFormed();
+  if (Array.isArray(v)) return v.every(wellFormed);
+  if (v !== null && typeof v === "object") {
+    return Object.entries(v).every(([k, x]) =>
+      k.isWellFormed() && wellFormed(x)
+    );
+  }
+  return true;
+}
+
 function text(value: unknown, f: FieldDef): Checked {
   if (typeof value !== "string") return bad("invalid_type", "Must be a string");
   if (value.includes("\0")) {
     return bad("invalid_string", "Must not contain NUL characters");
   }
+  if (!value.isWellFormed()) return bad("invalid_string", LONE_SURROGATE);
   if (value.length > MAX_TEXT) {
     return bad("too_large", `Must be at most ${MAX_TEXT} characters`);
   }
@@ -126,6 +142,7 @@ function jsonValue(value: unknown): Checked {
   if (text.includes("\\u0000")) {
     return bad("invalid_string", "Must not contain NUL characters");
   }
+  if (!wellFormed(value)) return bad("invalid_string", LONE_SURROGATE);
   const size = text.length;
   return size > MAX_TEXT
     ? bad("too_large", "JSON value is too large")

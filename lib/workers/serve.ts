@@ -11,7 +11,9 @@
 import type { App } from "../../mod.ts";
 import { listen, type ServeHandler } from "../http/server.ts";
 import { limitsOf } from "../http/limits.ts";
+import { json } from "../http/envelope.ts";
 import { kdfGate } from "../auth/password.ts";
+import { connectionCount } from "../cluster/link.ts";
 
 /** The response header naming the isolate that answered (with several). */
 export const WORKER_HEADER = "x-moonbase-worker";
@@ -39,6 +41,10 @@ export function serveIsolate(
     port: where.port,
     hostname: where.hostname,
     reusePort: where.shared,
+    // The cap is the process's: every isolate counts into one total.
+    connections: where.shared && app.config.peers
+      ? connectionCount(app.config.peers)
+      : undefined,
     limits: limitsOf(app.config),
     bodies: app.bodies,
     webSockets: app.config.webSocket,
@@ -73,8 +79,17 @@ function isolateHandler(app: App): ServeHandler {
   return async (req, info) => {
     const behind = app.sync.fresh();
     if (behind) {
-      // A database that cannot answer now answers the request itself.
-      await behind.catch(() => {});
+      // Not caught up (the database did not answer): a revocation or a rule
+      // another worker made may be missing here, so nothing is served now.
+      const failed = await behind.then(() => false, () => true);
+      if (failed) {
+        return name(json(
+          503,
+          null,
+          { "retry-after": "1" },
+          "Cannot answer now: this worker cannot read the latest changes",
+        ));
+      }
     }
     return name(await app.handler(req, info));
   };
