@@ -259,9 +259,10 @@ Deno.test({
   },
 });
 
-Deno.test("workers: the connection cap and the pool are shared out", () => {
+Deno.test("workers: the connection cap is the process's, the pool is shared out", () => {
+  // The isolates count their connections into one total (lib/workers/serve.ts).
   const two = resolveConfig({ workers: 2, maxConnections: 5, poolSize: 7 });
-  assertEquals([two.workers, two.maxConnections, two.poolSize], [2, 3, 7]);
+  assertEquals([two.workers, two.maxConnections, two.poolSize], [2, 5, 7]);
   const one = resolveConfig({ maxConnections: 5 });
   assertEquals([one.workers, one.maxConnections], [1, 5]);
   const many = resolveConfig({ workers: 64 });
