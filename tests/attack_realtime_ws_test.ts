@@ -453,7 +453,9 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
           await entity(s, "z_other", strings("t"));
           const sub = await subscribe(s, "topics=z_other");
           const p = await add(s, "z_par", { t: "p" });
-          await insertSeries(s, "z_kid", 1000, { id: padded("z", 8), p: "?" }, [
+          // Enough children that the cascade outlasts the writes below on a
+          // fast machine too (1 000 took only ~0.2 s on one).
+          await insertSeries(s, "z_kid", 4000, { id: padded("z", 8), p: "?" }, [
             p.id,
           ]);
           const t0 = performance.now();
