@@ -152,9 +152,15 @@ browserTestAllDbs(
     await row("Foxtrot").waitFor();
 
     // A sort: a new record waits behind the notice, the table stays put.
+    // The sorted page must be asked for before the next create: a page
+    // fetched after it would simply show it.
+    const sorted = page.waitForResponse((r) =>
+      r.url().includes("/api/v1/entities/") && r.url().includes("sort=n")
+    );
     await page.getByRole("columnheader", { name: /^n/ }).getByRole("button")
       .click();
     await page.waitForURL(/sort=n/);
+    await sorted;
     await row("Foxtrot").waitFor();
     await notes.create("Hotel", 30);
     const showButton = page.getByRole("button", { name: "Show 1 new record" });
