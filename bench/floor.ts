@@ -2,21 +2,27 @@
  * The ceiling: a bare `Deno.serve` handler doing just the SQLite work of a
  * scenario (its prepared statements, `JSON.stringify`), no framework. The
  * benchmark measures it beside Moonbase to show how much of each target the
- * database work itself leaves. Usage: `floor.ts <moonbase.db>`. Routes:
- * `GET /items/:id`, `GET /notes/:id` (token), `GET /list`, `GET /filtered`
- * (`n >= 2000 && n < 4000 && tag == "t3"`, sorted by `-n`), `POST /create`,
- * `PATCH /items/:id`.
+ * database work itself leaves. Usage: `floor.ts <moonbase.db> [<logs.db>]`;
+ * with a logs file, every request also writes Moonbase's request log row the
+ * way Moonbase does (its `Logger` and writer thread): the ceiling with logs
+ * on. Routes: `GET /health` (`SELECT 1`), `GET /items/:id`, `GET /notes/:id`
+ * (token), `GET /list`, `GET /filtered` (`n >= 2000 && n < 4000 && tag ==
+ * "t3"`, sorted by `-n`), `POST /create`, `PATCH /items/:id`.
  *
  * @module
  */
 
 import { DatabaseSync } from "node:sqlite";
+import { SqliteStorage } from "../lib/db/sqlite.ts";
+import { Logger } from "../lib/logs/logger.ts";
+import { LogStore } from "../lib/logs/store.ts";
 
 const db = new DatabaseSync(Deno.args[0]);
 db.exec(
   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000",
 );
 const cols = '"id", "created", "updated", "title", "n", "tag"';
+const ping = db.prepare("SELECT 1 AS ok");
 const get = db.prepare(`SELECT ${cols} FROM "items" WHERE "id" = ?`);
 const list = db.prepare(`SELECT ${cols} FROM "items" ORDER BY "id" LIMIT 51`);
 // Filter + sort: the same WHERE and ORDER BY as Moonbase's list query.
@@ -96,12 +102,17 @@ const reply = (status: number, data: unknown) =>
     headers,
   });
 
-Deno.serve({
-  port: 0,
-  hostname: "127.0.0.1",
-  onListen: ({ port }) => console.log(`listening ${port}`),
-}, async (req) => {
-  const path = req.url.slice(req.url.indexOf("/", 8)).split("?")[0];
+/** With a logs file: Moonbase's request log, as Moonbase writes it. */
+async function requestLog(file: string | undefined): Promise<Logger | null> {
+  if (!file) return null;
+  const store = new LogStore(new SqliteStorage(file), file);
+  await store.init();
+  return new Logger(store, "info", "off");
+}
+const log = await requestLog(Deno.args[1]);
+let seq = 0;
+
+async function handle(req: Request, path: string): Promise<Response> {
   if (req.method === "PATCH") {
     const b = await req.json();
     const row = patch.all(b.n, new Date().toISOString(), path.slice(7))[0];
@@ -126,8 +137,34 @@ Deno.serve({
   if (path.startsWith("/items/")) {
     return reply(200, objects(get.all(path.slice(7)))[0]);
   }
+  if (path === "/health") {
+    ping.all();
+    return reply(200, { status: "ok" });
+  }
   const rows = objects(
     path === "/filtered" ? filtered.all(2000, 4000, "t3") : list.all(),
   );
   return reply(200, { items: rows.slice(0, 50), has_more: rows.length > 50 });
+}
+
+Deno.serve({
+  port: 0,
+  hostname: "127.0.0.1",
+  onListen: ({ port }) => console.log(`listening ${port}`),
+}, async (req, info) => {
+  const started = performance.now();
+  const path = req.url.slice(req.url.indexOf("/", 8)).split("?")[0];
+  const res = await handle(req, path);
+  log?.request(
+    "info",
+    req.method,
+    path,
+    res.status,
+    Math.round((performance.now() - started) * 100) / 100,
+    info.remoteAddr.hostname,
+    null,
+    null,
+    `floor-${(++seq).toString(36)}`,
+  );
+  return res;
 });

@@ -19,8 +19,10 @@ import {
   stop,
 } from "./procs.ts";
 import {
+  bareLogName,
   bareName,
   IDLE_RSS,
+  LOGGED_BARE,
   LOGGING_PAIR,
   type Row,
   scenarios,
@@ -70,6 +72,7 @@ export const withWorkers = (serverArgs: string[], n: number): string[] =>
 function bareTargets(s: Seeded, token: string): Record<string, Target> {
   const json = { "content-type": "application/json" };
   return {
+    "health": { method: "GET", path: "/health" },
     "GET by id (public)": { method: "GET", path: `/items/${s.itemId}` },
     "GET by id (token + custom rule)": {
       method: "GET",
@@ -161,6 +164,23 @@ export async function benchScenarios(
       ]);
       for (const [name, t] of bare) await pair(bareName(name), floor, t);
       await stop(floor);
+    }
+    // The same with Moonbase's request log row: the ceiling with logs on.
+    const logged = Object.entries(bareTargets(seeded, token))
+      .filter(([name]) => LOGGED_BARE.includes(name))
+      .filter(([name]) => wants(bareLogName(name)));
+    if (logged.length) {
+      const logs = await Deno.makeTempDir({ prefix: "mb_floor_logs_" });
+      const floor = await start([
+        "run",
+        "-A",
+        "bench/floor.ts",
+        `${b.dataDir}/moonbase.db`,
+        `${logs}/logs.db`,
+      ]);
+      for (const [name, t] of logged) await pair(bareLogName(name), floor, t);
+      await stop(floor);
+      await Deno.remove(logs, { recursive: true }).catch(() => {});
     }
   }
   rows.push({ db, name: IDLE_RSS, value: idleRss });

@@ -54,6 +54,17 @@ export const IDLE_RSS = "idle RSS (MB)";
 export const bareName = (scenario: string): string =>
   `bare handler: ${scenario}`;
 
+/** The same with Moonbase's request log row written per request (logs on). */
+export const bareLogName = (scenario: string): string =>
+  `bare handler + log row: ${scenario}`;
+
+/** The scenarios the bare handler also runs with the log row. */
+export const LOGGED_BARE = [
+  "health",
+  "GET by id (public)",
+  "GET by id (token + custom rule)",
+];
+
 /** The measured row of `name` on `db`, if there is one. */
 export function measuredOf(
   rows: Row[],
