@@ -1,5 +1,5 @@
 /**
- * Attacks on today's fast paths: the create fused with its realtime event
+ * Attacks on the fast paths: the create fused with its realtime event
  * (PostgreSQL), list cursors with cached query digests, and health on
  * SQLite answered without a timer.
  *
@@ -8,6 +8,7 @@
 
 import { assert, assertEquals, forEachDb, startServer } from "./_server.ts";
 import { openSse } from "./_realtime_fixtures.ts";
+import { createEntity } from "./_scenarios.ts";
 
 const OPEN = { mode: "public", expr: "" };
 const RULES = { list: OPEN, get: OPEN, add: OPEN, update: OPEN, delete: OPEN };
@@ -17,24 +18,18 @@ forEachDb(
   async (_t, db) => {
     const s = await startServer(db);
     try {
-      const admin = await s.adminToken();
-      const r = await s.request("POST", "/api/v1/schemas", {
-        token: admin,
-        body: {
-          name: "items",
-          type: "base",
-          rules: RULES,
-          fields: [
-            { name: "slug", type: "string", unique: true },
-            { name: "b", type: "bool" },
-            { name: "j", type: "json" },
-            { name: "d", type: "date" },
-            { name: "x", type: "double" },
-            { name: "t", type: "string" },
-          ],
-        },
+      await createEntity(s, {
+        name: "items",
+        rules: RULES,
+        fields: [
+          { name: "slug", type: "string", unique: true },
+          { name: "b", type: "bool" },
+          { name: "j", type: "json" },
+          { name: "d", type: "date" },
+          { name: "x", type: "double" },
+          { name: "t", type: "string" },
+        ],
       });
-      assertEquals(r.status, 201, r.text);
       const sse = await openSse(s, "topics=items");
       try {
         assertEquals((await sse.next())?.event, "ready");
@@ -85,16 +80,11 @@ forEachDb(
     const s = await startServer(db);
     try {
       const admin = await s.adminToken();
-      const r = await s.request("POST", "/api/v1/schemas", {
-        token: admin,
-        body: {
-          name: "rows",
-          type: "base",
-          rules: RULES,
-          fields: [{ name: "n", type: "int" }, { name: "s", type: "string" }],
-        },
+      await createEntity(s, {
+        name: "rows",
+        rules: RULES,
+        fields: [{ name: "n", type: "int" }, { name: "s", type: "string" }],
       });
-      assertEquals(r.status, 201, r.text);
       for (let n = 0; n < 6; n++) {
         const w = await s.request("POST", "/api/v1/entities/rows", {
           body: { n, s: n % 2 ? "odd" : "even" },
@@ -150,17 +140,11 @@ forEachDb(
   async (_t, db) => {
     const s = await startServer(db);
     try {
-      const admin = await s.adminToken();
-      const r = await s.request("POST", "/api/v1/schemas", {
-        token: admin,
-        body: {
-          name: "notes",
-          type: "base",
-          rules: RULES,
-          fields: [{ name: "t", type: "string" }, { name: "j", type: "json" }],
-        },
+      await createEntity(s, {
+        name: "notes",
+        rules: RULES,
+        fields: [{ name: "t", type: "string" }, { name: "j", type: "json" }],
       });
-      assertEquals(r.status, 201, r.text);
       for (const body of [{ t: "a\ud800b" }, { j: { k: "a\udc00b" } }]) {
         const c = await s.request("POST", "/api/v1/entities/notes", { body });
         assert(c.status < 500, `no 5xx: ${c.status} ${c.text}`);

@@ -229,7 +229,7 @@ export function announcedJournal(
   peers: PeerLink,
 ): ChangeJournal {
   return {
-    append: (tx, change) => journal.append(tx, change),
+    ...journal, // append, and together where the database has it
     committed(position) {
       journal.committed(position);
       peers.announceEvents(position);

@@ -375,16 +375,22 @@ export class SqliteStorage implements Storage {
       this.#failed();
       return "unavailable";
     }
-    const full = this.#full && Date.now() - this.#fullAt < FULL_REPORTED_MS;
-    return full ? "full" : "ok";
+    return this.#answered();
   }
 
   async state(): Promise<DatabaseState> {
+    const now = this.stateNow();
+    if (now) return now;
     try {
       await this.ping();
     } catch {
       return "unavailable";
     }
+    return this.#answered();
+  }
+
+  /** The state of a database that answered: full while writes fail for space. */
+  #answered(): DatabaseState {
     const full = this.#full && Date.now() - this.#fullAt < FULL_REPORTED_MS;
     return full ? "full" : "ok";
   }

@@ -105,13 +105,12 @@ export class EventLog {
   }
 
   /**
-   * PostgreSQL: `write` (an INSERT) and the append of its change as one
-   * statement (its own transaction), returning the change's `id`; the
-   * shared lock is taken before the id, as in `append`. SQLite: undefined
-   * (its writes share a transaction per turn anyway).
+   * PostgreSQL only (`concurrent`): `write` (an INSERT) and the append of
+   * its change as one statement (its own transaction), returning the
+   * change's `id`; the shared lock is taken before the id, as in `append`.
+   * (SQLite's writes share a transaction per turn anyway.)
    */
-  together(write: SqlStatement, c: RecordChange): SqlStatement | undefined {
-    if (!this.#pg) return undefined;
+  together(write: SqlStatement, c: RecordChange): SqlStatement {
     return {
       sql:
         `WITH "mb_write" AS (${write.sql} RETURNING 1) ${INSERT} SELECT ${VALUES} FROM ${HELD}, "mb_write" RETURNING "id"`,

@@ -76,7 +76,9 @@ export class Realtime {
     const pg = env.storage.dialect.name === "postgres";
     this.journal = {
       append: (tx, change) => this.log.append(tx, change),
-      together: (write, change) => this.log.together(write, change),
+      together: pg
+        ? (write, change) => this.log.together(write, change)
+        : undefined,
       committed: (position) => {
         this.feed.committed(position);
         if (pg) this.#notify();

@@ -38,14 +38,11 @@ export interface ChangeJournal {
   committed(position: number): void;
   /**
    * `write` (one INSERT) and the append of its `change` as one statement,
-   * its own transaction, returning the position as `id` — where the
-   * database can (PostgreSQL: one round trip instead of five). Undefined:
-   * use a transaction and `append`.
+   * its own transaction, returning the position as `id` — only where the
+   * database can (PostgreSQL: one round trip instead of five); without it,
+   * writes use a transaction and `append`.
    */
-  together?(
-    write: SqlStatement,
-    change: RecordChange,
-  ): SqlStatement | undefined;
+  together?(write: SqlStatement, change: RecordChange): SqlStatement;
 }
 
 /** A statement and its parameters. */
@@ -66,8 +63,8 @@ export interface WriteJournal {
   changed(tx: Queryable, change: RecordChange): Promise<void>;
   /** Once the write committed: announces the changes it appended. */
   committed(): void;
-  /** `ChangeJournal.together` for this write (undefined where it cannot). */
-  fuse(write: SqlStatement, change: RecordChange): FusedWrite | undefined;
+  /** `ChangeJournal.together` for this write, where the journal has it. */
+  fuse?: (write: SqlStatement, change: RecordChange) => FusedWrite;
 }
 
 /**
@@ -95,6 +92,7 @@ export function writeJournal(
 ): WriteJournal | undefined {
   if (!journal) return undefined;
   let position = 0;
+  const together = journal.together?.bind(journal);
   return {
     changed: async (tx, change) => {
       position = Math.max(position, await journal.append(tx, change));
@@ -102,14 +100,11 @@ export function writeJournal(
     committed: () => {
       if (position > 0) journal.committed(position);
     },
-    fuse: (write, change) => {
-      const statement = journal.together?.(write, change);
-      return statement && {
-        statement,
-        done: (rows) => {
-          position = Math.max(position, Number(rows[0]?.id ?? 0));
-        },
-      };
-    },
+    fuse: together && ((write, change) => ({
+      statement: together(write, change),
+      done: (rows) => {
+        position = Math.max(position, Number(rows[0]?.id ?? 0));
+      },
+    })),
   };
 }

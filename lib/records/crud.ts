@@ -78,10 +78,11 @@ export interface OpOptions {
    */
   changed?: (tx: Queryable, change: RecordChange) => Promise<void>;
   /**
-   * A create with nothing to read first: its INSERT and the append of its
-   * change as one statement, where the journal can (see `changed`).
+   * With `changed`, where the journal can (PostgreSQL): a create with
+   * nothing to read first makes its INSERT and the append of its change
+   * one statement instead of a transaction.
    */
-  fuse?: (write: SqlStatement, change: RecordChange) => FusedWrite | undefined;
+  fuse?: (write: SqlStatement, change: RecordChange) => FusedWrite;
 }
 
 /** A relation field of some entity that points at another entity. */
@@ -236,33 +237,34 @@ export async function insertRecord(
     `INSERT INTO ${tableOf(schema.name)} (${
       [...cols.keys()].map((c) => `"${c}"`).join(", ")
     }) VALUES (${[...cols.keys()].map(() => "?").join(", ")})`;
+  // A journal that can append in the INSERT itself (PostgreSQL).
+  const fuse = opts.changed ? opts.fuse : undefined;
   try {
     if (
-      !opts.check && !opts.before && !hasRelationValue(schema, values)
+      !opts.check && !opts.before && !hasRelationValue(schema, values) &&
+      (!opts.changed || fuse)
     ) {
       // Nothing to read first: one INSERT is atomic on its own (one round
       // trip on PostgreSQL, no transaction lock on SQLite), and so is one
       // that appends its change too.
       const cols = columns(values);
-      const write = { sql: insert(cols), params: [...cols.values()] };
-      if (!opts.changed) {
-        await store.run(write.sql, write.params);
-        return decodeRow(schema, Object.fromEntries(cols), store.dialect);
-      }
       const record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
-      const fused = opts.fuse?.(write, {
+      const write = { sql: insert(cols), params: [...cols.values()] };
+      if (!fuse) {
+        await store.run(write.sql, write.params);
+        return record;
+      }
+      const fused = fuse(write, {
         entity: schema.name,
         entityId: schema.id,
         id,
         action: "create",
         record,
       });
-      if (fused) {
-        fused.done(
-          await store.query(fused.statement.sql, fused.statement.params),
-        );
-        return record;
-      }
+      fused.done(
+        await store.query(fused.statement.sql, fused.statement.params),
+      );
+      return record;
     }
     return await store.transaction(async (tx) => {
       let cols = columns(values);
