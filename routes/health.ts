@@ -9,8 +9,7 @@
 
 import { type Core, VERSION } from "../lib/core.ts";
 import type { DatabaseState } from "../lib/db/storage.ts";
-import type { Handler } from "../lib/http/context.ts";
-import { json } from "../lib/http/envelope.ts";
+import type { Context, Handler } from "../lib/http/context.ts";
 import type { Router } from "../lib/http/router.ts";
 
 const PROBLEM: Record<DatabaseState, string> = {
@@ -19,10 +18,14 @@ const PROBLEM: Record<DatabaseState, string> = {
   full: "Database cannot save: the disk is full",
 };
 
-async function databaseState(core: Core): Promise<DatabaseState> {
-  // SQLite with no transaction open answers at once: no timer needed.
+/** The database's state, within a second (SQLite with no transaction open: at once). */
+function databaseState(core: Core): DatabaseState | Promise<DatabaseState> {
   const now = core.storage.stateNow?.();
   if (now !== undefined) return now;
+  return timed(core);
+}
+
+async function timed(core: Core): Promise<DatabaseState> {
   const state = core.storage.state().catch((): DatabaseState => "unavailable");
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<DatabaseState>((r) =>
@@ -35,21 +38,31 @@ async function databaseState(core: Core): Promise<DatabaseState> {
   }
 }
 
+function answer(ctx: Context<Core>, database: DatabaseState): Response {
+  const { app } = ctx;
+  const up = database === "ok";
+  const data = {
+    status: up ? "ok" : database === "full" ? "degraded" : "down",
+    uptime: Math.floor((Date.now() - app.startedAt) / 1000),
+    version: VERSION,
+    database,
+    // The kind only ("sqlite" | "postgres"), never a connection string.
+    database_kind: app.storage.dialect.name,
+  };
+  return up
+    ? ctx.json(200, data, NO_STORE)
+    : ctx.json(503, data, DOWN, PROBLEM[database]);
+}
+
+const NO_STORE = { "cache-control": "no-store" };
+const DOWN = { "cache-control": "no-store", "retry-after": "2" };
+
 /** Registers the health route. */
 export function healthRoutes(r: Router<Handler<Core>>): void {
-  r.add("GET", "/api/v1/health", async ({ app }) => {
-    const database = await databaseState(app);
-    const up = database === "ok";
-    const data = {
-      status: up ? "ok" : database === "full" ? "degraded" : "down",
-      uptime: Math.floor((Date.now() - app.startedAt) / 1000),
-      version: VERSION,
-      database,
-      // The kind only ("sqlite" | "postgres"), never a connection string.
-      database_kind: app.storage.dialect.name,
-    };
-    const headers: Record<string, string> = { "cache-control": "no-store" };
-    if (!up) headers["retry-after"] = "2";
-    return json(up ? 200 : 503, data, headers, PROBLEM[database]);
+  r.add("GET", "/api/v1/health", (ctx) => {
+    const state = databaseState(ctx.app);
+    return typeof state === "string"
+      ? answer(ctx, state)
+      : state.then((s) => answer(ctx, s));
   });
 }

@@ -9,7 +9,7 @@ import { mediaType, readJsonObject } from "../lib/http/body.ts";
 import { readMultipartWrite } from "../lib/files/upload.ts";
 import type { Entity } from "../lib/records/entity.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
-import { json, noContent } from "../lib/http/envelope.ts";
+import { noContent } from "../lib/http/envelope.ts";
 import { checkedPerRow, PER_ROW_HEADERS } from "../lib/records/list.ts";
 import type { Router } from "../lib/http/router.ts";
 import { checkAccountChange, touchesAccount } from "../lib/auth/account.ts";
@@ -83,11 +83,15 @@ export function recordRoutes(
       await ctx.auth(),
       ruleRequest(ctx),
     );
-    return json(200, page, checkedPerRow(page) ? PER_ROW_HEADERS : undefined);
+    return ctx.json(
+      200,
+      page,
+      checkedPerRow(page) ? PER_ROW_HEADERS : undefined,
+    );
   });
   r.add("GET", `${base}/:id`, async (ctx) => {
     const entity = records.entity(ctx.params.entity);
-    return json(
+    return ctx.json(
       200,
       await records.get(
         entity,
@@ -109,7 +113,7 @@ export function recordRoutes(
       auth,
       ruleRequest(ctx, write.body),
     );
-    return json(201, rec);
+    return ctx.json(201, rec);
   });
   /** A create on an auth entity: throttled per IP (admins excepted). */
   async function signup(
@@ -137,7 +141,7 @@ export function recordRoutes(
         auth,
         ruleRequest(ctx, write.body),
       );
-      return json(201, rec, headers);
+      return ctx.json(201, rec, headers);
     } catch (err) {
       throw headers ? withHeaders(err, headers) : err;
     }
@@ -168,7 +172,7 @@ export function recordRoutes(
       auth,
       ruleRequest(ctx, write.body),
     );
-    return json(200, rec);
+    return ctx.json(200, rec);
   });
   r.add("DELETE", `${base}/:id`, async (ctx) => {
     const entity = records.entity(ctx.params.entity);

@@ -21,4 +21,15 @@ export interface Context<A> {
   readonly ip: string;
   /** The caller (guest when no token; 401 on a bad token). */
   auth(): Promise<AuthValue>;
+  /**
+   * The JSON envelope `{status, data, error}` (as `json()` of
+   * lib/http/envelope.ts), built with this request's id and CORS headers
+   * from the start: cheaper than the pipeline adding them afterwards.
+   */
+  json(
+    status: number,
+    data: unknown,
+    headers?: Record<string, string>,
+    error?: string,
+  ): Response;
 }

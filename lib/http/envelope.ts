@@ -26,7 +26,8 @@ const STATUS: Record<ErrorCode, number> = {
   insufficient_storage: 507,
 };
 
-const JSON_TYPE = "application/json; charset=utf-8";
+/** The content type of every JSON envelope. */
+export const JSON_TYPE = "application/json; charset=utf-8";
 const BASE_HEADERS = {
   "content-type": JSON_TYPE,
   "x-content-type-options": "nosniff",

@@ -6,10 +6,10 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { AuthValue } from "../caller.ts";
+import { type AuthValue, GUEST } from "../caller.ts";
 import { Cors } from "./cors.ts";
 import type { Context, Handler } from "./context.ts";
-import { errorResponse, json } from "./envelope.ts";
+import { errorResponse, json, JSON_TYPE } from "./envelope.ts";
 import type { Router } from "./router.ts";
 import { compose, type HttpExtensions } from "./middleware.ts";
 import { serveStatic } from "./static.ts";
@@ -77,12 +77,27 @@ export type ErrorReporter = (
 
 function clientIp(req: Request, info: ConnInfo, trustProxy: boolean): string {
   if (trustProxy) {
-    const xff = req.headers.get("x-forwarded-for");
-    const last = xff?.split(",").map((s) => s.trim()).filter(Boolean).pop();
+    const last = lastHop(req.headers.get("x-forwarded-for"));
     if (last) return last;
   }
   return info?.remoteAddr?.hostname ?? "unknown";
 }
+
+/** The last non-empty hop of an `X-Forwarded-For` list, trimmed. */
+function lastHop(xff: string | null): string | undefined {
+  if (!xff) return undefined;
+  let end = xff.length;
+  while (end > 0) {
+    const comma = xff.lastIndexOf(",", end - 1);
+    const hop = xff.slice(comma + 1, end).trim();
+    if (hop) return hop;
+    end = comma < 0 ? 0 : comma;
+  }
+  return undefined;
+}
+
+/** The guest caller, already resolved (shared: it is frozen). */
+const GUEST_NOW: Promise<AuthValue> = Promise.resolve(GUEST);
 
 /**
  * Builds the `Deno.serve` handler for a core and a router.
@@ -101,7 +116,7 @@ export function createHandler<A extends HttpHost>(
   extensions?: () => HttpExtensions<A> | undefined,
 ): (req: Request, info?: ConnInfo) => Promise<Response> {
   const cors = new Cors(core.config.corsOrigins);
-  return async (req, info) => {
+  return async function handle(req, info) {
     if (life.draining) {
       return json(
         503,
@@ -112,13 +127,13 @@ export function createHandler<A extends HttpHost>(
     }
     life.inFlight++;
     try {
-      return await handle(req, info);
+      return await answer(req, info);
     } finally {
       if (--life.inFlight === 0) life.idle?.();
     }
   };
 
-  async function handle(req: Request, info: ConnInfo): Promise<Response> {
+  async function answer(req: Request, info: ConnInfo): Promise<Response> {
     const given = req.headers.get("x-request-id");
     const requestId = given && REQUEST_ID.test(given)
       ? given
@@ -126,10 +141,15 @@ export function createHandler<A extends HttpHost>(
     let res: Response;
     const started = performance.now();
     const path = pathOf(req.url);
-    const seen: { ctx?: RequestContext<A> } = {};
     const ip = clientIp(req, info, core.config.trustProxy);
     // Read before dispatch: after a WebSocket upgrade the request is gone.
     const extra = cors.headers(req);
+    const ctx = new RequestContext(req, {}, core, requestId, ip, extra);
+    const fail = (err: unknown) =>
+      errorResponse(
+        err,
+        (e) => report(e, { method: req.method, path, requestId }),
+      );
     if (
       req.method === "OPTIONS" &&
       req.headers.has("access-control-request-method")
@@ -138,45 +158,25 @@ export function createHandler<A extends HttpHost>(
     } else {
       try {
         const ext = extensions?.();
-        const go = () =>
-          dispatch(core, router, ext?.routes, req, path, requestId, ip, seen);
         if (ext && ext.middleware.length > 0) {
-          seen.ctx = new RequestContext(req, {}, core, requestId, ip);
           // Middleware see every answer, errors included, as a Response.
-          const answer = () =>
-            go().catch((err) =>
-              errorResponse(
-                err,
-                (e) => report(e, { method: req.method, path, requestId }),
-              )
-            );
-          res = await compose(ext.middleware, seen.ctx, answer);
-        } else res = await go();
+          res = await compose(ext.middleware, ctx, async () => {
+            try {
+              return await dispatch(ctx, router, ext.routes, path);
+            } catch (err) {
+              return fail(err);
+            }
+          });
+        } else res = await dispatch(ctx, router, ext?.routes, path);
       } catch (err) {
-        res = errorResponse(
-          err,
-          (e) => report(e, { method: req.method, path, requestId }),
-        );
+        res = fail(err);
       }
     }
     // An upgrade must answer with the very response the upgrade made.
-    if (res.status !== 101) {
-      try {
-        res.headers.set("x-request-id", requestId);
-        if (!res.headers.has("x-content-type-options")) {
-          res.headers.set("x-content-type-options", "nosniff");
-        }
-        if (extra) {
-          for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
-        }
-      } catch {
-        // Immutable headers (e.g. a Response from fetch): copy.
-        res = new Response(res.body, res);
-        res.headers.set("x-request-id", requestId);
-        if (extra) {
-          for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
-        }
-      }
+    // `ctx.json` made it with those headers already (a WeakSet of such
+    // responses would cost more at each garbage collection than it saves).
+    if (res.status !== 101 && res !== ctx.made) {
+      res = stamp(res, requestId, extra);
     }
     const status = res.status;
     const level = status >= 500 ? "error" : status >= 400 ? "warn" : "info";
@@ -184,12 +184,12 @@ export function createHandler<A extends HttpHost>(
       core.log.request(
         level,
         req.method,
-        path.slice(0, 500),
+        path.length > 500 ? path.slice(0, 500) : path,
         status,
         Math.round((performance.now() - started) * 100) / 100,
         ip,
-        seen.ctx?.seen?.id || null,
-        seen.ctx?.seen?.entity || null,
+        ctx.seen?.id || null,
+        ctx.seen?.entity || null,
         requestId,
       );
     }
@@ -199,6 +199,31 @@ export function createHandler<A extends HttpHost>(
     }
     return res;
   }
+}
+
+/** Adds the request id, `nosniff` and CORS headers to a finished response. */
+function stamp(
+  res: Response,
+  requestId: string,
+  extra: Record<string, string> | undefined,
+): Response {
+  try {
+    res.headers.set("x-request-id", requestId);
+    if (!res.headers.has("x-content-type-options")) {
+      res.headers.set("x-content-type-options", "nosniff");
+    }
+    if (extra) {
+      for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
+    }
+  } catch {
+    // Immutable headers (e.g. a Response from fetch): copy.
+    res = new Response(res.body, res);
+    res.headers.set("x-request-id", requestId);
+    if (extra) {
+      for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
+    }
+  }
+  return res;
 }
 
 /** In-flight requests and the draining flag of a stopping server. */
@@ -222,8 +247,14 @@ class RequestContext<A extends HttpHost> implements Context<A> {
   readonly ip: string;
   /** The resolved caller, once `auth()` has run. */
   seen: AuthValue | undefined;
+  /**
+   * The last response `json()` made: it carries the request id and CORS
+   * headers from the start, so the pipeline leaves its headers alone.
+   */
+  made: Response | undefined;
   #url: URL | undefined;
   #auth: Promise<AuthValue> | undefined;
+  readonly #cors: Record<string, string> | undefined;
 
   constructor(
     req: Request,
@@ -231,12 +262,39 @@ class RequestContext<A extends HttpHost> implements Context<A> {
     app: A,
     requestId: string,
     ip: string,
+    cors: Record<string, string> | undefined,
   ) {
     this.req = req;
     this.params = params;
     this.app = app;
     this.requestId = requestId;
     this.ip = ip;
+    this.#cors = cors;
+  }
+
+  json(
+    status: number,
+    data: unknown,
+    headers?: Record<string, string>,
+    error = "",
+  ): Response {
+    const body = JSON.stringify({ status, data: data ?? null, error });
+    // A literal of three (the common case) is cheaper than spreading.
+    const h: Record<string, string> =
+      headers === undefined && this.#cors === undefined
+        ? {
+          "content-type": JSON_TYPE,
+          "x-content-type-options": "nosniff",
+          "x-request-id": this.requestId,
+        }
+        : {
+          ...headers,
+          ...this.#cors,
+          "content-type": JSON_TYPE,
+          "x-content-type-options": "nosniff",
+          "x-request-id": this.requestId,
+        };
+    return this.made = new Response(body, { status, headers: h });
   }
 
   get url(): URL {
@@ -244,22 +302,26 @@ class RequestContext<A extends HttpHost> implements Context<A> {
   }
 
   auth(): Promise<AuthValue> {
-    return this.#auth ??= this.app.sessions.resolve(
-      this.req.headers.get("authorization"),
-    ).then((a) => this.seen = a);
+    if (this.#auth) return this.#auth;
+    const header = this.req.headers.get("authorization");
+    if (header === null || header === "") {
+      // A guest: no session to look up (resolve would say the same).
+      this.seen = GUEST;
+      return this.#auth = GUEST_NOW;
+    }
+    return this.#auth = this.app.sessions.resolve(header).then((a) =>
+      this.seen = a
+    );
   }
 }
 
-async function dispatch<A extends HttpHost>(
-  core: A,
+function dispatch<A extends HttpHost>(
+  ctx: RequestContext<A>,
   router: Router<Handler<A>>,
   extra: Router<Handler<A>> | undefined,
-  req: Request,
   path: string,
-  requestId: string,
-  ip: string,
-  seen: { ctx?: RequestContext<A> },
-): Promise<Response> {
+): Promise<Response> | Response {
+  const { req, app: core } = ctx;
   // An extension route answers its own method only, and only where it is
   // more specific than the built-in route that matches (a script's
   // `GET /*` never takes `/api/v1/health`; its `GET /api/v1/entities/things`
@@ -271,15 +333,8 @@ async function dispatch<A extends HttpHost>(
     ? own
     : builtin;
   if (match.kind === "found") {
-    const ctx = seen.ctx ??= new RequestContext(
-      req,
-      match.params,
-      core,
-      requestId,
-      ip,
-    );
     ctx.params = match.params;
-    return await match.handler(ctx);
+    return match.handler(ctx);
   }
   if (match.kind === "not_found" && own?.kind === "method_not_allowed") {
     throw new MoonbaseError(
@@ -303,8 +358,10 @@ async function dispatch<A extends HttpHost>(
     (req.method === "GET" || req.method === "HEAD") && core.config.publicDir &&
     !path.startsWith("/api/")
   ) {
-    const res = await serveStatic(core.config.publicDir, req, path);
-    if (res) return res;
+    return serveStatic(core.config.publicDir, req, path).then((res) => {
+      if (res) return res;
+      throw new MoonbaseError("not_found", "Route Not Found");
+    });
   }
   throw new MoonbaseError("not_found", "Route Not Found");
 }
