@@ -42,7 +42,7 @@ function IndexEditor(props: {
     ? names.join(", ")
     : "new index";
   return (
-    <fieldset class="field-panel index-panel" data-key={idx.key}>
+    <fieldset class="index-panel" data-key={idx.key}>
       <legend>
         <span class="field-n">#{n}</span> {title}
         {idx.unique && <span class="badge">unique</span>}
