@@ -13,6 +13,13 @@ import type { Router } from "../lib/http/router.ts";
 import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
 import { recordCounts } from "../lib/schema/counts.ts";
+import type { EntitySchema } from "../lib/schema/types.ts";
+
+/** A schema as the API shows it: base and auth entities always list `indexes`. */
+function shown(schema: EntitySchema): EntitySchema {
+  if (schema.type === "view" || schema.indexes) return schema;
+  return { ...schema, indexes: [] };
+}
 
 function notFound(id: string): MoonbaseError {
   return new MoonbaseError(
@@ -27,7 +34,7 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
   admin.add(
     "GET",
     "/api/v1/schemas",
-    (ctx) => json(200, ctx.app.schemas.all().map((e) => e.schema)),
+    (ctx) => json(200, ctx.app.schemas.all().map((e) => shown(e.schema))),
   );
   // Record counts for the dashboard's sidebar: one bounded count per
   // entity (at most COUNT_CAP + 1), null where it fails (a broken view).
@@ -40,7 +47,7 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
   admin.add("GET", "/api/v1/schemas/:id", (ctx) => {
     const e = ctx.app.schemas.get(ctx.params.id);
     if (!e) throw notFound(ctx.params.id);
-    return json(200, e.schema);
+    return json(200, shown(e.schema));
   });
   admin.add("POST", "/api/v1/schemas", async (ctx) => {
     const body = await readJsonObject(
@@ -50,7 +57,7 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
     );
     const e = await ctx.app.schemas.create(body);
     ctx.app.log.info("schema created", { entity: e.name, id: e.id });
-    return json(201, e.schema);
+    return json(201, shown(e.schema));
   });
   admin.add("PATCH", "/api/v1/schemas/:id", async (ctx) => {
     const body = await readJsonObject(
@@ -60,7 +67,7 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
     );
     const e = await ctx.app.schemas.update(ctx.params.id, body);
     ctx.app.log.info("schema changed", { entity: e.name, id: e.id });
-    return json(200, e.schema);
+    return json(200, shown(e.schema));
   });
   admin.add("DELETE", "/api/v1/schemas/:id", async (ctx) => {
     await ctx.app.schemas.remove(ctx.params.id);

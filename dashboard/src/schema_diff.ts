@@ -16,6 +16,7 @@ import {
   type FormState,
   optionsOf,
 } from "./schema_form.ts";
+import { indexesBody, sameIndexes } from "./schema_indexes.ts";
 
 function parseDefault(f: FieldState): { value?: unknown; error?: string } {
   const t = f.default;
@@ -116,7 +117,11 @@ export function schemaBody(
     has_api: form.has_api,
   };
   if (form.type === "view") body.view_query = form.view_query;
-  else body.fields = collect(form.fields, errors);
+  else {
+    body.fields = collect(form.fields, errors);
+    const indexes = indexesBody(form, errors);
+    if (indexes.length > 0) body.indexes = indexes;
+  }
   return { body, errors };
 }
 
@@ -173,6 +178,9 @@ export function patchBody(saved: EntitySchema, form: FormState): Patch {
     });
     ops.push(...adds);
     if (ops.length > 0) body.fields = ops;
+    // The whole list when it changed (the server keeps unchanged entries).
+    const indexes = indexesBody(form, errors);
+    if (!sameIndexes(saved, form)) body.indexes = indexes;
   }
   return { body, errors, dropped, empty: Object.keys(body).length === 0 };
 }

@@ -88,6 +88,15 @@ export interface FieldState {
   on_delete: OnDelete;
 }
 
+/** One entity-level index as the form edits it. */
+export interface IndexState {
+  /** Stable key for the list (the saved index's id, or a local one). */
+  key: string;
+  /** The fields in order: a declared field's `key`, or a built-in's name. */
+  fields: string[];
+  unique: boolean;
+}
+
 /** The whole form. */
 export interface FormState {
   name: string;
@@ -96,6 +105,8 @@ export interface FormState {
   view_query: string;
   /** Declared fields (built-in ones are shown from the saved schema). */
   fields: FieldState[];
+  /** Indexes over several fields (base and auth entities). */
+  indexes: IndexState[];
 }
 
 /** Client-side problems, keyed `name`, `view_query` or `<field key>.<option>`. */
@@ -123,9 +134,36 @@ export function newField(type: FieldType = "string"): FieldState {
   };
 }
 
+/** A new, empty index. */
+export function newIndex(): IndexState {
+  return { key: `new${nextKey++}`, fields: [], unique: false };
+}
+
 /** An empty form for a new entity. */
 export function newForm(): FormState {
-  return { name: "", type: "base", has_api: true, view_query: "", fields: [] };
+  return {
+    name: "",
+    type: "base",
+    has_api: true,
+    view_query: "",
+    fields: [],
+    indexes: [],
+  };
+}
+
+/**
+ * Saved indexes (field names) → index states (field refs), given the form's
+ * fields; a name no declared field has stays as it is (a built-in's name).
+ */
+export function indexStates(
+  indexes: readonly { id?: string; fields: string[]; unique?: boolean }[],
+  fields: readonly { key: string; name: string }[],
+): IndexState[] {
+  return indexes.map((i) => ({
+    key: i.id || `new${nextKey++}`,
+    fields: i.fields.map((n) => fields.find((f) => f.name === n)?.key ?? n),
+    unique: !!i.unique,
+  }));
 }
 
 function defaultText(type: FieldType, v: unknown): string {
@@ -157,13 +195,15 @@ export function fieldState(f: FieldDef): FieldState {
 
 /** A saved schema → form state (built-in fields left out). */
 export function formState(s: EntitySchema): FormState {
+  const fields = s.type === "view"
+    ? []
+    : s.fields.filter((f) => !f.system).map(fieldState);
   return {
     name: s.name,
     type: s.type,
     has_api: s.has_api,
     view_query: s.view_query ?? "",
-    fields: s.type === "view"
-      ? []
-      : s.fields.filter((f) => !f.system).map(fieldState),
+    fields,
+    indexes: indexStates(s.indexes ?? [], fields),
   };
 }

@@ -19,13 +19,22 @@ import {
   fieldState,
   type FormErrors,
   type FormState,
+  type IndexState,
+  indexStates,
 } from "./schema_form.ts";
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
-const ENTITY_KEYS = ["name", "type", "has_api", "view_query", "fields"];
+const ENTITY_KEYS = [
+  "name",
+  "type",
+  "has_api",
+  "view_query",
+  "fields",
+  "indexes",
+];
 const IGNORED_KEYS = ["id", "rules", "is_system", "created", "updated"];
 const FIELD_KEYS = [
   "id",
@@ -137,6 +146,8 @@ export function formFromJson(
     }
     fields.push(fieldState(raw as unknown as FieldDef));
   }
+  const indexes = indexesFromJson(v.indexes, type, fields);
+  if (typeof indexes === "string") return err(indexes);
   return {
     ok: true,
     form: {
@@ -145,8 +156,47 @@ export function formFromJson(
       has_api: v.has_api ?? true,
       view_query: typeof v.view_query === "string" ? v.view_query : "",
       fields,
+      indexes,
     },
   };
+}
+
+/** The JSON view's `indexes` → index states, or what is wrong with it. */
+function indexesFromJson(
+  list: unknown,
+  type: string,
+  fields: FieldState[],
+): IndexState[] | string {
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) return '"indexes" must be a list [...]';
+  if (type === "view" && list.length > 0) return "A view has no indexes";
+  for (const [i, raw] of list.entries()) {
+    const where = `indexes[${i}]`;
+    if (!isObject(raw)) return `${where} must be an object {fields, unique}`;
+    for (const k of Object.keys(raw)) {
+      if (!["id", "fields", "unique"].includes(k)) {
+        return `${where}: unknown key "${k}" (use fields, unique)`;
+      }
+    }
+    const names = raw.fields;
+    if (
+      !Array.isArray(names) || names.length === 0 ||
+      !names.every((n) => typeof n === "string")
+    ) return `${where}.fields must be a list of field names`;
+    const builtins = ["id", "created", "updated", "email", "verified"];
+    for (const n of names) {
+      if (!fields.some((f) => f.name === n) && !builtins.includes(n)) {
+        return `${where}.fields: no field "${n}"`;
+      }
+    }
+    if (raw.unique !== undefined && typeof raw.unique !== "boolean") {
+      return `${where}.unique must be true or false`;
+    }
+  }
+  return indexStates(
+    list as { id?: string; fields: string[]; unique?: boolean }[],
+    fields,
+  );
 }
 
 /**
@@ -215,6 +265,16 @@ export function fieldErrorKeys(
 ): FormErrors {
   const out: FormErrors = {};
   for (const [k, v] of Object.entries(fields)) {
+    const ix = /^indexes\[(\d+)\](?:\.([a-z_]+))?$/.exec(k);
+    const idx = ix ? form.indexes[Number(ix[1])] : undefined;
+    if (idx) {
+      out[`${idx.key}.${ix![2] ?? "fields"}`] = v.message;
+      continue;
+    }
+    if (k === "indexes") {
+      out.indexes = v.message;
+      continue;
+    }
     const m = /^fields\[(\d+)\](?:\.([a-z_]+))?/.exec(k);
     const f = m ? form.fields[Number(m[1])] : undefined;
     if (f) {

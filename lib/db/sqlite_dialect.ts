@@ -71,7 +71,8 @@ export const sqliteDialect: Dialect = {
       : undefined;
     const kind = (code === undefined ? undefined : table[code]) ?? byMessage;
     if (!kind) return undefined;
-    const column = /failed: ([\w.]+)/.exec(message)?.[1];
+    // One column, or a unique index's list of them ("t.a, t.b").
+    const column = /failed: ([\w.]+(?:, [\w.]+)*)/.exec(message)?.[1];
     return column ? { kind, column } : { kind };
   },
 };

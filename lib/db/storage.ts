@@ -16,7 +16,7 @@ export interface ConstraintFailure {
   kind: "unique" | "foreign_key" | "not_null" | "check";
   /** Constraint or index name (PostgreSQL). */
   constraint?: string;
-  /** `table.column` (SQLite). */
+  /** `table.column` (SQLite); a unique index over several: `t.a, t.b`. */
   column?: string;
 }
 

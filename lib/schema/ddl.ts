@@ -7,7 +7,7 @@
 
 import { type Dialect, ident, physicalName } from "../db/storage.ts";
 import { kindOf } from "./field_types.ts";
-import type { EntitySchema, FieldDef } from "./types.ts";
+import type { EntitySchema, FieldDef, IndexDef } from "./types.ts";
 import { builtinFields } from "./builtin.ts";
 
 /** Quoted table identifier of an entity name. */
@@ -34,6 +34,45 @@ export function uniqueIndexOf(schema: EntitySchema, field: FieldDef): string {
 /** Name of the plain index of a relation field. */
 export function relationIndexOf(field: FieldDef): string {
   return `mbr_${hex(field.id)}`;
+}
+
+/** Name of an entity-level index (from its id: stable across renames). */
+export function indexNameOf(index: IndexDef): string {
+  return `mbx_${hex(index.id)}`;
+}
+
+/** Built-ins that are never NULL: lists order them without NULLS FIRST. */
+const NEVER_NULL = new Set(["id", "created", "updated"]);
+
+/**
+ * The statement that creates an entity-level index. On PostgreSQL each
+ * column is `NULLS FIRST` (as lists order it) but for the never-NULL
+ * built-ins, so that a list's ORDER BY can walk the index either way.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { indexSql } from "moonbase/lib/schema/ddl.ts";
+ * import { sqliteDialect } from "moonbase/lib/db/sqlite.ts";
+ * const idx = { id: "0a1b2c3d4e5f6071", fields: ["tag", "n"], unique: true };
+ * assert.equal(
+ *   indexSql({ name: "items" }, idx, sqliteDialect),
+ *   'CREATE UNIQUE INDEX "mbx_0a1b2c3d4e5f6071" ON "items" ("tag", "n")',
+ * );
+ * ```
+ */
+export function indexSql(
+  schema: Pick<EntitySchema, "name">,
+  index: IndexDef,
+  dialect: Dialect,
+): string {
+  const cols = index.fields.map((name) =>
+    columnOf(name) +
+    (dialect.name === "postgres" && !NEVER_NULL.has(name) ? " NULLS FIRST" : "")
+  );
+  return `CREATE ${index.unique ? "UNIQUE " : ""}INDEX ${
+    ident(indexNameOf(index))
+  } ON ${tableOf(schema.name)} (${cols.join(", ")})`;
 }
 
 /** Column definition of a field. */
@@ -118,6 +157,9 @@ export function createSql(
     `CREATE INDEX ${ident(`mbc_${hex(schema.id)}`)} ON ${table} ("created")`,
   );
   for (const f of fields) out.push(...fieldIndexSql(schema, f, dialect));
+  for (const idx of schema.indexes ?? []) {
+    out.push(indexSql(schema, idx, dialect));
+  }
   return out;
 }
 

@@ -12,6 +12,7 @@ export const WRITABLE_SCHEMA_KEYS: ReadonlySet<string> = new Set([
   "name",
   "type",
   "fields",
+  "indexes",
   "view_query",
   "rules",
   "has_api",

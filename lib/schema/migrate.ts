@@ -28,6 +28,7 @@ import {
   validateRules,
 } from "./validate.ts";
 import { checkSchemaKeys } from "./keys.ts";
+import { checkIndexes, planIndexes } from "./indexes.ts";
 import type { EntitySchema, FieldDef } from "./types.ts";
 
 /** What a PATCH will do. */
@@ -100,6 +101,7 @@ export function planPatch(
       input.fields !== undefined && Array.isArray(input.fields) &&
       input.fields.length > 0
     ) bad("Cannot change entity: a view has no fields");
+    checkIndexes(input.indexes, schema);
     if (input.view_query !== undefined) {
       schema.view_query = checkViewQuery(input.view_query);
     }
@@ -113,12 +115,17 @@ export function planPatch(
   if (input.view_query !== undefined && input.view_query !== "") {
     bad("Cannot change entity: only views have view_query");
   }
+  const fieldStatements: string[] = [];
   if (input.fields !== undefined) {
     if (!Array.isArray(input.fields)) {
       bad("Cannot change entity: fields must be an array");
     }
-    planFields(schema, input.fields, ctx, dialect, statements, fills);
+    planFields(schema, input.fields, ctx, dialect, fieldStatements, fills);
   }
+  // Indexes follow the fields: dropped before a column goes, created after one comes.
+  const indexes = planIndexes(current, schema, input.indexes, dialect);
+  schema.indexes = indexes.indexes;
+  statements.push(...indexes.drop, ...fieldStatements, ...indexes.create);
   return { schema, statements, fills };
 }
 

@@ -16,6 +16,7 @@ import {
 } from "./validate.ts";
 import type { EntitySchema } from "./types.ts";
 import { checkSchemaKeys } from "./keys.ts";
+import { checkIndexes, newIndexes } from "./indexes.ts";
 
 function bad(message: string): never {
   throw new MoonbaseError("invalid", message);
@@ -73,6 +74,7 @@ export function newSchema(
     if (Array.isArray(input.fields) && input.fields.length > 0) {
       bad("Cannot create entity: a view has no fields");
     }
+    checkIndexes(input.indexes, schema);
     schema.view_query = checkViewQuery(input.view_query);
     return schema;
   }
@@ -96,5 +98,6 @@ export function newSchema(
     seen.add(f.name.toLowerCase());
     schema.fields.push(f);
   }
+  schema.indexes = newIndexes(input.indexes, schema);
   return schema;
 }

@@ -49,6 +49,17 @@ export interface FieldDef {
   origin?: string;
 }
 
+/**
+ * An entity-level index over one or more fields, in order (README
+ * "Schemas"). `id` is assigned by the server and names the index in the
+ * database; `fields` are field names (a rename rewrites them).
+ */
+export interface IndexDef {
+  id: string;
+  fields: string[];
+  unique: boolean;
+}
+
 /** Entity types. */
 export type EntityType = "base" | "auth" | "view";
 
@@ -73,6 +84,8 @@ export interface EntitySchema {
   name: string;
   type: EntityType;
   fields: FieldDef[];
+  /** Composite indexes (base and auth entities; absent on views and older schemas). */
+  indexes?: IndexDef[];
   view_query: string;
   rules: Rules;
   has_api: boolean;

@@ -2,8 +2,8 @@
 /**
  * The entity form: create (`/mb/entities/new`) or edit
  * (`/mb/entities/:name/schema`) a base, auth or view entity — name, type,
- * API switch, fields with every option (or the view's SQL), an advanced
- * JSON view, and deleting the entity. What it sends is computed by
+ * API switch, fields with every option and indexes (or the view's SQL),
+ * an advanced JSON view, and deleting the entity. What it sends is computed by
  * `schema_diff.ts`: a POST body, or a PATCH with only the changes.
  *
  * @module
@@ -33,6 +33,7 @@ import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox, Submit } from "../ui/field.tsx";
 import { EntityBasics, ViewQuery } from "../ui/entity_basics.tsx";
 import { FieldsSection } from "../ui/fields_section.tsx";
+import { IndexesSection } from "../ui/indexes_section.tsx";
 import { SchemaJson } from "../ui/schema_json.tsx";
 import { toast } from "../ui/toast.tsx";
 import { NotFound } from "./not_found.tsx";
@@ -265,13 +266,20 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
                     />
                   )
                   : (
-                    <FieldsSection
-                      form={form}
-                      saved={base}
-                      errors={errors}
-                      targets={targets}
-                      onFields={(fields) => set({ fields })}
-                    />
+                    <>
+                      <FieldsSection
+                        form={form}
+                        saved={base}
+                        errors={errors}
+                        targets={targets}
+                        onFields={(fields) => set({ fields })}
+                      />
+                      <IndexesSection
+                        form={form}
+                        errors={errors}
+                        onIndexes={(indexes) => set({ indexes })}
+                      />
+                    </>
                   )}
               </>
             )}
