@@ -15,6 +15,7 @@ import {
   type Storage,
 } from "../db/storage.ts";
 import { columnOf, tableOf, uniqueIndexOf } from "../schema/ddl.ts";
+import { indexConflict } from "../schema/indexes.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { uuidv7 } from "../ids.ts";
 import type { AuthValue } from "../caller.ts";
@@ -151,6 +152,8 @@ export function constraintError(
   const failure = store.dialect.constraintFailure(err);
   if (!failure) return err;
   if (failure.kind === "unique") {
+    const composite = indexConflict(schema, failure);
+    if (composite) return composite;
     const field = allFields(schema).find((f) =>
       failure.column?.split(".").pop() === physicalName(f.name) ||
       failure.constraint === uniqueIndexOf(schema, f)
