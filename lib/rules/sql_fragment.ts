@@ -105,8 +105,23 @@ export function and(a: Cond, b: Cond): Cond {
   if (a === false || b === false) return false;
   if (a === true) return b;
   if (b === true) return a;
-  return sql("(", a, " AND ", b, ")");
+  // `x IS NOT NULL AND …` beside `(x IS NULL OR rest)`: the NULL branch
+  // cannot hold, so the pair is `… AND rest`, which an index can serve
+  // (`n >= 2 && n < 4` bounds the range on both sides).
+  const ra = notNullIn.get(a), rb = notNullIn.get(b);
+  const na = nullOr.get(a), nb = nullOr.get(b);
+  if (nb && ra?.has(nb.column)) b = nb.rest;
+  else if (na && rb?.has(na.column)) a = na.rest;
+  const out = sql("(", a, " AND ", b, ")");
+  const ca = notNullIn.get(a), cb = notNullIn.get(b);
+  if (ca || cb) notNullIn.set(out, new Set([...ca ?? [], ...cb ?? []]));
+  return out;
 }
+
+/** Columns a condition holds NOT NULL whenever it is true. */
+const notNullIn = new WeakMap<Frag, ReadonlySet<string>>();
+/** Conditions `(column IS NULL OR rest)`, by their column and rest. */
+const nullOr = new WeakMap<Frag, { column: string; rest: Frag }>();
 
 /**
  * `a OR b`, folding known values.
@@ -306,8 +321,16 @@ export function isNull(c: Column): Frag {
  * ```
  */
 export function whenNull(c: Column, onNull: boolean, nonNull: Cond): Cond {
-  if (onNull) return or(isNull(c), nonNull);
-  return and({ sql: `${c.sql} IS NOT NULL`, params: [] }, nonNull);
+  if (onNull) {
+    const out = or(isNull(c), nonNull);
+    if (typeof out === "object" && typeof nonNull === "object") {
+      nullOr.set(out, { column: c.sql, rest: nonNull });
+    }
+    return out;
+  }
+  const notNull = { sql: `${c.sql} IS NOT NULL`, params: [] };
+  notNullIn.set(notNull, new Set([c.sql]));
+  return and(notNull, nonNull);
 }
 
 /**

@@ -151,6 +151,44 @@ Deno.test("to_sql: generated SQL", () => {
   }
 });
 
+Deno.test("to_sql: a range needs no NULL branch once a bound excludes NULL", () => {
+  const cases: [string, string][] = [
+    [
+      "record.n >= 2 && record.n < 4",
+      '(("n" IS NOT NULL AND "n" >= ?) AND "n" < ?)',
+    ],
+    [
+      "record.n < 4 && record.n >= 2",
+      '("n" < ? AND ("n" IS NOT NULL AND "n" >= ?))',
+    ],
+    [
+      "record.n >= 2 && record.title == 'a' && record.n < 4",
+      '((("n" IS NOT NULL AND "n" >= ?) AND ("title" IS NOT NULL AND "title" = ?)) AND "n" < ?)',
+    ],
+    // Nothing excludes NULL: the branch stays.
+    [
+      "record.n < 4 && record.d < 1",
+      '(("n" IS NULL OR "n" < ?) AND ("d" IS NULL OR "d" < ?))',
+    ],
+    [
+      "record.n != 0 && record.n < 4",
+      '(("n" IS NULL OR NOT ("n" = ?)) AND ("n" IS NULL OR "n" < ?))',
+    ],
+    // Another column's bound does not count; nor does one side of an OR.
+    [
+      "record.d >= 2 && record.n < 4",
+      '(("d" IS NOT NULL AND "d" >= ?) AND ("n" IS NULL OR "n" < ?))',
+    ],
+    [
+      "(record.n >= 2 || record.d > 1) && record.n < 4",
+      '((("n" IS NOT NULL AND "n" >= ?) OR ("d" IS NOT NULL AND "d" > ?)) AND ("n" IS NULL OR "n" < ?))',
+    ],
+  ];
+  for (const [source, want] of cases) {
+    assert.equal(compile(source)?.sql, want, source);
+  }
+});
+
 Deno.test("to_sql: filter mode uses bare field names", () => {
   const options: ParseOptions = {
     mode: "filter",
@@ -325,6 +363,15 @@ Deno.test("to_sql: SQLite rows match the evaluator on tricky data", () => {
     "record.title && record.n",
     "record.title || record.b",
     "(record.n > 1) != (record.d > 1)",
+    "record.n >= 1 && record.n < 5",
+    "record.n < 5 && record.n >= 1",
+    "!(record.n >= 1 && record.n < 5)",
+    "(record.n < 5 && record.n > -10) == false",
+    "record.n >= 1 && record.d < 1 && record.n < 5",
+    "record.n != 0 && record.n < 3",
+    "!(record.title == 'AB' && record.title != 'x')",
+    "!(record.dt >= '2026' && record.dt < 'b')",
+    "record.n < 5 && (record.n >= 1 || record.d < 1)",
   ];
   const auth = AUTH;
   for (const source of sources) {
