@@ -55,8 +55,9 @@ interface Group {
  *
  * Writes are committed in groups. The first write of a turn of the event
  * loop commits on its own; later writes of the same turn (transactions as
- * savepoints) share one transaction, committed when the turn ends. A write's
- * promise settles only after its commit, so a write is durable before it is
+ * savepoints) share one transaction, committed when the turn ends (lean
+ * transactions, see `leanTransaction`, always join it). A write's promise
+ * settles only after its commit, so a write is durable before it is
  * acknowledged, and a failed statement or transaction undoes only itself.
  * One commit per group instead of one per write: an autocommit INSERT costs
  * ~64 µs, a grouped one ~26 µs. (Reads on this connection see grouped writes
@@ -345,15 +346,16 @@ export class SqliteStorage implements Storage {
   }
 
   /**
-   * `transaction` without a savepoint of its own in the write group (one
-   * SAVEPOINT and RELEASE fewer per write), for a write whose every step
-   * after its first write statement can fail only when the database does
-   * (a full disk, an I/O error), such as a record's write followed by the
-   * append of its change. When `fn` fails before it wrote, the group goes
-   * on (a failed statement undoes itself); when it fails after, nothing of
-   * it can be kept apart, so the whole group rolls back and its other
-   * writes fail with 503 (a failure such as a full disk ends the group in
-   * any case).
+   * `transaction` for a write whose every step after its first write
+   * statement can fail only when the database does (a full disk, an I/O
+   * error), such as a record's write followed by the append of its change.
+   * It always runs in the write group (the turn's first write too: under
+   * load that is one commit per turn instead of two) and without a
+   * savepoint of its own (one SAVEPOINT and RELEASE fewer). When `fn` fails
+   * before it wrote, the group goes on (a failed statement undoes itself);
+   * when it fails after, nothing of it can be kept apart, so the whole group
+   * rolls back and its other writes fail with 503 (a failure such as a full
+   * disk ends the group in any case).
    */
   leanTransaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     return this.#transaction(fn, true);
@@ -370,8 +372,7 @@ export class SqliteStorage implements Storage {
     await prev;
     while (this.#active) await this.#active;
     this.#active = mine;
-    const alone = !this.#group && !this.#turn;
-    // In the group: a savepoint of its own, unless lean.
+    const alone = !lean && !this.#group && !this.#turn;
     const savepoint = !alone && !lean;
     this.#wrote = false;
     let out: T, committed: Promise<void> | undefined;
