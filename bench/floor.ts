@@ -7,7 +7,10 @@
  * way Moonbase does (its `Logger` and writer thread): the ceiling with logs
  * on. Routes: `GET /health` (`SELECT 1`), `GET /items/:id`, `GET /notes/:id`
  * (token), `GET /list`, `GET /filtered` (`n >= 2000 && n < 4000 && tag ==
- * "t3"`, sorted by `-n`), `POST /create`, `PATCH /items/:id`.
+ * "t3"`, sorted by `-n`), `POST /create`, `PATCH /items/:id`, and
+ * `PATCH /items-rt/:id`: the work of Moonbase's PATCH with realtime on, one
+ * transaction per request (`BEGIN IMMEDIATE`, the previous record, `UPDATE …
+ * RETURNING`, the `mb_events` row with both records as JSON, `COMMIT`).
  *
  * @module
  */
@@ -33,6 +36,16 @@ const filtered = db.prepare(
 const patch = db.prepare(
   `UPDATE "items" SET "n" = ?, "updated" = ? WHERE "id" = ? RETURNING ${cols}`,
 );
+// PATCH with realtime on: the record before, the update, its change event.
+const previous = db.prepare(`SELECT ${cols} FROM "items" WHERE "id" = ?`);
+const event = db.prepare(
+  `INSERT INTO "mb_events" ("entity", "entity_id", "record_id", "action", "at", "record", "previous") VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING "id"`,
+);
+const begin = db.prepare("BEGIN IMMEDIATE"), commit = db.prepare("COMMIT");
+const itemsId = String(
+  (db.prepare(`SELECT "id" FROM "mb_tables" WHERE "name" = 'items'`)
+    .get() as { id: string }).id,
+);
 // Token + custom rule: the user behind a verified token, then the record
 // and its owner check (Moonbase's two reads; verified tokens are cached).
 const user = db.prepare(`SELECT * FROM "users" WHERE "id" = ?`);
@@ -41,7 +54,7 @@ const note = db.prepare(
 );
 // Rows as arrays made into plain objects: the fastest way we found.
 const names = get.columns().map((c) => c.name);
-for (const st of [get, list, filtered, patch, user, note]) {
+for (const st of [get, list, filtered, patch, user, note, previous]) {
   (st as typeof st & { setReturnArrays(on: boolean): void }).setReturnArrays(
     true,
   );
@@ -112,7 +125,38 @@ async function requestLog(file: string | undefined): Promise<Logger | null> {
 const log = await requestLog(Deno.args[1]);
 let seq = 0;
 
+/** PATCH with its change event, in one transaction. */
+function patchWithEvent(id: string, n: unknown): Response {
+  begin.run();
+  try {
+    const before = previous.all(id)[0] as unknown as unknown[] | undefined;
+    if (!before) {
+      commit.run();
+      return reply(404, null);
+    }
+    const row = patch.all(n as number, new Date().toISOString(), id)[0];
+    const record = item(row as unknown as unknown[]);
+    event.all(
+      "items",
+      itemsId,
+      id,
+      "update",
+      Date.now(),
+      JSON.stringify(record),
+      JSON.stringify(item(before)),
+    );
+    commit.run();
+    return reply(200, record);
+  } catch (err) {
+    if (db.isTransaction) db.exec("ROLLBACK");
+    throw err;
+  }
+}
+
 async function handle(req: Request, path: string): Promise<Response> {
+  if (req.method === "PATCH" && path.startsWith("/items-rt/")) {
+    return patchWithEvent(path.slice(10), (await req.json()).n);
+  }
   if (req.method === "PATCH") {
     const b = await req.json();
     const row = patch.all(b.n, new Date().toISOString(), path.slice(7))[0];

@@ -56,8 +56,9 @@ interface Group {
  *
  * Writes are committed in groups. The first write of a turn of the event
  * loop commits on its own; later writes of the same turn (transactions as
- * savepoints) share one transaction, committed when the turn ends. A write's
- * promise settles only after its commit, so a write is durable before it is
+ * savepoints) share one transaction, committed when the turn ends (lean
+ * transactions, see `leanTransaction`, always join it). A write's promise
+ * settles only after its commit, so a write is durable before it is
  * acknowledged, and a failed statement or transaction undoes only itself.
  * One commit per group instead of one per write: an autocommit INSERT costs
  * ~64 µs, a grouped one ~26 µs. (Reads on this connection see grouped writes
@@ -75,6 +76,8 @@ export class SqliteStorage implements Storage {
   /** This turn's read transaction is open (see `#snapshot`). */
   #reading = false;
   readonly #endReading = () => this.#endRead();
+  /** The running transaction has run a write statement. */
+  #wrote = false;
   /** A write failed for lack of space, and none has succeeded since. */
   #full = false;
   #fullAt = 0;
@@ -98,14 +101,20 @@ export class SqliteStorage implements Storage {
     }
     this.#direct = {
       // Failures reject (never throw), as on the storage itself.
-      query: (sql, params) => settle(() => this.#all(sql, params)),
-      run: (sql, params) => settle(() => this.#run(sql, params)),
+      query: (sql, params) => settle(() => this.#txAll(sql, params)),
+      run: (sql, params) =>
+        settle(() => {
+          const n = this.#run(sql, params);
+          this.#wrote = true;
+          return n;
+        }),
       exec: (sql) => {
         try {
           this.#db.exec(sql);
         } catch (err) {
           return Promise.reject(err);
         }
+        this.#wrote = true;
         // DDL: cached statements (and their row builders) may be stale.
         this.#cache.clear();
         return Promise.resolve();
@@ -144,6 +153,18 @@ export class SqliteStorage implements Storage {
       this.#cache.set(sql, s);
     }
     return s;
+  }
+
+  /** A statement of the open transaction (a write marks it as having written). */
+  #txAll(sql: string, params: readonly SqlValue[] = []): Row[] {
+    try {
+      const prepared = this.#stmt(sql);
+      const rows = this.#rows(prepared, params);
+      if (prepared.writes) this.#wrote = true;
+      return rows;
+    } catch (err) {
+      throw this.#error(err);
+    }
   }
 
   #all(sql: string, params: readonly SqlValue[] = []): Row[] {
@@ -362,7 +383,30 @@ export class SqliteStorage implements Storage {
    * Runs `fn` in a transaction: on its own when it is the turn's first write,
    * else as a savepoint of the write group (settling after the commit).
    */
-  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.#transaction(fn, false);
+  }
+
+  /**
+   * `transaction` for a write whose every step after its first write
+   * statement can fail only when the database does (a full disk, an I/O
+   * error), such as a record's write followed by the append of its change.
+   * It always runs in the write group (the turn's first write too: under
+   * load that is one commit per turn instead of two) and without a
+   * savepoint of its own (one SAVEPOINT and RELEASE fewer). When `fn` fails
+   * before it wrote, the group goes on (a failed statement undoes itself);
+   * when it fails after, nothing of it can be kept apart, so the whole group
+   * rolls back and its other writes fail with 503 (a failure such as a full
+   * disk ends the group in any case).
+   */
+  leanTransaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.#transaction(fn, true);
+  }
+
+  async #transaction<T>(
+    fn: (tx: Queryable) => Promise<T>,
+    lean: boolean,
+  ): Promise<T> {
     const prev = this.#tail;
     let release!: () => void;
     const mine = new Promise<void>((r) => release = r);
@@ -371,20 +415,30 @@ export class SqliteStorage implements Storage {
     while (this.#active) await this.#active;
     this.#active = mine;
     this.#endRead();
-    const alone = !this.#group && !this.#turn;
+    const alone = !lean && !this.#group && !this.#turn;
+    const savepoint = !alone && !lean;
+    this.#wrote = false;
     let out: T, committed: Promise<void> | undefined;
     try {
       const group = alone ? undefined : this.#join();
-      if (alone) this.#startTurn();
-      this.#db.exec(alone ? "BEGIN IMMEDIATE" : "SAVEPOINT mb_tx");
+      if (alone) {
+        this.#startTurn();
+        this.#db.exec("BEGIN IMMEDIATE");
+      } else if (savepoint) this.#db.exec("SAVEPOINT mb_tx");
       try {
         out = await fn(this.#direct);
-        this.#db.exec(alone ? "COMMIT" : "RELEASE mb_tx");
-        if (alone) this.#full = false;
+        if (alone) {
+          this.#db.exec("COMMIT");
+          this.#full = false;
+        } else if (savepoint) this.#db.exec("RELEASE mb_tx");
       } catch (err) {
         if (this.#db.isTransaction) {
-          this.#db.exec(alone ? "ROLLBACK" : "ROLLBACK TO mb_tx");
-          if (!alone) this.#db.exec("RELEASE mb_tx");
+          if (alone) this.#db.exec("ROLLBACK");
+          else if (savepoint) {
+            this.#db.exec("ROLLBACK TO mb_tx");
+            this.#db.exec("RELEASE mb_tx");
+          } // Lean, after a write: the group is lost (`#failed` below).
+          else if (this.#wrote) this.#db.exec("ROLLBACK");
         }
         this.#cache.clear();
         throw err;

@@ -203,8 +203,10 @@ export class EventLog {
 
   /** The oldest and newest ids kept (0 and 0 when there are none). */
   async bounds(): Promise<{ min: number; max: number }> {
+    // One subquery each: SQLite finds MIN or MAX alone by the key, but
+    // both in one SELECT scan the whole table.
     const rows = await this.#store.query(
-      `SELECT COALESCE(MIN("id"), 0) AS "min", COALESCE(MAX("id"), 0) AS "max" FROM "mb_events"`,
+      `SELECT COALESCE((SELECT MIN("id") FROM "mb_events"), 0) AS "min", COALESCE((SELECT MAX("id") FROM "mb_events"), 0) AS "max"`,
     );
     return { min: Number(rows[0].min), max: Number(rows[0].max) };
   }

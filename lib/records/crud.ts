@@ -30,6 +30,8 @@ import { allFields } from "../schema/builtin.ts";
 import type { Where } from "./list_query.ts";
 import type { CursorContext } from "./list_cursor.ts";
 import type { FusedWrite, RecordChange, SqlStatement } from "./changes.ts";
+import { updateStatement } from "./update_sql.ts";
+import { SqliteStorage } from "../db/sqlite.ts";
 
 /** Hooks an operation may carry. */
 export interface OpOptions {
@@ -269,7 +271,7 @@ export async function insertRecord(
       );
       return record;
     }
-    return await store.transaction(async (tx) => {
+    return await writeTransaction(store, !opts.before, async (tx) => {
       let cols = columns(values);
       let record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
       // The rule first (hooks run only for writes it allows), and again
@@ -281,8 +283,10 @@ export async function insertRecord(
         cols = columns(values);
         record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
       }
-      await checkRelations(tx, store.dialect.name, schema, values);
-      await opts.check?.(record, tx);
+      if (hasRelationValue(schema, values)) {
+        await checkRelations(tx, store.dialect.name, schema, values);
+      }
+      if (opts.check) await opts.check(record, tx);
       await tx.run(insert(cols), [...cols.values()]);
       await opts.changed?.(tx, {
         entity: schema.name,
@@ -298,23 +302,6 @@ export async function insertRecord(
   }
 }
 
-/** The stored columns an update sets (its values and the new `updated`). */
-function updatedColumns(
-  store: Storage,
-  schema: EntitySchema,
-  values: CheckedInput,
-): Map<string, SqlValue> {
-  return encodeValues(
-    schema,
-    new Map([...values, ["updated", new Date().toISOString()]]),
-    store.dialect,
-  );
-}
-
-function setList(cols: Map<string, SqlValue>): string {
-  return [...cols.keys()].map((c) => `"${c}" = ?`).join(", ");
-}
-
 /** Updates a record; undefined when it does not exist or `where` hides it. */
 export async function updateRecord(
   store: Storage,
@@ -323,30 +310,29 @@ export async function updateRecord(
   values: CheckedInput,
   opts: OpOptions = {},
 ): Promise<RecordData | undefined> {
-  const lock = store.dialect.name === "postgres";
+  const dialect = store.dialect;
+  const lock = dialect.name === "postgres";
+  const files = hasFiles(schema);
   try {
     if (
-      !opts.keep && !opts.check && !opts.before && !opts.changed &&
-      !hasFiles(schema) && !hasRelationValue(schema, values)
+      !opts.keep && !opts.check && !opts.before && !opts.changed && !files &&
+      !hasRelationValue(schema, values)
     ) {
       // Nothing to read or check first: one UPDATE … RETURNING is atomic on
       // its own (one round trip on PostgreSQL, no transaction on SQLite).
-      const cols = updatedColumns(store, schema, values);
+      const u = updateStatement(schema, values, dialect);
       const rows = await store.query(
-        and(
-          `UPDATE ${tableOf(schema.name)} SET ${setList(cols)} WHERE "id" = ?`,
-          opts.where,
-        ) + ` RETURNING ${selectList(schema)}`,
-        [...cols.values(), id, ...(opts.where?.params ?? [])],
+        and(u.sql, opts.where) + ` RETURNING ${selectList(schema)}`,
+        [...u.params, id, ...(opts.where?.params ?? [])],
       );
-      return rows[0] && decodeRow(schema, rows[0], store.dialect);
+      return rows[0] && decodeRow(schema, rows[0], dialect);
     }
-    return await store.transaction(async (tx) => {
+    const write = async (tx: Queryable) => {
       const current = await readRow(tx, schema, id, opts.where, lock);
       if (!current) return undefined;
-      const before = decodeRow(schema, current, store.dialect);
+      const before = decodeRow(schema, current, dialect);
       if (opts.keep && !(await opts.keep(before))) return undefined;
-      if (hasFiles(schema)) {
+      if (files) {
         const removed = mergeFiles(
           schema,
           before,
@@ -355,40 +341,61 @@ export async function updateRecord(
         );
         opts.removedFiles?.push(...removed);
       }
-      let cols = updatedColumns(store, schema, values);
+      let u = updateStatement(schema, values, dialect);
       let next = decodeRow(schema, {
         ...current,
-        ...Object.fromEntries(cols),
-      }, store.dialect);
-      if (opts.before) await opts.check?.(next, tx);
-      const changed = await opts.before?.(next, tx, before);
-      if (changed) {
-        values = changed;
-        cols = updatedColumns(store, schema, values);
-        next = decodeRow(schema, {
-          ...current,
-          ...Object.fromEntries(cols),
-        }, store.dialect);
+        ...Object.fromEntries(u.columns),
+      }, dialect);
+      if (opts.before) {
+        await opts.check?.(next, tx);
+        const changed = await opts.before(next, tx, before);
+        if (changed) {
+          values = changed;
+          u = updateStatement(schema, values, dialect);
+          next = decodeRow(schema, {
+            ...current,
+            ...Object.fromEntries(u.columns),
+          }, dialect);
+        }
       }
-      await checkRelations(tx, store.dialect.name, schema, values);
-      await opts.check?.(next, tx);
-      await tx.run(
-        `UPDATE ${tableOf(schema.name)} SET ${setList(cols)} WHERE "id" = ?`,
-        [...cols.values(), id],
-      );
-      await opts.changed?.(tx, {
-        entity: schema.name,
-        entityId: schema.id,
-        id,
-        action: "update",
-        record: next,
-        previous: before,
-      });
+      if (hasRelationValue(schema, values)) {
+        await checkRelations(tx, dialect.name, schema, values);
+      }
+      if (opts.check) await opts.check(next, tx);
+      u.params.push(id);
+      await tx.run(u.sql, u.params);
+      if (opts.changed) {
+        await opts.changed(tx, {
+          entity: schema.name,
+          entityId: schema.id,
+          id,
+          action: "update",
+          record: next,
+          previous: before,
+        });
+      }
       return next;
-    });
+    };
+    return await writeTransaction(store, !opts.before, write);
   } catch (err) {
     throw constraintError(store, schema, err);
   }
+}
+
+/**
+ * Runs a record write's transaction. `lean`: every statement before the
+ * write's own statement only reads, and after it only its change is
+ * appended (no before-hook writes in between): on SQLite it then needs no
+ * savepoint of its own in the write group (`SqliteStorage.leanTransaction`).
+ */
+function writeTransaction<T>(
+  store: Storage,
+  lean: boolean,
+  fn: (tx: Queryable) => Promise<T>,
+): Promise<T> {
+  return lean && store instanceof SqliteStorage
+    ? store.leanTransaction(fn)
+    : store.transaction(fn);
 }
 
 /** True when the entity has file fields. */
