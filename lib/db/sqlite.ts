@@ -499,6 +499,9 @@ export class SqliteStorage implements Storage {
     this.#cache.clear();
     if (this.#db.isOpen) {
       try {
+        // Best effort, without waiting: a reader of another connection in
+        // this thread (its turn's read transaction) could not end meanwhile.
+        this.#db.exec("PRAGMA busy_timeout=0");
         this.#db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
       } catch { /* best effort */ }
       this.#db.close();

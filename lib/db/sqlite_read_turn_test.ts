@@ -1,0 +1,112 @@
+/**
+ * The reads of one event-loop turn share one read transaction: it never
+ * outlives the turn, ends before any write of this connection, and leaves
+ * nothing open that would keep the WAL from being checkpointed.
+ */
+
+import assert from "node:assert/strict";
+import { setImmediate } from "node:timers";
+import { SqliteStorage } from "./sqlite.ts";
+
+const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+
+async function pair(): Promise<
+  { a: SqliteStorage; b: SqliteStorage; close: () => Promise<void> }
+> {
+  const dir = await Deno.makeTempDir({ prefix: "mb_read_turn_" });
+  const file = `${dir}/db.sqlite`;
+  const a = new SqliteStorage(file);
+  await a.exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`);
+  await a.run(`INSERT INTO t (id, v) VALUES (1, 'old')`);
+  const b = new SqliteStorage(file);
+  return {
+    a,
+    b,
+    close: async () => {
+      await a.close();
+      await b.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+const value = async (s: SqliteStorage) =>
+  (await s.query(`SELECT v FROM t WHERE id = 1`))[0]?.v;
+
+Deno.test("sqlite read turn: another connection's commit shows from the next turn on", async () => {
+  const { a, b, close } = await pair();
+  try {
+    assert.equal(await value(b), "old"); // opens b's read transaction
+    await a.run(`UPDATE t SET v = 'new' WHERE id = 1`);
+    // Same turn of b: its snapshot began before the commit (this is the
+    // shared read transaction at work; a request arriving now would be
+    // answered in a later turn).
+    assert.equal(await value(b), "old");
+    await nextTurn();
+    assert.equal(await value(b), "new");
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("sqlite read turn: this connection's own write ends the read transaction first", async () => {
+  const { a, close } = await pair();
+  try {
+    assert.equal(await value(a), "old");
+    await a.run(`UPDATE t SET v = 'mine' WHERE id = 1`);
+    assert.equal(await value(a), "mine");
+    // A transaction and DDL right after a read, in the same turn.
+    assert.equal(await value(a), "mine");
+    await a.transaction(async (tx) => {
+      await tx.run(`UPDATE t SET v = 'tx' WHERE id = 1`);
+    });
+    assert.equal(await value(a), "tx");
+    await a.exec(`CREATE TABLE u (x INTEGER)`);
+    assert.deepEqual(await a.query(`SELECT count(*) AS n FROM u`), [{ n: 0 }]);
+    // A write returning rows (… RETURNING) after a read.
+    assert.equal(await value(a), "tx");
+    const back = await a.query(
+      `UPDATE t SET v = 'ret' WHERE id = 1 RETURNING v`,
+    );
+    assert.deepEqual(back, [{ v: "ret" }]);
+    assert.equal(await value(a), "ret");
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("sqlite read turn: nothing stays open after the turn (the WAL checkpoints fully)", async () => {
+  const { a, b, close } = await pair();
+  try {
+    for (let i = 0; i < 20; i++) await b.query(`SELECT v FROM t`);
+    await a.run(`UPDATE t SET v = 'w' WHERE id = 1`);
+    await nextTurn();
+    // busy = 0: no reader of b holds an old snapshot.
+    const [row] = await a.query(`PRAGMA wal_checkpoint(TRUNCATE)`);
+    assert.equal(row.busy, 0, JSON.stringify(row));
+    // And another connection can take the write lock at once.
+    await b.run(`UPDATE t SET v = 'b' WHERE id = 1`);
+    await nextTurn();
+    assert.equal(await value(a), "b");
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("sqlite read turn: many reads of one turn see one snapshot, then the next", async () => {
+  const { a, b, close } = await pair();
+  try {
+    const first = await Promise.all(
+      Array.from({ length: 10 }, () => value(b)),
+    );
+    assert.deepEqual(new Set(first), new Set(["old"]));
+    await a.run(`UPDATE t SET v = 'next' WHERE id = 1`);
+    await nextTurn();
+    const second = await Promise.all(
+      Array.from({ length: 10 }, () => value(b)),
+    );
+    assert.deepEqual(new Set(second), new Set(["next"]));
+  } finally {
+    await close();
+  }
+});
