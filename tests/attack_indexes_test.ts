@@ -38,6 +38,35 @@ forEachDb(
           );
         });
       }
+      await t.step("tightening a rule racing a field PATCH", async () => {
+        // The same lost update without indexes, and worse: both answer 200,
+        // and the stricter rule is silently undone.
+        const pub = { mode: "public", expr: "" };
+        await admin.patch("schemas/items", { rules: { list: pub, get: pub } });
+        const rec = await createRecord(s, "items", { title: "secret" });
+        const [a, b] = await Promise.all([
+          admin.patch("schemas/items", {
+            rules: {
+              list: { mode: "", expr: "" },
+              get: { mode: "", expr: "" },
+            },
+          }),
+          admin.patch("schemas/items", {
+            fields: [{ name: "extra", type: "int" }],
+          }),
+        ]);
+        assert.equal(a.status, 200, a.text);
+        assert.equal(b.status, 200, b.text);
+        const guest = await s.request(
+          "GET",
+          `/api/v1/entities/items/${rec.id}`,
+        );
+        assert.ok(guest.status >= 400, `a guest still reads: ${guest.status}`);
+        const after = (await admin.get("schemas/items")).data;
+        assert.ok(
+          after.fields.some((f: { name: string }) => f.name === "extra"),
+        );
+      });
       await t.step("an index PATCH racing a rules PATCH", async () => {
         await admin.patch("schemas/items", { indexes: [] });
         const [a, b] = await Promise.all([
