@@ -150,6 +150,9 @@ export function createHandler<A extends HttpHost>(
         err,
         (e) => report(e, { method: req.method, path, requestId }),
       );
+    // Script middleware may rewrite any answer's headers: the pipeline's
+    // own (request id, CORS) are then set again afterwards.
+    let wrapped = false;
     if (
       req.method === "OPTIONS" &&
       req.headers.has("access-control-request-method")
@@ -159,6 +162,7 @@ export function createHandler<A extends HttpHost>(
       try {
         const ext = extensions?.();
         if (ext && ext.middleware.length > 0) {
+          wrapped = true;
           // Middleware see every answer, errors included, as a Response.
           res = await compose(ext.middleware, ctx, async () => {
             try {
@@ -174,8 +178,9 @@ export function createHandler<A extends HttpHost>(
     }
     // An upgrade must answer with the very response the upgrade made.
     // `ctx.json` made it with those headers already (a WeakSet of such
-    // responses would cost more at each garbage collection than it saves).
-    if (res.status !== 101 && res !== ctx.made) {
+    // responses would cost more at each garbage collection than it saves),
+    // unless middleware had it in hand.
+    if (res.status !== 101 && (wrapped || res !== ctx.made)) {
       res = stamp(res, requestId, extra);
     }
     const status = res.status;
