@@ -24,6 +24,8 @@ const CODES: Record<string, ConstraintFailure["kind"]> = {
   "23503": "foreign_key",
   "23502": "not_null",
   "23514": "check",
+  // program_limit_exceeded: on a write, an index entry over ~2.7 kB.
+  "54000": "too_long",
 };
 
 /** The PostgreSQL dialect. */

@@ -13,7 +13,8 @@ export type Row = Record<string, unknown>;
 
 /** What a constraint failure was about, when the database tells. */
 export interface ConstraintFailure {
-  kind: "unique" | "foreign_key" | "not_null" | "check";
+  /** `too_long`: a value too big for an index entry (PostgreSQL). */
+  kind: "unique" | "foreign_key" | "not_null" | "check" | "too_long";
   /** Constraint or index name (PostgreSQL). */
   constraint?: string;
   /** `table.column` (SQLite); a unique index over several: `t.a, t.b`. */

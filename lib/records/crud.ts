@@ -175,6 +175,12 @@ export function constraintError(
       "Cannot save record: a relation points to a missing record, or other records still reference it",
     );
   }
+  if (failure.kind === "too_long") {
+    return new MoonbaseError(
+      "invalid",
+      "Cannot save record: a value is too long for an index (keep indexed text under 2 kB)",
+    );
+  }
   return new MoonbaseError(
     "invalid",
     "Cannot save record: a value violates a constraint",

@@ -14,7 +14,12 @@ import { newSchema } from "../schema/new_schema.ts";
 import type { RelationRef } from "./crud.ts";
 import { createSql, dropSql } from "../schema/ddl.ts";
 import { Entity } from "./entity.ts";
-import { retarget, runSchemaChange, storedFileNames } from "./schema_change.ts";
+import {
+  retarget,
+  runSchemaChange,
+  SchemaMoved,
+  storedFileNames,
+} from "./schema_change.ts";
 import type { EntityEnv } from "./entity_env.ts";
 import { planPatch } from "../schema/migrate.ts";
 import { saveSchema } from "../schema/stored.ts";
@@ -42,6 +47,8 @@ export class Registry {
   #env: EntityEnv;
   /** Called after a schema change commits (announces it to other instances). */
   onChange: (() => void) | undefined;
+  /** The schema changes of this instance, one after another. */
+  #changes: Promise<unknown> = Promise.resolve();
 
   /** `checkExpr` validates custom rule expressions (returns a problem or undefined). */
   constructor(
@@ -154,8 +161,42 @@ export class Registry {
     };
   }
 
+  /**
+   * Runs a schema change after this instance's earlier ones, planned against
+   * the schemas in memory; when another isolate or instance changed them
+   * meanwhile, reloads and plans again (a few times, then 409).
+   */
+  #change<T>(plan: (version: string) => Promise<T>): Promise<T> {
+    const run = async () => {
+      for (let attempt = 0;; attempt++) {
+        try {
+          return await plan(this.#version);
+        } catch (err) {
+          if (!(err instanceof SchemaMoved)) throw err;
+          if (attempt >= 4) {
+            throw new MoonbaseError(
+              "conflict",
+              "Cannot change entity: the schemas keep changing meanwhile; try again",
+            );
+          }
+          await this.load(); // #write reloaded already; cheap to be sure
+        }
+      }
+    };
+    const out = this.#changes.then(run, run);
+    this.#changes = out.catch(() => {});
+    return out;
+  }
+
   /** Creates an entity from a schema object (README "Schemas"). */
-  async create(input: Record<string, unknown>): Promise<Entity> {
+  create(input: Record<string, unknown>): Promise<Entity> {
+    return this.#change((version) => this.#create(input, version));
+  }
+
+  async #create(
+    input: Record<string, unknown>,
+    version: string,
+  ): Promise<Entity> {
     const schema = newSchema(input, this.#context(), (name) => {
       if (this.byName(name)) {
         throw new MoonbaseError(
@@ -190,14 +231,19 @@ export class Registry {
         ],
       );
       if (before) await this.#audit(tx, schema, "create", before, world);
-    });
+    }, version);
     return this.get(schema.id)!;
   }
 
   /** Applies a partial schema (PATCH). */
-  async update(
+  update(idOrName: string, input: Record<string, unknown>): Promise<Entity> {
+    return this.#change((version) => this.#update(idOrName, input, version));
+  }
+
+  async #update(
     idOrName: string,
     input: Record<string, unknown>,
+    version: string,
   ): Promise<Entity> {
     const current = this.#mutable(idOrName, "change");
     if (typeof input.name === "string") {
@@ -216,38 +262,44 @@ export class Registry {
       (f.type === "file" || f.type === "files") && !f.system && !kept.has(f.id)
     );
     const orphans: string[] = [];
-    await this.#write(plan.schema, "change", async (tx) => {
-      const before = plan.statements.length > 0
-        ? await snapshotViews(tx, this.#store.dialect)
-        : undefined;
-      orphans.push(
-        ...await storedFileNames(
-          tx,
-          this.#store.dialect,
-          current.schema,
-          dropped,
-        ),
-      );
-      for (const s of plan.statements) await tx.exec(s);
-      for (const f of plan.fills) await tx.run(f.sql, f.params);
-      const world = this.#world(plan.schema);
-      if (plan.schema.type === "view" && plan.statements.length > 0) {
-        plan.schema.fields = await guardView(
-          tx,
-          this.#store.dialect,
-          world,
-          plan.schema,
+    await this.#write(
+      plan.schema,
+      "change",
+      async (tx) => {
+        const before = plan.statements.length > 0
+          ? await snapshotViews(tx, this.#store.dialect)
+          : undefined;
+        orphans.push(
+          ...await storedFileNames(
+            tx,
+            this.#store.dialect,
+            current.schema,
+            dropped,
+          ),
         );
-      }
-      if (before) await this.#audit(tx, plan.schema, "change", before, world);
-      if (plan.schema.name !== current.name) {
-        const refs = this.refsOf(current.name).filter((r) =>
-          r.schema.id !== current.id
-        );
-        await retarget(tx, refs, current.name, plan.schema.name);
-      }
-      await saveSchema(tx, plan.schema);
-    }, current.name);
+        for (const s of plan.statements) await tx.exec(s);
+        for (const f of plan.fills) await tx.run(f.sql, f.params);
+        const world = this.#world(plan.schema);
+        if (plan.schema.type === "view" && plan.statements.length > 0) {
+          plan.schema.fields = await guardView(
+            tx,
+            this.#store.dialect,
+            world,
+            plan.schema,
+          );
+        }
+        if (before) await this.#audit(tx, plan.schema, "change", before, world);
+        if (plan.schema.name !== current.name) {
+          const refs = this.refsOf(current.name).filter((r) =>
+            r.schema.id !== current.id
+          );
+          await retarget(tx, refs, current.name, plan.schema.name);
+        }
+        await saveSchema(tx, plan.schema);
+      },
+      version,
+      current.name,
+    );
     const entity = this.get(plan.schema.id)!;
     if (this.#env.files && orphans.length > 0) {
       await this.#env.files.remove(entity.id, orphans);
@@ -256,7 +308,11 @@ export class Registry {
   }
 
   /** Drops an entity and its table. */
-  async remove(idOrName: string): Promise<void> {
+  remove(idOrName: string): Promise<void> {
+    return this.#change((version) => this.#remove(idOrName, version));
+  }
+
+  async #remove(idOrName: string, version: string): Promise<void> {
     const entity = this.#mutable(idOrName, "delete");
     const refs = this.refsOf(entity.name).filter((r) =>
       r.schema.id !== entity.id
@@ -289,7 +345,7 @@ export class Registry {
       await tx.run(`DELETE FROM "mb_tables" WHERE "id" = ?`, [entity.id]);
       const world = this.#world().filter((e) => e.schema.id !== entity.id);
       await this.#audit(tx, entity.schema, "delete", before, world);
-    });
+    }, version);
     await this.#env.files?.removeEntity(entity.id);
   }
 
@@ -362,6 +418,7 @@ export class Registry {
     schema: EntitySchema,
     action: string,
     fn: (tx: Queryable) => Promise<void>,
+    version: string,
     table = schema.name,
   ): Promise<void> {
     try {
@@ -371,6 +428,7 @@ export class Registry {
         action,
         fn,
         () => readersOf(this.#store, this.#store.dialect, this.#world(), table),
+        version,
       );
     } finally {
       await this.load();

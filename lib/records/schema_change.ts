@@ -18,10 +18,22 @@ import type { RelationRef } from "./crud.ts";
 import { fileNames } from "./file_values.ts";
 
 /**
+ * A schema change planned against a schema version another change has
+ * replaced meanwhile (another request, isolate or instance): plan it again.
+ */
+export class SchemaMoved extends Error {
+  constructor() {
+    super("Cannot change entity: the schemas changed meanwhile");
+  }
+}
+
+/**
  * Runs `fn` in one transaction that also bumps `schema_version`, and turns a
  * database failure into a client error: duplicate values (409), a view that
  * reads the table (409, naming `readers()`), or the reason the statement
- * failed (400). Outages stay 503.
+ * failed (400). Outages stay 503. The change was planned at schema version
+ * `planned`: when the stored version is another one (read under the write
+ * lock), it throws {@link SchemaMoved} and changes nothing.
  */
 export async function runSchemaChange(
   store: Storage,
@@ -29,12 +41,22 @@ export async function runSchemaChange(
   action: string,
   fn: (tx: Queryable) => Promise<void>,
   readers: () => Promise<string[]>,
+  planned?: string,
 ): Promise<void> {
   try {
     await store.transaction(async (tx) => {
+      const pg = store.dialect.name === "postgres";
       // A schema change may rewrite a big table: no statement timeout.
-      if (store.dialect.name === "postgres") {
-        await tx.exec("SET LOCAL statement_timeout = 0");
+      if (pg) await tx.exec("SET LOCAL statement_timeout = 0");
+      if (planned !== undefined) {
+        // PostgreSQL: the row lock orders concurrent changes; SQLite holds
+        // the write lock already.
+        const [row] = await tx.query(
+          `SELECT "value" FROM "mb_meta" WHERE "key" = 'schema_version'${
+            pg ? " FOR UPDATE" : ""
+          }`,
+        );
+        if (String(row?.value ?? "0") !== planned) throw new SchemaMoved();
       }
       await fn(tx);
       await tx.run(
@@ -43,7 +65,7 @@ export async function runSchemaChange(
       );
     });
   } catch (err) {
-    if (err instanceof MoonbaseError) throw err;
+    if (err instanceof MoonbaseError || err instanceof SchemaMoved) throw err;
     if (err instanceof StorageUnavailableError) throw err; // 503, not a 400
     const failure = store.dialect.constraintFailure(err);
     if (failure?.kind === "unique") {
