@@ -1,8 +1,8 @@
 /**
  * Worker that writes SQLite log batches on its own connection and thread,
  * so inserting thousands of log rows never pauses request handling.
- * Messages: `{id, path, table, rows, packed, instance}` (log rows and packed request
- * entries, both as JSON; see rows.ts) or `{id, path, prune}` → reply
+ * Messages: `{id, path, table, rows, packed, instance}` (log rows as JSON,
+ * packed request entries as their flat array; see rows.ts) or `{id, path, prune}` → reply
  * `{id, error?}`. Packed entries get their ids and rows here, off the
  * request thread.
  *
@@ -19,13 +19,13 @@ import {
   requestParams,
 } from "./rows.ts";
 
-/** An insert (`rows`: JSON of rows, `packed`: JSON of packed entries) or a prune. */
+/** An insert (`rows`: JSON of rows, `packed`: packed entries) or a prune. */
 interface Job {
   id: number;
   path: string;
   table?: string;
   rows?: string;
-  packed?: string;
+  packed?: PackedRequests;
   instance?: string;
   prune?: { floor: string; maxRows: number };
 }
@@ -89,13 +89,13 @@ scope.onmessage = (e: MessageEvent<Job>) => {
     db.exec("BEGIN IMMEDIATE");
     try {
       if (job.prune) prune(job.prune.floor, job.prune.maxRows);
-      const rows: LogRow[] = JSON.parse(job.rows ?? "[]");
+      const rows: LogRow[] = job.rows ? JSON.parse(job.rows) : [];
       for (let i = 0; i < rows.length; i += CHUNK) {
         const chunk = rows.slice(i, i + CHUNK);
         statement(job.table!, ROW, chunk.length).run(...chunk.flat());
       }
       if (job.packed) {
-        insertRequests(job.table!, JSON.parse(job.packed), job.instance!);
+        insertRequests(job.table!, job.packed, job.instance!);
       }
       db.exec("COMMIT");
     } catch (err) {
