@@ -8,7 +8,7 @@
  * `/proc/self/task/<tid>/schedstat` (nanoseconds); no load generator, so
  * other work on the machine barely matters.
  * Usage: `deno run --allow-all bench/log_cost.ts [--rows N] [--per-tick K]
- * [--rounds R] [--rate ROWS_PER_S]`.
+ * [--rounds R] [--rate ROWS_PER_S] [--garbage OBJECTS] [--no-store]`.
  *
  * @module
  */
@@ -30,6 +30,13 @@ const ROUNDS = arg("rounds", 3);
 const RATE = arg("rate", 20_000);
 /** `--no-store`: the logger without a store (the queue alone). */
 const STORE = !Deno.args.includes("--no-store");
+/**
+ * Short-lived objects a request makes besides its log entry (~64 bytes
+ * each), so the young generation is collected as often as in a server and
+ * what the logger keeps for a while is copied or promoted as it would be.
+ */
+const GARBAGE = arg("garbage", 40);
+let sink: unknown;
 
 /** CPU nanoseconds of the main thread, the log writer and the rest. */
 interface Cpu {
@@ -91,6 +98,7 @@ async function round(dir: string, on: boolean, r: number): Promise<Cpu> {
     const url = urls[i % 1000];
     const path = url.slice(url.indexOf("/", 8), url.indexOf("?"));
     const requestId = `r${(i * 7919).toString(36)}`;
+    for (let g = 0; g < GARBAGE; g++) sink = { a: g, b: path, c: [g, i] };
     if (log.enabled("info")) {
       log.request(
         "info",
@@ -111,6 +119,7 @@ async function round(dir: string, on: boolean, r: number): Promise<Cpu> {
     }
   }
   await log.close();
+  if (sink === undefined) throw new Error("Cannot measure: no garbage made");
   const after = cpu();
   store.close();
   await store.storage.close();
