@@ -8,15 +8,9 @@
 
 import type { LogStore } from "./store.ts";
 import { type Level, levelRank, type LogEntry } from "./types.ts";
-import {
-  entryRow,
-  nextSeq,
-  PACKED_FIELDS,
-  type PackedRequests,
-  rowEntry,
-  unpackRequests,
-} from "./rows.ts";
+import { entryRow, nextSeq, rowEntry, unpackRequests } from "./rows.ts";
 import { appEntry, pretty, stamped } from "./entries.ts";
+import { type PackedChunk, RequestPacker } from "./packed.ts";
 
 export { logId, logIdFloor } from "./rows.ts";
 export { scrub } from "./entries.ts";
@@ -39,7 +33,10 @@ export class Logger {
   #min: number;
   #console: ConsoleMode;
   #queue: LogEntry[] = [];
-  #packed: PackedRequests = [];
+  /** Request entries being packed, and full chunks (`BATCH` each) waiting. */
+  #packer = new RequestPacker();
+  #chunks: PackedChunk[] = [];
+  #chunked = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   #flushing: Promise<void> | undefined;
@@ -73,8 +70,9 @@ export class Logger {
   }
 
   /**
-   * A request entry, packed: eleven values on one array, no object (its id,
-   * time, level name and message are made when it is written).
+   * A request entry, packed: its values and characters copied into typed
+   * arrays, no object kept (its id, time, level name and message are made
+   * when it is written).
    */
   request(
     level: Level,
@@ -89,7 +87,8 @@ export class Logger {
   ): void {
     const rank = levelRank(level);
     if (rank < this.#min || this.#full()) return;
-    this.#packed.push(
+    const packer = this.#packer;
+    packer.add(
       Date.now(),
       nextSeq(),
       rank,
@@ -102,6 +101,10 @@ export class Logger {
       authEntity,
       requestId,
     );
+    if (packer.rows === BATCH) {
+      this.#chunks.push(packer.take());
+      this.#chunked += BATCH;
+    }
     this.#schedule();
   }
 
@@ -153,8 +156,7 @@ export class Logger {
   }
 
   #waiting(): boolean {
-    return this.#queue.length > 0 || this.#packed.length > 0 ||
-      this.#dropped > 0;
+    return this.#backlog() > 0 || this.#dropped > 0;
   }
 
   /**
@@ -181,10 +183,9 @@ export class Logger {
   async #handOn(all: boolean): Promise<void> {
     do {
       const batch = this.#queue.splice(0, BATCH);
-      const packed = this.#packed.length <= BATCH * PACKED_FIELDS
-        ? this.#packed
-        : this.#packed.splice(0, BATCH * PACKED_FIELDS);
-      if (packed === this.#packed) this.#packed = [];
+      let packed = this.#chunks.shift();
+      if (packed) this.#chunked -= packed.rows;
+      else if (this.#packer.rows > 0) packed = this.#packer.take();
       // The notice joins the batch whatever the queue holds (queued behind
       // a full queue, it would be dropped and counted once more).
       if (this.#dropped > 0 && this.enabled("warn")) {
@@ -195,8 +196,11 @@ export class Logger {
       this.#dropped = 0;
       this.#print(batch, packed);
       if (this.#store) {
-        await this.#store.insert(batch, packed).catch((err) =>
-          this.#printError(err)
+        this.#packer.reuse(
+          await this.#store.insert(batch, packed).catch((err) => {
+            this.#printError(err);
+            return undefined;
+          }),
         );
       }
     } while (all ? this.#waiting() : this.#backlog() >= BATCH);
@@ -204,15 +208,15 @@ export class Logger {
 
   /** Entries waiting. */
   #backlog(): number {
-    return this.#queue.length + this.#packed.length / PACKED_FIELDS;
+    return this.#queue.length + this.#chunked + this.#packer.rows;
   }
 
-  #print(batch: LogEntry[], packed: PackedRequests): void {
+  #print(batch: LogEntry[], packed: PackedChunk | undefined): void {
     if (this.#console === "off") return;
     // Request lines go to the console in --dev only; the log store always has them.
     let shown = batch;
     if (this.#console === "pretty") {
-      if (packed.length > 0) {
+      if (packed) {
         const rows = batch.map(entryRow);
         unpackRequests(packed, rows);
         // Ids sort by time, then by the process's sequence: arrival order.

@@ -11,17 +11,27 @@
 import assert from "node:assert/strict";
 import { Logger } from "./logger.ts";
 import type { LogStore } from "./store.ts";
-import { PACKED_FIELDS, type PackedRequests } from "./rows.ts";
+import { type PackedChunk, readChunk } from "./packed.ts";
 import type { LogEntry } from "./types.ts";
+
+/** What a test looks at of a packed entry. */
+type Row = { seq: number; path: string | null };
 
 /** A store whose inserts are recorded and finish when `release` is called. */
 class HeldStore {
-  batches: { entries: LogEntry[]; packed: PackedRequests }[] = [];
+  batches: { entries: LogEntry[]; packed: Row[] }[] = [];
   hold = false;
   #waiting: (() => void)[] = [];
 
-  insert(entries: LogEntry[], packed: PackedRequests): Promise<void> {
-    this.batches.push({ entries, packed: [...packed] });
+  insert(entries: LogEntry[], packed?: PackedChunk): Promise<void> {
+    const rows: Row[] = [];
+    if (packed) {
+      readChunk(
+        packed,
+        (n, at, s) => rows.push({ seq: n[at + 1], path: s[1] }),
+      );
+    }
+    this.batches.push({ entries, packed: rows });
     if (!this.hold) return Promise.resolve();
     return new Promise((resolve) => this.#waiting.push(resolve));
   }
@@ -32,8 +42,7 @@ class HeldStore {
   }
 
   get requests(): number {
-    return this.batches.reduce((n, b) => n + b.packed.length, 0) /
-      PACKED_FIELDS;
+    return this.batches.reduce((n, b) => n + b.packed.length, 0);
   }
 }
 
@@ -79,7 +88,7 @@ Deno.test("logger: a batch in progress holds the next one until the timer", asyn
   const t0 = Date.now();
   while (store.requests < 301 && Date.now() - t0 < 1000) await sleep(2);
   assert.equal(store.batches.length, 2, "the 300 waiting went as one batch");
-  assert.equal(store.batches[1].packed.length / PACKED_FIELDS, 300);
+  assert.equal(store.batches[1].packed.length, 300);
   await log.close();
 });
 
@@ -97,7 +106,7 @@ Deno.test("logger: a writer that fell behind catches up without waiting", async 
   await sleep(0);
   await sleep(0);
   assert.ok(store.batches.length >= 2, `${store.batches.length} batches`);
-  assert.equal(store.batches[1].packed.length / PACKED_FIELDS, 1000);
+  assert.equal(store.batches[1].packed.length, 1000);
   await log.close();
   assert.equal(store.requests, 2501);
 });
@@ -132,22 +141,13 @@ Deno.test("logger: flush and close write everything, in order", async () => {
   store.release();
   await closed;
   assert.equal(store.requests, 2205);
-  const seqs = store.batches.flatMap((b) => {
-    const s: number[] = [];
-    for (let i = 1; i < b.packed.length; i += PACKED_FIELDS) {
-      s.push(b.packed[i] as number);
-    }
-    return s;
-  });
+  const rows = store.batches.flatMap((b) => b.packed);
+  const seqs = rows.map((r) => r.seq);
   assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), "arrival order");
-  const paths = store.batches.flatMap((b) => {
-    const p: unknown[] = [];
-    for (let i = 4; i < b.packed.length; i += PACKED_FIELDS) {
-      p.push(b.packed[i]);
-    }
-    return p;
-  });
-  assert.deepEqual(paths, Array.from({ length: 2205 }, (_, i) => `/p${i}`));
+  assert.deepEqual(
+    rows.map((r) => r.path),
+    Array.from({ length: 2205 }, (_, i) => `/p${i}`),
+  );
   const entries = store.batches.flatMap((b) => b.entries);
   assert.deepEqual(entries.map((e) => e.message), ["last"]);
 });
@@ -188,4 +188,28 @@ Deno.test("logger: a logger without a store keeps printing", async () => {
     JSON.parse(l).message
   );
   assert.deepEqual(messages, ["n0", "n1", "n2"]);
+});
+
+Deno.test("logger: pretty console lines show requests and events in order", async () => {
+  const lines: string[] = [];
+  const write = Deno.stdout.writeSync;
+  Deno.stdout.writeSync = (b: Uint8Array) => {
+    lines.push(new TextDecoder().decode(b));
+    return b.length;
+  };
+  try {
+    const log = new Logger(undefined, "info", "pretty");
+    log.request("info", "GET", "/a/é", 200, 1.25, "::1", "u1", "users", "r1");
+    log.info("between");
+    log.request("warn", "POST", "/b", 404, 2, null, null, null, "r2");
+    await log.close();
+  } finally {
+    Deno.stdout.writeSync = write;
+  }
+  const out = lines.join("").trim().split("\n").map((l) => l.slice(19));
+  assert.deepEqual(out, [
+    "GET /a/é 200 1.3ms ::1 users/u1",
+    "between",
+    "POST /b 404 2.0ms",
+  ]);
 });

@@ -2,7 +2,7 @@
  * Worker that writes SQLite log batches on its own connection and thread,
  * so inserting thousands of log rows never pauses request handling.
  * Messages: `{id, path, table, rows, packed, instance}` (log rows as JSON,
- * packed request entries as their flat array; see rows.ts) or `{id, path, prune}` → reply
+ * packed request entries as their transferred buffers; see packed.ts) or `{id, path, prune}` → reply
  * `{id, error?}`. Packed entries get their ids and rows here, off the
  * request thread.
  *
@@ -13,11 +13,10 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import {
   LOG_COLUMNS,
   type LogRow,
-  PACKED_FIELDS,
-  type PackedRequests,
   REQUEST_ROW_SQL,
   requestParams,
 } from "./rows.ts";
+import type { PackedChunk } from "./packed.ts";
 
 /** An insert (`rows`: JSON of rows, `packed`: packed entries) or a prune. */
 interface Job {
@@ -25,7 +24,7 @@ interface Job {
   path: string;
   table?: string;
   rows?: string;
-  packed?: PackedRequests;
+  packed?: PackedChunk;
   instance?: string;
   prune?: { floor: string; maxRows: number };
 }
@@ -33,7 +32,7 @@ interface Job {
 /** The worker's global scope, as far as this file uses it. */
 const scope = self as unknown as {
   onmessage: ((e: MessageEvent<Job>) => void) | null;
-  postMessage(message: unknown): void;
+  postMessage(message: unknown, transfer?: Transferable[]): void;
 };
 
 let db: DatabaseSync | undefined;
@@ -55,15 +54,12 @@ function statement(table: string, row: string, n: number): StatementSync {
 }
 
 /** Inserts packed request entries, `CHUNK` rows per statement. */
-function insertRequests(table: string, packed: PackedRequests, tag: string) {
-  const entries = Math.floor(packed.length / PACKED_FIELDS);
-  const params: unknown[] = [];
-  for (let from = 0; from < entries; from += CHUNK) {
-    const to = Math.min(entries, from + CHUNK);
-    params.length = 0;
-    requestParams(packed, from, to, tag, params);
-    statement(table, REQUEST_ROW_SQL, to - from).run(...params as never[]);
-  }
+function insertRequests(table: string, packed: PackedChunk, tag: string) {
+  requestParams(packed, tag, (params) => {
+    statement(table, REQUEST_ROW_SQL, params.length / 10).run(
+      ...params as never[],
+    );
+  }, CHUNK);
 }
 
 /** Deletes entries older than `floor` (a log id prefix) and beyond `maxRows`. */
@@ -75,6 +71,15 @@ function prune(floor: string, maxRows: number): void {
   if (last) {
     db!.prepare(`DELETE FROM "mb_logs" WHERE "id" <= ?`).run(String(last.id));
   }
+}
+
+/** Answers a job, handing the packed entries' buffers back to be reused. */
+function answer(job: Job, error?: string): void {
+  const p = job.packed;
+  scope.postMessage(
+    { id: job.id, error, packed: p },
+    p ? [p.nums.buffer, p.lens.buffer, p.chars.buffer] : [],
+  );
 }
 
 scope.onmessage = (e: MessageEvent<Job>) => {
@@ -102,11 +107,8 @@ scope.onmessage = (e: MessageEvent<Job>) => {
       if (db.isTransaction) db.exec("ROLLBACK");
       throw err;
     }
-    scope.postMessage({ id: job.id });
+    answer(job);
   } catch (err) {
-    scope.postMessage({
-      id: job.id,
-      error: err instanceof Error ? err.message : String(err),
-    });
+    answer(job, err instanceof Error ? err.message : String(err));
   }
 };
