@@ -8,18 +8,12 @@
 
 import type { LogStore } from "./store.ts";
 import { type Level, levelRank, type LogEntry } from "./types.ts";
-import {
-  entryRow,
-  isoOf,
-  logId,
-  nextSeq,
-  PACKED_FIELDS,
-  type PackedRequests,
-  rowEntry,
-  unpackRequests,
-} from "./rows.ts";
+import { entryRow, nextSeq, rowEntry, unpackRequests } from "./rows.ts";
+import { appEntry, pretty, stamped } from "./entries.ts";
+import { type PackedChunk, RequestPacker } from "./packed.ts";
 
 export { logId, logIdFloor } from "./rows.ts";
+export { scrub } from "./entries.ts";
 
 /**
  * Queued entries are handed on within this time: short enough that they die
@@ -29,33 +23,9 @@ export { logId, logIdFloor } from "./rows.ts";
 const FLUSH_MS = 20;
 const MAX_QUEUE = 20_000;
 const BATCH = 1000;
-const SECRET_KEY = /pass|secret|token|authorization|hash|cookie/i;
 
 /** Console formats. */
 export type ConsoleMode = "json" | "pretty" | "off";
-
-const COLORS: Record<Level, string> = {
-  trace: "\x1b[90m",
-  debug: "\x1b[36m",
-  info: "\x1b[32m",
-  warn: "\x1b[33m",
-  error: "\x1b[31m",
-};
-
-/** Removes secret-looking keys (recursively) from log data. */
-export function scrub(
-  data: Record<string, unknown> | undefined,
-): Record<string, unknown> | null {
-  if (!data) return null;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(data)) {
-    if (SECRET_KEY.test(k)) continue;
-    out[k] = v && typeof v === "object" && !Array.isArray(v)
-      ? scrub(v as Record<string, unknown>)
-      : v;
-  }
-  return out;
-}
 
 /** Writes log entries. */
 export class Logger {
@@ -63,7 +33,10 @@ export class Logger {
   #min: number;
   #console: ConsoleMode;
   #queue: LogEntry[] = [];
-  #packed: PackedRequests = [];
+  /** Request entries being packed, and full chunks (`BATCH` each) waiting. */
+  #packer = new RequestPacker();
+  #chunks: PackedChunk[] = [];
+  #chunked = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   #flushing: Promise<void> | undefined;
@@ -92,22 +65,14 @@ export class Logger {
   write(entry: Omit<LogEntry, "id" | "time"> & { time?: string }): void {
     if (!this.enabled(entry.level)) return;
     if (this.#full()) return;
-    const e = entry as LogEntry;
-    if (e.time) {
-      const ms = Date.parse(e.time);
-      e.id = logId(Number.isNaN(ms) ? Date.now() : ms);
-    } else {
-      const ms = Date.now();
-      e.time = isoOf(ms);
-      e.id = logId(ms);
-    }
-    this.#queue.push(e);
+    this.#queue.push(stamped(entry));
     this.#schedule();
   }
 
   /**
-   * A request entry, packed: eleven values on one array, no object (its id,
-   * time, level name and message are made when it is written).
+   * A request entry, packed: its values and characters copied into typed
+   * arrays, no object kept (its id, time, level name and message are made
+   * when it is written).
    */
   request(
     level: Level,
@@ -122,7 +87,8 @@ export class Logger {
   ): void {
     const rank = levelRank(level);
     if (rank < this.#min || this.#full()) return;
-    this.#packed.push(
+    const packer = this.#packer;
+    packer.add(
       Date.now(),
       nextSeq(),
       rank,
@@ -135,24 +101,32 @@ export class Logger {
       authEntity,
       requestId,
     );
+    if (packer.rows === BATCH) {
+      this.#chunks.push(packer.take());
+      this.#chunked += BATCH;
+    }
     this.#schedule();
   }
 
   /** True (and counted as dropped) when the queue is full. */
   #full(): boolean {
-    if (this.#queue.length + this.#packed.length / PACKED_FIELDS < MAX_QUEUE) {
+    if (this.#backlog() < MAX_QUEUE) {
       return false;
     }
     this.#dropped++;
     return true;
   }
 
-  /** A flush is scheduled only while entries wait: no wake-ups when idle. */
+  /**
+   * A hand-off is scheduled only while entries wait (no wake-ups when idle)
+   * and none is being written: the next one waits for the timer, so
+   * batches stay large however fast the writer answers.
+   */
   #schedule(): void {
-    if (this.#timer === undefined && !this.#closed) {
+    if (this.#timer === undefined && !this.#closed && !this.#flushing) {
       this.#timer = setTimeout(() => {
         this.#timer = undefined;
-        void this.flush();
+        void this.#drain(false);
       }, FLUSH_MS);
     }
   }
@@ -160,20 +134,7 @@ export class Logger {
   /** An application event. */
   app(level: Level, message: string, data?: Record<string, unknown>): void {
     if (!this.enabled(level)) return;
-    this.write({
-      level,
-      type: "app",
-      message,
-      method: null,
-      path: null,
-      status: null,
-      duration_ms: null,
-      ip: null,
-      auth_id: null,
-      auth_entity: null,
-      request_id: null,
-      data: scrub(data),
-    });
+    this.write(appEntry(level, message, data));
   }
 
   /** Shorthands. */
@@ -191,40 +152,71 @@ export class Logger {
 
   /** Writes the queue to the store and the console. */
   flush(): Promise<void> {
-    if (this.#flushing) return this.#flushing;
-    const waiting = () =>
-      this.#queue.length > 0 || this.#packed.length > 0 || this.#dropped > 0;
-    if (!waiting()) return Promise.resolve();
-    this.#flushing = (async () => {
-      try {
-        while (waiting()) {
-          if (this.#dropped > 0) {
-            const n = this.#dropped;
-            this.#dropped = 0;
-            this.app("warn", "log queue full: entries dropped", { dropped: n });
-          }
-          const batch = this.#queue.splice(0, BATCH);
-          const packed = this.#packed.splice(0, BATCH * PACKED_FIELDS);
-          this.#print(batch, packed);
-          if (this.#store) {
-            await this.#store.insert(batch, packed).catch((err) =>
-              this.#printError(err)
-            );
-          }
-        }
-      } finally {
-        this.#flushing = undefined;
-      }
-    })();
+    return this.#drain(true);
+  }
+
+  #waiting(): boolean {
+    return this.#backlog() > 0 || this.#dropped > 0;
+  }
+
+  /**
+   * Hands batches on, one at a time (each waits for the previous one to be
+   * written, so memory stays bounded by the queue): all of them (`all`), or
+   * on the timer one, and more only while a full batch is waiting (the
+   * writer fell behind and catches up).
+   */
+  #drain(all: boolean): Promise<void> {
+    if (this.#flushing) {
+      return all
+        ? this.#flushing.then(() => this.#drain(true))
+        : this.#flushing;
+    }
+    if (!this.#waiting()) return Promise.resolve();
+    // Cleared in a later microtask than it is set, even when nothing awaits.
+    this.#flushing = this.#handOn(all).finally(() => {
+      this.#flushing = undefined;
+      if (this.#waiting()) this.#schedule();
+    });
     return this.#flushing;
   }
 
-  #print(batch: LogEntry[], packed: PackedRequests): void {
+  async #handOn(all: boolean): Promise<void> {
+    do {
+      const batch = this.#queue.splice(0, BATCH);
+      let packed = this.#chunks.shift();
+      if (packed) this.#chunked -= packed.rows;
+      else if (this.#packer.rows > 0) packed = this.#packer.take();
+      // The notice joins the batch whatever the queue holds (queued behind
+      // a full queue, it would be dropped and counted once more).
+      if (this.#dropped > 0 && this.enabled("warn")) {
+        batch.push(stamped(appEntry("warn", "log queue full: entries dropped", {
+          dropped: this.#dropped,
+        })));
+      }
+      this.#dropped = 0;
+      this.#print(batch, packed);
+      if (this.#store) {
+        this.#packer.reuse(
+          await this.#store.insert(batch, packed).catch((err) => {
+            this.#printError(err);
+            return undefined;
+          }),
+        );
+      }
+    } while (all ? this.#waiting() : this.#backlog() >= BATCH);
+  }
+
+  /** Entries waiting. */
+  #backlog(): number {
+    return this.#queue.length + this.#chunked + this.#packer.rows;
+  }
+
+  #print(batch: LogEntry[], packed: PackedChunk | undefined): void {
     if (this.#console === "off") return;
     // Request lines go to the console in --dev only; the log store always has them.
     let shown = batch;
     if (this.#console === "pretty") {
-      if (packed.length > 0) {
+      if (packed) {
         const rows = batch.map(entryRow);
         unpackRequests(packed, rows);
         // Ids sort by time, then by the process's sequence: arrival order.
@@ -261,17 +253,4 @@ export class Logger {
     this.#timer = undefined;
     await this.flush();
   }
-}
-
-function pretty(e: LogEntry, color: boolean): string {
-  const level = e.level.toUpperCase().padEnd(5);
-  const head = `${color ? `${COLORS[e.level]}${level}\x1b[0m` : level} ${
-    e.time.slice(11, 23)
-  }`;
-  if (e.type === "request") {
-    return `${head} ${e.method} ${e.path} ${e.status} ${
-      e.duration_ms?.toFixed(1)
-    }ms ${e.ip ?? ""}${e.auth_id ? ` ${e.auth_entity}/${e.auth_id}` : ""}`;
-  }
-  return `${head} ${e.message}${e.data ? " " + JSON.stringify(e.data) : ""}`;
 }

@@ -1,8 +1,8 @@
 /**
- * Log rows as stored (`mb_logs` columns in order), log ids, and packed
- * request entries: a request adds eleven plain values to one flat array and
- * its row is made later, by the writer. This keeps the request path free of
- * per-entry objects. A request row stores its time, level name and message
+ * Log rows as stored (`mb_logs` columns in order), log ids, and the rows
+ * of packed request entries (packed.ts): a request's row is made by the
+ * writer, which keeps the request path free of per-entry objects. A request
+ * row stores its time, level name and message
  * as empty strings: they follow from its id, level rank, method, path and
  * status, and are made again when the row is read (`rowEntry`), so the
  * writer binds and stores a third fewer bytes per request.
@@ -12,6 +12,7 @@
 
 import { randomToken } from "../ids.ts";
 import { type Level, levelRank, LEVELS, type LogEntry } from "./types.ts";
+import { type PackedChunk, readChunk } from "./packed.ts";
 
 /** The `mb_logs` columns, in row order. */
 export const LOG_COLUMNS = [
@@ -34,16 +35,6 @@ export const LOG_COLUMNS = [
 
 /** One stored row, values in `LOG_COLUMNS` order. */
 export type LogRow = (string | number | null)[];
-
-/**
- * Packed request entries: per entry, in this order, the time in ms, its
- * sequence number (`nextSeq()`), the level's rank, method, path, status,
- * duration in ms, client IP, auth id, auth entity and request id.
- */
-export type PackedRequests = (string | number | null)[];
-
-/** Values per entry in `PackedRequests`. */
-export const PACKED_FIELDS = 11;
 
 /** This process's id tag (a writer thread is given it with each batch). */
 export const INSTANCE = randomToken(6).replace(/[^A-Za-z0-9]/g, "0").slice(
@@ -166,8 +157,9 @@ export function entryRow(e: LogEntry): LogRow {
  * ```ts
  * import assert from "node:assert/strict";
  * import { rowEntry, unpackRequests, type LogRow } from "moonbase/lib/logs/rows.ts";
+ * import { chunkOf } from "moonbase/lib/logs/packed.ts";
  * const out: LogRow[] = [];
- * const packed = [0, 7, 2, "GET", "/x", 200, 1.5, "::1", null, null, "r1"];
+ * const packed = chunkOf([[0, 7, 2, "GET", "/x", 200, 1.5, "::1", null, null, "r1"]]);
  * unpackRequests(packed, out, "abcdef");
  * assert.ok(out[0][0] === "000000000000-00000007-abcdef");
  * assert.ok(out[0][5] === "" && out[0][3] === 2);
@@ -177,31 +169,25 @@ export function entryRow(e: LogEntry): LogRow {
  * ```
  */
 export function unpackRequests(
-  packed: Readonly<PackedRequests>,
+  packed: PackedChunk,
   out: LogRow[],
   instance: string = INSTANCE,
 ): void {
-  const p: unknown[] = [];
-  requestParams(
-    packed,
-    0,
-    Math.floor(packed.length / PACKED_FIELDS),
-    instance,
-    p,
-  );
-  // The row of REQUEST_ROW_SQL: its ten parameters among the shared values.
-  for (let i = 0; i < p.length; i += 10) {
-    out.push([
-      p[i],
-      "",
-      "",
-      p[i + 1],
-      "request",
-      "",
-      ...p.slice(i + 2, i + 10),
-      null,
-    ] as LogRow);
-  }
+  requestParams(packed, instance, (p) => {
+    // The row of REQUEST_ROW_SQL: its ten parameters among the shared values.
+    for (let i = 0; i < p.length; i += 10) {
+      out.push([
+        p[i],
+        "",
+        "",
+        p[i + 1],
+        "request",
+        "",
+        ...p.slice(i + 2, i + 10),
+        null,
+      ] as LogRow);
+    }
+  });
 }
 
 /**
@@ -212,42 +198,49 @@ export const REQUEST_ROW_SQL =
   "(?, '', '', ?, 'request', '', ?, ?, ?, ?, ?, ?, ?, ?, NULL)";
 
 /**
- * Appends the parameters of the packed entries `from` (inclusive) to `to`
- * (exclusive) for `REQUEST_ROW_SQL` rows: no row arrays in between.
+ * Calls `each` with the parameters of up to `per` packed entries at a time,
+ * for as many `REQUEST_ROW_SQL` rows (the same array each time, refilled):
+ * no row arrays in between.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { requestParams } from "moonbase/lib/logs/rows.ts";
- * const out: unknown[] = [];
- * const packed = [0, 7, 2, "GET", "/x", 200, 1.5, "::1", null, null, "r1"];
- * requestParams(packed, 0, 1, "abcdef", out);
- * assert.ok(out.length === 10 && out[0] === "000000000000-00000007-abcdef");
- * assert.ok(out[1] === 2 && out[9] === "r1");
+ * import { chunkOf } from "moonbase/lib/logs/packed.ts";
+ * const packed = chunkOf([[0, 7, 2, "GET", "/x", 200, 1.5, "::1", null, null, "r1"]]);
+ * const seen: unknown[][] = [];
+ * requestParams(packed, "abcdef", (p) => seen.push([...p]));
+ * assert.ok(seen.length === 1 && seen[0].length === 10);
+ * assert.ok(seen[0][0] === "000000000000-00000007-abcdef");
+ * assert.ok(seen[0][1] === 2 && seen[0][9] === "r1" && seen[0][7] === null);
  * ```
  */
 export function requestParams(
-  packed: Readonly<PackedRequests>,
-  from: number,
-  to: number,
+  packed: PackedChunk,
   instance: string,
-  out: unknown[],
+  each: (params: unknown[]) => void,
+  per = 100,
 ): void {
-  for (let e = from; e < to; e++) {
-    const i = e * PACKED_FIELDS;
-    out.push(
-      idOf(packed[i] as number, packed[i + 1] as number, instance),
-      packed[i + 2],
-      packed[i + 3],
-      packed[i + 4],
-      packed[i + 5],
-      packed[i + 6],
-      packed[i + 7],
-      packed[i + 8],
-      packed[i + 9],
-      packed[i + 10],
+  const params: unknown[] = [];
+  readChunk(packed, (n, i, s) => {
+    params.push(
+      idOf(n[i], n[i + 1], instance),
+      n[i + 2],
+      s[0],
+      s[1],
+      n[i + 3],
+      n[i + 4],
+      s[2],
+      s[3],
+      s[4],
+      s[5],
     );
-  }
+    if (params.length === per * 10) {
+      each(params);
+      params.length = 0;
+    }
+  });
+  if (params.length > 0) each(params);
 }
 
 /**

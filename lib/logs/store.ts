@@ -14,10 +14,10 @@ import {
   LOG_COLUMNS,
   logIdFloor,
   type LogRow,
-  type PackedRequests,
   rowEntry,
   unpackRequests,
 } from "./rows.ts";
+import type { PackedChunk } from "./packed.ts";
 import { isLevel, levelRank, LEVELS, type LogEntry } from "./types.ts";
 
 /** Parameters of the logs API. */
@@ -120,12 +120,19 @@ export function parseLogQuery(p: URLSearchParams): LogQuery {
   return q;
 }
 
+/** The writer thread's answer: the packed entries' buffers come back. */
+interface Reply {
+  id: number;
+  error?: string;
+  packed?: PackedChunk;
+}
+
 /** The log table on one storage. */
 export class LogStore {
   readonly storage: Storage;
   #worker: Worker | undefined;
   #file: string | undefined;
-  #jobs = new Map<number, (error?: string) => void>();
+  #jobs = new Map<number, (reply: Reply) => void>();
   #next = 0;
 
   /**
@@ -137,27 +144,28 @@ export class LogStore {
     this.#file = sqliteFile;
   }
 
-  #post(job: Record<string, unknown>): Promise<void> {
+  #post(
+    job: Record<string, unknown>,
+    transfer: Transferable[] = [],
+  ): Promise<PackedChunk | undefined> {
     if (!this.#worker) {
       this.#worker = new Worker(
         new URL("./writer_worker.ts", import.meta.url).href,
         { type: "module" },
       );
-      this.#worker.onmessage = (
-        e: MessageEvent<{ id: number; error?: string }>,
-      ) => {
+      this.#worker.onmessage = (e: MessageEvent<Reply>) => {
         const done = this.#jobs.get(e.data.id);
         this.#jobs.delete(e.data.id);
-        done?.(e.data.error);
+        done?.(e.data);
       };
     }
     const id = ++this.#next;
     return new Promise((resolve, reject) => {
       this.#jobs.set(
         id,
-        (error) => error ? reject(new Error(error)) : resolve(),
+        (r) => r.error ? reject(new Error(r.error)) : resolve(r.packed),
       );
-      this.#worker!.postMessage({ ...job, id, path: this.#file });
+      this.#worker!.postMessage({ ...job, id, path: this.#file }, transfer);
     });
   }
 
@@ -185,25 +193,36 @@ export class LogStore {
   /**
    * Inserts entries and packed request entries (one transaction on SQLite;
    * one statement per 1000 rows on PostgreSQL). With a writer thread the
-   * packed entries cross as they are and become rows there.
+   * packed entries' buffers are handed over and become rows there; they
+   * come back with the answer (or, without one, are handed back as they
+   * are) for the caller to pack again. Once called, the caller leaves
+   * `packed` alone until then.
    */
   async insert(
     batch: LogEntry[],
-    packed: Readonly<PackedRequests> = [],
-  ): Promise<void> {
-    if (batch.length === 0 && packed.length === 0) return;
+    packed?: PackedChunk,
+  ): Promise<PackedChunk | undefined> {
+    if (batch.length === 0 && !packed?.rows) return packed;
     if (this.#file) {
-      // Strings cross to the writer thread: far cheaper to copy than
-      // thousands of small arrays.
-      return await this.#post({
-        table: '"mb_logs"',
-        rows: JSON.stringify(batch.map(entryRow)),
-        packed: JSON.stringify(packed),
-        instance: INSTANCE,
-      });
+      // Rows cross as one JSON string (far cheaper to copy than many small
+      // arrays); packed entries by handing over their buffers (the caller
+      // must not use them after this).
+      return await this.#post(
+        {
+          table: '"mb_logs"',
+          rows: batch.length > 0
+            ? JSON.stringify(batch.map(entryRow))
+            : undefined,
+          packed: packed?.rows ? packed : undefined,
+          instance: INSTANCE,
+        },
+        packed?.rows
+          ? [packed.nums.buffer, packed.lens.buffer, packed.chars.buffer]
+          : [],
+      );
     }
     const rows = batch.map(entryRow);
-    unpackRequests(packed, rows);
+    if (packed) unpackRequests(packed, rows);
     const cols = LOG_COLUMNS.map((c) => `"${c}"`).join(", ");
     if (this.storage.dialect.name === "postgres") {
       // One JSON parameter per batch: one round trip, unpacked by the server.
@@ -222,7 +241,7 @@ export class LogStore {
         // the arrays itself, far slower); the server casts it to jsonb.
         await this.storage.run(sql, [JSON.stringify(rows.slice(i, i + 1000))]);
       }
-      return;
+      return packed;
     }
     // SQLite without a file (tests): multi-row VALUES in one transaction.
     const row = `(${LOG_COLUMNS.map(() => "?").join(", ")})`;
@@ -237,6 +256,7 @@ export class LogStore {
         );
       }
     });
+    return packed;
   }
 
   /** Reads a page, newest first. */
@@ -290,7 +310,8 @@ export class LogStore {
     const floor = logIdFloor(Date.now() - days * 86_400_000);
     if (this.#file) {
       // On the writer thread: counting past maxRows rows must not pause requests.
-      return await this.#post({ prune: { floor, maxRows } });
+      await this.#post({ prune: { floor, maxRows } });
+      return;
     }
     await this.storage.run(`DELETE FROM "mb_logs" WHERE "id" < ?`, [floor]);
     const rows = await this.storage.query(

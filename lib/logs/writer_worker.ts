@@ -1,8 +1,8 @@
 /**
  * Worker that writes SQLite log batches on its own connection and thread,
  * so inserting thousands of log rows never pauses request handling.
- * Messages: `{id, path, table, rows, packed, instance}` (log rows and packed request
- * entries, both as JSON; see rows.ts) or `{id, path, prune}` → reply
+ * Messages: `{id, path, table, rows, packed, instance}` (log rows as JSON,
+ * packed request entries as their transferred buffers; see packed.ts) or `{id, path, prune}` → reply
  * `{id, error?}`. Packed entries get their ids and rows here, off the
  * request thread.
  *
@@ -13,19 +13,18 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import {
   LOG_COLUMNS,
   type LogRow,
-  PACKED_FIELDS,
-  type PackedRequests,
   REQUEST_ROW_SQL,
   requestParams,
 } from "./rows.ts";
+import type { PackedChunk } from "./packed.ts";
 
-/** An insert (`rows`: JSON of rows, `packed`: JSON of packed entries) or a prune. */
+/** An insert (`rows`: JSON of rows, `packed`: packed entries) or a prune. */
 interface Job {
   id: number;
   path: string;
   table?: string;
   rows?: string;
-  packed?: string;
+  packed?: PackedChunk;
   instance?: string;
   prune?: { floor: string; maxRows: number };
 }
@@ -33,7 +32,7 @@ interface Job {
 /** The worker's global scope, as far as this file uses it. */
 const scope = self as unknown as {
   onmessage: ((e: MessageEvent<Job>) => void) | null;
-  postMessage(message: unknown): void;
+  postMessage(message: unknown, transfer?: Transferable[]): void;
 };
 
 let db: DatabaseSync | undefined;
@@ -55,15 +54,12 @@ function statement(table: string, row: string, n: number): StatementSync {
 }
 
 /** Inserts packed request entries, `CHUNK` rows per statement. */
-function insertRequests(table: string, packed: PackedRequests, tag: string) {
-  const entries = Math.floor(packed.length / PACKED_FIELDS);
-  const params: unknown[] = [];
-  for (let from = 0; from < entries; from += CHUNK) {
-    const to = Math.min(entries, from + CHUNK);
-    params.length = 0;
-    requestParams(packed, from, to, tag, params);
-    statement(table, REQUEST_ROW_SQL, to - from).run(...params as never[]);
-  }
+function insertRequests(table: string, packed: PackedChunk, tag: string) {
+  requestParams(packed, tag, (params) => {
+    statement(table, REQUEST_ROW_SQL, params.length / 10).run(
+      ...params as never[],
+    );
+  }, CHUNK);
 }
 
 /** Deletes entries older than `floor` (a log id prefix) and beyond `maxRows`. */
@@ -75,6 +71,15 @@ function prune(floor: string, maxRows: number): void {
   if (last) {
     db!.prepare(`DELETE FROM "mb_logs" WHERE "id" <= ?`).run(String(last.id));
   }
+}
+
+/** Answers a job, handing the packed entries' buffers back to be reused. */
+function answer(job: Job, error?: string): void {
+  const p = job.packed;
+  scope.postMessage(
+    { id: job.id, error, packed: p },
+    p ? [p.nums.buffer, p.lens.buffer, p.chars.buffer] : [],
+  );
 }
 
 scope.onmessage = (e: MessageEvent<Job>) => {
@@ -89,24 +94,21 @@ scope.onmessage = (e: MessageEvent<Job>) => {
     db.exec("BEGIN IMMEDIATE");
     try {
       if (job.prune) prune(job.prune.floor, job.prune.maxRows);
-      const rows: LogRow[] = JSON.parse(job.rows ?? "[]");
+      const rows: LogRow[] = job.rows ? JSON.parse(job.rows) : [];
       for (let i = 0; i < rows.length; i += CHUNK) {
         const chunk = rows.slice(i, i + CHUNK);
         statement(job.table!, ROW, chunk.length).run(...chunk.flat());
       }
       if (job.packed) {
-        insertRequests(job.table!, JSON.parse(job.packed), job.instance!);
+        insertRequests(job.table!, job.packed, job.instance!);
       }
       db.exec("COMMIT");
     } catch (err) {
       if (db.isTransaction) db.exec("ROLLBACK");
       throw err;
     }
-    scope.postMessage({ id: job.id });
+    answer(job);
   } catch (err) {
-    scope.postMessage({
-      id: job.id,
-      error: err instanceof Error ? err.message : String(err),
-    });
+    answer(job, err instanceof Error ? err.message : String(err));
   }
 };
