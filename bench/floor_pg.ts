@@ -2,7 +2,7 @@
  * The PostgreSQL ceiling: a bare `Deno.serve` handler doing just the
  * PostgreSQL work of a scenario with postgres.js (the driver Moonbase uses,
  * its pool of single-connection clients and its options: prepared
- * statements, int8 as numbers), no framework; bench/floor.ts is the same
+ * statements, a parameterless SELECT too; int8 as numbers), no framework; bench/floor.ts is the same
  * for SQLite. Usage: `floor_pg.ts <connection url> [<pool size>]` (the pool
  * size defaults to Moonbase's: the cores, from 2 to 10).
  *
@@ -47,16 +47,21 @@ const lanes: Lane[] = Array.from({ length: size }, () => ({
   pending: 0,
 }));
 
+// postgres.js reads `simple` though its types do not name it.
+const PREPARED = { prepare: true, simple: false } as const;
+
 /** Runs a prepared statement on the least busy connection; rows as arrays. */
 async function values(text: string, params: unknown[]): Promise<unknown[][]> {
   let lane = lanes[0];
   for (const l of lanes) if (l.pending < lane.pending) lane = l;
   lane.pending++;
   try {
+    // As Moonbase (lib/db/pg_client.ts): prepared, a SELECT without
+    // parameters too (postgres.js would send it as a simple query).
     return await lane.sql.unsafe(
       text,
       params as postgres.ParameterOrJSON<never>[],
-      { prepare: true },
+      PREPARED,
     ).values();
   } finally {
     lane.pending--;
