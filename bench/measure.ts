@@ -1,7 +1,8 @@
 /**
  * The scenarios of `deno task bench` on one seeded database: each against
  * the bare `Deno.serve` baseline in alternating rounds, the bare handler
- * doing the same SQLite work (bench/floor.ts), idle memory, sustained load,
+ * doing the same database work (bench/floor.ts for SQLite, bench/floor_pg.ts
+ * for PostgreSQL), idle memory, sustained load,
  * and the paired rows (request logs on ÷ off, `--workers N` ÷ 1).
  *
  * @module
@@ -24,6 +25,7 @@ import {
   IDLE_RSS,
   LOGGED_BARE,
   LOGGING_PAIR,
+  PG_BARE,
   type Row,
   scenarios,
   SUSTAINED,
@@ -43,6 +45,8 @@ export interface Bench {
   wants: (name: string) => boolean;
   /** `serve --workers` of the scenarios' server (1: the flag is not given). */
   workers: number;
+  /** PostgreSQL: the database's connection URL (for bench/floor_pg.ts). */
+  connection?: string;
 }
 
 /** A scenario as the profiler needs it. */
@@ -151,38 +155,8 @@ export async function benchScenarios(
       await alternate(b, name, a, t, other, other === base ? bareGet : t),
     );
   for (const s of all) if (wants(s.name)) await pair(s.name, mb, s.target);
-  if (db === "sqlite") {
-    // The ceiling: the same SQLite work in a bare handler (see bench/floor.ts).
-    const bare = Object.entries(bareTargets(seeded, token))
-      .filter(([name]) => wants(bareName(name)));
-    if (bare.length) {
-      const floor = await start([
-        "run",
-        "-A",
-        "bench/floor.ts",
-        `${b.dataDir}/moonbase.db`,
-      ]);
-      for (const [name, t] of bare) await pair(bareName(name), floor, t);
-      await stop(floor);
-    }
-    // The same with Moonbase's request log row: the ceiling with logs on.
-    const logged = Object.entries(bareTargets(seeded, token))
-      .filter(([name]) => LOGGED_BARE.includes(name))
-      .filter(([name]) => wants(bareLogName(name)));
-    if (logged.length) {
-      const logs = await Deno.makeTempDir({ prefix: "mb_floor_logs_" });
-      const floor = await start([
-        "run",
-        "-A",
-        "bench/floor.ts",
-        `${b.dataDir}/moonbase.db`,
-        `${logs}/logs.db`,
-      ]);
-      for (const [name, t] of logged) await pair(bareLogName(name), floor, t);
-      await stop(floor);
-      await Deno.remove(logs, { recursive: true }).catch(() => {});
-    }
-  }
+  if (db === "sqlite") await sqliteFloors(b, seeded, token, pair);
+  else await pgFloor(b, seeded, token, pair);
   rows.push({ db, name: IDLE_RSS, value: idleRss });
   if (wants(SUSTAINED)) {
     // A cost that grows with the number of requests served (postgres.js's
@@ -222,6 +196,68 @@ export async function benchScenarios(
   if (wants(workersPair(n))) rows.push(await workers(b, n, get));
   await stop(base);
   return { rows, scenarios: all };
+}
+
+/** Measures a bare handler's row against the baseline. */
+type Pair = (name: string, a: Proc, t: Target) => Promise<unknown>;
+
+/**
+ * The SQLite ceilings (bench/floor.ts): the same SQLite work in a bare
+ * handler, and the same with Moonbase's request log row (logs on).
+ */
+async function sqliteFloors(
+  b: Bench,
+  seeded: Seeded,
+  token: string,
+  pair: Pair,
+): Promise<void> {
+  const bare = Object.entries(bareTargets(seeded, token))
+    .filter(([name]) => b.wants(bareName(name)));
+  if (bare.length) {
+    const floor = await start([
+      "run",
+      "-A",
+      "bench/floor.ts",
+      `${b.dataDir}/moonbase.db`,
+    ]);
+    for (const [name, t] of bare) await pair(bareName(name), floor, t);
+    await stop(floor);
+  }
+  const logged = Object.entries(bareTargets(seeded, token))
+    .filter(([name]) => LOGGED_BARE.includes(name))
+    .filter(([name]) => b.wants(bareLogName(name)));
+  if (logged.length) {
+    const logs = await Deno.makeTempDir({ prefix: "mb_floor_logs_" });
+    const floor = await start([
+      "run",
+      "-A",
+      "bench/floor.ts",
+      `${b.dataDir}/moonbase.db`,
+      `${logs}/logs.db`,
+    ]);
+    for (const [name, t] of logged) await pair(bareLogName(name), floor, t);
+    await stop(floor);
+    await Deno.remove(logs, { recursive: true }).catch(() => {});
+  }
+}
+
+/**
+ * The PostgreSQL ceiling (bench/floor_pg.ts): the same statements on the
+ * same database with postgres.js, Moonbase's pool size, no framework.
+ */
+async function pgFloor(
+  b: Bench,
+  seeded: Seeded,
+  token: string,
+  pair: Pair,
+): Promise<void> {
+  const bare = Object.entries(bareTargets(seeded, token))
+    .filter(([name]) => PG_BARE.includes(name))
+    .filter(([name]) => b.wants(bareName(name)));
+  if (!bare.length || !b.connection) return;
+  const floor = await start(["run", "-A", "bench/floor_pg.ts", b.connection]);
+  for (const [name, t] of bare) await pair(bareName(name), floor, t);
+  await stop(floor);
 }
 
 /**

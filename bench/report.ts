@@ -140,9 +140,10 @@ ${table(rows)}
 
 ## Targets
 
-Each goal is a ratio to the baseline in the same run. **bare handler**: \`bench/floor.ts\`, a bare
-\`Deno.serve\` handler doing only the scenario's SQLite work (its ratio to the same baseline, and
-its server CPU µs per request): the ceiling on this machine. **CPU budget**: the baseline's server
+Each goal is a ratio to the baseline in the same run. **bare handler**: a bare \`Deno.serve\` handler
+doing only the scenario's database work, \`bench/floor.ts\` on SQLite, \`bench/floor_pg.ts\` on
+PostgreSQL (Moonbase's statements on postgres.js, its pool size); its ratio to the same baseline
+and its server CPU µs per request (PostgreSQL's own processes not counted): the ceiling on this machine. **CPU budget**: the baseline's server
 CPU per request ÷ the goal — what Moonbase may spend per request to meet the goal when the
 server's CPU is the limit. **profile**: where the time goes (\`deno task bench --profile\`).
 

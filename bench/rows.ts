@@ -50,7 +50,10 @@ export const workersPair = (n: number): string =>
 /** The idle memory row (MB). */
 export const IDLE_RSS = "idle RSS (MB)";
 
-/** The row of the bare handler (bench/floor.ts) doing a scenario's work. */
+/**
+ * The row of the bare handler (bench/floor.ts, bench/floor_pg.ts) doing a
+ * scenario's work.
+ */
 export const bareName = (scenario: string): string =>
   `bare handler: ${scenario}`;
 
@@ -63,6 +66,19 @@ export const LOGGED_BARE = [
   "health",
   "GET by id (public)",
   "GET by id (token + custom rule)",
+];
+
+/**
+ * The scenarios the PostgreSQL bare handler (bench/floor_pg.ts) runs: those
+ * whose work is statements alone (the token one is SQLite's only).
+ */
+export const PG_BARE = [
+  "health",
+  "GET by id (public)",
+  "list 50",
+  "list filter + sort",
+  "create",
+  "PATCH",
 ];
 
 /** The measured row of `name` on `db`, if there is one. */

@@ -140,6 +140,7 @@ async function benchDb(
     seconds: SECONDS,
     wants,
     workers: WORKERS,
+    connection: db === "postgres" ? dbArgs[3] : undefined,
   };
   const { rows, scenarios } = ONLY_REALTIME
     ? { rows: [], scenarios: [] }

@@ -74,6 +74,26 @@ Deno.test("targets: only the databases measured; own checks", () => {
   assert.equal(targetsMet(rows), false);
 });
 
+Deno.test("targets: the PostgreSQL bare handler shows beside its target", () => {
+  const rows: Row[] = [
+    row("postgres", "list 50", 0.09, 120),
+    row("postgres", bareName("list 50"), 0.125, 68),
+    row("sqlite", bareName("list 50"), 0.2, 40),
+  ];
+  const list = checks(rows).find((c) =>
+    c.db === "postgres" && c.name === "list 50"
+  )!;
+  assert.deepEqual([list.got, list.ok, list.bare], [
+    "0.090",
+    false,
+    "0.13 (68.0 µs)",
+  ]);
+  assert.match(
+    targetsTable(rows),
+    /\| postgres \| list 50 \| ≥ 0\.12 \| 0\.090 \| NO \| 0\.13 \(68\.0 µs\) \|/,
+  );
+});
+
 Deno.test("targets: a ratio below 0.1 shows a third digit", () => {
   const [c] = checks([row("postgres", "create", 0.047)]).filter((c) =>
     c.name === "create"

@@ -128,15 +128,42 @@ export function sealCursor(
     v: pos.values ?? null,
     k: pos.skip,
   });
+  // The same position of the same query seals to the same text (a popular
+  // first page asks for it again and again): telling two equal cursors
+  // apart would reveal nothing the caller does not see anyway.
+  const known = recent(sealed, ctx.key);
+  const hit = known.get(json);
+  if (hit !== undefined) return hit;
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const cipher = createCipheriv("aes-256-gcm", ctx.key, iv);
   const body = cipher.update(json, "utf8");
   cipher.final(); // GCM is a stream cipher: final adds no bytes
-  const sealed = Buffer.allocUnsafe(28 + body.length);
-  sealed.set(iv, 0);
-  sealed.set(cipher.getAuthTag(), 12);
-  sealed.set(body, 28);
-  return sealed.toString("base64url");
+  const out = Buffer.allocUnsafe(28 + body.length);
+  out.set(iv, 0);
+  out.set(cipher.getAuthTag(), 12);
+  out.set(body, 28);
+  const text = out.toString("base64url");
+  remember(known, json, text);
+  return text;
+}
+
+/** Recently sealed texts (by plaintext) and opened ones (by text), per key. */
+const sealed = new WeakMap<CursorKey, Map<string, string>>();
+const opened = new WeakMap<CursorKey, Map<string, unknown>>();
+const CURSORS_KEPT = 512;
+
+function recent<T>(
+  maps: WeakMap<CursorKey, Map<string, T>>,
+  key: CursorKey,
+): Map<string, T> {
+  let m = maps.get(key);
+  if (m === undefined) maps.set(key, m = new Map());
+  return m;
+}
+
+function remember<T>(m: Map<string, T>, k: string, v: T): void {
+  if (m.size >= CURSORS_KEPT) m.clear();
+  m.set(k, v);
 }
 
 function bad(message: string): never {
@@ -144,6 +171,9 @@ function bad(message: string): never {
 }
 
 function unseal(key: CursorKey, text: string): unknown {
+  const known = recent(opened, key);
+  if (known.has(text)) return known.get(text);
+  let data: unknown;
   try {
     if (text.length > 8192 || !/^[A-Za-z0-9_-]+$/.test(text)) throw 0;
     const raw = Buffer.from(text, "base64url");
@@ -154,10 +184,13 @@ function unseal(key: CursorKey, text: string): unknown {
       decipher.update(raw.subarray(28)),
       decipher.final(),
     ]).toString("utf8");
-    return JSON.parse(json);
+    data = JSON.parse(json);
   } catch {
     return bad("after is not a cursor from this list");
   }
+  // Only authentic texts are kept; callers read the data, never change it.
+  remember(known, text, data);
+  return data;
 }
 
 /** True when `v` fits a column of `kind` (the values a cursor may hold). */
@@ -203,5 +236,5 @@ export function openCursor(
   ) {
     bad("its values do not fit this list's sort (has the schema changed?)");
   }
-  return { values: v as SqlValue[], skip: k as number };
+  return { values: [...v] as SqlValue[], skip: k as number };
 }

@@ -95,3 +95,31 @@ Deno.test("list_cursor: callers and keyset values", () => {
   ]);
   assert.deepEqual(cursorOf(keys, { n: 5n, id: "x" }), [5, "x"]);
 });
+
+Deno.test("list_cursor: a position seals once; kept cursors stay checked", () => {
+  const pos = { values: ["b", "id2"], skip: 0 };
+  const c = sealCursor(ctx, query, pos);
+  // The same position of the same query: the same text.
+  assert.equal(sealCursor(ctx, query, pos), c);
+  // Another caller, key or position: another text.
+  assert.notEqual(sealCursor({ ...ctx, caller: "guest" }, query, pos), c);
+  const key2 = { ...ctx, key: cursorKeyOf("other") };
+  assert.notEqual(sealCursor(key2, query, pos), c);
+  assert.notEqual(sealCursor(ctx, query, { ...pos, skip: 1 }), c);
+  // Opened twice (the second time from what was kept): the same answer, a
+  // copy the caller may change, and the query and caller still checked.
+  const first = openCursor(ctx, query, c);
+  first.values!.push("changed");
+  assert.deepEqual(openCursor(ctx, query, c), pos);
+  refused(
+    () => openCursor({ ...ctx, caller: "guest" }, query, c),
+    /belongs to another query/,
+  );
+  refused(() => openCursor(key2, query, c), /not a cursor from this list/);
+  // An altered copy of a kept cursor is still refused.
+  const i = 20, flip = c[i] === "A" ? "B" : "A";
+  refused(
+    () => openCursor(ctx, query, c.slice(0, i) + flip + c.slice(i + 1)),
+    /not a cursor from this list/,
+  );
+});

@@ -52,11 +52,19 @@ function bad(message: string): never {
   throw new MoonbaseError("invalid", message);
 }
 
+const fieldMaps = new WeakMap<EntitySchema, Map<string, FieldDef>>();
+
+/** The listable fields by name (cached per schema object: they never change). */
 function fieldMap(schema: EntitySchema): Map<string, FieldDef> {
-  const fields = schema.type === "view" ? schema.fields : allFields(schema);
-  return new Map(
-    fields.filter((f) => f.name !== "password").map((f) => [f.name, f]),
-  );
+  let m = fieldMaps.get(schema);
+  if (m === undefined) {
+    const fields = schema.type === "view" ? schema.fields : allFields(schema);
+    m = new Map(
+      fields.filter((f) => f.name !== "password").map((f) => [f.name, f]),
+    );
+    fieldMaps.set(schema, m);
+  }
+  return m;
 }
 
 /**

@@ -1,0 +1,152 @@
+/**
+ * The PostgreSQL ceiling: a bare `Deno.serve` handler doing just the
+ * PostgreSQL work of a scenario with postgres.js (the driver Moonbase uses,
+ * its pool of single-connection clients and its options: prepared
+ * statements, a parameterless SELECT too; int8 as numbers), no framework; bench/floor.ts is the same
+ * for SQLite. Usage: `floor_pg.ts <connection url> [<pool size>]` (the pool
+ * size defaults to Moonbase's: the cores, from 2 to 10).
+ *
+ * Routes: `GET /health` (`SELECT 1`), `GET /items/:id`, `GET /list`
+ * (Moonbase's list SQL: its columns, `ORDER BY "id" ASC LIMIT 51`, the 51st
+ * row telling whether there is more; the reply carries the last id shown
+ * as the cursor's value, unsealed), `GET /filtered` (`n >= 2000 && n < 4000
+ * && tag == "t3"`, sorted by `-n`, Moonbase's WHERE and ORDER BY),
+ * `POST /create` (one INSERT), `PATCH /items/:id` (one UPDATE … RETURNING).
+ *
+ * @module
+ */
+
+// deno-lint-ignore no-import-prefix
+import postgres from "npm:postgres@3.4.7";
+
+const url = Deno.args[0];
+if (!url) throw new Error("Cannot start: usage floor_pg.ts <url> [<pool>]");
+const size = Number(Deno.args[1]) ||
+  Math.max(2, Math.min(10, navigator.hardwareConcurrency || 2));
+
+/** A connection: a postgres.js client of one, and its unsettled queries. */
+interface Lane {
+  sql: postgres.Sql;
+  pending: number;
+}
+const asNumber = {
+  serialize: (x: unknown) => String(x),
+  parse: (x: string) => Number(x),
+};
+const lanes: Lane[] = Array.from({ length: size }, () => ({
+  sql: postgres(url, {
+    max: 1,
+    idle_timeout: 0,
+    onnotice: () => {},
+    connection: { statement_timeout: 30_000 },
+    types: {
+      int8: { to: 20, from: [20], ...asNumber },
+      numeric: { to: 1700, from: [1700], ...asNumber },
+    },
+  }),
+  pending: 0,
+}));
+
+// postgres.js reads `simple` though its types do not name it.
+const PREPARED = { prepare: true, simple: false } as const;
+
+/** Runs a prepared statement on the least busy connection; rows as arrays. */
+async function values(text: string, params: unknown[]): Promise<unknown[][]> {
+  let lane = lanes[0];
+  for (const l of lanes) if (l.pending < lane.pending) lane = l;
+  lane.pending++;
+  try {
+    // As Moonbase (lib/db/pg_client.ts): prepared, a SELECT without
+    // parameters too (postgres.js would send it as a simple query).
+    return await lane.sql.unsafe(
+      text,
+      params as postgres.ParameterOrJSON<never>[],
+      PREPARED,
+    ).values();
+  } finally {
+    lane.pending--;
+  }
+}
+
+const names = ["id", "created", "updated", "title", "n", "tag"];
+const cols = names.map((n) => `"${n}"`).join(", ");
+const GET = `SELECT ${cols} FROM "items" WHERE "id" = $1`;
+const LIST = `SELECT ${cols} FROM "items" ORDER BY "id" ASC LIMIT 51`;
+// Moonbase's compiled filter (its NULL checks and casts), and its order.
+const FILTERED = [
+  `SELECT ${cols} FROM "items" WHERE (((("n" IS NOT NULL AND "n" >= $1::bigint)`,
+  `AND ("n" IS NULL OR "n" < $2::bigint)) AND ("tag" IS NOT NULL AND`,
+  `"tag" = $3::text))) ORDER BY "n" DESC NULLS LAST, "id" ASC LIMIT 51`,
+].join(" ");
+const INSERT =
+  `INSERT INTO "items" ("id", "created", "updated", "title", "n", "tag") VALUES ($1, $2, $3, $4, $5, $6)`;
+const PATCH =
+  `UPDATE "items" SET "n" = $1, "updated" = $2 WHERE "id" = $3 RETURNING ${cols}`;
+
+// One generated object literal per column list, as Moonbase (lib/db/shapes.ts).
+const item = new Function(
+  "a",
+  `return {${
+    names.map((c, i) => `${JSON.stringify(c)}: a[${i}]`).join(", ")
+  }};`,
+) as (a: unknown[]) => Record<string, unknown>;
+
+const headers = { "content-type": "application/json; charset=utf-8" };
+const reply = (status: number, data: unknown) =>
+  new Response(JSON.stringify({ status, data, error: "" }), {
+    status,
+    headers,
+  });
+
+/** A page of at most 50 from 51 rows, with the last shown id. */
+function page(rows: unknown[][]): Response {
+  const shown = rows.slice(0, 50).map(item);
+  const more = rows.length > 50;
+  return reply(200, {
+    items: shown,
+    items_count: shown.length,
+    limit: 50,
+    has_more: more,
+    cursor: more ? shown[shown.length - 1].id : null,
+  });
+}
+
+async function handle(req: Request, path: string): Promise<Response> {
+  if (req.method === "PATCH") {
+    const b = await req.json();
+    const now = new Date().toISOString();
+    const [row] = await values(PATCH, [b.n, now, path.slice(7)]);
+    return row ? reply(200, item(row)) : reply(404, null);
+  }
+  if (req.method === "POST") {
+    const b = await req.json();
+    const now = new Date().toISOString(), id = crypto.randomUUID();
+    await values(INSERT, [id, now, now, b.title, b.n, b.tag]);
+    return reply(201, { id, created: now, updated: now, ...b });
+  }
+  if (path.startsWith("/items/")) {
+    const [row] = await values(GET, [path.slice(7)]);
+    return row ? reply(200, item(row)) : reply(404, null);
+  }
+  if (path === "/health") {
+    await values("SELECT 1 AS ok", []);
+    return reply(200, { status: "ok" });
+  }
+  if (path === "/filtered") {
+    return page(await values(FILTERED, [2000, 4000, "t3"]));
+  }
+  return page(await values(LIST, []));
+}
+
+Deno.serve({
+  port: 0,
+  hostname: "127.0.0.1",
+  onListen: ({ port }) => console.log(`listening ${port}`),
+}, (req) => handle(req, req.url.slice(req.url.indexOf("/", 8)).split("?")[0]));
+
+// Exit on SIGTERM (the bench stops it so; `--cpu-prof` then writes its profile).
+Deno.addSignalListener("SIGTERM", () => {
+  Promise.all(lanes.map((l) => l.sql.end({ timeout: 1 }))).finally(() =>
+    Deno.exit(0)
+  );
+});
