@@ -21,6 +21,7 @@ import {
 } from "./procs.ts";
 import {
   bareLogName,
+  bareEventName,
   bareName,
   IDLE_RSS,
   LOGGED_BARE,
@@ -221,6 +222,16 @@ async function sqliteFloors(
       `${b.dataDir}/moonbase.db`,
     ]);
     for (const [name, t] of bare) await pair(bareName(name), floor, t);
+    if (b.wants(bareEventName("PATCH"))) {
+      // PATCH with realtime on, as Moonbase does it by hand: BEGIN
+      // IMMEDIATE, the previous record, UPDATE … RETURNING, the event, COMMIT.
+      await pair(bareEventName("PATCH"), floor, {
+        method: "PATCH",
+        path: `/items-rt/${seeded.itemId}`,
+        headers: { "content-type": "application/json" },
+        body: '{"n":5000}',
+      });
+    }
     await stop(floor);
   }
   const logged = Object.entries(bareTargets(seeded, token))

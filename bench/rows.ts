@@ -61,6 +61,13 @@ export const bareName = (scenario: string): string =>
 export const bareLogName = (scenario: string): string =>
   `bare handler + log row: ${scenario}`;
 
+/**
+ * The bare handler doing a write's work with realtime on: the record's
+ * statement plus its previous version and event row, in one transaction.
+ */
+export const bareEventName = (scenario: string): string =>
+  `bare handler + event row: ${scenario}`;
+
 /** The scenarios the bare handler also runs with the log row. */
 export const LOGGED_BARE = [
   "health",
