@@ -164,6 +164,10 @@ export class Entity {
   get deleteRule(): Rule {
     return { ...this.#schema.rules.delete };
   }
+  /** When the schema last changed. */
+  get updated(): string {
+    return this.#schema.updated;
+  }
   /** The schema object as the schemas API returns it. */
   get schema(): EntitySchema {
     return { ...structuredClone(this.#schema), fields: this.fields };

@@ -18,6 +18,7 @@ import {
   readsRecord,
   readsRequest,
 } from "../rules/parser.ts";
+import { isClosed } from "../rules/walk.ts";
 import { evaluate, type RuleHelpers, test } from "../rules/evaluate.ts";
 import { truthy } from "../rules/values.ts";
 import {
@@ -38,6 +39,15 @@ const NO_REQUEST: RuleRequest = Object.freeze({
   method: "",
 });
 const readsReq = new WeakMap<Expr, boolean>();
+/**
+ * The SQL of filters that read the record alone (`isClosed`), by their parsed
+ * expression (parsed per entity and schema version, so one entity's); null:
+ * not compiled exactly.
+ */
+const closedSql = new WeakMap<
+  Expr,
+  { sql: string; params: unknown[] } | null
+>();
 
 /**
  * A plain-data copy of the request (accessors resolved: rules only read data
@@ -70,13 +80,13 @@ export class ExpressionRules implements RuleEngine {
     key: string,
     source: string,
     mode: "rule" | "filter",
-    fields?: ReadonlySet<string>,
+    fields?: () => ReadonlySet<string>,
   ): Expr {
     let ast = this.#cache.get(key);
     if (!ast) {
       ast = parseExpression(source, {
         mode,
-        fields,
+        fields: fields?.(),
         helpers: new Set(this.#helpers.keys()),
       });
       if (this.#cache.size >= MAX_CACHE) this.#cache.clear();
@@ -202,13 +212,15 @@ export class ExpressionRules implements RuleEngine {
         "Cannot list records: filter is too long",
       );
     }
-    const fields = new Set(
-      entity.fields.map((f) => f.name).filter((n) => n !== "password"),
-    );
+    // The field names only when the filter is not parsed yet.
+    const fields = () =>
+      new Set(
+        entity.fields.map((f) => f.name).filter((n) => n !== "password"),
+      );
     let ast: Expr;
     try {
       ast = this.#parse(
-        `f\0${entity.id}\0${entity.schema.updated}\0${source}`,
+        `f\0${entity.id}\0${entity.updated}\0${source}`,
         source,
         "filter",
         fields,
@@ -222,9 +234,21 @@ export class ExpressionRules implements RuleEngine {
       }
       throw err;
     }
+    const known = perRow ? undefined : closedSql.get(ast);
+    if (known) {
+      return {
+        where: { sql: known.sql, params: [...known.params] as SqlValue[] },
+      };
+    }
     req = plainRequest(ast, req);
     const ctx = perRow ? undefined : this.#sqlContext(entity, auth, req);
     const compiled = ctx && compileToSql(ast, ctx);
+    if (ctx && known === undefined && isClosed(ast)) {
+      closedSql.set(
+        ast,
+        compiled ? { sql: compiled.sql, params: [...compiled.params] } : null,
+      );
+    }
     if (compiled) {
       return {
         where: { sql: compiled.sql, params: compiled.params as SqlValue[] },

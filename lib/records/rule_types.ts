@@ -33,6 +33,8 @@ export interface RuleTarget {
   readonly dialect: Dialect;
   readonly fields: FieldDef[];
   readonly schema: EntitySchema;
+  /** When the schema last changed (`schema.updated`, without a copy). */
+  readonly updated: string;
   field(name: string): FieldDef | undefined;
 }
 

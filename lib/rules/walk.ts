@@ -103,3 +103,31 @@ export function readsCallerData(expr: Expr): boolean {
       return false;
   }
 }
+
+/**
+ * True when the value of `expr` depends on the record alone: no `auth`, no
+ * `req`, no helper call (whose answer may change). Its SQL is then the same
+ * for every caller and request.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isClosed } from "moonbase/lib/rules/walk.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * const fields = new Set(["n", "tag", "owner"]);
+ * const closed = (s: string) =>
+ *   isClosed(parseExpression(s, { mode: "filter", fields }));
+ * assert.equal(closed('n >= 2 && tag == "a"'), true);
+ * assert.equal(closed("owner == auth.id"), false);
+ * const rule = parseExpression('req.method == "GET"', { mode: "rule" });
+ * assert.equal(isClosed(rule), false);
+ * ```
+ */
+export function isClosed(expr: Expr): boolean {
+  return !some(
+    expr,
+    (e) =>
+      (e.type === "root" && (e.name === "auth" || e.name === "req")) ||
+      e.type === "call",
+  );
+}
