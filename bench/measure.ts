@@ -20,8 +20,8 @@ import {
   stop,
 } from "./procs.ts";
 import {
-  bareLogName,
   bareEventName,
+  bareLogName,
   bareName,
   IDLE_RSS,
   LOGGED_BARE,

@@ -9,8 +9,8 @@
  */
 
 import {
-  bareLogName,
   bareEventName,
+  bareLogName,
   bareName,
   IDLE_RSS,
   LOGGING_PAIR,
@@ -90,9 +90,7 @@ function goalChecks(rows: Row[], dbs: Set<string>): Check[] {
       ok: m !== undefined && m.ratio >= g.goal,
       ratioGoal: true,
       bare: bare &&
-        (logged
-          ? `${show(bare)}; ${extra} ${show(logged)}`
-          : show(bare)),
+        (logged ? `${show(bare)}; ${extra} ${show(logged)}` : show(bare)),
       cpu: m?.moonbase.cpuPerRequest,
       budget: base === undefined ? undefined : base / g.goal,
     };
