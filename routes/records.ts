@@ -5,6 +5,7 @@
  */
 
 import type { Core } from "../lib/core.ts";
+import { MoonbaseError } from "../lib/errors.ts";
 import { mediaType, readJsonObject } from "../lib/http/body.ts";
 import { readMultipartWrite } from "../lib/files/upload.ts";
 import type { Entity } from "../lib/records/entity.ts";
@@ -69,6 +70,33 @@ async function readWrite(
   return { body, uploads: new Map(), cleanup: () => Promise.resolve() };
 }
 
+/**
+ * Reads a write's body, then checks that the entity is still the one the
+ * request was checked against: a body that takes its time may span a schema
+ * change (a rule tightened, a field bounded), and the write must not be
+ * stored under what an admin has just replaced (409: send it again).
+ */
+async function readFresh(
+  ctx: Context<Core>,
+  records: RecordService,
+  entity: Entity,
+): Promise<RecordWrite> {
+  const write = await readWrite(ctx, entity);
+  try {
+    await ctx.app.sync.fresh(); // another isolate's change, with --workers
+    if (records.entity(ctx.params.entity) !== entity) {
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot save record: entity ${entity.name} changed while the request was sent; send it again`,
+      );
+    }
+  } catch (err) {
+    await write.cleanup();
+    throw err;
+  }
+  return write;
+}
+
 /** Registers the record routes. */
 export function recordRoutes(
   r: Router<Handler<Core>>,
@@ -106,7 +134,7 @@ export function recordRoutes(
     const auth = await ctx.auth();
     records.precheck(entity, "add", auth);
     if (entity.type === "auth") return await signup(ctx, entity, auth);
-    const write = await readWrite(ctx, entity);
+    const write = await readFresh(ctx, records, entity);
     const rec = await records.create(
       entity,
       write,
@@ -134,7 +162,7 @@ export function recordRoutes(
         }),
     );
     try {
-      const write = await readWrite(ctx, entity);
+      const write = await readFresh(ctx, records, entity);
       const rec = await records.create(
         entity,
         write,
@@ -150,7 +178,7 @@ export function recordRoutes(
     const entity = records.entity(ctx.params.entity);
     const auth = await ctx.auth();
     records.precheck(entity, "update", auth);
-    const write = await readWrite(ctx, entity);
+    const write = await readFresh(ctx, records, entity);
     if (touchesAccount(entity, write.body)) {
       try {
         write.body = await checkAccountChange(
