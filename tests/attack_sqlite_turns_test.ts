@@ -12,7 +12,13 @@
  * @module
  */
 
-import { assert, assertEquals, DATABASES } from "./_server.ts";
+import {
+  assert,
+  assertEquals,
+  DATABASES,
+  startServer,
+  type TestServer,
+} from "./_server.ts";
 import { openSse, type SseClient } from "./_realtime_fixtures.ts";
 import {
   type Cluster,
@@ -218,3 +224,48 @@ for (const db of DATABASES) {
     },
   });
 }
+
+Deno.test({
+  ...opts,
+  name:
+    "attack read turns (sqlite): two apps of one process on one database file write at once without a stall",
+  ignore: !DATABASES.includes("sqlite"),
+  async fn() {
+    const a = await startServer("sqlite");
+    let b: TestServer | undefined;
+    try {
+      const admin = await a.adminToken();
+      const open = { mode: "public", expr: "" };
+      const made = await a.request("POST", "/api/v1/schemas", {
+        token: admin,
+        body: {
+          name: "both",
+          type: "base",
+          fields: [{ name: "n", type: "int" }],
+          rules: { add: open, list: open, get: open },
+        },
+      });
+      assertEquals(made.status, 201, made.text);
+      try {
+        b = await startServer("sqlite", { dataDir: a.dataDir });
+      } catch {
+        return; // refusing a second app on the same file is a fine answer too
+      }
+      const second = b;
+      // One record write on each app in the same turn: each holds its
+      // connection's write lock until its turn ends, in one thread.
+      const started = performance.now();
+      const got = await Promise.all(
+        [a, second, a, second].map((s, n) =>
+          s.request("POST", "/api/v1/entities/both", { body: { n } })
+        ),
+      );
+      const ms = performance.now() - started;
+      assertEquals(got.map((r) => r.status), [201, 201, 201, 201]);
+      assert(ms < 2000, `four writes took ${ms.toFixed(0)} ms`);
+    } finally {
+      await b?.close();
+      await a.close();
+    }
+  },
+});
