@@ -198,3 +198,60 @@ forEachDb(
     }
   },
 );
+
+forEachDb(
+  "attack schema race: a schema PATCH on one instance right after another instance's change plans on the new schema",
+  async (_t, db) => {
+    const a = await startServer(db);
+    const b = await startServer(db, {
+      dataDir: a.dataDir,
+      connection: a.connection,
+    });
+    try {
+      // B learns of A's changes only when it checks (no poll meanwhile).
+      b.app.sync.setPolling({ revocations: 0, schemas: 0 });
+      const admin = await a.adminToken();
+      const made = await a.request("POST", "/api/v1/schemas", {
+        token: admin,
+        body: {
+          name: "shared",
+          type: "base",
+          fields: [{ name: "f0", type: "string" }],
+        },
+      });
+      assertEquals(made.status, 201, made.text);
+      const refused: string[] = [];
+      let fields = made.data.fields as { id: string; name: string }[];
+      for (let k = 1; k <= 5; k++) {
+        const add = await a.request("PATCH", "/api/v1/schemas/shared", {
+          token: admin,
+          body: { fields: [...fields, { name: `f${k}`, type: "string" }] },
+        });
+        assertEquals(add.status, 200, add.text);
+        fields = add.data.fields;
+        const added = fields.find((f) => f.name === `f${k}`)!;
+        // At once on B: the field A just added, by its id.
+        const rename = await b.request("PATCH", "/api/v1/schemas/shared", {
+          token: admin,
+          body: {
+            fields: fields.map((f) =>
+              f.id === added.id ? { ...f, name: `g${k}` } : f
+            ),
+          },
+        });
+        if (rename.status !== 200) {
+          refused.push(`${rename.status} ${rename.text}`);
+          continue;
+        }
+        fields = rename.data.fields;
+      }
+      assert(
+        refused.length === 0,
+        `PATCHes planned on B's old schema:\n${refused.join("\n")}`,
+      );
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  },
+);

@@ -256,6 +256,17 @@ export class SqliteStorage implements Storage {
     setImmediate(this.#endReading);
   }
 
+  /**
+   * Ends this turn's read transaction now: the next read sees every commit
+   * made so far, another connection's included. For reading what another
+   * isolate announced after its commit (a shared counter, a message): this
+   * turn's snapshot may be older than that commit, and a reader that counts
+   * itself caught up after reading it would stay behind.
+   */
+  fresh(): void {
+    this.#endRead();
+  }
+
   /** Ends this turn's read transaction (before a write, or with the turn). */
   #endRead(): void {
     if (!this.#reading) return;

@@ -101,10 +101,14 @@ export class Registry {
 
   /** Reloads when another instance changed a schema. */
   async refreshIfChanged(): Promise<void> {
+    if (await this.#storedVersion() !== this.#version) await this.load();
+  }
+
+  async #storedVersion(): Promise<string> {
     const meta = await this.#store.query(
       `SELECT "value" FROM "mb_meta" WHERE "key" = 'schema_version'`,
     );
-    if (String(meta[0]?.value ?? "0") !== this.#version) await this.load();
+    return String(meta[0]?.value ?? "0");
   }
 
   #put(schema: EntitySchema): void {
@@ -169,10 +173,15 @@ export class Registry {
   #change<T>(plan: (version: string) => Promise<T>): Promise<T> {
     const run = async () => {
       for (let attempt = 0;; attempt++) {
+        const version = this.#version;
         try {
-          return await plan(this.#version);
+          return await plan(version);
         } catch (err) {
-          if (!(err instanceof SchemaMoved)) throw err;
+          // A refusal (no such entity or field, a name taken, ...) may come
+          // from schemas another instance has replaced: plan again on theirs.
+          const refused = err instanceof MoonbaseError &&
+            await this.#storedVersion().then((v) => v !== version, () => false);
+          if (!(err instanceof SchemaMoved) && !refused) throw err;
           if (attempt >= 4) {
             throw new MoonbaseError(
               "conflict",
