@@ -73,11 +73,15 @@ export class InstanceSync {
   }
 
   #catchUpPeers(): Promise<void> {
-    return this.#peers!.catchUp((kind) =>
-      kind === "schemas"
+    return this.#peers!.catchUp((kind) => {
+      // Read what the other isolate committed, not this turn's snapshot of
+      // the database (older, on SQLite), or this isolate would count itself
+      // caught up while it is not.
+      this.#storage.fresh?.();
+      return kind === "schemas"
         ? this.#schemas.refreshIfChanged()
-        : this.#revocations.poll()
-    );
+        : this.#revocations.poll();
+    });
   }
 
   /**

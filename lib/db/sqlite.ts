@@ -35,6 +35,13 @@ import {
 
 export { sqliteDialect } from "./sqlite_dialect.ts";
 
+/**
+ * The storages of this isolate by file: two on one file (two apps of one
+ * process) must not wait in SQLite's busy handler for each other, since the
+ * one holding the lock cannot run meanwhile (see `#neighbourHolding`).
+ */
+const byFile = new Map<string, Set<SqliteStorage>>();
+
 /** A cached statement and its result column names. */
 interface Prepared {
   st: StatementSync;
@@ -81,9 +88,11 @@ export class SqliteStorage implements Storage {
   /** A write failed for lack of space, and none has succeeded since. */
   #full = false;
   #fullAt = 0;
+  readonly #file: string;
 
   /** Opens (creating if needed) the database file at `path`. */
   constructor(path: string) {
+    this.#file = path;
     try {
       ownerOnly(path);
       this.#db = new DatabaseSync(path);
@@ -121,6 +130,29 @@ export class SqliteStorage implements Storage {
       },
       columns: (sql) => this.columns(sql),
     };
+    if (path !== ":memory:" && path !== "") {
+      const set = byFile.get(path) ?? new Set();
+      set.add(this);
+      byFile.set(path, set);
+    }
+  }
+
+  /**
+   * Before taking the write lock: another storage of this isolate on the
+   * same file commits its write group now (its turn would end only after
+   * this thread waited out SQLite's busy timeout); one running a transaction
+   * is returned, to be waited for.
+   */
+  #neighbourHolding(): SqliteStorage | undefined {
+    const set = byFile.get(this.#file);
+    if (!set || set.size < 2) return undefined;
+    for (const other of set) {
+      if (other === this) continue;
+      if (other.#active) return other;
+      // (Its read transaction does not hold a writer back: WAL.)
+      if (other.#group) other.#commit(other.#group);
+    }
+    return undefined;
   }
 
   /** Result columns of `sql` with their origin table and column (prepared, not run). */
@@ -283,6 +315,10 @@ export class SqliteStorage implements Storage {
   /** Runs a write: alone when it is the turn's first, else in the write group. */
   #write<T>(statement: () => T): Promise<T> {
     if (this.#active) return this.#later(() => this.#write(statement));
+    const holder = this.#neighbourHolding();
+    if (holder) {
+      return holder.#later(() => undefined).then(() => this.#write(statement));
+    }
     this.#endRead();
     if (!this.#group && !this.#turn) {
       // The first write of this turn commits on its own, answered at once.
@@ -423,7 +459,12 @@ export class SqliteStorage implements Storage {
     const mine = new Promise<void>((r) => release = r);
     this.#tail = mine;
     await prev;
-    while (this.#active) await this.#active;
+    for (;;) {
+      while (this.#active) await this.#active;
+      const holder = this.#neighbourHolding();
+      if (!holder) break;
+      await holder.#later(() => undefined);
+    }
     this.#active = mine;
     this.#endRead();
     const alone = !lean && !this.#group && !this.#turn;
@@ -505,6 +546,9 @@ export class SqliteStorage implements Storage {
 
   async close(): Promise<void> {
     while (this.#active) await this.#active;
+    const set = byFile.get(this.#file);
+    set?.delete(this);
+    if (set?.size === 0) byFile.delete(this.#file);
     this.#endRead();
     if (this.#group) this.#commit(this.#group);
     this.#cache.clear();

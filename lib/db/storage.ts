@@ -99,6 +99,12 @@ export interface Storage extends Queryable {
    * transaction open); `undefined`: ask `state()`.
    */
   stateNow?(): DatabaseState | undefined;
+  /**
+   * Makes the next read see every commit made so far (SQLite ends the read
+   * transaction its reads of this turn share): for a catch-up on another
+   * isolate's change.
+   */
+  fresh?(): void;
   /** Closes every connection. */
   close(): Promise<void>;
 }
