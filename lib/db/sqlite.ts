@@ -143,6 +143,17 @@ export class SqliteStorage implements Storage {
    * this thread waited out SQLite's busy timeout); one running a transaction
    * is returned, to be waited for.
    */
+  /**
+   * After a commit: the other storages of this isolate on the same file end
+   * their read transactions, so that what runs after the commit in this
+   * thread reads it (a snapshot of the turn would predate it).
+   */
+  #committed(): void {
+    const set = byFile.get(this.#file);
+    if (!set || set.size < 2) return;
+    for (const other of set) if (other !== this) other.#endRead();
+  }
+
   #neighbourHolding(): SqliteStorage | undefined {
     const set = byFile.get(this.#file);
     if (!set || set.size < 2) return undefined;
@@ -326,6 +337,7 @@ export class SqliteStorage implements Storage {
       try {
         const out = statement();
         this.#full = false;
+        this.#committed();
         return Promise.resolve(out);
       } catch (err) {
         return Promise.reject(err);
@@ -387,6 +399,7 @@ export class SqliteStorage implements Storage {
       return this.#lose(group);
     }
     this.#group = undefined;
+    this.#committed();
     for (const w of group.waiting) w.ok();
   }
 
@@ -482,6 +495,7 @@ export class SqliteStorage implements Storage {
         if (alone) {
           this.#db.exec("COMMIT");
           this.#full = false;
+          this.#committed();
         } else if (savepoint) this.#db.exec("RELEASE mb_tx");
       } catch (err) {
         if (this.#db.isTransaction) {

@@ -33,19 +33,43 @@ async function pair(): Promise<
 const value = async (s: SqliteStorage) =>
   (await s.query(`SELECT v FROM t WHERE id = 1`))[0]?.v;
 
-Deno.test("sqlite read turn: another connection's commit shows from the next turn on", async () => {
+Deno.test("sqlite read turn: a commit of another connection of this thread is read at once", async () => {
   const { a, b, close } = await pair();
   try {
     assert.equal(await value(b), "old"); // opens b's read transaction
     await a.run(`UPDATE t SET v = 'new' WHERE id = 1`);
-    // Same turn of b: its snapshot began before the commit (this is the
-    // shared read transaction at work; a request arriving now would be
-    // answered in a later turn).
-    assert.equal(await value(b), "old");
-    await nextTurn();
+    // Same thread, after the commit: b's turn snapshot was ended by it
+    // (another isolate's commits are read from its next turn on, or at once
+    // after `fresh()`: tests/workers_reads_test.ts).
     assert.equal(await value(b), "new");
+    await a.transaction(async (tx) => {
+      await tx.run(`UPDATE t SET v = 'tx' WHERE id = 1`);
+    });
+    assert.equal(await value(b), "tx");
   } finally {
     await close();
+  }
+});
+
+Deno.test("sqlite read turn: fresh() ends the turn's read transaction", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mb_read_turn_" });
+  const file = `${dir}/db.sqlite`;
+  const a = new SqliteStorage(file);
+  try {
+    await a.exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`);
+    await a.run(`INSERT INTO t (id, v) VALUES (1, 'old')`);
+    assert.equal((await a.query(`SELECT v FROM t`))[0].v, "old");
+    // Another process (a plain connection) commits meanwhile.
+    const { DatabaseSync } = await import("node:sqlite");
+    const other = new DatabaseSync(file);
+    other.exec(`UPDATE t SET v = 'other' WHERE id = 1`);
+    other.close();
+    assert.equal((await a.query(`SELECT v FROM t`))[0].v, "old");
+    a.fresh();
+    assert.equal((await a.query(`SELECT v FROM t`))[0].v, "other");
+  } finally {
+    await a.close();
+    await Deno.remove(dir, { recursive: true });
   }
 });
 
