@@ -143,7 +143,9 @@ export function sealCursor(
   out.set(cipher.getAuthTag(), 12);
   out.set(body, 28);
   const text = out.toString("base64url");
-  remember(known, json, text);
+  // A text too long to be opened is never asked for again: keeping it would
+  // let long sort values pin ~2 MB per entry (a 1 MB text field, 512 filters).
+  if (text.length <= MAX_TEXT) remember(known, json, text);
   return text;
 }
 
@@ -151,6 +153,8 @@ export function sealCursor(
 const sealed = new WeakMap<CursorKey, Map<string, string>>();
 const opened = new WeakMap<CursorKey, Map<string, unknown>>();
 const CURSORS_KEPT = 512;
+/** The longest text opened (and so the longest kept). */
+const MAX_TEXT = 8192;
 
 function recent<T>(
   maps: WeakMap<CursorKey, Map<string, T>>,
@@ -175,7 +179,7 @@ function unseal(key: CursorKey, text: string): unknown {
   if (known.has(text)) return known.get(text);
   let data: unknown;
   try {
-    if (text.length > 8192 || !/^[A-Za-z0-9_-]+$/.test(text)) throw 0;
+    if (text.length > MAX_TEXT || !/^[A-Za-z0-9_-]+$/.test(text)) throw 0;
     const raw = Buffer.from(text, "base64url");
     if (raw.length < 29) throw 0;
     const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12));

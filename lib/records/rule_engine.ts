@@ -40,6 +40,19 @@ const NO_REQUEST: RuleRequest = Object.freeze({
 });
 const readsReq = new WeakMap<Expr, boolean>();
 /**
+ * A number per entity object: the registry builds a new one for each schema
+ * version, so a parsed filter (and its kept SQL) never outlives its version
+ * even when two versions share an `updated` time (one millisecond, a clock
+ * stepped back).
+ */
+const targets = new WeakMap<RuleTarget, number>();
+let nextTarget = 0;
+function targetOf(entity: RuleTarget): number {
+  let n = targets.get(entity);
+  if (n === undefined) targets.set(entity, n = ++nextTarget);
+  return n;
+}
+/**
  * The SQL of filters that read the record alone (`isClosed`), by their parsed
  * expression (parsed per entity and schema version, so one entity's); null:
  * not compiled exactly.
@@ -220,7 +233,7 @@ export class ExpressionRules implements RuleEngine {
     let ast: Expr;
     try {
       ast = this.#parse(
-        `f\0${entity.id}\0${entity.updated}\0${source}`,
+        `f\0${targetOf(entity)}\0${entity.updated}\0${source}`,
         source,
         "filter",
         fields,
