@@ -104,12 +104,40 @@ const PREPARED = { prepare: true } as const;
  */
 const REUSED = { prepare: true, simple: false } as const;
 
+const UNNAMED = { prepare: false } as const;
+const UNNAMED_SELECT = { prepare: false, simple: false } as const;
+
+/**
+ * The statement texts that may be prepared (kept by name on each
+ * connection, ~20 kB of server memory each): the first ones seen, up to a
+ * cap. Others run as unnamed statements, parsed and planned each time: list
+ * texts vary with sort, limit and filter shape, and a client must not be
+ * able to grow every connection's memory without end.
+ */
+const preparable = new Set<string>();
+const MAX_PREPARED = 256;
+
+function mayPrepare(text: string): boolean {
+  if (preparable.has(text)) return true;
+  if (preparable.size >= MAX_PREPARED) return false;
+  preparable.add(text);
+  return true;
+}
+
+function options(text: string, params: readonly SqlValue[]) {
+  const select = params.length === 0 && text.startsWith("SELECT ");
+  // Without parameters and not a SELECT: a simple query, never prepared.
+  if (params.length === 0 && !select) return PREPARED;
+  if (mayPrepare(text)) return select ? REUSED : PREPARED;
+  return select ? UNNAMED_SELECT : UNNAMED;
+}
+
 export function queryable(sql: Sql | postgres.TransactionSql): Queryable {
   const pending = (text: string, params: readonly SqlValue[]) =>
     sql.unsafe(
       numberedPlaceholders(text),
       params as postgres.ParameterOrJSON<never>[],
-      params.length > 0 || !text.startsWith("SELECT ") ? PREPARED : REUSED,
+      options(text, params),
     );
   const unsafe = async (text: string, params: readonly SqlValue[]) => {
     try {

@@ -41,6 +41,8 @@ export class Registry {
   #byName = new Map<string, Entity>();
   #byId = new Map<string, Entity>();
   #version = "";
+  /** The stored schema text of each entity, with its object. */
+  #stored = new Map<string, { text: string; entity: Entity }>();
   /** Views that break the view rule (id → problem): their records are not served. */
   #refused = new Map<string, string>();
   #checkExpr: (expr: string) => string | undefined;
@@ -72,11 +74,18 @@ export class Registry {
     const rows = await this.#store.query(
       `SELECT "schema" FROM "mb_tables" ORDER BY "created", "id"`,
     );
+    // An entity whose stored schema is unchanged keeps its object: requests
+    // in flight (a write reading its body) tell a changed entity by identity.
+    const before = this.#stored;
+    this.#stored = new Map();
     this.#byName.clear();
     this.#byId.clear();
     this.#put(ADMIN_SCHEMA);
     for (const row of rows) {
-      this.#put(JSON.parse(String(row.schema)) as EntitySchema);
+      const text = String(row.schema);
+      const schema = JSON.parse(text) as EntitySchema;
+      const kept = before.get(schema.id);
+      this.#put(schema, text, kept?.text === text ? kept.entity : undefined);
     }
     this.#version = String(meta[0]?.value ?? "0");
     this.#refused = await refusedViews(
@@ -111,8 +120,8 @@ export class Registry {
     return String(meta[0]?.value ?? "0");
   }
 
-  #put(schema: EntitySchema): void {
-    const entity = new Entity(
+  #put(schema: EntitySchema, text?: string, kept?: Entity): void {
+    const entity = kept ?? new Entity(
       schema,
       this.#store,
       (name) => this.refsOf(name),
@@ -120,6 +129,7 @@ export class Registry {
     );
     this.#byName.set(schema.name.toLowerCase(), entity);
     this.#byId.set(schema.id, entity);
+    if (text !== undefined) this.#stored.set(schema.id, { text, entity });
   }
 
   /** Relation fields (of any entity) that point at `name`. */
