@@ -86,6 +86,12 @@ export interface Storage extends Queryable {
    * PostgreSQL even when `fn` catches it: do not catch and carry on.
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * `transaction` for a write that only reads before its one write statement
+   * and only appends its change after it; a storage that can make that
+   * cheaper (SQLite: no savepoint of its own in the write group) has it.
+   */
+  leanTransaction?<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /**

@@ -31,7 +31,6 @@ import type { Where } from "./list_query.ts";
 import type { CursorContext } from "./list_cursor.ts";
 import type { FusedWrite, RecordChange, SqlStatement } from "./changes.ts";
 import { updateStatement } from "./update_sql.ts";
-import { SqliteStorage } from "../db/sqlite.ts";
 
 /** Hooks an operation may carry. */
 export interface OpOptions {
@@ -392,14 +391,14 @@ export async function updateRecord(
  * Runs a record write's transaction. `lean`: every statement before the
  * write's own statement only reads, and after it only its change is
  * appended (no before-hook writes in between): on SQLite it then needs no
- * savepoint of its own in the write group (`SqliteStorage.leanTransaction`).
+ * savepoint of its own in the write group (`Storage.leanTransaction`).
  */
 function writeTransaction<T>(
   store: Storage,
   lean: boolean,
   fn: (tx: Queryable) => Promise<T>,
 ): Promise<T> {
-  return lean && store instanceof SqliteStorage
+  return lean && store.leanTransaction
     ? store.leanTransaction(fn)
     : store.transaction(fn);
 }
