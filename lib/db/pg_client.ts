@@ -161,10 +161,20 @@ export function queryable(sql: Sql | postgres.TransactionSql): Queryable {
       const make = makers.for(text, columns);
       const rows: Row[] = new Array(values.length);
       for (let i = 0; i < values.length; i++) rows[i] = make(values[i]);
+      // Emptied once copied: postgres.js resolves the query's promise with
+      // this array, and under load those promises outlive the young
+      // generation's collections (held from old space until a full one;
+      // why was not found). Every row then survived and was promoted: 5–7
+      // MB per scavenge, scavenges 25× longer, list 50 at 90 instead of 65
+      // µs of CPU per request.
+      values.length = 0;
       return rows;
     },
     async run(text, params = []) {
-      return (await unsafe(text, params)).count;
+      const result = await unsafe(text, params);
+      const count = result.count;
+      result.length = 0; // rows of a RETURNING: see query()
+      return count;
     },
     ...("savepoint" in sql && {
       savepoint: <T>(fn: (tx: Queryable) => Promise<T>) =>
