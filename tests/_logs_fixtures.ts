@@ -124,7 +124,7 @@ export async function walk(
   return { items: out, pages };
 }
 
-/** All rows of the log store (after a flush), as stored. */
+/** All rows of `mb_logs` (after a flush), as stored; blocks not included. */
 export async function storeRows(
   s: TestServer,
 ): Promise<Record<string, unknown>[]> {
@@ -134,13 +134,49 @@ export async function storeRows(
   );
 }
 
-/** The number of rows in the log store (after a flush). */
+/** The entries in the log store, rows and blocks (after a flush). */
 export async function countRows(s: TestServer): Promise<number> {
   await s.app.log.flush();
   const rows = await s.app.logs.storage.query(
     `SELECT COUNT(*) AS n FROM "mb_logs"`,
   );
-  return Number(rows[0].n);
+  return Number(rows[0].n) + (await blockSizes(s)).reduce((a, b) => a + b, 0);
+}
+
+/** The entry count of each block, oldest first (after a flush). */
+export async function blockSizes(s: TestServer): Promise<number[]> {
+  await s.app.log.flush();
+  const rows = await s.app.logs.storage.query(
+    `SELECT "n" FROM "mb_log_blocks" ORDER BY "hi"`,
+  );
+  return rows.map((r) => Number(r.n));
+}
+
+/**
+ * Logs `n` request entries through the logger at once (one chunk: a block
+ * from 64 on); entry `i` is GET/POST `${prefix}/${i % 7}`, status 200, 404
+ * or 500 by `i % 3`, request id `${prefix}-${i}`, auth for even `i`.
+ */
+export async function burst(
+  s: TestServer,
+  prefix: string,
+  n: number,
+): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const status = [200, 404, 500][i % 3];
+    s.app.log.request(
+      status === 500 ? "error" : status === 404 ? "warn" : "info",
+      i % 2 ? "POST" : "GET",
+      `${prefix}/${i % 7}`,
+      status,
+      i + 0.25,
+      i % 5 ? "203.0.113.9" : null,
+      i % 2 ? null : `u${i}`,
+      i % 2 ? null : "users",
+      `${prefix}-${i}`,
+    );
+  }
+  await s.app.log.flush();
 }
 
 /** A log entry without an id (the logger assigns ids in its own format). */

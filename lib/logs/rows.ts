@@ -52,7 +52,18 @@ export function nextSeq(): number {
   return seq = (seq + 1) % 0x100000000;
 }
 
-function idOf(ms: number, n: number, instance: string): string {
+/**
+ * The id of the entry of `ms`, sequence `n`, written by the process tagged
+ * `instance`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { logIdOf } from "moonbase/lib/logs/rows.ts";
+ * assert.ok(logIdOf(255, 16, "abcdef") === "0000000000ff-00000010-abcdef");
+ * ```
+ */
+export function logIdOf(ms: number, n: number, instance: string): string {
   if (ms !== lastMs) {
     lastMs = ms;
     lastHead = ms.toString(16).padStart(12, "0");
@@ -74,7 +85,7 @@ function idOf(ms: number, n: number, instance: string): string {
  * ```
  */
 export function logId(ms: number = Date.now()): string {
-  return idOf(ms, nextSeq(), INSTANCE);
+  return logIdOf(ms, nextSeq(), INSTANCE);
 }
 
 let isoMs = -1, iso = ""; // a pure cache of the last conversion
@@ -224,7 +235,7 @@ export function requestParams(
   const params: unknown[] = [];
   readChunk(packed, (n, i, s) => {
     params.push(
-      idOf(n[i], n[i + 1], instance),
+      logIdOf(n[i], n[i + 1], instance),
       n[i + 2],
       s[0],
       s[1],

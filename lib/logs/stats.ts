@@ -3,7 +3,8 @@
  * (`GET /api/v1/sys/logs/stats`), and one entry by id
  * (`GET /api/v1/sys/logs/:id`). Counting runs in SQL on the log store's own
  * connection: one index range per bucket on the id (ids begin with the
- * time), so the work is bounded by the bucket count and the rows in range.
+ * time), so the work is bounded by the bucket count and the rows in range;
+ * entries written as blocks are counted from the blocks in range.
  *
  * @module
  */
@@ -12,6 +13,7 @@ import { MoonbaseError } from "../errors.ts";
 import type { SqlValue } from "../db/storage.ts";
 import { LOG_COLUMNS, logIdFloor, type LogRow, rowEntry } from "./rows.ts";
 import type { LogStore } from "./store.ts";
+import { blockEntryById, countBlockRequests } from "./block_read.ts";
 import type { LogEntry } from "./types.ts";
 
 /** Most buckets one answer may have. */
@@ -189,6 +191,8 @@ export async function requestStats(
       warnings: Number(r?.warnings ?? 0),
     });
   }
+  // Request entries written as blocks: counted from their numbers.
+  await countBlockRequests(store.storage, q.start, q.end, from, width, buckets);
   return {
     from: new Date(from).toISOString(),
     to: new Date(q.end).toISOString(),
@@ -212,6 +216,10 @@ export async function logEntryById(
     )
     : [];
   if (!rows[0]) {
+    const inBlock = LOG_ID.test(id)
+      ? await blockEntryById(store.storage, id)
+      : undefined;
+    if (inBlock) return inBlock;
     throw new MoonbaseError(
       "not_found",
       "Cannot find log entry: no entry has this id (it may have been pruned)",

@@ -1,12 +1,13 @@
 /**
- * The log table `mb_logs`: batched inserts, filtered newest-first reads with
- * a keyset cursor, and pruning by age and row count. On SQLite it lives in
- * its own file so log writes never contend with data writes.
+ * The log store: rows in `mb_logs` and request entries in blocks of
+ * `mb_log_blocks` (block.ts: a burst of requests is one binary value);
+ * batched inserts, filtered newest-first reads over both with a keyset
+ * cursor, and pruning by age and count. On SQLite it lives in its own file
+ * so log writes never contend with data writes.
  *
  * @module
  */
 
-import { MoonbaseError } from "../errors.ts";
 import type { SqlValue, Storage } from "../db/storage.ts";
 import {
   entryRow,
@@ -18,107 +19,18 @@ import {
   unpackRequests,
 } from "./rows.ts";
 import type { PackedChunk } from "./packed.ts";
-import { isLevel, levelRank, LEVELS, type LogEntry } from "./types.ts";
+import { isLevel, levelRank, type LogEntry } from "./types.ts";
+import type { LogPage, LogQuery } from "./log_query.ts";
+import { encodeBlock } from "./block.ts";
+import {
+  BLOCK_MIN,
+  BLOCK_TABLE_SQL,
+  blockEntries,
+  type BlockFilter,
+} from "./block_read.ts";
+import { pruneLogs } from "./prune.ts";
 
-/** Parameters of the logs API. */
-export interface LogQuery {
-  limit: number;
-  after?: string;
-  level?: string;
-  min_level?: string;
-  search?: string;
-  start_date?: string;
-  end_date?: string;
-  type?: string;
-}
-
-/** A page of log entries. */
-export interface LogPage {
-  items: LogEntry[];
-  items_count: number;
-  limit: number;
-  has_more: boolean;
-  cursor: string | null;
-}
-
-const KNOWN = new Set([
-  "limit",
-  "after",
-  "level",
-  "min_level",
-  "search",
-  "start_date",
-  "end_date",
-  "type",
-]);
-
-function bad(message: string): never {
-  throw new MoonbaseError("invalid", `Cannot read logs: ${message}`);
-}
-
-function isoOrFail(v: string, name: string): string {
-  const t = Date.parse(v);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) {
-    bad(`${name} must be an ISO 8601 date`);
-  }
-  return new Date(t).toISOString();
-}
-
-/**
- * Parses the logs API query; anything unknown or malformed is a 400.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { parseLogQuery } from "moonbase/lib/logs/store.ts";
- * const q = parseLogQuery(new URLSearchParams("limit=10&min_level=warn"));
- * assert.ok(q.limit === 10 && q.min_level === "warn");
- * ```
- */
-export function parseLogQuery(p: URLSearchParams): LogQuery {
-  for (const k of p.keys()) {
-    if (!KNOWN.has(k)) bad(`unknown parameter "${k.slice(0, 64)}"`);
-  }
-  const q: LogQuery = { limit: 50 };
-  const limit = p.get("limit");
-  if (limit !== null) {
-    if (!/^\d{1,5}$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000) {
-      bad("limit must be 1-1000");
-    }
-    q.limit = Number(limit);
-  }
-  for (const key of ["level", "min_level"] as const) {
-    const v = p.get(key);
-    if (v !== null && v !== "") {
-      if (!isLevel(v)) bad(`${key} must be one of ${LEVELS.join(", ")}`);
-      q[key] = v;
-    }
-  }
-  const type = p.get("type");
-  if (type !== null && type !== "") {
-    if (type !== "request" && type !== "app") {
-      bad("type must be request or app");
-    }
-    q.type = type;
-  }
-  const after = p.get("after");
-  if (after !== null && after !== "") {
-    if (!/^[0-9a-f]{12}-[0-9a-f]{6,8}-[A-Za-z0-9]{6}$/.test(after)) {
-      bad("after is not a cursor from this list");
-    }
-    q.after = after;
-  }
-  const search = p.get("search");
-  if (search !== null && search !== "") {
-    if (search.length > 200) bad("search is longer than 200 characters");
-    q.search = search;
-  }
-  for (const key of ["start_date", "end_date"] as const) {
-    const v = p.get(key);
-    if (v !== null && v !== "") q[key] = isoOrFail(v, key);
-  }
-  return q;
-}
+export { type LogPage, type LogQuery, parseLogQuery } from "./log_query.ts";
 
 /** The writer thread's answer: the packed entries' buffers come back. */
 interface Reply {
@@ -188,6 +100,12 @@ export class LogStore {
     );
     // Ids begin with the time, so time ranges are id ranges: no separate time index.
     await this.storage.exec(`DROP INDEX IF EXISTS "mb_logs_time"`);
+    await this.storage.exec(
+      BLOCK_TABLE_SQL(d.name === "sqlite" ? "BLOB" : "BYTEA", text, int),
+    );
+    await this.storage.exec(
+      `CREATE INDEX IF NOT EXISTS "mb_log_blocks_hi" ON "mb_log_blocks" ("hi")`,
+    );
   }
 
   /**
@@ -222,7 +140,15 @@ export class LogStore {
       );
     }
     const rows = batch.map(entryRow);
-    if (packed) unpackRequests(packed, rows);
+    const block = packed && packed.rows >= BLOCK_MIN
+      ? encodeBlock(packed, INSTANCE)
+      : undefined;
+    if (block) {
+      await this.storage.run(
+        `INSERT INTO "mb_log_blocks" ("lo", "hi", "n", "data") VALUES (?, ?, ?, ?)`,
+        [block.lo, block.hi, block.rows, block.data],
+      );
+    } else if (packed) unpackRequests(packed, rows);
     const cols = LOG_COLUMNS.map((c) => `"${c}"`).join(", ");
     if (this.storage.dialect.name === "postgres") {
       // One JSON parameter per batch: one round trip, unpacked by the server.
@@ -292,10 +218,27 @@ export class LogStore {
       `SELECT * FROM "mb_logs"${where} ORDER BY "id" DESC LIMIT ${q.limit + 1}`,
       params,
     );
-    const has_more = rows.length > q.limit;
-    const items = rows.slice(0, q.limit).map((r) =>
+    let all = rows.map((r) =>
       rowEntry(LOG_COLUMNS.map((c) => r[c] as LogRow[number]))
     );
+    if (q.type !== "app") {
+      const f: BlockFilter = { after: q.after };
+      if (q.level && isLevel(q.level)) f.rank = levelRank(q.level);
+      if (q.min_level && isLevel(q.min_level)) {
+        f.minRank = levelRank(q.min_level);
+      }
+      if (q.start_date) f.startMs = Date.parse(q.start_date);
+      if (q.end_date) f.endMs = Date.parse(q.end_date);
+      if (q.search) f.search = q.search.toLowerCase();
+      const more = await blockEntries(this.storage, f, q.limit + 1);
+      if (more.length > 0) {
+        all = all.concat(more).sort((a, b) =>
+          a.id < b.id ? 1 : a.id > b.id ? -1 : 0
+        );
+      }
+    }
+    const has_more = all.length > q.limit;
+    const items = all.slice(0, q.limit);
     return {
       items,
       items_count: items.length,
@@ -305,7 +248,7 @@ export class LogStore {
     };
   }
 
-  /** Deletes entries older than `days` and beyond `maxRows`. */
+  /** Deletes entries older than `days` and beyond the newest `maxRows` (prune.ts). */
   async prune(days: number, maxRows: number): Promise<void> {
     const floor = logIdFloor(Date.now() - days * 86_400_000);
     if (this.#file) {
@@ -313,16 +256,13 @@ export class LogStore {
       await this.#post({ prune: { floor, maxRows } });
       return;
     }
-    await this.storage.run(`DELETE FROM "mb_logs" WHERE "id" < ?`, [floor]);
-    const rows = await this.storage.query(
-      `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1 OFFSET ${
-        Math.max(0, Math.floor(maxRows))
-      }`,
+    await pruneLogs(
+      {
+        all: (sql, params) => this.storage.query(sql, params),
+        run: (sql, params) => this.storage.run(sql, params),
+      },
+      floor,
+      maxRows,
     );
-    if (rows[0]) {
-      await this.storage.run(`DELETE FROM "mb_logs" WHERE "id" <= ?`, [
-        String(rows[0].id),
-      ]);
-    }
   }
 }

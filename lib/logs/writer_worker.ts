@@ -17,6 +17,9 @@ import {
   requestParams,
 } from "./rows.ts";
 import type { PackedChunk } from "./packed.ts";
+import { encodeBlock } from "./block.ts";
+import { BLOCK_MIN } from "./block_read.ts";
+import { pruneLogs } from "./prune.ts";
 
 /** An insert (`rows`: JSON of rows, `packed`: packed entries) or a prune. */
 interface Job {
@@ -37,6 +40,7 @@ const scope = self as unknown as {
 
 let db: DatabaseSync | undefined;
 const statements = new Map<string, StatementSync>();
+let blockInsert: StatementSync | undefined;
 const ROW = `(${Array(LOG_COLUMNS.length).fill("?").join(", ")})`;
 const CHUNK = 100;
 
@@ -53,24 +57,29 @@ function statement(table: string, row: string, n: number): StatementSync {
   return st;
 }
 
-/** Inserts packed request entries, `CHUNK` rows per statement. */
+/**
+ * Inserts packed request entries: one block (block.ts) from `BLOCK_MIN`
+ * entries on, else `CHUNK` rows per statement.
+ */
 function insertRequests(table: string, packed: PackedChunk, tag: string) {
+  const block = packed.rows >= BLOCK_MIN ? encodeBlock(packed, tag) : undefined;
+  if (block) {
+    blockInsert ??= db!.prepare(
+      `INSERT INTO "mb_log_blocks" ("lo", "hi", "n", "data") VALUES (?, ?, ?, ?)`,
+    );
+    blockInsert.run(
+      block.lo,
+      block.hi,
+      block.rows,
+      block.data,
+    );
+    return;
+  }
   requestParams(packed, tag, (params) => {
     statement(table, REQUEST_ROW_SQL, params.length / 10).run(
       ...params as never[],
     );
   }, CHUNK);
-}
-
-/** Deletes entries older than `floor` (a log id prefix) and beyond `maxRows`. */
-function prune(floor: string, maxRows: number): void {
-  db!.prepare(`DELETE FROM "mb_logs" WHERE "id" < ?`).run(floor);
-  const last = db!.prepare(
-    `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1 OFFSET ?`,
-  ).get(Math.max(0, Math.floor(maxRows)));
-  if (last) {
-    db!.prepare(`DELETE FROM "mb_logs" WHERE "id" <= ?`).run(String(last.id));
-  }
 }
 
 /** Answers a job, handing the packed entries' buffers back to be reused. */
@@ -82,7 +91,17 @@ function answer(job: Job, error?: string): void {
   );
 }
 
-scope.onmessage = (e: MessageEvent<Job>) => {
+/** The worker's connection as pruning sees it (synchronous calls). */
+const pruneDb = {
+  all: (sql: string, params: (string | number)[]) =>
+    db!.prepare(sql).all(...params) as Record<string, unknown>[],
+  run: (sql: string, params: (string | number)[]) =>
+    db!.prepare(sql).run(...params),
+};
+
+// Async only for pruneLogs (shared with PostgreSQL): every call it awaits
+// is synchronous, so a job still runs whole before the next message.
+scope.onmessage = async (e: MessageEvent<Job>) => {
   const job = e.data;
   try {
     if (!db) {
@@ -93,7 +112,9 @@ scope.onmessage = (e: MessageEvent<Job>) => {
     }
     db.exec("BEGIN IMMEDIATE");
     try {
-      if (job.prune) prune(job.prune.floor, job.prune.maxRows);
+      if (job.prune) {
+        await pruneLogs(pruneDb, job.prune.floor, job.prune.maxRows);
+      }
       const rows: LogRow[] = job.rows ? JSON.parse(job.rows) : [];
       for (let i = 0; i < rows.length; i += CHUNK) {
         const chunk = rows.slice(i, i + CHUNK);

@@ -1,0 +1,70 @@
+/**
+ * Pruning the log store: entries older than a floor go, then everything
+ * beyond the newest `maxRows` entries, counting the rows of `mb_logs` and
+ * the entries of `mb_log_blocks` together. Blocks go whole: one is deleted
+ * once the entries newer than its newest one already fill `maxRows`, so
+ * at most one block's entries (the one the limit falls in) are kept past
+ * the limit. Written once for the SQLite writer thread (synchronous
+ * calls) and PostgreSQL (promises).
+ *
+ * @module
+ */
+
+/** What pruning needs of a database (sync or async). */
+export interface PruneDb {
+  all(
+    sql: string,
+    params: (string | number)[],
+  ): Record<string, unknown>[] | Promise<Record<string, unknown>[]>;
+  run(sql: string, params: (string | number)[]): unknown;
+}
+
+/**
+ * Deletes entries whose ids sort before `floor` and beyond the newest
+ * `maxRows`.
+ */
+export async function pruneLogs(
+  db: PruneDb,
+  floor: string,
+  maxRows: number,
+): Promise<void> {
+  const max = Math.max(0, Math.floor(maxRows));
+  await db.run(`DELETE FROM "mb_logs" WHERE "id" < ?`, [floor]);
+  await db.run(`DELETE FROM "mb_log_blocks" WHERE "hi" < ?`, [floor]);
+  const blocks = await db.all(
+    `SELECT "hi", "n" FROM "mb_log_blocks" ORDER BY "hi" DESC`,
+    [],
+  );
+  // newer(k): entries newer than block k's newest one; it grows with k.
+  const before: number[] = [0];
+  for (const b of blocks) before.push(before[before.length - 1] + Number(b.n));
+  const newer = async (k: number) => {
+    const r = await db.all(
+      `SELECT COUNT(*) AS "c" FROM (SELECT 1 FROM "mb_logs" WHERE "id" > ? LIMIT ${max}) AS "t"`,
+      [String(blocks[k].hi)],
+    );
+    return Number(r[0].c) + before[k];
+  };
+  // The first block past the limit (binary search: log₂ of the blocks' count queries).
+  let lo = 0, hi = blocks.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (await newer(mid) >= max) hi = mid;
+    else lo = mid + 1;
+  }
+  if (lo < blocks.length) {
+    await db.run(`DELETE FROM "mb_log_blocks" WHERE "hi" <= ?`, [
+      String(blocks[lo].hi),
+    ]);
+  }
+  const budget = Math.max(0, max - before[lo]);
+  const last = await db.all(
+    `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1 OFFSET ${budget}`,
+    [],
+  );
+  if (last[0]) {
+    await db.run(`DELETE FROM "mb_logs" WHERE "id" <= ?`, [
+      String(last[0].id),
+    ]);
+  }
+}
