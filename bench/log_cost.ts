@@ -126,9 +126,10 @@ async function round(dir: string, on: boolean, r: number): Promise<Cpu> {
   // Every call is either stored or counted as dropped (the queue is bounded).
   const raw = new DatabaseSync(file, { readOnly: true });
   const count = (sql: string) => Number(raw.prepare(sql).get()!.n);
+  // Request entries are rows, or blocks of a burst (lib/logs/block.ts).
   const stored = count(
     `SELECT COUNT(*) AS n FROM "mb_logs" WHERE "type" = 'request'`,
-  );
+  ) + count(`SELECT COALESCE(SUM("n"), 0) AS n FROM "mb_log_blocks"`);
   const dropped = count(
     `SELECT COALESCE(SUM("data" ->> 'dropped'), 0) AS n FROM "mb_logs" WHERE "type" = 'app'`,
   );

@@ -19,7 +19,11 @@ export interface BlockSource {
 }
 
 /** The block table's statement. */
-export const BLOCK_TABLE_SQL = (blob: string, text: string, int: string) =>
+export const BLOCK_TABLE_SQL = (
+  blob: string,
+  text: string,
+  int: string,
+): string =>
   `CREATE TABLE IF NOT EXISTS "mb_log_blocks" ("lo" ${text} PRIMARY KEY, "hi" ${text} NOT NULL, "n" ${int} NOT NULL, "data" ${blob} NOT NULL)`;
 
 /** A filter on request entries (block entries are all requests). */
