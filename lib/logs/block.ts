@@ -197,7 +197,9 @@ export class BlockView {
   readonly rank: Uint8Array;
   readonly #dur: Uint32Array;
   readonly #refs: Uint16Array;
-  readonly #words: string[];
+  readonly #lens: Uint16Array;
+  readonly #units: Uint16Array;
+  #decoded: string[] | undefined;
   readonly #lower: string[] = [];
   readonly #ridLens: Uint8Array;
   readonly #ridAt: Uint32Array;
@@ -212,15 +214,10 @@ export class BlockView {
     this.#dur = new Uint32Array(buf, base + o.dur, s.rows);
     this.status = new Uint16Array(buf, base + o.status, s.rows);
     this.#refs = new Uint16Array(buf, base + o.refs, s.rows * REFS);
-    const lens = new Uint16Array(buf, base + o.dictLens, s.dictCount);
-    const all = UTF16.decode(
-      new Uint16Array(buf, base + o.dictUnits, s.dictUnits),
-    );
-    this.#words = new Array(s.dictCount);
+    this.#lens = new Uint16Array(buf, base + o.dictLens, s.dictCount);
+    this.#units = new Uint16Array(buf, base + o.dictUnits, s.dictUnits);
     let pos = 0;
-    for (let i = 0; i < s.dictCount; i++) {
-      this.#words[i] = all.slice(pos, pos += lens[i]);
-    }
+    for (const n of this.#lens) pos += n;
     if (pos !== s.dictUnits) throw new Error("dictionary size");
     this.#ridLens = data.subarray(o.ridLens, o.ridLens + s.rows);
     this.#ridBytes = data.subarray(o.rid, o.rid + s.ridBytes);
@@ -233,12 +230,29 @@ export class BlockView {
     if (at !== s.ridBytes) throw new Error("request id size");
     if (!/^[A-Za-z0-9]{6}$/.test(this.tag)) throw new Error("tag");
     for (const ms of this.ms) {
-      if (!(ms >= 0 && ms < 2 ** 48)) throw new Error("time");
+      if (!(Number.isInteger(ms) && ms >= 0 && ms < 2 ** 48)) {
+        throw new Error("time");
+      }
     }
     for (const ref of this.#refs) {
       if (ref !== NULL_REF && ref >= s.dictCount) throw new Error("reference");
     }
     this.rank = data.subarray(o.rank, o.rank + s.rows);
+    for (const rank of this.rank) {
+      if (rank >= LEVELS.length) throw new Error("level");
+    }
+  }
+
+  /** The dictionary, decoded when first needed (a level filter needs none). */
+  get #words(): string[] {
+    if (this.#decoded) return this.#decoded;
+    const all = UTF16.decode(this.#units);
+    const words: string[] = new Array(this.#lens.length);
+    let pos = 0;
+    for (let i = 0; i < words.length; i++) {
+      words[i] = all.slice(pos, pos += this.#lens[i]);
+    }
+    return this.#decoded = words;
   }
 
   /** String `k` (0 method … 4 auth entity) of entry `i`. */
@@ -247,12 +261,15 @@ export class BlockView {
     return ref === NULL_REF ? null : this.#words[ref];
   }
 
-  /** The lowercase "method path status" of entry `i` (what search matches). */
-  searchText(i: number): string {
+  /**
+   * "method path status" of entry `i`, ASCII letters lowercase (what search
+   * matches; `lower` folds, as block_read.ts's `asciiLower`).
+   */
+  searchText(i: number, lower: (s: string) => string): string {
     const low = (k: number) => {
       const ref = this.#refs[i * REFS + k];
       if (ref === NULL_REF) return "null";
-      return this.#lower[ref] ??= this.#words[ref].toLowerCase();
+      return this.#lower[ref] ??= lower(this.#words[ref]);
     };
     return `${low(0)} ${low(1)} ${this.status[i]}`;
   }
@@ -302,8 +319,9 @@ export function decodeBlock(value: unknown): BlockView | undefined {
   if (!LITTLE || !(value instanceof Uint8Array) || value.length < HEADER) {
     return undefined;
   }
-  // Typed views need aligned offsets: a driver's slice may not be.
-  const data = value.byteOffset % 8 === 0 ? value : value.slice();
+  // Typed views need aligned offsets: a driver's slice may not be (copied
+  // by the constructor: a Buffer's slice() would be another view).
+  const data = value.byteOffset % 8 === 0 ? value : new Uint8Array(value);
   const head = new DataView(data.buffer, data.byteOffset, HEADER);
   const s: Sizes = {
     rows: head.getUint32(4, true),

@@ -36,9 +36,29 @@ export interface BlockFilter {
   endMs?: number;
   rank?: number;
   minRank?: number;
-  /** Lowercase text that "method path status" contains. */
+  /** Text (ASCII letters lowercase: `asciiLower`) that "method path status" contains. */
   search?: string;
+  /** Ids above this one only (the oldest row of a full page). */
+  above?: string;
 }
+
+/**
+ * ASCII letters lowercase, others as they are: what search folds, on
+ * blocks and rows alike (SQLite's `LOWER` folds no other letter).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { asciiLower } from "moonbase/lib/logs/block_read.ts";
+ * assert.ok(asciiLower("GET /Über") === "get /Über");
+ * ```
+ */
+export function asciiLower(s: string): string {
+  return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
+}
+
+/** Milliseconds of block reading before the event loop gets a turn (other requests). */
+const TURN_MS = 10;
 
 /** Blocks per read. */
 const PAGE = 4;
@@ -53,7 +73,9 @@ function matcher(v: BlockView, f: BlockFilter): (i: number) => boolean {
     if (ms === afterMs && !(v.id(i) < f.after!)) return false;
     if (f.rank !== undefined && v.rank[i] !== f.rank) return false;
     if (f.minRank !== undefined && v.rank[i] < f.minRank) return false;
-    if (f.search !== undefined && !v.searchText(i).includes(f.search)) {
+    if (
+      f.search !== undefined && !v.searchText(i, asciiLower).includes(f.search)
+    ) {
       return false;
     }
     return true;
@@ -65,11 +87,12 @@ async function* blocks(
   db: BlockSource,
   f: BlockFilter,
 ): AsyncGenerator<{ hi: string; view: BlockView | undefined }> {
-  let below: string | undefined;
+  let below: string | undefined, turn = performance.now();
   for (;;) {
     const conds: string[] = [], params: SqlValue[] = [];
     if (below !== undefined) conds.push(`"hi" < ?`), params.push(below);
     if (f.after) conds.push(`"lo" < ?`), params.push(f.after);
+    if (f.above) conds.push(`"hi" > ?`), params.push(f.above);
     if (f.startMs !== undefined) {
       conds.push(`"hi" >= ?`), params.push(logIdFloor(f.startMs));
     }
@@ -83,6 +106,10 @@ async function* blocks(
     );
     for (const r of found) {
       yield { hi: String(r.hi), view: decodeBlock(r.data) };
+      if (performance.now() - turn > TURN_MS) {
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        turn = performance.now();
+      }
     }
     if (found.length < PAGE) return;
     below = String(found[found.length - 1].hi);
@@ -99,18 +126,19 @@ export async function blockEntries(
   f: BlockFilter,
   count: number,
 ): Promise<LogEntry[]> {
-  let found: { id: string; view: BlockView; i: number }[] = [];
+  // Entries, not views: a view kept per match would keep its whole block.
+  let found: LogEntry[] = [];
   for await (const { hi, view } of blocks(db, f)) {
     if (found.length >= count && found[count - 1].id > hi) break;
     if (!view) continue;
     const match = matcher(view, f);
     for (let i = 0; i < view.rows; i++) {
-      if (match(i)) found.push({ id: view.id(i), view, i });
+      if (match(i)) found.push(view.entry(i));
     }
     found.sort((a, b) => a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
     if (found.length > count) found = found.slice(0, count);
   }
-  return found.map((m) => m.view.entry(m.i));
+  return found;
 }
 
 /** The block entry with this id, if a block holds it. */

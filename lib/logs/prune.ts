@@ -2,9 +2,9 @@
  * Pruning the log store: entries older than a floor go, then everything
  * beyond the newest `maxRows` entries, counting the rows of `mb_logs` and
  * the entries of `mb_log_blocks` together. Blocks go whole: one is deleted
- * once the entries newer than its newest one already fill `maxRows`, so
- * at most one block's entries (the one the limit falls in) are kept past
- * the limit. Written once for the SQLite writer thread (synchronous
+ * once the entries newer than its newest one already fill `maxRows`. Rows
+ * as new as the oldest kept block all stay, so what is kept past the limit
+ * is at most the block the limit falls in and the rows among its entries. Written once for the SQLite writer thread (synchronous
  * calls) and PostgreSQL (promises).
  *
  * @module
@@ -32,24 +32,27 @@ export async function pruneLogs(
   await db.run(`DELETE FROM "mb_logs" WHERE "id" < ?`, [floor]);
   await db.run(`DELETE FROM "mb_log_blocks" WHERE "hi" < ?`, [floor]);
   const blocks = await db.all(
-    `SELECT "hi", "n" FROM "mb_log_blocks" ORDER BY "hi" DESC`,
+    `SELECT "lo", "hi", "n" FROM "mb_log_blocks" ORDER BY "hi" DESC`,
     [],
   );
+  // A stored count that is not a count weighs nothing (never NaN in SQL).
+  const size = (b: Record<string, unknown>) =>
+    Math.max(0, Math.floor(Number(b.n))) || 0;
   // newer(k): entries newer than block k's newest one; it grows with k.
   const before: number[] = [0];
-  for (const b of blocks) before.push(before[before.length - 1] + Number(b.n));
-  const newer = async (k: number) => {
+  for (const b of blocks) before.push(before[before.length - 1] + size(b));
+  const rowsFrom = async (op: ">" | ">=", id: unknown) => {
     const r = await db.all(
-      `SELECT COUNT(*) AS "c" FROM (SELECT 1 FROM "mb_logs" WHERE "id" > ? LIMIT ${max}) AS "t"`,
-      [String(blocks[k].hi)],
+      `SELECT COUNT(*) AS "c" FROM (SELECT 1 FROM "mb_logs" WHERE "id" ${op} ? LIMIT ${max}) AS "t"`,
+      [String(id)],
     );
-    return Number(r[0].c) + before[k];
+    return Number(r[0].c);
   };
   // The first block past the limit (binary search: log₂ of the blocks' count queries).
   let lo = 0, hi = blocks.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (await newer(mid) >= max) hi = mid;
+    if (await rowsFrom(">", blocks[mid].hi) + before[mid] >= max) hi = mid;
     else lo = mid + 1;
   }
   if (lo < blocks.length) {
@@ -57,9 +60,17 @@ export async function pruneLogs(
       String(blocks[lo].hi),
     ]);
   }
-  const budget = Math.max(0, max - before[lo]);
+  // Rows as new as the oldest kept block stay; older ones fill what is left.
+  let keep = max;
+  if (lo > 0) {
+    let oldest = String(blocks[0].lo);
+    for (let k = 1; k < lo; k++) {
+      if (String(blocks[k].lo) < oldest) oldest = String(blocks[k].lo);
+    }
+    keep = Math.max(await rowsFrom(">=", oldest), max - before[lo]);
+  }
   const last = await db.all(
-    `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1 OFFSET ${budget}`,
+    `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1 OFFSET ${keep}`,
     [],
   );
   if (last[0]) {

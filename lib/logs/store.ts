@@ -23,12 +23,15 @@ import { isLevel, levelRank, type LogEntry } from "./types.ts";
 import type { LogPage, LogQuery } from "./log_query.ts";
 import { encodeBlock } from "./block.ts";
 import {
+  asciiLower,
   BLOCK_MIN,
   BLOCK_TABLE_SQL,
   blockEntries,
   type BlockFilter,
 } from "./block_read.ts";
 import { pruneLogs } from "./prune.ts";
+
+const UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 export { type LogPage, type LogQuery, parseLogQuery } from "./log_query.ts";
 
@@ -93,19 +96,36 @@ export class LogStore {
     const text = d.columnType("text"),
       int = d.columnType("int"),
       dbl = d.columnType("double");
+    // Ids compare by code unit, as JavaScript merges rows and blocks (a
+    // PostgreSQL database's own collation may order the tags' cases apart).
+    const pg = d.name === "postgres";
+    const id = pg ? `${text} COLLATE "C"` : text;
     await this.storage.exec(
-      `CREATE TABLE IF NOT EXISTS "mb_logs" ("id" ${text} PRIMARY KEY, "time" ${text} NOT NULL, "level" ${text} NOT NULL, "level_n" ${int} NOT NULL, "type" ${text} NOT NULL, "message" ${text} NOT NULL, "method" ${text}, "path" ${text}, "status" ${int}, "duration_ms" ${dbl}, "ip" ${text}, "auth_id" ${text}, "auth_entity" ${text}, "request_id" ${text}, "data" ${text})${
+      `CREATE TABLE IF NOT EXISTS "mb_logs" ("id" ${id} PRIMARY KEY, "time" ${text} NOT NULL, "level" ${text} NOT NULL, "level_n" ${int} NOT NULL, "type" ${text} NOT NULL, "message" ${text} NOT NULL, "method" ${text}, "path" ${text}, "status" ${int}, "duration_ms" ${dbl}, "ip" ${text}, "auth_id" ${text}, "auth_entity" ${text}, "request_id" ${text}, "data" ${text})${
         d.name === "sqlite" ? " WITHOUT ROWID" : ""
       }`,
     );
     // Ids begin with the time, so time ranges are id ranges: no separate time index.
     await this.storage.exec(`DROP INDEX IF EXISTS "mb_logs_time"`);
     await this.storage.exec(
-      BLOCK_TABLE_SQL(d.name === "sqlite" ? "BLOB" : "BYTEA", text, int),
+      BLOCK_TABLE_SQL(pg ? "BYTEA" : "BLOB", id, int),
     );
     await this.storage.exec(
       `CREATE INDEX IF NOT EXISTS "mb_log_blocks_hi" ON "mb_log_blocks" ("hi")`,
     );
+    if (pg) await this.#collateIds();
+  }
+
+  /** A log table made before ids were declared `COLLATE "C"` is altered. */
+  async #collateIds(): Promise<void> {
+    const columns = await this.storage.query(
+      `SELECT "table_name", "column_name" FROM information_schema.columns WHERE "table_schema" = current_schema() AND (("table_name" = 'mb_logs' AND "column_name" = 'id') OR ("table_name" = 'mb_log_blocks' AND "column_name" IN ('lo', 'hi'))) AND "collation_name" IS DISTINCT FROM 'C'`,
+    );
+    for (const c of columns) {
+      await this.storage.exec(
+        `ALTER TABLE "${c.table_name}" ALTER COLUMN "${c.column_name}" TYPE TEXT COLLATE "C"`,
+      );
+    }
   }
 
   /**
@@ -204,11 +224,23 @@ export class LogStore {
     if (q.end_date) add(`"id" < ?`, logIdFloor(Date.parse(q.end_date) + 1));
     if (q.search) {
       const like = `%${
-        q.search.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)
+        asciiLower(q.search).replace(/[\\%_]/g, (c) => "\\" + c)
       }%`;
+      // ASCII letters only, as blocks (block_read.ts) and SQLite's LOWER:
+      // PostgreSQL's LOWER would fold others by the database's locale.
+      const lower = (x: string) =>
+        this.storage.dialect.name === "postgres"
+          ? `TRANSLATE(${x}, '${UPPER}', '${asciiLower(UPPER)}')`
+          : `LOWER(${x})`;
       // A request row's message is made from its method, path and status.
       add(
-        `(LOWER(CASE WHEN "message" = '' AND "type" = 'request' THEN "method" || ' ' || "path" || ' ' || "status" ELSE "message" END) LIKE ? ESCAPE '\\' OR LOWER(COALESCE("path", '')) LIKE ? ESCAPE '\\')`,
+        `(${
+          lower(
+            `CASE WHEN "message" = '' AND "type" = 'request' THEN "method" || ' ' || "path" || ' ' || "status" ELSE "message" END`,
+          )
+        } LIKE ? ESCAPE '\\' OR ${
+          lower(`COALESCE("path", '')`)
+        } LIKE ? ESCAPE '\\')`,
         like,
         like,
       );
@@ -229,7 +261,9 @@ export class LogStore {
       }
       if (q.start_date) f.startMs = Date.parse(q.start_date);
       if (q.end_date) f.endMs = Date.parse(q.end_date);
-      if (q.search) f.search = q.search.toLowerCase();
+      if (q.search) f.search = asciiLower(q.search);
+      // Rows fill the page down to their oldest: older block entries cannot count.
+      if (rows.length > q.limit) f.above = all[all.length - 1].id;
       const more = await blockEntries(this.storage, f, q.limit + 1);
       if (more.length > 0) {
         all = all.concat(more).sort((a, b) =>

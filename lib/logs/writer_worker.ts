@@ -99,10 +99,18 @@ const pruneDb = {
     db!.prepare(sql).run(...params),
 };
 
-// Async only for pruneLogs (shared with PostgreSQL): every call it awaits
-// is synchronous, so a job still runs whole before the next message.
-scope.onmessage = async (e: MessageEvent<Job>) => {
+/**
+ * Jobs run one after another: pruneLogs is async (shared with PostgreSQL),
+ * and a message already queued is delivered between its awaits, where an
+ * insert's `BEGIN IMMEDIATE` would fail inside the prune's transaction.
+ */
+let jobs: Promise<void> = Promise.resolve();
+scope.onmessage = (e: MessageEvent<Job>) => {
   const job = e.data;
+  jobs = jobs.then(() => run(job));
+};
+
+async function run(job: Job): Promise<void> {
   try {
     if (!db) {
       db = new DatabaseSync(job.path);
@@ -132,4 +140,4 @@ scope.onmessage = async (e: MessageEvent<Job>) => {
   } catch (err) {
     answer(job, err instanceof Error ? err.message : String(err));
   }
-};
+}
