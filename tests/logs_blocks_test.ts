@@ -240,3 +240,74 @@ forEachDb("logs blocks: a damaged block is skipped", async (_t, db) => {
     await s.close();
   }
 });
+
+forEachDb(
+  "logs blocks: rows newer than a kept block are kept",
+  async (_t, db) => {
+    const s = await startServer(db, { logMaxRows: 100_000 });
+    try {
+      await burst(s, "/kb", 100);
+      await put(
+        s,
+        Array.from(
+          { length: 200 },
+          (_, i) => entry({ message: `kb row ${i}` }),
+        ),
+      );
+      // The newest 250: all 200 rows and 50 of the block, kept whole.
+      await s.app.logs.prune(7, 250);
+      const admin = await s.adminToken();
+      const items = page(await getLogs(s, admin, { limit: "1000" }), "after");
+      const rows = items.filter((e) => e.message.startsWith("kb row "));
+      assertEquals(rows.length, 200, "every row newer than the block");
+      assertEquals(await blockSizes(s), [100], "the block the limit falls in");
+    } finally {
+      await s.close();
+    }
+  },
+);
+
+forEachDb(
+  "logs blocks: search folds ASCII letters only, as rows do",
+  async (_t, db) => {
+    const s = await startServer(db);
+    try {
+      const admin = await s.adminToken();
+      const log = (n: number, path: string) => {
+        for (let i = 0; i < n; i++) {
+          s.app.log.request(
+            "info",
+            "GET",
+            path,
+            200,
+            1,
+            null,
+            null,
+            null,
+            `u-${n}-${i}`,
+          );
+        }
+      };
+      log(70, "/Über/Block"); // one chunk: a block
+      await s.app.log.flush();
+      log(3, "/Über/Row"); // rows
+      await s.app.log.flush();
+      const count = async (search: string) => {
+        const items = page(
+          await getLogs(s, admin, { search, limit: "1000" }),
+          search,
+        );
+        return [
+          items.filter((e) => e.path === "/Über/Block").length,
+          items.filter((e) => e.path === "/Über/Row").length,
+        ];
+      };
+      assertEquals(await count("Über/BLOCK"), [70, 0], "ASCII letters fold");
+      assertEquals(await count("Über/"), [70, 3], "the same text matches");
+      assertEquals(await count("ÜBER/"), [70, 3], "ASCII letters fold");
+      assertEquals(await count("über/"), [0, 0], "Ü is not ü, on both");
+    } finally {
+      await s.close();
+    }
+  },
+);

@@ -138,4 +138,19 @@ Deno.test("a damaged block is refused whole, never half-read", () => {
     assert.equal(decodeBlock(bad), undefined);
   }
   assert.ok(decodeBlock(good));
+  // A time with a fraction (an id no entry can have) and an unknown level.
+  const fraction = good.slice();
+  new DataView(fraction.buffer).setFloat64(32, 1_700_000_000_000.5, true);
+  assert.equal(decodeBlock(fraction), undefined);
+  assert.equal(decodeBlock(damaged(good.length - 1, 200)), undefined);
+});
+
+Deno.test("an unaligned Buffer is read from a copy", async () => {
+  const { Buffer } = await import("node:buffer");
+  const good = encodeBlock(chunkOf(ENTRIES), "Tag123")!.data;
+  const pool = Buffer.alloc(good.length + 1);
+  pool.set(good, 1);
+  const view = decodeBlock(pool.subarray(1));
+  assert.ok(view);
+  assert.equal(view.entry(3).request_id, "abc._-XYZ");
 });
