@@ -126,14 +126,22 @@ export async function blockEntries(
   f: BlockFilter,
   count: number,
 ): Promise<LogEntry[]> {
-  // Entries, not views: a view kept per match would keep its whole block.
+  // Entries, not views (a view would keep its whole block), and only those
+  // that can still make the page: a block's ids share one tag, so they
+  // order by time, then sequence.
   let found: LogEntry[] = [];
   for await (const { hi, view } of blocks(db, f)) {
     if (found.length >= count && found[count - 1].id > hi) break;
     if (!view) continue;
     const match = matcher(view, f);
-    for (let i = 0; i < view.rows; i++) {
-      if (match(i)) found.push(view.entry(i));
+    const hits: number[] = [];
+    for (let i = 0; i < view.rows; i++) if (match(i)) hits.push(i);
+    const { ms, seq } = view;
+    hits.sort((a, b) => ms[b] - ms[a] || seq[b] - seq[a]);
+    const last = found.length >= count ? found[count - 1].id : undefined;
+    for (const i of hits.slice(0, count)) {
+      if (last !== undefined && view.id(i) < last) break;
+      found.push(view.entry(i));
     }
     found.sort((a, b) => a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
     if (found.length > count) found = found.slice(0, count);

@@ -3,8 +3,14 @@
  * beyond the newest `maxRows` entries, counting the rows of `mb_logs` and
  * the entries of `mb_log_blocks` together. Blocks go whole: one is deleted
  * once the entries newer than its newest one already fill `maxRows`. Rows
- * as new as the oldest kept block all stay, so what is kept past the limit
- * is at most the block the limit falls in and the rows among its entries. Written once for the SQLite writer thread (synchronous
+ * as new as the oldest kept block stay (up to `maxRows` of them), so what
+ * is kept past the limit is at most the block the limit falls in and the
+ * rows among its entries. Blocks are weighed whole: where the blocks of
+ * several processes (`--workers`, instances on one PostgreSQL database)
+ * overlap in time, the cut may fall up to a block of each early or late.
+ * Rows written while a prune runs (PostgreSQL: no one transaction) are
+ * never counted nor cut: the prune sees the rows up to the newest at its
+ * start. Written once for the SQLite writer thread (synchronous
  * calls) and PostgreSQL (promises).
  *
  * @module
@@ -28,9 +34,17 @@ export async function pruneLogs(
   floor: string,
   maxRows: number,
 ): Promise<void> {
-  const max = Math.max(0, Math.floor(maxRows));
   await db.run(`DELETE FROM "mb_logs" WHERE "id" < ?`, [floor]);
   await db.run(`DELETE FROM "mb_log_blocks" WHERE "hi" < ?`, [floor]);
+  // No count limit (Infinity), or none that can be read (NaN): age only.
+  if (!Number.isFinite(maxRows)) return;
+  const max = Math.max(0, Math.floor(maxRows));
+  const newest = await db.all(
+    `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1`,
+    [],
+  );
+  // Rows up to this one: later ones (another connection's) stay out.
+  const top = newest[0] ? String(newest[0].id) : "";
   const blocks = await db.all(
     `SELECT "lo", "hi", "n" FROM "mb_log_blocks" ORDER BY "hi" DESC`,
     [],
@@ -43,8 +57,8 @@ export async function pruneLogs(
   for (const b of blocks) before.push(before[before.length - 1] + size(b));
   const rowsFrom = async (op: ">" | ">=", id: unknown) => {
     const r = await db.all(
-      `SELECT COUNT(*) AS "c" FROM (SELECT 1 FROM "mb_logs" WHERE "id" ${op} ? LIMIT ${max}) AS "t"`,
-      [String(id)],
+      `SELECT COUNT(*) AS "c" FROM (SELECT 1 FROM "mb_logs" WHERE "id" ${op} ? AND "id" <= ? LIMIT ${max}) AS "t"`,
+      [String(id), top],
     );
     return Number(r[0].c);
   };
@@ -70,8 +84,8 @@ export async function pruneLogs(
     keep = Math.max(await rowsFrom(">=", oldest), max - before[lo]);
   }
   const last = await db.all(
-    `SELECT "id" FROM "mb_logs" ORDER BY "id" DESC LIMIT 1 OFFSET ${keep}`,
-    [],
+    `SELECT "id" FROM "mb_logs" WHERE "id" <= ? ORDER BY "id" DESC LIMIT 1 OFFSET ${keep}`,
+    [top],
   );
   if (last[0]) {
     await db.run(`DELETE FROM "mb_logs" WHERE "id" <= ?`, [

@@ -88,6 +88,11 @@ export class LogStore {
   close(): void {
     this.#worker?.terminate();
     this.#worker = undefined;
+    // Jobs still queued on the thread are not done: say so, never hang.
+    for (const done of this.#jobs.values()) {
+      done({ id: 0, error: "Cannot write logs: the log store is closed" });
+    }
+    this.#jobs.clear();
   }
 
   /** Creates the table and indexes. */

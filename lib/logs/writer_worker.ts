@@ -107,7 +107,9 @@ const pruneDb = {
 let jobs: Promise<void> = Promise.resolve();
 scope.onmessage = (e: MessageEvent<Job>) => {
   const job = e.data;
-  jobs = jobs.then(() => run(job));
+  // run() answers every job itself; the catch keeps one failure to answer
+  // from stopping the jobs behind it.
+  jobs = jobs.then(() => run(job)).catch(() => {});
 };
 
 async function run(job: Job): Promise<void> {

@@ -59,3 +59,31 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "closing the store answers the jobs still queued: never a hang",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir();
+    const file = `${dir}/logs.db`;
+    const store = new LogStore(new SqliteStorage(file), file);
+    const other = new DatabaseSync(file);
+    try {
+      await store.init();
+      await store.insert([stamped({ ...appEntry("info", "warm", undefined) })]);
+      other.exec("PRAGMA busy_timeout=5000; BEGIN IMMEDIATE");
+      const queued = store.insert([
+        stamped({ ...appEntry("info", "queued", undefined) }),
+      ]);
+      await new Promise((r) => setTimeout(r, 50));
+      store.close();
+      await assert.rejects(queued, /the log store is closed/);
+    } finally {
+      other.close();
+      store.close();
+      await store.storage.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
