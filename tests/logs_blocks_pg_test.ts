@@ -12,7 +12,7 @@ import postgres from "postgres";
 import { assertEquals, startServer } from "./_server.ts";
 import { hasPostgres, startPostgres } from "./_pg.ts";
 import { chunkOf, type PackedRequest } from "../lib/logs/packed.ts";
-import { encodeBlock } from "../lib/logs/block.ts";
+import { BLOCK_INSERT_SQL, encodeBlock } from "../lib/logs/block.ts";
 import { LOG_COLUMNS, type LogRow, unpackRequests } from "../lib/logs/rows.ts";
 import { parseLogQuery } from "../lib/logs/store.ts";
 import type { SqlValue } from "../lib/db/storage.ts";
@@ -78,7 +78,7 @@ Deno.test({
       // A block by "aaaaaa", rows by "BBBBBB": the same milliseconds and sequences.
       const b = encodeBlock(chunkOf(entries), "aaaaaa")!;
       await st.run(
-        `INSERT INTO "mb_log_blocks" ("lo", "hi", "n", "data") VALUES (?, ?, ?, ?)`,
+        BLOCK_INSERT_SQL,
         [b.lo, b.hi, b.rows, b.data],
       );
       const rows: LogRow[] = [];

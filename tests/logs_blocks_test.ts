@@ -28,6 +28,7 @@ import {
   put,
   walk,
 } from "./_logs_fixtures.ts";
+import { BLOCK_INSERT_SQL } from "../lib/logs/block.ts";
 
 /** The entries of one burst, as the API returns them (newest first). */
 async function burstEntries(
@@ -220,7 +221,7 @@ forEachDb("logs blocks: a damaged block is skipped", async (_t, db) => {
     await burst(s, "/dm", 70);
     const now = Date.now().toString(16).padStart(12, "0");
     await s.app.logs.storage.run(
-      `INSERT INTO "mb_log_blocks" ("lo", "hi", "n", "data") VALUES (?, ?, ?, ?)`,
+      BLOCK_INSERT_SQL,
       [
         `${now}-00000000-aaaaaa`,
         `${now}-ffffffff-zzzzzz`,

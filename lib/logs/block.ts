@@ -42,6 +42,24 @@ export interface EncodedBlock {
   data: Uint8Array<ArrayBuffer>;
 }
 
+/** Fewest packed request entries written as a block (fewer become rows). */
+export const BLOCK_MIN = 64;
+
+/** The statement that stores a block: `lo`, `hi`, `n`, `data`. */
+export const BLOCK_INSERT_SQL =
+  `INSERT INTO "mb_log_blocks" ("lo", "hi", "n", "data") VALUES (?, ?, ?, ?)`;
+
+/**
+ * The block packed request entries are written as, or `undefined` when they
+ * are rows: fewer than `BLOCK_MIN`, or not encodable (`encodeBlock`).
+ */
+export function requestBlock(
+  chunk: PackedChunk,
+  tag: string,
+): EncodedBlock | undefined {
+  return chunk.rows >= BLOCK_MIN ? encodeBlock(chunk, tag) : undefined;
+}
+
 /**
  * The block of a packed chunk written by the process tagged `tag`, or
  * `undefined` when it cannot be one (empty, too large, a request id that is

@@ -36,25 +36,15 @@ export interface BlockFilter {
   endMs?: number;
   rank?: number;
   minRank?: number;
-  /** Text (ASCII letters lowercase: `asciiLower`) that "method path status" contains. */
+  /** Text (ASCII letters lowercase: log_query.ts `asciiLower`) that "method path status" contains. */
   search?: string;
   /** Ids above this one only (the oldest row of a full page). */
   above?: string;
 }
 
-/**
- * ASCII letters lowercase, others as they are: what search folds, on
- * blocks and rows alike (SQLite's `LOWER` folds no other letter).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { asciiLower } from "moonbase/lib/logs/block_read.ts";
- * assert.ok(asciiLower("GET /Über") === "get /Über");
- * ```
- */
-export function asciiLower(s: string): string {
-  return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
+/** Orders log entries newest first (by id). */
+export function newestFirst(a: LogEntry, b: LogEntry): number {
+  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 }
 
 /** Milliseconds of block reading before the event loop gets a turn (other requests). */
@@ -74,7 +64,7 @@ function matcher(v: BlockView, f: BlockFilter): (i: number) => boolean {
     if (f.rank !== undefined && v.rank[i] !== f.rank) return false;
     if (f.minRank !== undefined && v.rank[i] < f.minRank) return false;
     if (
-      f.search !== undefined && !v.searchText(i, asciiLower).includes(f.search)
+      f.search !== undefined && !v.searchText(i).includes(f.search)
     ) {
       return false;
     }
@@ -143,7 +133,7 @@ export async function blockEntries(
       if (last !== undefined && view.id(i) < last) break;
       found.push(view.entry(i));
     }
-    found.sort((a, b) => a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+    found.sort(newestFirst);
     if (found.length > count) found = found.slice(0, count);
   }
   return found;
@@ -191,6 +181,3 @@ export async function countBlockRequests(
     }
   }
 }
-
-/** Fewest packed request entries written as a block (fewer become rows). */
-export const BLOCK_MIN = 64;

@@ -8,6 +8,7 @@
  */
 
 import { isoOf, logIdOf, requestMessage } from "./rows.ts";
+import { asciiLower } from "./log_query.ts";
 import { type Level, LEVELS, type LogEntry } from "./types.ts";
 
 /** The first four bytes of a block: "MBL1". */
@@ -154,13 +155,13 @@ export class BlockView {
 
   /**
    * "method path status" of entry `i`, ASCII letters lowercase (what search
-   * matches; `lower` folds, as block_read.ts's `asciiLower`).
+   * matches, log_query.ts `asciiLower`).
    */
-  searchText(i: number, lower: (s: string) => string): string {
+  searchText(i: number): string {
     const low = (k: number) => {
       const ref = this.#refs[i * REFS + k];
       if (ref === NULL_REF) return "null";
-      return this.#lower[ref] ??= lower(this.#words[ref]);
+      return this.#lower[ref] ??= asciiLower(this.#words[ref]);
     };
     return `${low(0)} ${low(1)} ${this.status[i]}`;
   }

@@ -21,14 +21,14 @@ import {
 import type { PackedChunk } from "./packed.ts";
 import { isLevel, levelRank, type LogEntry } from "./types.ts";
 import type { LogPage, LogQuery } from "./log_query.ts";
-import { encodeBlock } from "./block.ts";
+import { BLOCK_INSERT_SQL, requestBlock } from "./block.ts";
 import {
-  asciiLower,
-  BLOCK_MIN,
   BLOCK_TABLE_SQL,
   blockEntries,
   type BlockFilter,
+  newestFirst,
 } from "./block_read.ts";
+import { asciiLower } from "./log_query.ts";
 import { pruneLogs } from "./prune.ts";
 
 const UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
@@ -165,14 +165,14 @@ export class LogStore {
       );
     }
     const rows = batch.map(entryRow);
-    const block = packed && packed.rows >= BLOCK_MIN
-      ? encodeBlock(packed, INSTANCE)
-      : undefined;
+    const block = packed && requestBlock(packed, INSTANCE);
     if (block) {
-      await this.storage.run(
-        `INSERT INTO "mb_log_blocks" ("lo", "hi", "n", "data") VALUES (?, ?, ?, ?)`,
-        [block.lo, block.hi, block.rows, block.data],
-      );
+      await this.storage.run(BLOCK_INSERT_SQL, [
+        block.lo,
+        block.hi,
+        block.rows,
+        block.data,
+      ]);
     } else if (packed) unpackRequests(packed, rows);
     const cols = LOG_COLUMNS.map((c) => `"${c}"`).join(", ");
     if (this.storage.dialect.name === "postgres") {
@@ -218,19 +218,24 @@ export class LogStore {
       conds.push(sql);
       params.push(...values);
     };
-    if (q.after) add(`"id" < ?`, q.after);
-    // Request rows store no level name: filter on the rank.
-    if (q.level && isLevel(q.level)) add(`"level_n" = ?`, levelRank(q.level));
+    // One filter for rows (SQL below) and blocks (block_read.ts).
+    const f: BlockFilter = { after: q.after };
+    if (q.level && isLevel(q.level)) f.rank = levelRank(q.level);
     if (q.min_level && isLevel(q.min_level)) {
-      add(`"level_n" >= ?`, levelRank(q.min_level));
+      f.minRank = levelRank(q.min_level);
     }
+    if (q.start_date) f.startMs = Date.parse(q.start_date);
+    if (q.end_date) f.endMs = Date.parse(q.end_date);
+    if (q.search) f.search = asciiLower(q.search);
+    if (f.after) add(`"id" < ?`, f.after);
+    // Request rows store no level name: filter on the rank.
+    if (f.rank !== undefined) add(`"level_n" = ?`, f.rank);
+    if (f.minRank !== undefined) add(`"level_n" >= ?`, f.minRank);
     if (q.type) add(`"type" = ?`, q.type);
-    if (q.start_date) add(`"id" >= ?`, logIdFloor(Date.parse(q.start_date)));
-    if (q.end_date) add(`"id" < ?`, logIdFloor(Date.parse(q.end_date) + 1));
-    if (q.search) {
-      const like = `%${
-        asciiLower(q.search).replace(/[\\%_]/g, (c) => "\\" + c)
-      }%`;
+    if (f.startMs !== undefined) add(`"id" >= ?`, logIdFloor(f.startMs));
+    if (f.endMs !== undefined) add(`"id" < ?`, logIdFloor(f.endMs + 1));
+    if (f.search) {
+      const like = `%${f.search.replace(/[\\%_]/g, (c) => "\\" + c)}%`;
       // ASCII letters only, as blocks (block_read.ts) and SQLite's LOWER:
       // PostgreSQL's LOWER would fold others by the database's locale.
       const lower = (x: string) =>
@@ -259,21 +264,11 @@ export class LogStore {
       rowEntry(LOG_COLUMNS.map((c) => r[c] as LogRow[number]))
     );
     if (q.type !== "app") {
-      const f: BlockFilter = { after: q.after };
-      if (q.level && isLevel(q.level)) f.rank = levelRank(q.level);
-      if (q.min_level && isLevel(q.min_level)) {
-        f.minRank = levelRank(q.min_level);
-      }
-      if (q.start_date) f.startMs = Date.parse(q.start_date);
-      if (q.end_date) f.endMs = Date.parse(q.end_date);
-      if (q.search) f.search = asciiLower(q.search);
       // Rows fill the page down to their oldest: older block entries cannot count.
       if (rows.length > q.limit) f.above = all[all.length - 1].id;
       const more = await blockEntries(this.storage, f, q.limit + 1);
       if (more.length > 0) {
-        all = all.concat(more).sort((a, b) =>
-          a.id < b.id ? 1 : a.id > b.id ? -1 : 0
-        );
+        all = all.concat(more).sort(newestFirst);
       }
     }
     const has_more = all.length > q.limit;

@@ -17,8 +17,7 @@ import {
   requestParams,
 } from "./rows.ts";
 import type { PackedChunk } from "./packed.ts";
-import { encodeBlock } from "./block.ts";
-import { BLOCK_MIN } from "./block_read.ts";
+import { BLOCK_INSERT_SQL, requestBlock } from "./block.ts";
 import { pruneLogs } from "./prune.ts";
 
 /** An insert (`rows`: JSON of rows, `packed`: packed entries) or a prune. */
@@ -58,15 +57,13 @@ function statement(table: string, row: string, n: number): StatementSync {
 }
 
 /**
- * Inserts packed request entries: one block (block.ts) from `BLOCK_MIN`
+ * Inserts packed request entries: one block (block.ts `requestBlock`) from `BLOCK_MIN`
  * entries on, else `CHUNK` rows per statement.
  */
 function insertRequests(table: string, packed: PackedChunk, tag: string) {
-  const block = packed.rows >= BLOCK_MIN ? encodeBlock(packed, tag) : undefined;
+  const block = requestBlock(packed, tag);
   if (block) {
-    blockInsert ??= db!.prepare(
-      `INSERT INTO "mb_log_blocks" ("lo", "hi", "n", "data") VALUES (?, ?, ?, ?)`,
-    );
+    blockInsert ??= db!.prepare(BLOCK_INSERT_SQL);
     blockInsert.run(
       block.lo,
       block.hi,
