@@ -484,7 +484,7 @@ forEachDb(
           ok(r, 400, "bad expr");
           assert.match(
             r.error,
-            /^Cannot test rule: Cannot parse rule: unexpected "=" at 8/,
+            /^Cannot test rule: unexpected "=" \(to compare, write "=="\) at 8$/,
           );
           for (
             const body of [
