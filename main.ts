@@ -50,6 +50,8 @@ Options:
   --logLevel <level>       trace, debug, info (default), warn or error
   --logRetentionDays <n>   days logs are kept (default 7)
   --logMaxRows <n>         most log rows kept (default 100000)
+  --logDashboard           log the dashboard's own page, asset and polling
+                           requests too (default: left out unless they fail)
   --realtime <on|off>      realtime subscriptions and their event log (default on)
   --realtimeMaxTopics <n>  topics per realtime connection (default 100)
   --realtimeMaxConnections <n>  realtime connections per token or guest address (default 20)
@@ -145,6 +147,7 @@ export function parseCli(args: string[]): Cli {
         logLevel: { type: "string" },
         logRetentionDays: { type: "string" },
         logMaxRows: { type: "string" },
+        logDashboard: { type: "boolean" },
         realtime: { type: "string" },
         realtimeMaxTopics: { type: "string" },
         realtimeMaxConnections: { type: "string" },
@@ -197,6 +200,7 @@ export function parseCli(args: string[]): Cli {
     logLevel: logLevelOf(v.logLevel),
     logRetentionDays: int(v.logRetentionDays, "logRetentionDays", 1, 3650),
     logMaxRows: int(v.logMaxRows, "logMaxRows", 100, 100_000_000),
+    logDashboard: v.logDashboard,
     headerTimeout: int(v.headerTimeout, "headerTimeout", 1, 3600),
     idleTimeout: int(v.idleTimeout, "idleTimeout", 1, 86_400),
     bodyTimeout: int(v.bodyTimeout, "bodyTimeout", 1, 3600),

@@ -1,7 +1,9 @@
 /**
  * The command a user can actually run, for hints the CLI prints (the start
- * banner's "create an admin" line): `deno run -A main.ts …` when Moonbase
- * runs from source, the binary itself when it runs compiled.
+ * banner's "create an admin" line): from a checkout `deno task moonbase …`
+ * (the task that wraps the CLI), from elsewhere `deno run -A …/main.ts …`,
+ * with `npx -y deno@<version>` for `deno` where Deno came from npm and is
+ * not on `PATH`; the binary itself when it runs compiled.
  *
  * @module
  */
@@ -26,6 +28,10 @@ export interface Invocation {
   cwd: string;
   /** The real path of the first `name` on `PATH` (undefined: none, or unknown). */
   which(name: string): string | undefined;
+  /** True when `dir` has a deno.json with a `moonbase` task (a checkout). */
+  hasTask?(dir: string): boolean;
+  /** The running Deno's version (`Deno.version.deno`). */
+  denoVersion?: string;
 }
 
 /** The options that pick the database, as given on the command line. */
@@ -46,6 +52,16 @@ function which(name: string): string | undefined {
   return undefined;
 }
 
+/** True when `dir/deno.json` declares the `moonbase` task. */
+function hasTask(dir: string): boolean {
+  try {
+    const config = JSON.parse(Deno.readTextFileSync(join(dir, "deno.json")));
+    return typeof config?.tasks?.moonbase === "string";
+  } catch {
+    return false; // no deno.json there, or not readable: no task to name
+  }
+}
+
 /** The current process's invocation. */
 export function currentInvocation(): Invocation {
   return {
@@ -53,6 +69,8 @@ export function currentInvocation(): Invocation {
     mainModule: Deno.mainModule,
     cwd: Deno.cwd(),
     which,
+    hasTask,
+    denoVersion: Deno.version.deno,
   };
 }
 
@@ -68,6 +86,19 @@ function program(file: string, inv: Invocation, anyOnPath: boolean): string {
   if (found !== undefined && (anyOnPath || found === file)) return name;
   if (dirname(file) === resolve(inv.cwd)) return `./${name}`;
   return word(file);
+}
+
+/**
+ * How to call this Deno: `deno` when that is on PATH; `npx -y deno@<version>`
+ * when it came from npm's `deno` package (a path through `node_modules`, as
+ * `npx -y deno@2.9.6 task start` runs it) and is not on PATH; else its path.
+ */
+function denoCommand(inv: Invocation): string {
+  if (inv.which(basename(inv.execPath)) !== undefined) return "deno";
+  if (inv.execPath.split(/[\\/]/).includes("node_modules")) {
+    return `npx -y deno@${inv.denoVersion ?? Deno.version.deno}`;
+  }
+  return program(inv.execPath, inv, true);
 }
 
 /**
@@ -89,6 +120,22 @@ function program(file: string, inv: Invocation, anyOnPath: boolean): string {
  *   commandFor("admins --add <email> <password>", {}, inv),
  *   "deno run -A main.ts admins --add <email> <password>",
  * );
+ * // A checkout: the task that wraps the CLI.
+ * assert.equal(
+ *   commandFor("admins --ls", {}, { ...inv, hasTask: () => true }),
+ *   "deno task moonbase admins --ls",
+ * );
+ * // Deno from npm (npx), not on PATH: npx again, never the cache's path.
+ * assert.equal(
+ *   commandFor("admins --ls", {}, {
+ *     ...inv,
+ *     execPath: "/root/.npm/_npx/1a2b/node_modules/@deno/linux-x64-glibc/deno",
+ *     which: () => undefined,
+ *     hasTask: () => true,
+ *     denoVersion: "2.9.6",
+ *   }),
+ *   "npx -y deno@2.9.6 task moonbase admins --ls",
+ * );
  * assert.equal(
  *   commandFor("admins --ls", { dataDir: "./d" }, {
  *     ...inv,
@@ -109,9 +156,10 @@ export function commandFor(
   if (fromSource) {
     const main = fileURLToPath(inv.mainModule);
     const rel = relative(inv.cwd, main);
-    head = `${program(inv.execPath, inv, true)} run -A ${
-      word(rel.startsWith("..") ? main : rel)
-    }`;
+    const deno = denoCommand(inv);
+    head = rel === "main.ts" && inv.hasTask?.(inv.cwd)
+      ? `${deno} task moonbase`
+      : `${deno} run -A ${word(rel.startsWith("..") ? main : rel)}`;
   } else head = program(inv.execPath, inv, false);
   const opts = [
     ...(db.dataDir !== undefined ? ["--dataDir", word(db.dataDir)] : []),

@@ -54,6 +54,12 @@ export interface AppConfig {
   logRetentionDays?: number;
   /** Most log rows kept (default 100000). */
   logMaxRows?: number;
+  /**
+   * Log the dashboard's own requests too: its pages and assets (`GET /mb…`)
+   * and its logs page's polls, when they succeed (default false: an open
+   * dashboard would fill the log with itself). Errors are always logged.
+   */
+  logDashboard?: boolean;
   /** Seconds a new connection may take to send a complete request head (default 10). */
   headerTimeout?: number;
   /** Seconds an idle keep-alive connection is kept open (default 30). */
@@ -171,6 +177,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     logLevel: c.logLevel ?? "info",
     logRetentionDays: c.logRetentionDays ?? 7,
     logMaxRows: c.logMaxRows ?? 100_000,
+    logDashboard: c.logDashboard ?? false,
     headerTimeout: c.headerTimeout ?? 10,
     idleTimeout: c.idleTimeout ?? 30,
     bodyTimeout: c.bodyTimeout ?? 30,

@@ -9,7 +9,7 @@ import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
 import type { Context } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
-import { rateHeaders } from "../lib/auth/rate_limit.ts";
+import { rateHeaders, rateLimited } from "../lib/auth/rate_limit.ts";
 
 /** Runs a login under the rate limit; every answer carries the X-RateLimit headers. */
 export async function limitedLogin(
@@ -28,12 +28,7 @@ export async function limitedLogin(
         request_id: ctx.requestId,
       });
     }
-    throw new MoonbaseError(
-      "rate_limited",
-      "Cannot log in: too many attempts, try again later",
-      null,
-      headers,
-    );
+    throw rateLimited("log in", "attempts", state);
   }
   try {
     const result = await login();

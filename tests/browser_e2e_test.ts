@@ -195,7 +195,9 @@ browserTestAllDbs(
     });
     const listRule = page.getByLabel("Rule for listing", { exact: true });
     await listRule.fill("record.published = true");
-    await page.getByText('Unexpected "=" — at character 18').waitFor();
+    await page.getByText(
+      'Unexpected "=" (to compare, write "==") — at character 18',
+    ).waitFor();
     assert.equal(await listRule.getAttribute("aria-invalid"), "true");
     assert.equal(await page.locator(".rule-mirror mark").textContent(), "=");
     await listRule.fill("record.published == true");

@@ -82,7 +82,9 @@ browserTest(
 
     // A bad expression: the error in words and its position highlighted.
     await input.fill("record.owner = auth.id");
-    await page.getByText('Unexpected "=" — at character 14').waitFor();
+    await page.getByText(
+      'Unexpected "=" (to compare, write "==") — at character 14',
+    ).waitFor();
     assert.equal(await input.getAttribute("aria-invalid"), "true");
     const mark = page.locator(".rule-mirror mark");
     await mark.waitFor();

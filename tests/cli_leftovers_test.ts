@@ -240,7 +240,7 @@ for (const db of DATABASES) {
         assert.doesNotMatch(hint, /^moonbase /, hint);
         assert.match(
           hint,
-          /^(deno|\S+\/deno) run -A main\.ts --dataDir \S+ .*admins --add <email> <password>$/,
+          /^deno task moonbase --dataDir \S+ .*admins --add <email> <password>$/,
         );
         if (db === "postgres") assert.match(hint, /--connection <url>/);
         const command = hint

@@ -12,13 +12,15 @@
  * test); long-running commands (`deno task start`, `serve`) and the
  * PostgreSQL set-up (sudo) stay unmarked.
  *
- * Each block runs in its own `bash` with `set -euo pipefail`, in one temp
- * working directory; the variables a block assigns at its top level (e.g.
- * `TOKEN=$(curl … | jq -r .data.token)`) are carried to the next blocks.
- * Rewritten before running: `localhost:7070` → the test server's address;
- * `deno run -A main.ts` → this checkout's main.ts with the server's
- * `--dataDir` (and `--database PSQL --connection …` on PostgreSQL). `curl` is
- * wrapped to record each answer's status (`-D`) and nothing else.
+ * Each block runs in its own `bash` with `set -euo pipefail`, in the checkout
+ * (where a reader runs them), and must leave no file there: sample files go
+ * to a temp directory (`mktemp`). The variables a block assigns at its top
+ * level (e.g. `TOKEN=$(curl … | jq -r .data.token)`) are carried to the next
+ * blocks. Rewritten before running: `localhost:7070` → the test server's
+ * address; `deno` → the running Deno, and the server's `--dataDir` (and
+ * `--database PSQL --connection …` on PostgreSQL) added after
+ * `deno task moonbase` and `deno run -A main.ts`. `curl` is wrapped to record
+ * each answer's status (`-D`) and nothing else.
  *
  * Needs `curl` and `jq` (the README's examples use both). `MB_README_SHOW=1`
  * prints every block with its output.
@@ -83,6 +85,52 @@ Deno.test("readme: every example block that calls curl is run", () => {
   assert.match(README, /```sh\ndeno task start .*\ndeno task test .*\n```/);
 });
 
+Deno.test("readme: example blocks write files to a temp directory only", () => {
+  const problems: string[] = [];
+  for (const b of shellBlocks(README).filter((b) => b.marked)) {
+    // Targets of `>`, `-o` and `--output`: a variable ($SAMPLES/…, made by
+    // mktemp) or /dev/null, never a name relative to the checkout.
+    for (
+      const m of b.code.matchAll(/(?:[^2&]>|-o|--output)\s+("?)([^\s"]+)\1/g)
+    ) {
+      const target = m[2];
+      if (!/^(\$\w+|\$\{\w+\}|\/dev\/null$)/.test(target)) {
+        problems.push(`README.md:${b.line}: writes ${target}`);
+      }
+    }
+  }
+  assert.deepEqual(problems, []);
+});
+
+Deno.test("readme: the extension example imports a path that exists", async () => {
+  const blocks = [
+    ...README.matchAll(
+      /```ts[^\n]*\n\/\/ (scripts\/\S+)[^\n]*\n([\s\S]*?)```/g,
+    ),
+  ];
+  assert.ok(blocks.length > 0, "the scripts/ example is gone");
+  let checked = 0;
+  for (const [, file, code] of blocks) {
+    for (const [, spec] of code.matchAll(/from "((?:\.{1,2})?\/[^"]+)"/g)) {
+      checked++;
+      const path = fileURLToPath(new URL(spec, `file://${ROOT}/${file}`));
+      assert.ok(
+        (await Deno.stat(path).catch(() => null))?.isFile,
+        `${file} imports ${spec}: ${path} does not exist`,
+      );
+      if (/\bScriptApp\b/.test(code)) {
+        assert.match(await Deno.readTextFile(path), /\bScriptApp\b/);
+      }
+    }
+  }
+  assert.ok(checked > 0, "no import by path to check");
+});
+
+/** The names of the files at the checkout's top level. */
+function topLevelFiles(): string[] {
+  return [...Deno.readDirSync(ROOT)].filter((e) => e.isFile).map((e) => e.name);
+}
+
 /** Shell words quoted for bash. */
 function q(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
@@ -130,8 +178,9 @@ forEachDb(
       const dbArgs = db === "postgres"
         ? ` --database PSQL --connection ${q(server.connection!)}`
         : "";
-      const cli = `${q(Deno.execPath())} run -A ${q(`${ROOT}/main.ts`)} ` +
-        `--dataDir ${q(server.dataDir)}${dbArgs}`;
+      const deno = q(Deno.execPath());
+      const options = ` --dataDir ${q(server.dataDir)}${dbArgs}`;
+      const before = topLevelFiles();
       const host = server.url.replace(/^http:\/\//, "");
       const env: Record<string, string> = {
         ...Deno.env.toObject(),
@@ -141,7 +190,11 @@ forEachDb(
       for (const block of shellBlocks(README).filter((b) => b.marked)) {
         await t.step(`README.md:${block.line}`, async () => {
           const code = block.code.replaceAll("localhost:7070", host)
-            .replaceAll("deno run -A main.ts", cli);
+            .replaceAll("deno task moonbase", `${deno} task moonbase${options}`)
+            .replaceAll(
+              "deno run -A main.ts",
+              `${deno} run -A main.ts${options}`,
+            );
           const names = [
             ...new Set(
               [...code.matchAll(/^([A-Za-z_]\w*)=/gm)].map((m) => m[1]),
@@ -151,7 +204,7 @@ forEachDb(
             .join("\n");
           const out = await new Deno.Command("bash", {
             args: ["-c", `${PRELUDE}${code}\n${save}\n`],
-            cwd: work,
+            cwd: ROOT,
             env: { ...env, MB_HDRS: hdrs, MB_STATE: state },
             stdout: "piped",
             stderr: "piped",
@@ -173,6 +226,10 @@ forEachDb(
           }
         });
       }
+      await t.step("the examples left no file in the checkout", () => {
+        const added = topLevelFiles().filter((n) => !before.includes(n));
+        assert.deepEqual(added, []);
+      });
     } finally {
       await server.close();
       await Deno.remove(work, { recursive: true });

@@ -7,6 +7,7 @@
  */
 
 import type { Storage } from "../db/storage.ts";
+import { MoonbaseError } from "../errors.ts";
 import { clientKey } from "./client_key.ts";
 
 /** Attempts allowed per window, and the window. */
@@ -108,6 +109,35 @@ export function rateHeaders(s: RateState): Record<string, string> {
   };
   if (!s.allowed) h["Retry-After"] = String(s.retryAfter);
   return h;
+}
+
+/**
+ * The 429 of a refused attempt: it says how long to wait, in its text and in
+ * `Retry-After`, with the `X-RateLimit-*` headers.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { rateLimited } from "moonbase/lib/auth/rate_limit.ts";
+ * const e = rateLimited("log in", "attempts", {
+ *   allowed: false, limit: 5, remaining: 0, reset: 1, retryAfter: 42, firstRefusal: true,
+ * });
+ * assert.equal(e.message, "Cannot log in: too many attempts from this address; try again in 42 seconds");
+ * assert.equal(e.headers["Retry-After"], "42");
+ * ```
+ */
+export function rateLimited(
+  action: string,
+  what: string,
+  s: RateState,
+): MoonbaseError {
+  const wait = s.retryAfter === 1 ? "1 second" : `${s.retryAfter} seconds`;
+  return new MoonbaseError(
+    "rate_limited",
+    `Cannot ${action}: too many ${what} from this address; try again in ${wait}`,
+    null,
+    rateHeaders(s),
+  );
 }
 
 /** `<kind>:<address>` with the address reduced to what limits count by. */

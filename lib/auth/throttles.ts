@@ -12,7 +12,12 @@
 
 import { MoonbaseError } from "../errors.ts";
 import type { Entity } from "../records/entity.ts";
-import { type LoginLimiter, rateHeaders, SIGNUP_LIMIT } from "./rate_limit.ts";
+import {
+  type LoginLimiter,
+  rateHeaders,
+  rateLimited,
+  SIGNUP_LIMIT,
+} from "./rate_limit.ts";
 import type { AuthValue } from "../caller.ts";
 
 /**
@@ -37,12 +42,7 @@ export async function signupThrottle(
   const headers = rateHeaders(state);
   if (!state.allowed) {
     if (state.firstRefusal) onFirstRefusal?.();
-    throw new MoonbaseError(
-      "rate_limited",
-      "Cannot sign up: too many sign-ups from this address, try again later",
-      null,
-      headers,
-    );
+    throw rateLimited("sign up", "sign-ups", state);
   }
   return headers;
 }
@@ -54,12 +54,7 @@ export async function passwordCheckThrottle(
 ): Promise<void> {
   const state = await limiter.hit(`login:${ip}`);
   if (!state.allowed) {
-    throw new MoonbaseError(
-      "rate_limited",
-      "Cannot check the password: too many attempts, try again later",
-      null,
-      rateHeaders(state),
-    );
+    throw rateLimited("check the password", "attempts", state);
   }
 }
 

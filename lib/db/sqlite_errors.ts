@@ -16,10 +16,14 @@ export function staleSchema(err: unknown): unknown {
   if (
     /^(no such column|no such table|table \S+ has no column named)/.test(msg)
   ) {
-    return new MoonbaseError(
+    const stale = new MoonbaseError(
       "conflict",
       "Cannot complete: the entity's schema changed during the request; retry",
     );
+    // Kept for schema changes, which say which name the database refused
+    // when the admin's own SQL has it (lib/schema/ddl_errors.ts).
+    stale.cause = err;
+    return stale;
   }
   return err;
 }

@@ -105,11 +105,33 @@ export function errorResponse(
       503,
       null,
       { "retry-after": String(err.retryAfter) },
-      "Cannot reach the database: try again later",
+      UNREACHABLE,
     );
   }
   report(err);
-  return json(500, null, undefined, "Internal Server Error");
+  return json(500, null, undefined, INTERNAL);
+}
+
+const UNREACHABLE = "Cannot reach the database: try again later";
+const INTERNAL = "Internal Server Error";
+
+/**
+ * The `error` text `errorResponse` gives the client for `err` (what the
+ * request log keeps).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { errorText } from "moonbase/lib/http/envelope.ts";
+ * import { MoonbaseError } from "moonbase/lib/errors.ts";
+ * assert.equal(errorText(new MoonbaseError("invalid", "Cannot x: y")), "Cannot x: y");
+ * assert.equal(errorText(new Error("SELECT secret")), "Internal Server Error");
+ * ```
+ */
+export function errorText(err: unknown): string {
+  if (err instanceof MoonbaseError) return err.message;
+  if (err instanceof StorageUnavailableError) return UNREACHABLE;
+  return INTERNAL;
 }
 
 /** Maps a domain error code to its HTTP status. */

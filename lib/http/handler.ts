@@ -8,7 +8,7 @@
 import { MoonbaseError } from "../errors.ts";
 import { Cors } from "./cors.ts";
 import type { Handler } from "./context.ts";
-import { errorResponse, json } from "./envelope.ts";
+import { errorResponse, errorText, json } from "./envelope.ts";
 import { type HttpHost, RequestContext } from "./request_context.ts";
 import type { Router } from "./router.ts";
 import { compose, type HttpExtensions } from "./middleware.ts";
@@ -114,11 +114,13 @@ export function createHandler<A extends HttpHost>(
     // Read before dispatch: after a WebSocket upgrade the request is gone.
     const extra = cors.headers(req);
     const ctx = new RequestContext(req, {}, core, requestId, ip, extra);
-    const fail = (err: unknown) =>
-      errorResponse(
+    const fail = (err: unknown) => {
+      ctx.error = errorText(err);
+      return errorResponse(
         err,
         (e) => report(e, { method: req.method, path, requestId }),
       );
+    };
     // Script middleware may rewrite any answer's headers: the pipeline's
     // own (request id, CORS) are then set again afterwards.
     let wrapped = false;
@@ -154,7 +156,11 @@ export function createHandler<A extends HttpHost>(
     }
     const status = res.status;
     const level = status >= 500 ? "error" : status >= 400 ? "warn" : "info";
-    if (core.log.enabled(level)) {
+    if (
+      core.log.enabled(level) &&
+      (status >= 400 || core.config.logDashboard ||
+        !dashboardOwn(req.method, path, requestId))
+    ) {
       core.log.request(
         level,
         req.method,
@@ -165,6 +171,7 @@ export function createHandler<A extends HttpHost>(
         ctx.seen?.id || null,
         ctx.seen?.entity || null,
         requestId,
+        status >= 400 ? ctx.error ?? PHRASES[status] ?? `HTTP ${status}` : null,
       );
     }
     if (req.method === "HEAD" && res.body) {
@@ -173,6 +180,57 @@ export function createHandler<A extends HttpHost>(
     }
     return res;
   }
+}
+
+/**
+ * What the log says of an error answer that carried no envelope (a bare
+ * status from a file range, a dashboard asset, an extension's Response).
+ */
+const PHRASES: Readonly<Record<number, string>> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  408: "Request Timeout",
+  413: "Content Too Large",
+  416: "Range Not Satisfiable",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  503: "Service Unavailable",
+};
+
+/** The request id prefix of the dashboard's background requests (its logs page's polls). */
+const DASHBOARD_POLL = "mbtail-";
+
+/**
+ * True for a request the dashboard makes of itself: its pages and assets
+ * (`GET /mb…`), and its logs page's polls (`GET /api/v1/sys/logs…` tagged
+ * with its request id prefix). Answered without an error, they are left out
+ * of the request log unless `logDashboard` is set: an open logs page would
+ * otherwise fill the log with its own polling. A tag alone hides nothing
+ * else (other paths, errors), so a client cannot use it to go unlogged.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { dashboardOwn } from "moonbase/lib/http/handler.ts";
+ * assert.ok(dashboardOwn("GET", "/mb/assets/app.js", "x"));
+ * assert.ok(dashboardOwn("GET", "/api/v1/sys/logs/stats", "mbtail-ab12-3"));
+ * assert.ok(!dashboardOwn("GET", "/api/v1/sys/logs", "x"));
+ * assert.ok(!dashboardOwn("GET", "/api/v1/entities/posts", "mbtail-ab12-3"));
+ * assert.ok(!dashboardOwn("POST", "/mb/x", "x"));
+ * ```
+ */
+export function dashboardOwn(
+  method: string,
+  path: string,
+  requestId: string,
+): boolean {
+  if (method !== "GET" && method !== "HEAD") return false;
+  if (path === "/mb" || path.startsWith("/mb/")) return true;
+  return requestId.startsWith(DASHBOARD_POLL) &&
+    (path === "/api/v1/sys/logs" || path.startsWith("/api/v1/sys/logs/"));
 }
 
 /** Adds the request id, `nosniff` and CORS headers to a finished response. */

@@ -20,6 +20,8 @@ export interface HttpHost {
     readonly corsOrigins: string[];
     readonly trustProxy: boolean;
     readonly publicDir?: string;
+    /** Log the dashboard's own page, asset and polling requests too. */
+    readonly logDashboard?: boolean;
   };
   readonly log: {
     enabled(level: "info" | "warn" | "error"): boolean;
@@ -33,6 +35,7 @@ export interface HttpHost {
       userId: string | null,
       entity: string | null,
       requestId: string,
+      error?: string | null,
     ): void;
   };
   readonly sessions: {
@@ -56,6 +59,8 @@ export class RequestContext<A extends HttpHost> implements Context<A> {
   readonly ip: string;
   /** The resolved caller, once `auth()` has run. */
   seen: AuthValue | undefined;
+  /** The error text the client was answered with (for the request log). */
+  error: string | undefined;
   /**
    * The last response `json()` made: it carries the request id and CORS
    * headers from the start, so the pipeline leaves its headers alone.
@@ -103,6 +108,7 @@ export class RequestContext<A extends HttpHost> implements Context<A> {
           "x-content-type-options": "nosniff",
           "x-request-id": this.requestId,
         };
+    if (error !== "") this.error = error;
     return this.made = new Response(body, { status, headers: h });
   }
 

@@ -87,9 +87,12 @@ export function pretty(e: LogEntry, color: boolean): string {
     e.time.slice(11, 23)
   }`;
   if (e.type === "request") {
+    const error = e.data?.error;
     return `${head} ${e.method} ${e.path} ${e.status} ${
       e.duration_ms?.toFixed(1)
-    }ms ${e.ip ?? ""}${e.auth_id ? ` ${e.auth_entity}/${e.auth_id}` : ""}`;
+    }ms ${e.ip ?? ""}${e.auth_id ? ` ${e.auth_entity}/${e.auth_id}` : ""}${
+      typeof error === "string" ? ` — ${error}` : ""
+    }`;
   }
   return `${head} ${e.message}${e.data ? " " + JSON.stringify(e.data) : ""}`;
 }

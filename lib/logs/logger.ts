@@ -8,7 +8,13 @@
 
 import type { LogStore } from "./store.ts";
 import { type Level, levelRank, type LogEntry } from "./types.ts";
-import { entryRow, nextSeq, rowEntry, unpackRequests } from "./rows.ts";
+import {
+  entryRow,
+  nextSeq,
+  requestMessage,
+  rowEntry,
+  unpackRequests,
+} from "./rows.ts";
 import { appEntry, pretty, stamped } from "./entries.ts";
 import { type PackedChunk, RequestPacker } from "./packed.ts";
 
@@ -23,6 +29,8 @@ export { scrub } from "./entries.ts";
 const FLUSH_MS = 20;
 const MAX_QUEUE = 20_000;
 const BATCH = 1000;
+/** Characters of a client's error text a request entry keeps. */
+const MAX_ERROR = 1000;
 
 /** Console formats. */
 export type ConsoleMode = "json" | "pretty" | "off";
@@ -72,7 +80,8 @@ export class Logger {
   /**
    * A request entry, packed: its values and characters copied into typed
    * arrays, no object kept (its id, time, level name and message are made
-   * when it is written).
+   * when it is written). An answer with an error keeps the text the client
+   * got in the entry's `data.error` (a row of its own, not packed).
    */
   request(
     level: Level,
@@ -84,9 +93,27 @@ export class Logger {
     authId: string | null,
     authEntity: string | null,
     requestId: string,
+    error: string | null = null,
   ): void {
     const rank = levelRank(level);
-    if (rank < this.#min || this.#full()) return;
+    if (rank < this.#min) return;
+    if (error !== null) {
+      return this.write({
+        level,
+        type: "request",
+        message: requestMessage(method, path, status),
+        method,
+        path,
+        status,
+        duration_ms: durationMs,
+        ip,
+        auth_id: authId,
+        auth_entity: authEntity,
+        request_id: requestId,
+        data: { error: error.slice(0, MAX_ERROR) },
+      });
+    }
+    if (this.#full()) return;
     const packer = this.#packer;
     packer.add(
       Date.now(),

@@ -52,6 +52,32 @@ function bad(message: string): never {
   throw new MoonbaseError("invalid", message);
 }
 
+/**
+ * The 400 of a parameter lists do not take, with what to do: most often a
+ * filter's `&&` sent unencoded (the `&` ends the filter and the rest reads as
+ * a parameter), or a field name used as a parameter.
+ */
+function unknownParameter(
+  schema: EntitySchema,
+  q: URLSearchParams,
+  key: string,
+): never {
+  const head = `Cannot list records: unknown parameter ${
+    JSON.stringify(key.slice(0, 64))
+  }`;
+  if (q.has("filter")) {
+    bad(
+      `${head}; if it is part of the filter, URL-encode the filter (an unencoded "&" ends it: write && as %26%26, or let curl encode it with -G --data-urlencode)`,
+    );
+  }
+  if (fieldMap(schema).has(key)) {
+    bad(
+      `${head}; to filter by a field, use filter=<expression> (e.g. filter=${key} == "x", URL-encoded)`,
+    );
+  }
+  bad(`${head} (lists take limit, after, sort, fields, count and filter)`);
+}
+
 const fieldMaps = new WeakMap<EntitySchema, Map<string, FieldDef>>();
 
 /** The listable fields by name (cached per schema object: they never change). */
@@ -86,9 +112,7 @@ export function parseListOptions(
   q: URLSearchParams,
 ): ListOptions {
   for (const key of q.keys()) {
-    if (!KNOWN.has(key)) {
-      bad(`Cannot list records: unknown parameter "${key.slice(0, 64)}"`);
-    }
+    if (!KNOWN.has(key)) unknownParameter(schema, q, key);
     if (q.getAll(key).length > 1) {
       bad(`Cannot list records: parameter "${key}" given twice`);
     }

@@ -239,11 +239,9 @@ export class ExpressionRules implements RuleEngine {
         fields,
       );
     } catch (err) {
+      // Its message says it all ("Cannot parse filter: … at 6").
       if (err instanceof RuleSyntaxError) {
-        throw new MoonbaseError(
-          "invalid",
-          `Cannot list records: filter: ${err.message}`,
-        );
+        throw new MoonbaseError("invalid", err.message);
       }
       throw err;
     }

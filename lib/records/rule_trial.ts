@@ -156,7 +156,7 @@ export async function runTrial(
       new Set(),
       new Set(helpers.keys()),
     );
-    if (!r.valid) bad(r.error);
+    if (!r.valid) bad(`${r.detail} at ${r.position}`);
   }
   if (t.entity.type === "view" && t.op !== "list" && t.op !== "get") {
     bad(`${t.entity.name} is a view; views are read-only (test list or get)`);

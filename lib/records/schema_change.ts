@@ -86,7 +86,9 @@ export async function runSchemaChange(
     throw new MoonbaseError(
       "invalid",
       schema.type === "view"
-        ? `Cannot accept view_query: it does not run (${ddlReason(err)})`
+        ? `Cannot accept view_query: it does not run (${
+          ddlReason(err, schema.view_query)
+        })`
         : `Cannot ${action} entity ${schema.name}: ${ddlReason(err)}`,
     );
   }

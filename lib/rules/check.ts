@@ -8,8 +8,9 @@ import { RuleSyntaxError } from "./ast.ts";
 import { parseExpression } from "./parser.ts";
 
 /**
- * Returns a problem with the expression (the parser's message, with the
- * position), or undefined when it is acceptable. `helpers` are the helper
+ * Returns a problem with the expression (what is wrong and where, e.g.
+ * `unexpected "}" at 12`: the caller says what it could not do), or
+ * undefined when it is acceptable. `helpers` are the helper
  * function names the rule may call.
  *
  * @example
@@ -17,7 +18,10 @@ import { parseExpression } from "./parser.ts";
  * import assert from "node:assert/strict";
  * import { checkRuleExpr } from "moonbase/lib/rules/check.ts";
  * assert.equal(checkRuleExpr("auth.id != ''"), undefined);
- * assert.equal(checkRuleExpr("auth.id = 1"), 'Cannot parse rule: unexpected "=" at 8');
+ * assert.equal(
+ *   checkRuleExpr("auth.id = 1"),
+ *   'unexpected "=" (to compare, write "==") at 8',
+ * );
  * ```
  */
 export function checkRuleExpr(
@@ -28,7 +32,7 @@ export function checkRuleExpr(
     parseExpression(expr, { mode: "rule", helpers });
     return undefined;
   } catch (e) {
-    if (e instanceof RuleSyntaxError) return e.message;
+    if (e instanceof RuleSyntaxError) return `${e.detail} at ${e.position}`;
     throw e;
   }
 }

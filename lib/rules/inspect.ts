@@ -15,9 +15,9 @@ export type Inspection =
   | { valid: true; ast: Expr; reads: string[] }
   | {
     valid: false;
-    /** The parser's message, e.g. `Cannot parse rule: unexpected "=" at 8`. */
+    /** The parser's message, e.g. `Cannot parse rule: unexpected "}" at 8`. */
     error: string;
-    /** The message without prefix and position, e.g. `unexpected "="`. */
+    /** The message without prefix and position, e.g. `unexpected "}"`. */
     detail: string;
     /** 0-based offset of the problem. */
     position: number;

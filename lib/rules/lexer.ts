@@ -36,6 +36,9 @@ const PUNCTUATORS = [
   ",",
 ] as const;
 
+/** The complaint about a lone `=` (no assignment in the language). */
+export const SINGLE_EQUALS = 'unexpected "=" (to compare, write "==")';
+
 /**
  * A token. `pos` is the 0-based offset of its first character, `end` the
  * offset just after it.
@@ -161,6 +164,8 @@ export class TokenStream {
       const p = PUNCTUATORS.find((q) => source.startsWith(q, i));
       // `?.5` is `?` then `.5` in JavaScript, not optional chaining.
       if (p === undefined || (p === "?." && isDigit(source[i + 2] ?? ""))) {
+        // A lone `=` is most often a comparison written as in SQL.
+        if (c === "=") return fail(SINGLE_EQUALS, i);
         const cp = source.codePointAt(i) ?? 0;
         return fail(`unexpected ${quote(String.fromCodePoint(cp))}`, i);
       }

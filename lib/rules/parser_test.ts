@@ -116,11 +116,11 @@ Deno.test("parser: error messages carry the position", () => {
   rejects("", "unexpected end of expression", 0);
   rejects("(auth.id", "unexpected end of expression", 8);
   rejects("auth.id auth.id", 'unexpected "auth"', 8);
-  rejects("auth.id = 1", 'unexpected "="', 8);
+  rejects("auth.id = 1", 'unexpected "=" (to compare, write "==")', 8);
   rejects("record.x == 'a' ;", 'unexpected ";"', 16);
   // The first problem in source order is reported.
   rejects("globalThis = 1", 'unknown name "globalThis"', 0);
-  rejects("auth.x = globalThis", 'unexpected "="', 7);
+  rejects("auth.x = globalThis", 'unexpected "=" (to compare, write "==")', 7);
   rejects("title == 1", 'unknown name "title"', 0);
   rejects("title == nope", 'unknown name "nope"', 9, FILTER);
   assert.equal(tokenize("a == 'b'").at(-1)?.kind, "eof");

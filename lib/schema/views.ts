@@ -76,7 +76,9 @@ export async function guardView(
   } catch (err) {
     throw new MoonbaseError(
       "invalid",
-      `Cannot accept view_query: it does not run (${ddlReason(err)})`,
+      `Cannot accept view_query: it does not run (${
+        ddlReason(err, schema.view_query)
+      })`,
     );
   }
   const problem = viewReadProblem(ins, world.target);

@@ -105,7 +105,7 @@ export function TestAs(props: {
     } catch (err) {
       setResult(null);
       const msg = (err as Error).message;
-      const bad = /^Cannot test rule: Cannot parse rule: (.*) at \d+$/.exec(
+      const bad = /^Cannot test rule: (.*) at \d+$/.exec(
         msg,
       );
       setError(
