@@ -229,7 +229,8 @@ async function admins(
   values: Record<string, unknown>,
   rest: string[],
 ): Promise<void> {
-  const core = await createCore({ ...config, quiet: true });
+  // A command: it neither sweeps files nor prunes logs.
+  const core = await createCore({ ...config, quiet: true }, "command");
   try {
     const entity = core.schemas.get("mb_admins")!;
     if (typeof values.add === "string") {

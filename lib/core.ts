@@ -145,7 +145,9 @@ export async function hasAdmin(storage: Storage): Promise<boolean> {
  * get isolate 0's).
  *
  * It removes no file: a command (`moonbase admins`) runs on a core alone,
- * and only a server (`createApp`) sweeps files at start.
+ * and only a server (`createApp`) sweeps files at start. A `command` core
+ * does not prune logs either (it may not have been given the server's
+ * retention options).
  *
  * @example
  * ```ts
@@ -156,7 +158,10 @@ export async function hasAdmin(storage: Storage): Promise<boolean> {
  * await core.close();
  * ```
  */
-export async function createCore(options: AppConfig = {}): Promise<Core> {
+export async function createCore(
+  options: AppConfig = {},
+  role: "server" | "command" = "server",
+): Promise<Core> {
   const config = resolveConfig(options);
   // Isolate 0 (or the only one) does the start-up work and runs the singletons.
   const first = (config.peers?.index ?? 0) === 0;
@@ -212,8 +217,9 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     );
     const prune = () =>
       logs.prune(config.logRetentionDays, config.logMaxRows).catch(() => {});
-    if (first) await prune();
-    const pruner = first ? setInterval(prune, 60_000) : undefined;
+    const pruning = first && role === "server";
+    if (pruning) await prune();
+    const pruner = pruning ? setInterval(prune, 60_000) : undefined;
     const helpers = new Map<string, (...args: unknown[]) => unknown>();
     // One time base for every instance on the database: its clock.
     const clock = dbClock = new DbClock(storage, config.clock);

@@ -16,6 +16,7 @@
 import { join } from "node:path";
 import { createApp } from "../mod.ts";
 import { createCore } from "../lib/core.ts";
+import { logIdFloor } from "../lib/logs/rows.ts";
 import type { AppConfig } from "../lib/config.ts";
 import {
   assert,
@@ -243,6 +244,47 @@ forEachDb("files: a data dir belongs to one database", async (t, db) => {
         "the directory as it was",
       );
     });
+
+    await t.step(
+      "a CLI command prunes no logs (it may lack the server's retention)",
+      async () => {
+        // A server kept with --logRetentionDays 30 has a 10-day-old entry.
+        const old = `${logIdFloor(Date.now() - 10 * 86_400_000)}-00000000-test`;
+        const insert = await createCore(
+          { quiet: true, dataDir, logRetentionDays: 30, ...own.config },
+          "command",
+        );
+        try {
+          await insert.logs.storage.run(
+            `INSERT INTO "mb_logs" ("id", "time", "level", "level_n", "type", "message") VALUES (?, ?, 'info', 2, 'app', 'ten days old')`,
+            [old, new Date(Date.now() - 10 * 86_400_000).toISOString()],
+          );
+        } finally {
+          await insert.close();
+        }
+        const o = await runCli([
+          "admins",
+          "--ls",
+          "--dataDir",
+          dataDir,
+          ...own.args,
+        ]);
+        assertEquals(o.code, 0, show(o));
+        const core = await createCore(
+          { quiet: true, dataDir, ...own.config },
+          "command",
+        );
+        try {
+          const rows = await core.logs.storage.query(
+            `SELECT "id" FROM "mb_logs" WHERE "id" = ?`,
+            [old],
+          );
+          assertEquals(rows.length, 1, "the old entry is kept");
+        } finally {
+          await core.close();
+        }
+      },
+    );
 
     // Files of another database in this database's entity directory and in
     // a directory of an entity this database does not have.
