@@ -75,7 +75,11 @@ export interface App extends Core {
   stop(server: Deno.HttpServer, timeoutMs?: number): Promise<void>;
 }
 
-/** Creates an app: opens the database, loads schemas, builds the routes. */
+/**
+ * Creates an app: opens the database, loads schemas, sweeps the files its
+ * database recorded that no record references (lib/files/sweep.ts; never
+ * another database's), builds the routes.
+ */
 export async function createApp(config: AppConfig = {}): Promise<App> {
   const core = await createCore(config);
   if ((config.peers?.index ?? 0) === 0) {
