@@ -33,7 +33,10 @@ Options:
   --connection <url>       PostgreSQL connection URL (with --database PSQL)
   --poolSize <n>           PostgreSQL connections (default: CPU cores, 2 to 10)
   --statementTimeout <s>   PostgreSQL: longest statement of a request (default 30; 0: none)
-  --dataDir <dir>          data directory (default ./data)
+  --dataDir <dir>          data directory (default ./data); it belongs to the
+                           database first used with it (see database.json in it)
+  --rebindDataDir          take over a data directory of another database (its
+                           files stay untouched); otherwise that is refused
   --publicDir <dir>        directory served at /
   --scriptsDir <dir>       directory of JavaScript extension scripts (default ./scripts)
   --tokenTtl <seconds>     token lifetime (default 3600)
@@ -131,6 +134,7 @@ export function parseCli(args: string[]): Cli {
         poolSize: { type: "string" },
         statementTimeout: { type: "string" },
         dataDir: { type: "string" },
+        rebindDataDir: { type: "boolean" },
         publicDir: { type: "string" },
         scriptsDir: { type: "string" },
         tokenTtl: { type: "string" },
@@ -185,6 +189,7 @@ export function parseCli(args: string[]): Cli {
   }
   const config: AppConfig = {
     dataDir: v.dataDir,
+    rebindDataDir: v.rebindDataDir,
     database: v.database?.toUpperCase(),
     connection: v.connection,
     poolSize: int(v.poolSize, "poolSize", 1, 100),
@@ -228,7 +233,8 @@ async function admins(
   values: Record<string, unknown>,
   rest: string[],
 ): Promise<void> {
-  const core = await createCore({ ...config, quiet: true });
+  // A command: it neither sweeps files nor prunes logs.
+  const core = await createCore({ ...config, quiet: true }, "command");
   try {
     const entity = core.schemas.get("mb_admins")!;
     if (typeof values.add === "string") {

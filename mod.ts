@@ -28,6 +28,7 @@ import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
 import { isConnectionLoss } from "./lib/db/connection_loss.ts";
 import { Extensions } from "./lib/extend/runtime.ts";
+import { sweepFiles } from "./lib/files/sweep.ts";
 
 export { Entity } from "./lib/records/entity.ts";
 export { MoonbaseError } from "./lib/errors.ts";
@@ -74,9 +75,28 @@ export interface App extends Core {
   stop(server: Deno.HttpServer, timeoutMs?: number): Promise<void>;
 }
 
-/** Creates an app: opens the database, loads schemas, builds the routes. */
+/**
+ * Creates an app: opens the database, loads schemas, sweeps the files its
+ * database recorded that no record references (lib/files/sweep.ts; never
+ * another database's), builds the routes.
+ */
 export async function createApp(config: AppConfig = {}): Promise<App> {
   const core = await createCore(config);
+  if ((config.peers?.index ?? 0) === 0) {
+    try {
+      // Another instance on the same PostgreSQL may have uploads in flight: spare recent files.
+      await sweepFiles(
+        core.storage,
+        core.schemas,
+        core.files,
+        core.now,
+        core.storage.dialect.name === "postgres" ? 15 * 60_000 : 0,
+      );
+    } catch (err) {
+      await core.close();
+      throw err;
+    }
+  }
   const router = buildRouter(core);
   const life: Lifecycle = { inFlight: 0, draining: false };
   const handler = createHandler(

@@ -37,6 +37,13 @@ export interface AppConfig {
   /** Print nothing at start. */
   quiet?: boolean;
   /**
+   * Take over a data directory that belongs to another database (its
+   * `database.json` names that one): the directory is bound to this
+   * database from now on; the other database's files stay untouched.
+   * Without it such a directory is refused (default false).
+   */
+  rebindDataDir?: boolean;
+  /**
    * PostgreSQL pool size of each isolate (default: CPU cores, at most 10,
    * divided among the `workers`, at least 2). Fewer
    * connections carry more pipelined queries per socket write; measured on 2
@@ -165,6 +172,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     clock: c.clock,
     scriptLoader: c.scriptLoader,
     quiet: c.quiet ?? false,
+    rebindDataDir: c.rebindDataDir ?? false,
     // Several workers: each isolate has a pool; they share the default.
     poolSize: c.poolSize ?? Math.max(
       2,

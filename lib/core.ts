@@ -14,7 +14,7 @@ import {
 import type { Storage } from "./db/storage.ts";
 import { SqliteStorage } from "./db/sqlite.ts";
 import { PostgresStorage } from "./db/postgres.ts";
-import { ensureSystemTables } from "./schema/system.ts";
+import { databaseId, ensureSystemTables } from "./schema/system.ts";
 import { Registry } from "./records/registry.ts";
 import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
@@ -29,7 +29,14 @@ import { BodyDeadlines } from "./http/deadlines.ts";
 import { SetupGate } from "./auth/setup_gate.ts";
 import { type CursorKey, cursorKeyOf } from "./records/list_cursor.ts";
 import { FileStore } from "./files/store.ts";
-import { sweepAll } from "./files/sweep.ts";
+import { FileLedger } from "./files/ledger.ts";
+import {
+  bindDataDir,
+  checkBeforeOpen,
+  databaseRef,
+  describeDatabase,
+  SQLITE_FILE,
+} from "./files/data_dir.ts";
 import { Logger } from "./logs/logger.ts";
 import { LogStore } from "./logs/store.ts";
 import { checkRuleExpr } from "./rules/check.ts";
@@ -114,7 +121,7 @@ export async function openStorage(config: ResolvedConfig): Promise<Storage> {
     );
   }
   await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-  return new SqliteStorage(join(config.dataDir, "moonbase.db"));
+  return new SqliteStorage(join(config.dataDir, SQLITE_FILE));
 }
 
 async function openLogConnection(config: ResolvedConfig): Promise<Storage> {
@@ -133,8 +140,14 @@ export async function hasAdmin(storage: Storage): Promise<boolean> {
  * Opens storage, creates system tables, loads schemas and the JWT secret.
  *
  * With `peers` (the serve command's isolates), the start-up work and the
- * singletons run in isolate 0 only: system tables, the log pruner, the
- * orphan file sweep and the setup token (the others get isolate 0's).
+ * singletons run in isolate 0 only: system tables, the data directory's
+ * binding to the database, the log pruner and the setup token (the others
+ * get isolate 0's).
+ *
+ * It removes no file: a command (`moonbase admins`) runs on a core alone,
+ * and only a server (`createApp`) sweeps files at start. A `command` core
+ * does not prune logs either (it may not have been given the server's
+ * retention options).
  *
  * @example
  * ```ts
@@ -145,11 +158,19 @@ export async function hasAdmin(storage: Storage): Promise<boolean> {
  * await core.close();
  * ```
  */
-export async function createCore(options: AppConfig = {}): Promise<Core> {
+export async function createCore(
+  options: AppConfig = {},
+  role: "server" | "command" = "server",
+): Promise<Core> {
   const config = resolveConfig(options);
-  const storage = await openStorage(config);
   // Isolate 0 (or the only one) does the start-up work and runs the singletons.
   const first = (config.peers?.index ?? 0) === 0;
+  const ref = databaseRef(config.database, config.connection);
+  // Before SQLite creates its file there: a directory of another database.
+  if (first && /^(PSQL|SQLITE)$/i.test(config.database)) {
+    await checkBeforeOpen(config.dataDir, ref, config.rebindDataDir);
+  }
+  const storage = await openStorage(config);
   const peers = (config.peers?.count ?? 1) > 1
     ? new PeerLink(config.peers!)
     : undefined;
@@ -158,7 +179,24 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
   let dbClock: DbClock | undefined;
   let realtime: Realtime | undefined;
   try {
-    if (first) await ensureSystemTables(storage);
+    const notices: string[] = [];
+    if (first) {
+      await ensureSystemTables(storage);
+      // Nothing is written into the data directory before it is ours.
+      const before = await bindDataDir(
+        config.dataDir,
+        ref,
+        await databaseId(storage),
+        config.rebindDataDir,
+      );
+      if (before) {
+        notices.push(
+          `notice: data dir ${config.dataDir} now belongs to ${
+            describeDatabase(config.dataDir, ref)
+          }, no longer to ${before} (its files stay on disk, untouched)`,
+        );
+      }
+    }
     // Logs never share the request path's connections: on SQLite a file of
     // their own (written by a worker), on PostgreSQL one connection of their
     // own (a batch insert must not hold one of the pool's few connections).
@@ -179,13 +217,17 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     );
     const prune = () =>
       logs.prune(config.logRetentionDays, config.logMaxRows).catch(() => {});
-    if (first) await prune();
-    const pruner = first ? setInterval(prune, 60_000) : undefined;
-    const files = new FileStore(config.dataDir);
+    const pruning = first && role === "server";
+    if (pruning) await prune();
+    const pruner = pruning ? setInterval(prune, 60_000) : undefined;
     const helpers = new Map<string, (...args: unknown[]) => unknown>();
     // One time base for every instance on the database: its clock.
     const clock = dbClock = new DbClock(storage, config.clock);
     await clock.start();
+    const files = new FileStore(
+      config.dataDir,
+      new FileLedger(storage, clock.now),
+    );
     const revocations = peers
       ? new AnnouncedRevocations(storage, clock.now, peers)
       : new Revocations(storage, clock.now);
@@ -211,15 +253,6 @@ export async function createCore(options: AppConfig = {}): Promise<Core> {
     for (const v of schemas.refusedViews()) {
       log.warn(`view ${v.name} is not served: ${v.problem}`, { view: v.name });
     }
-    // Another instance on the same PostgreSQL may have uploads in flight: spare recent files.
-    if (first) {
-      await sweepAll(
-        schemas,
-        files,
-        storage.dialect.name === "postgres" ? 15 * 60_000 : 0,
-      );
-    }
-    const notices: string[] = [];
     const secret = await resolveSecret(
       config.dataDir,
       config.jwtSecret ?? Deno.env.get("MB_JWT_SECRET"),

@@ -1,7 +1,8 @@
 /**
  * Files: when files go away. Deleting a record, a cascade from its parent,
  * dropping a file field or the entity removes them; renaming the entity
- * keeps them; at start the server sweeps files no record references.
+ * keeps them; at start the server sweeps the files its ledger records that
+ * no record references (and nothing it did not record).
  *
  * @module
  */
@@ -195,14 +196,15 @@ forEachDb(
 );
 
 Deno.test({
-  name: "files: sweep on start removes unreferenced files [sqlite]",
+  name:
+    "files: sweep on start removes unreferenced recorded files, nothing else [sqlite]",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
     const dataDir = await Deno.makeTempDir({ prefix: "mb_files_sweep_" });
     try {
       let s = await startServer("sqlite", { dataDir });
-      let kept: string[], dir: string, strays: string[];
+      let kept: string[], dir: string, strays: string[], foreign: string[];
       try {
         await createEntity(s, {
           name: "docs",
@@ -220,14 +222,28 @@ Deno.test({
         ]);
         kept = [r.one as string, ...(r.many as string[])];
         dir = entityDir(s, "docs");
-        strays = ["stray_abcdefghij.txt", "junk.bin", "k1_ZZZZZZZZZZ.txt"];
-        for (const n of strays) await Deno.writeTextFile(join(dir, n), "stray");
-        await Deno.mkdir(join(dataDir, "files", "deadbeef-gone-entity"), {
-          recursive: true,
-        });
-        await Deno.writeTextFile(
-          join(dataDir, "files", "deadbeef-gone-entity", "x_abcdefghij.txt"),
-          "x",
+        const docs = s.app.schemas.get("docs")!.id;
+        // Recorded in the ledger, as an upload a crash cut off leaves them.
+        strays = ["stray_abcdefghij.txt", "k1_ZZZZZZZZZZ.txt"];
+        for (const n of strays) {
+          await s.app.files.ledger.record(docs, n);
+          await Deno.writeTextFile(join(dir, n), "stray");
+        }
+        // Not recorded: this database did not write them.
+        foreign = ["junk.bin", "other_abcdefghij.txt"];
+        for (const n of foreign) {
+          await Deno.writeTextFile(join(dir, n), "foreign");
+        }
+        for (const d of ["deadbeef-gone-entity", "not-this-databases"]) {
+          await Deno.mkdir(join(dataDir, "files", d), { recursive: true });
+          await Deno.writeTextFile(
+            join(dataDir, "files", d, "x_abcdefghij.txt"),
+            "x",
+          );
+        }
+        await s.app.files.ledger.record(
+          "deadbeef-gone-entity",
+          "x_abcdefghij.txt",
         );
       } finally {
         await s.close();
@@ -246,13 +262,18 @@ Deno.test({
         }
         assertEquals(
           (await walk(dir)).sort(),
-          [...kept].sort(),
-          "only referenced files remain",
+          [...kept, ...foreign].sort(),
+          "referenced and unrecorded files remain",
         );
         assertEquals(
           await exists(join(dataDir, "files", "deadbeef-gone-entity")),
           false,
-          "directory of a missing entity removed",
+          "directory of a dropped entity, emptied of its recorded files, removed",
+        );
+        assertEquals(
+          await walk(join(dataDir, "files", "not-this-databases")),
+          ["x_abcdefghij.txt"],
+          "directory of an entity this database does not know kept",
         );
         const g = await getFile(s, `/api/files/docs/${kept[0]}`);
         assertEquals(

@@ -36,15 +36,43 @@ export async function resolveSecret(
     return { value: env, source: "env" };
   }
   const path = join(dataDir, ".jwt_secret");
-  try {
-    const value = (await Deno.readTextFile(path)).trim();
-    if (value.length >= 32) return { value, source: "file" };
-  } catch (err) {
-    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  for (;;) {
+    let text: string | undefined;
+    try {
+      text = (await Deno.readTextFile(path)).trim();
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+    }
+    if (text !== undefined && text.length >= 32) {
+      return { value: text, source: "file" };
+    }
+    if (text) {
+      // Someone's secret, too short to sign with: never overwritten.
+      throw new Error(
+        `Cannot use the JWT secret in ${path}: it has fewer than 32 characters; put a longer one there, remove the file to have one generated, or set MB_JWT_SECRET`,
+      );
+    }
+    const value = randomToken(32);
+    await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
+    // Written whole to a file of our own, then put in place at once: a
+    // start reading meanwhile never sees half a secret.
+    const tmp = `${path}.${crypto.randomUUID()}.tmp`;
+    await Deno.writeTextFile(tmp, value + "\n", {
+      mode: 0o600,
+      createNew: true,
+    });
+    try {
+      // An empty file (a write cut off) holds nothing: it is replaced.
+      if (text === "") await Deno.rename(tmp, path);
+      else await Deno.link(tmp, path);
+    } catch (err) {
+      // Another start wrote one first: use it.
+      if (err instanceof Deno.errors.AlreadyExists) continue;
+      throw err;
+    } finally {
+      await Deno.remove(tmp).catch(() => {}); // ours; gone after a rename
+    }
+    await Deno.chmod(path, 0o600).catch(() => {});
+    return { value, source: "generated" };
   }
-  const value = randomToken(32);
-  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
-  await Deno.writeTextFile(path, value + "\n", { mode: 0o600 });
-  await Deno.chmod(path, 0o600).catch(() => {});
-  return { value, source: "generated" };
 }

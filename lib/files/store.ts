@@ -1,14 +1,17 @@
 /**
  * Files on disk: `<dataDir>/files/<entity id>/<stored name>`. Uploads are
  * streamed to their final path while bytes are counted; a failed request
- * deletes what it wrote; `sweep` removes files no record references (after
- * a crash).
+ * deletes what it wrote. Every file written is first recorded in the
+ * database's ledger (lib/files/ledger.ts), and only recorded files are ever
+ * removed: a file of another database in the same data directory, or one
+ * put there by hand, is never touched.
  *
  * @module
  */
 
 import { join } from "node:path";
 import { diskFull, MoonbaseError } from "../errors.ts";
+import type { FileLedger } from "./ledger.ts";
 import type { Part } from "./multipart.ts";
 import { STORED_NAME, storedName } from "./names.ts";
 import { sniff, typeAllowed } from "./sniff.ts";
@@ -29,10 +32,13 @@ export interface UploadBudget {
 /** The file area of one data directory. */
 export class FileStore {
   readonly root: string;
+  /** The files this database wrote (the only ones it removes). */
+  readonly ledger: FileLedger;
 
-  /** Files live under `<dataDir>/files`. */
-  constructor(dataDir: string) {
+  /** Files live under `<dataDir>/files`; `ledger` is the connected database's. */
+  constructor(dataDir: string, ledger: FileLedger) {
     this.root = join(dataDir, "files");
+    this.ledger = ledger;
   }
 
   /** Directory of an entity's files. */
@@ -57,6 +63,9 @@ export class FileStore {
   ): Promise<StoredFile> {
     const name = storedName(part.filename ?? "");
     const path = join(this.dir(entityId), name);
+    // Recorded before it exists: a crash from here on leaves a file (or a
+    // row) the start-up sweep knows to be this database's own.
+    await this.ledger.record(entityId, name);
     let file: Deno.FsFile;
     try {
       await Deno.mkdir(this.dir(entityId), { recursive: true });
@@ -66,6 +75,7 @@ export class FileStore {
         mode: 0o640,
       });
     } catch (err) {
+      await this.#forget(entityId, [name]);
       throw noSpace(err) ? diskFull() : err;
     }
     let size = 0, head: Uint8Array = new Uint8Array(0), type = "";
@@ -90,7 +100,8 @@ export class FileStore {
       return { name, size, type };
     } catch (err) {
       file.close();
-      await Deno.remove(path).catch(() => {});
+      // createNew above: this file is the one this request made.
+      if (await removeFile(path)) await this.#forget(entityId, [name]);
       throw noSpace(err) ? diskFull() : err;
     } finally {
       try {
@@ -99,46 +110,68 @@ export class FileStore {
     }
   }
 
-  /** Deletes stored files (missing ones are ignored). */
-  async remove(entityId: string, names: readonly string[]): Promise<void> {
-    for (const n of names) {
-      const p = this.path(entityId, n);
-      if (p) await Deno.remove(p).catch(() => {});
+  /**
+   * Deletes stored files of an entity that the ledger records (others, and
+   * missing ones, are left alone); returns how many were removed. Never
+   * throws: a file it could not remove stays recorded, and the start-up
+   * sweep tries again once no record references it.
+   */
+  async remove(entityId: string, names: readonly string[]): Promise<number> {
+    const valid = names.filter((n) => this.path(entityId, n) !== undefined);
+    if (valid.length === 0) return 0;
+    let recorded: string[];
+    try {
+      recorded = await this.ledger.recorded(entityId, valid);
+    } catch {
+      // The database is unreachable: remove nothing (the sweep will).
+      return 0;
     }
-  }
-
-  /** Deletes an entity's whole file directory. */
-  async removeEntity(entityId: string): Promise<void> {
-    await Deno.remove(this.dir(entityId), { recursive: true }).catch(() => {});
+    const gone: string[] = [];
+    for (const n of recorded) {
+      if (await removeFile(this.path(entityId, n)!)) gone.push(n);
+    }
+    await this.#forget(entityId, gone);
+    return gone.length;
   }
 
   /**
-   * Deletes every file of the entity not in `referenced` and older than
-   * `minAgeMs` (so uploads still in flight on another instance survive).
+   * Deletes the recorded files of an entity (a dropped one), then its
+   * directory if that is left empty: files the ledger does not record stay.
    */
-  async sweep(
-    entityId: string,
-    referenced: ReadonlySet<string>,
-    minAgeMs = 0,
-  ): Promise<number> {
-    let n = 0;
-    const cutoff = Date.now() - minAgeMs;
+  async removeEntity(entityId: string): Promise<void> {
+    let names: string[];
     try {
-      for await (const e of Deno.readDir(this.dir(entityId))) {
-        if (!e.isFile || referenced.has(e.name)) continue;
-        if (minAgeMs > 0) {
-          const info = await Deno.stat(join(this.dir(entityId), e.name)).catch(
-            () => undefined,
-          );
-          if (!info || (info.mtime?.getTime() ?? 0) > cutoff) continue;
-        }
-        await Deno.remove(join(this.dir(entityId), e.name)).catch(() => {});
-        n++;
-      }
-    } catch (err) {
-      if (!(err instanceof Deno.errors.NotFound)) throw err;
+      names = await this.ledger.of(entityId);
+    } catch {
+      // The database is unreachable: the sweep removes them at a later start.
+      return;
     }
-    return n;
+    await this.remove(entityId, names);
+    await this.removeEmptyDir(entityId);
+  }
+
+  /** Removes an entity's directory when it is empty (a non-empty one stays). */
+  async removeEmptyDir(entityId: string): Promise<void> {
+    try {
+      // Not recursive: fails, and so keeps the directory, when anything is in it.
+      await Deno.remove(this.dir(entityId));
+    } catch { /* not empty, missing, or not an entity id: it stays */ }
+  }
+
+  async #forget(entityId: string, names: readonly string[]): Promise<void> {
+    if (names.length === 0) return;
+    // A row left behind names a missing file: the sweep drops it later.
+    await this.ledger.forget(entityId, names).catch(() => {});
+  }
+}
+
+/** Removes one file; true when it is gone (removed now, or missing). */
+async function removeFile(path: string): Promise<boolean> {
+  try {
+    await Deno.remove(path);
+    return true;
+  } catch (err) {
+    return err instanceof Deno.errors.NotFound;
   }
 }
 

@@ -1,69 +1,114 @@
 /**
- * Removing files no record references: at start (after a crash between an
- * upload and its commit) and after a file field is dropped.
+ * The start-up sweep of a server (never of a CLI command): removes the
+ * files this database recorded in its ledger that no record references any
+ * more (an upload a crash cut off before its record was written, a file of
+ * a record or entity whose removal a crash interrupted). A file the ledger
+ * does not record is never removed, nor a directory because its entity is
+ * unknown: it may be another database's.
+ *
+ * Files written before the ledger existed are adopted into it once, at the
+ * first start that sweeps: those a record of this database references.
  *
  * @module
  */
 
+import type { Storage } from "../db/storage.ts";
 import type { Entity } from "../records/entity.ts";
 import { fileNames } from "../records/file_values.ts";
 import type { Registry } from "../records/registry.ts";
 import type { FileStore } from "./store.ts";
 
-/** Deletes an entity's unreferenced files; returns how many. */
-export async function sweepEntity(
-  entity: Entity,
-  files: FileStore,
-  minAgeMs = 0,
-): Promise<number> {
-  if (entity.type === "view") return 0;
+/** The `mb_meta` key set once the files on disk have been adopted. */
+const ADOPTED = "files_adopted";
+
+/** The stored names an entity's records reference. */
+async function referencedBy(entity: Entity): Promise<Set<string>> {
   const referenced = new Set<string>();
   if (
-    entity.schema.fields.some((f) => f.type === "file" || f.type === "files")
-  ) {
-    let after = "";
-    while (true) {
-      const page = await entity.list(
-        after ? `limit=500&after=${after}` : "limit=500",
-      );
-      for (const r of page.items) {
-        for (const n of fileNames(entity.schema, r)) referenced.add(n);
-      }
-      if (!page.has_more || !page.cursor) break;
-      after = encodeURIComponent(page.cursor);
+    entity.type === "view" ||
+    !entity.schema.fields.some((f) => f.type === "file" || f.type === "files")
+  ) return referenced;
+  let after = "";
+  while (true) {
+    const page = await entity.list(
+      after ? `limit=500&after=${after}` : "limit=500",
+    );
+    for (const r of page.items) {
+      for (const n of fileNames(entity.schema, r)) referenced.add(n);
     }
+    if (!page.has_more || !page.cursor) break;
+    after = encodeURIComponent(page.cursor);
   }
-  return await files.sweep(entity.id, referenced, minAgeMs);
+  return referenced;
+}
+
+async function onDisk(files: FileStore, entityId: string, name: string) {
+  const path = files.path(entityId, name);
+  if (!path) return false;
+  try {
+    return (await Deno.lstat(path)).isFile;
+  } catch {
+    return false;
+  }
 }
 
 /**
- * Sweeps every entity, and removes directories of entities that no longer
- * exist.
+ * Records in the ledger the files on disk that a record references, once
+ * per database (files uploaded before the ledger existed).
+ */
+async function adoptOnce(
+  storage: Storage,
+  registry: Registry,
+  files: FileStore,
+): Promise<void> {
+  const done = await storage.query(
+    `SELECT 1 AS "one" FROM "mb_meta" WHERE "key" = ?`,
+    [ADOPTED],
+  );
+  if (done.length > 0) return;
+  for (const entity of registry.all()) {
+    const names: string[] = [];
+    for (const n of await referencedBy(entity)) {
+      if (await onDisk(files, entity.id, n)) names.push(n);
+    }
+    await files.ledger.adopt(entity.id, names);
+  }
+  await storage.run(
+    `INSERT INTO "mb_meta" ("key", "value") VALUES (?, ?) ON CONFLICT ("key") DO NOTHING`,
+    [ADOPTED, new Date().toISOString()],
+  );
+}
+
+/**
+ * Removes recorded files no record references, written at least
+ * `minAgeMs` ago by `now` (so that another instance's uploads in flight
+ * survive); returns how many.
  *
  * @example
  * ```ts ignore
- * const removed = await sweepAll(app.schemas, app.files);
+ * const removed = await sweepFiles(app.storage, app.schemas, app.files, app.now);
  * ```
  */
-export async function sweepAll(
+export async function sweepFiles(
+  storage: Storage,
   registry: Registry,
   files: FileStore,
+  now: () => number,
   minAgeMs = 0,
 ): Promise<number> {
+  await adoptOnce(storage, registry, files);
+  const cutoff = now() - minAgeMs;
   let n = 0;
-  const ids = new Set<string>();
-  for (const e of registry.all()) {
-    ids.add(e.id);
-    n += await sweepEntity(e, files, minAgeMs);
-  }
-  try {
-    for await (const d of Deno.readDir(files.root)) {
-      if (d.isDirectory && !ids.has(d.name)) {
-        await Deno.remove(`${files.root}/${d.name}`, { recursive: true });
-      }
-    }
-  } catch (err) {
-    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  for (const entityId of await files.ledger.entities(cutoff)) {
+    const entity = registry.get(entityId);
+    // A dropped entity (its removal cut off): none of its files is referenced.
+    const referenced = entity?.id === entityId
+      ? await referencedBy(entity)
+      : new Set<string>();
+    const stale = (await files.ledger.olderThan(entityId, cutoff))
+      .filter((name) => !referenced.has(name));
+    n += await files.remove(entityId, stale);
+    if (entity?.id !== entityId) await files.removeEmptyDir(entityId);
   }
   return n;
 }

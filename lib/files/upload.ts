@@ -108,7 +108,9 @@ export async function readMultipartWrite(
     body: {},
     uploads: new Map(),
     files: [],
-    cleanup: () => store.remove(entity.id, out.files.map((f) => f.name)),
+    cleanup: async () => {
+      await store.remove(entity.id, out.files.map((f) => f.name));
+    },
   };
   const budget = { maxFile: maxUpload, remaining: maxUpload };
   const lists = new Map<string, string[]>();

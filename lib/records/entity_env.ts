@@ -13,11 +13,14 @@ import type { HookFailure, RecordEvents } from "./events.ts";
 import type { ListResult } from "./list.ts";
 import type { ChangeJournal } from "./changes.ts";
 
-/** Removes stored files; lib/files/store.ts implements it. */
+/**
+ * Removes stored files; lib/files/store.ts implements it, and removes only
+ * files the database's ledger records as its own.
+ */
 export interface FileCleaner {
   /** Removes some stored files of an entity. */
-  remove(entityId: string, names: string[]): Promise<void>;
-  /** Removes every stored file of an entity. */
+  remove(entityId: string, names: string[]): Promise<unknown>;
+  /** Removes every stored file of a dropped entity. */
   removeEntity(entityId: string): Promise<void>;
 }
 

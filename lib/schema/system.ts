@@ -4,7 +4,8 @@
  * token ids), `mb_cutoffs` (per-user "tokens issued before"), `mb_ratelimit`
  * (login attempt counters shared by every instance), `mb_cron_runs` (the
  * cron ticks claimed, one instance each), `mb_events` (record changes for
- * realtime subscribers: lib/realtime/event_log.ts).
+ * realtime subscribers: lib/realtime/event_log.ts), `mb_files` (the ledger
+ * of the files this database's uploads wrote: lib/files/ledger.ts).
  *
  * @module
  */
@@ -62,6 +63,7 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
       d.name === "sqlite"
         ? `"id" INTEGER PRIMARY KEY`
         : `"id" BIGSERIAL PRIMARY KEY`}, "entity" ${text} NOT NULL, "entity_id" ${text} NOT NULL, "record_id" ${text} NOT NULL, "action" ${text} NOT NULL, "at" ${int} NOT NULL, "record" ${text} NOT NULL, "previous" ${text})`,
+    `CREATE TABLE IF NOT EXISTS "mb_files" ("entity_id" ${text} NOT NULL, "name" ${text} NOT NULL, "created" ${int} NOT NULL, PRIMARY KEY ("entity_id", "name"))`,
     ...createSql(ADMIN_SCHEMA, d).map((s) =>
       s.replace(/^CREATE (UNIQUE )?(TABLE|INDEX)/, "CREATE $1$2 IF NOT EXISTS")
     ),
@@ -81,4 +83,33 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
       await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
     }
   }
+}
+
+/**
+ * This database's identity: a random id stored once in `mb_meta` (key
+ * `database_id`) the first time it is asked for, the same for every
+ * instance and every later start. A data directory records the id of the
+ * database it belongs to (lib/files/data_dir.ts).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SqliteStorage } from "moonbase/lib/db/sqlite.ts";
+ * import { databaseId, ensureSystemTables } from "moonbase/lib/schema/system.ts";
+ * const db = new SqliteStorage(":memory:");
+ * await ensureSystemTables(db);
+ * const id = await databaseId(db);
+ * assert.equal(await databaseId(db), id);
+ * await db.close();
+ * ```
+ */
+export async function databaseId(store: Storage): Promise<string> {
+  await store.run(
+    `INSERT INTO "mb_meta" ("key", "value") VALUES ('database_id', ?) ON CONFLICT ("key") DO NOTHING`,
+    [crypto.randomUUID()],
+  );
+  const rows = await store.query(
+    `SELECT "value" FROM "mb_meta" WHERE "key" = 'database_id'`,
+  );
+  return String(rows[0].value);
 }
