@@ -120,7 +120,7 @@ export class Extensions {
     const scripts = await importScripts(dir, { version, loader, through });
     const set = await activate(this.#core, scripts, this.#builtin);
     if (this.#closed) throw new Error("Cannot load scripts: the app is closed");
-    install(this.#core, set);
+    install(this.#core, set, scripts.length);
     this.#cron.start(set.crons);
     const reloaded = version > 0;
     this.#current = set;
