@@ -57,8 +57,9 @@ export class Extensions {
 
   /**
    * Loads like `load()`, but a failure is logged (one line naming the
-   * script) and the set in force keeps serving — none at start. Resolves
-   * to whether the new set is in force.
+   * script) and the set in force keeps serving (`--dev` reloads; start-up
+   * uses `load()`, which throws). Resolves to whether the new set is in
+   * force.
    */
   async reload(): Promise<boolean> {
     try {
