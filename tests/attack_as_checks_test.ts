@@ -2,9 +2,10 @@
  * Issue 28 item 4: a script acting `{ as }` the caller runs the account
  * checks the records API runs — a user's own password or email change
  * needs `oldPassword` (each check counts as a login attempt), and sign-ups
- * are throttled per client address, one count shared with the API. On the
- * main branch before the fix the script's change answered 200 without
- * `oldPassword` and every sign-up through the script passed.
+ * are throttled per client address, one count shared with the API; and a
+ * list's rule sees its query as `req.query`. Before the fix the script's
+ * change answered 200 without `oldPassword`, every sign-up through the
+ * script passed, and `req.query` was empty under `{ as }`.
  *
  * One server per database; the steps run in order (they share the
  * address's sign-up and login counters).
@@ -137,6 +138,35 @@ forEachDb(
               ?.code,
             "required",
           );
+        },
+      );
+
+      await t.step(
+        "list(query, { as }): rules see the query as req.query, as on the API",
+        async () => {
+          const open = rule("custom", 'req.query.limit == "2"');
+          await makeEntity(s, {
+            name: "notes",
+            fields: [{ name: "t", type: "string" }],
+            rules: {
+              list: open,
+              get: open,
+              add: open,
+              update: open,
+              delete: open,
+            },
+          });
+          const notes = s.app.schemas.get("notes")!;
+          await notes.create({ t: "one" });
+          const api = await s.request("GET", "/api/v1/entities/notes?limit=2");
+          assert.equal(api.status, 200, api.text);
+          const page = await notes.list("limit=2", { as: ada.auth });
+          assert.equal(page.items.length, 1);
+          const refused = await notes.list("limit=3", { as: ada.auth }).then(
+            () => "ok",
+            (e) => e instanceof MoonbaseError ? e.code : String(e),
+          );
+          assert.equal(refused, "forbidden");
         },
       );
 
