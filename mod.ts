@@ -29,6 +29,7 @@ import { buildRouter } from "./routes/mod.ts";
 import { isConnectionLoss } from "./lib/db/connection_loss.ts";
 import { Extensions } from "./lib/extend/runtime.ts";
 import { sweepFiles } from "./lib/files/sweep.ts";
+import { inRequest } from "./lib/http/request_scope.ts";
 
 export { Entity } from "./lib/records/entity.ts";
 export { MoonbaseError } from "./lib/errors.ts";
@@ -140,7 +141,12 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
       await core.close();
     },
     route(method: string, path: string, h: Handler<Core>) {
-      router.add(method.toUpperCase(), path, h);
+      // The program's code may act `{ as }` the caller: in the request's scope.
+      router.add(
+        method.toUpperCase(),
+        path,
+        (ctx) => inRequest(ctx, () => h(ctx)),
+      );
     },
     serve(
       options: { port?: number; hostname?: string; signal?: AbortSignal } = {},
@@ -182,12 +188,12 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     await closeApp();
   };
   try {
-    // In --dev a script that fails to load is logged, and the app starts
-    // without scripts until a change to the files fixes it.
-    const set = core.config.dev
-      ? (await extensions.reload(), extensions.current)
-      : await extensions.load();
-    for (const { name, setup } of set?.setups ?? []) {
+    // A script that fails to load stops start-up, in --dev too: serving
+    // without it would drop what it guards (a middleware that refuses
+    // requests, a hook that checks writes). In --dev, a reload that fails
+    // keeps the scripts loaded before.
+    const set = await extensions.load();
+    for (const { name, setup } of set.setups) {
       try {
         await setup(app);
       } catch (err) {

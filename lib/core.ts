@@ -24,6 +24,7 @@ import { Revocations } from "./auth/revocation.ts";
 import { InstanceSync } from "./sync.ts";
 import { DbClock } from "./db/db_clock.ts";
 import { LoginLimiter } from "./auth/rate_limit.ts";
+import { accountChecks } from "./auth/account_checks.ts";
 import { randomToken } from "./ids.ts";
 import { BodyDeadlines } from "./http/deadlines.ts";
 import { SetupGate } from "./auth/setup_gate.ts";
@@ -280,7 +281,13 @@ export async function createCore(
         }),
     );
     const cursorKey = cursorKeyOf(secret.value);
-    const records = new RecordService(schemas, rules, cursorKey);
+    const limiter = new LoginLimiter(storage);
+    const records = new RecordService(
+      schemas,
+      rules,
+      cursorKey,
+      accountChecks(limiter, log),
+    );
     entityEnv.access = records.asCaller();
     if (config.realtime) {
       const rt = realtime = new Realtime({
@@ -323,7 +330,7 @@ export async function createCore(
       sessions,
       signer,
       cursorKey,
-      limiter: new LoginLimiter(storage),
+      limiter,
       sync: instanceSync,
       files,
       log,

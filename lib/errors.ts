@@ -80,6 +80,29 @@ export class MoonbaseError extends Error {
     (err as { status?: number }).status = s;
     return err;
   }
+
+  /**
+   * This error with more response headers (e.g. the `X-RateLimit-*` of a
+   * sign-up that failed for another reason); its status stays.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { MoonbaseError } from "moonbase/lib/errors.ts";
+   * const e = MoonbaseError.withStatus(422, "Cannot publish: no title").withHeaders({ "X-A": "1" });
+   * assert.deepEqual([e.status, e.headers], [422, { "X-A": "1" }]);
+   * ```
+   */
+  withHeaders(headers: Record<string, string>): MoonbaseError {
+    const err = new MoonbaseError(this.code, this.message, this.data, {
+      ...this.headers,
+      ...headers,
+    });
+    if (this.status !== undefined) {
+      (err as { status?: number }).status = this.status;
+    }
+    return err;
+  }
 }
 
 const CODE_OF: Record<number, ErrorCode> = {

@@ -48,7 +48,7 @@ async function download(
   if (auth) {
     // A caller the rule refuses (a guest included) sees a missing file.
     try {
-      await records.get(entity, owner, auth, {
+      await records.get(entity, owner.id, auth, {
         body: {},
         query: {},
         method: "GET",
@@ -63,6 +63,7 @@ async function download(
     path,
     ctx.params.name,
     open ? "public, max-age=3600" : "private, no-cache",
+    owner.field.mime_types,
   );
   if (!res) throw notFound();
   return res;

@@ -13,13 +13,6 @@ import type { Context, Handler } from "../lib/http/context.ts";
 import { noContent } from "../lib/http/envelope.ts";
 import { checkedPerRow, PER_ROW_HEADERS } from "../lib/records/list.ts";
 import type { Router } from "../lib/http/router.ts";
-import { checkAccountChange, touchesAccount } from "../lib/auth/account.ts";
-import type { AuthValue } from "../lib/caller.ts";
-import {
-  passwordCheckThrottle,
-  signupThrottle,
-  withHeaders,
-} from "../lib/auth/throttles.ts";
 import type { RecordService, RecordWrite } from "../lib/records/service.ts";
 import type { RuleRequest } from "../lib/records/rule_types.ts";
 
@@ -132,73 +125,38 @@ export function recordRoutes(
   r.add("POST", base, async (ctx) => {
     const entity = records.entity(ctx.params.entity);
     const auth = await ctx.auth();
-    records.precheck(entity, "add", auth);
-    if (entity.type === "auth") return await signup(ctx, entity, auth);
-    const write = await readFresh(ctx, records, entity);
+    // Before the body: a refused caller or a throttled sign-up uploads nothing.
+    const admitted = await records.admit(entity, auth, ctx);
+    let write: RecordWrite;
+    try {
+      write = await readFresh(ctx, records, entity);
+    } catch (err) {
+      throw admitted.headers && err instanceof MoonbaseError
+        ? err.withHeaders(admitted.headers)
+        : err;
+    }
     const rec = await records.create(
       entity,
       write,
       auth,
       ruleRequest(ctx, write.body),
+      ctx,
+      admitted,
     );
-    return ctx.json(201, rec);
+    return ctx.json(201, rec, admitted.headers);
   });
-  /** A create on an auth entity: throttled per IP (admins excepted). */
-  async function signup(
-    ctx: Context<Core>,
-    entity: Entity,
-    auth: AuthValue,
-  ): Promise<Response> {
-    const headers = await signupThrottle(
-      ctx.app.limiter,
-      ctx.ip,
-      entity,
-      auth,
-      () =>
-        ctx.app.log.warn("sign-up rate limit hit", {
-          ip: ctx.ip,
-          entity: entity.name,
-          request_id: ctx.requestId,
-        }),
-    );
-    try {
-      const write = await readFresh(ctx, records, entity);
-      const rec = await records.create(
-        entity,
-        write,
-        auth,
-        ruleRequest(ctx, write.body),
-      );
-      return ctx.json(201, rec, headers);
-    } catch (err) {
-      throw headers ? withHeaders(err, headers) : err;
-    }
-  }
   r.add("PATCH", `${base}/:id`, async (ctx) => {
     const entity = records.entity(ctx.params.entity);
     const auth = await ctx.auth();
     records.precheck(entity, "update", auth);
     const write = await readFresh(ctx, records, entity);
-    if (touchesAccount(entity, write.body)) {
-      try {
-        write.body = await checkAccountChange(
-          entity,
-          ctx.params.id,
-          write.body,
-          auth,
-          () => passwordCheckThrottle(ctx.app.limiter, ctx.ip),
-        );
-      } catch (err) {
-        await write.cleanup();
-        throw err;
-      }
-    }
     const rec = await records.update(
       entity,
       ctx.params.id,
       write,
       auth,
       ruleRequest(ctx, write.body),
+      ctx,
     );
     return ctx.json(200, rec);
   });

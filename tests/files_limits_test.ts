@@ -297,6 +297,12 @@ forEachDb("files: upload cap and mime_types", async (t, db) => {
           (g.headers.get("content-disposition") ?? "").startsWith("attachment"),
           "the SVG is an attachment",
         );
+        // The field names the type: served as it, in a sandbox.
+        assertEquals(g.headers.get("content-type"), "image/svg+xml");
+        assert(
+          (g.headers.get("content-security-policy") ?? "").includes("sandbox"),
+          "sandboxed",
+        );
       },
     );
   } finally {

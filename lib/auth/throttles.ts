@@ -57,15 +57,3 @@ export async function passwordCheckThrottle(
     throw rateLimited("check the password", "attempts", state);
   }
 }
-
-/** The same error with extra headers (rate-limit headers on every answer). */
-export function withHeaders(
-  err: unknown,
-  headers: Record<string, string>,
-): unknown {
-  if (!(err instanceof MoonbaseError)) return err;
-  return new MoonbaseError(err.code, err.message, err.data, {
-    ...err.headers,
-    ...headers,
-  });
-}

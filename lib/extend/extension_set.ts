@@ -69,10 +69,19 @@ export async function activate(
   return set;
 }
 
-/** Makes a set the app's current extensions (helpers, hooks, routes, middleware). */
-export function install(core: Core, set: ExtensionSet): void {
+/**
+ * Makes a set the app's current extensions (helpers, hooks, routes,
+ * middleware). With any script loaded, requests run in their request
+ * scope, so a script acting `{ as }` the caller is counted against the
+ * client's address (sign-ups, password checks).
+ */
+export function install(core: Core, set: ExtensionSet, scripts: number): void {
   core.helpers.clear();
   for (const [k, fn] of set.helpers) core.helpers.set(k, fn);
   core.entityEnv.events = set.events;
-  core.extensions = { middleware: set.middleware, routes: set.routes };
+  core.extensions = {
+    middleware: set.middleware,
+    routes: set.routes,
+    scoped: scripts > 0,
+  };
 }

@@ -57,8 +57,9 @@ export class Extensions {
 
   /**
    * Loads like `load()`, but a failure is logged (one line naming the
-   * script) and the set in force keeps serving — none at start. Resolves
-   * to whether the new set is in force.
+   * script) and the set in force keeps serving (`--dev` reloads; start-up
+   * uses `load()`, which throws). Resolves to whether the new set is in
+   * force.
    */
   async reload(): Promise<boolean> {
     try {
@@ -120,7 +121,7 @@ export class Extensions {
     const scripts = await importScripts(dir, { version, loader, through });
     const set = await activate(this.#core, scripts, this.#builtin);
     if (this.#closed) throw new Error("Cannot load scripts: the app is closed");
-    install(this.#core, set);
+    install(this.#core, set, scripts.length);
     this.#cron.start(set.crons);
     const reloaded = version > 0;
     this.#current = set;

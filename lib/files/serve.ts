@@ -4,12 +4,46 @@
  * requests, `nosniff`, attachments for types a browser would run, streamed
  * from disk.
  *
+ * A type a browser would run (`.js`, `.html`, `.svg`, `.xml`) is served as
+ * such only when the file's field names it in `mime_types`; otherwise as
+ * `application/octet-stream`. An attachment header and a sandbox CSP stop a
+ * browser from opening the file as a page, but not a `<script src>` on
+ * another page of the same origin from running it: with `nosniff`, only a
+ * script type runs.
+ *
  * @module
  */
 
 import { trackedResponse } from "../http/progress.ts";
 import { contentTypeOf } from "../http/static.ts";
-import { isActiveType } from "./sniff.ts";
+import { isActiveType, typeAllowed } from "./sniff.ts";
+
+/**
+ * The Content-Type a stored file is served with: by its name, but a type a
+ * browser would run only if `allowed` (the field's `mime_types`) names it;
+ * else `application/octet-stream`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { servedType } from "moonbase/lib/files/serve.ts";
+ * assert.equal(servedType("a.png", undefined), "image/png");
+ * assert.equal(servedType("x.js", undefined), "application/octet-stream");
+ * assert.equal(servedType("logo.svg", ["image/*"]), "application/octet-stream");
+ * assert.equal(servedType("logo.svg", ["image/svg+xml"]), "image/svg+xml");
+ * ```
+ */
+export function servedType(
+  name: string,
+  allowed: readonly string[] | undefined,
+): string {
+  const type = contentTypeOf(name);
+  if (!isActiveType(type)) return type;
+  const base = type.split(";")[0].trim();
+  return allowed && typeAllowed(base, allowed)
+    ? type
+    : "application/octet-stream";
+}
 
 function rangeStream(
   file: Deno.FsFile,
@@ -56,7 +90,8 @@ function rangeStream(
 
 /**
  * Answers GET/HEAD for a file at `path` (undefined when it does not exist).
- * `cache` is the Cache-Control value.
+ * `cache` is the Cache-Control value; `allowed` the `mime_types` of the
+ * field holding the file (see `servedType`).
  *
  * @example
  * ```ts ignore
@@ -68,6 +103,7 @@ export async function serveFile(
   path: string,
   name: string,
   cache: string,
+  allowed?: readonly string[],
 ): Promise<Response | undefined> {
   let info: Deno.FileInfo;
   try {
@@ -78,7 +114,10 @@ export async function serveFile(
   if (!info.isFile) return undefined;
   const mtime = info.mtime ?? new Date(0);
   const etag = `"${info.size.toString(36)}-${mtime.getTime().toString(36)}"`;
-  const type = contentTypeOf(name);
+  const named = contentTypeOf(name);
+  const type = servedType(name, allowed);
+  // Active by its name: never displayed inline, whatever it is served as.
+  const attach = isActiveType(named);
   const headers: Record<string, string> = {
     "content-type": type,
     "etag": etag,
@@ -87,10 +126,10 @@ export async function serveFile(
     "accept-ranges": "bytes",
     "x-content-type-options": "nosniff",
     "content-disposition": `${
-      isActiveType(type) ? "attachment" : "inline"
+      attach ? "attachment" : "inline"
     }; filename="${name}"`,
   };
-  if (isActiveType(type)) {
+  if (attach) {
     headers["content-security-policy"] = "default-src 'none'; sandbox";
   }
   const inm = req.headers.get("if-none-match");

@@ -12,6 +12,7 @@ import { errorResponse, errorText, json } from "./envelope.ts";
 import { type HttpHost, RequestContext } from "./request_context.ts";
 import type { Router } from "./router.ts";
 import { compose, type HttpExtensions } from "./middleware.ts";
+import { inRequest } from "./request_scope.ts";
 import { serveStatic } from "./static.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -135,13 +136,20 @@ export function createHandler<A extends HttpHost>(
         if (ext && ext.middleware.length > 0) {
           wrapped = true;
           // Middleware see every answer, errors included, as a Response.
-          res = await compose(ext.middleware, ctx, async () => {
-            try {
-              return await dispatch(ctx, router, ext.routes, path);
-            } catch (err) {
-              return fail(err);
-            }
-          });
+          const chain = () =>
+            compose(ext.middleware, ctx, async () => {
+              try {
+                return await dispatch(ctx, router, ext.routes, path);
+              } catch (err) {
+                return fail(err);
+              }
+            });
+          res = await (ext.scoped ? inRequest(ctx, chain) : chain());
+        } else if (ext?.scoped) {
+          res = await inRequest(
+            ctx,
+            () => dispatch(ctx, router, ext.routes, path),
+          );
         } else res = await dispatch(ctx, router, ext?.routes, path);
       } catch (err) {
         res = fail(err);

@@ -21,6 +21,11 @@ export interface HttpExtensions<A> {
   readonly middleware: readonly Middleware<A>[];
   /** Routes consulted before the built-in ones (never instead of another method's). */
   readonly routes?: Router<Handler<A>>;
+  /**
+   * Run each request inside its request scope (`request_scope.ts`): set
+   * when scripts are loaded, whose code may act `{ as }` the caller.
+   */
+  readonly scoped?: boolean;
 }
 
 /**

@@ -4,6 +4,12 @@
  * request examines at most {@link MAX_SCAN} rows for its page and as many
  * for `count=true`.
  *
+ * A per-row scan also gives the event loop a turn (a timer, so pending
+ * I/O is polled) once it has run for {@link SLICE_MS} since the last one:
+ * SQLite reads and the checks are synchronous, and one scan of large rows
+ * under a costly filter would otherwise hold every other request (health
+ * included) until it ends. Scans shorter than a slice never wait.
+ *
  * Cursors (see `list_cursor.ts`) are sealed and bound to the query; their
  * values come only from the last row the caller was shown. When a page
  * shows no row before the budget runs out, the cursor keeps the previous
@@ -52,6 +58,28 @@ export interface ListResult {
  */
 export const MAX_SCAN = 5_000;
 const BATCH = 500;
+/** Longest a per-row scan runs before it gives the event loop a turn (ms). */
+export const SLICE_MS = 20;
+
+/**
+ * The time slices of one per-row scan. A turn is a timer, not
+ * `setImmediate`: Deno polls sockets only every few dozen immediates, so a
+ * scan yielding through them still held a health check for ~170 turns.
+ */
+class Pace {
+  #since = performance.now();
+
+  /** Resolves after a turn of the event loop when the slice is spent. */
+  step(): Promise<void> | undefined {
+    if (performance.now() - this.#since < SLICE_MS) return undefined;
+    return new Promise((resolve) =>
+      setTimeout(() => {
+        this.#since = performance.now();
+        resolve();
+      }, 0)
+    );
+  }
+}
 
 const perRow = new WeakSet<ListResult>();
 
@@ -210,10 +238,12 @@ async function scanPage(
   let lastShown: Row | undefined;
   let examined = 0;
   let pos = start;
+  const pace = new Pace();
   while (true) {
     const n = Math.min(BATCH, MAX_SCAN - examined);
     const rows = await reader.rows(pos, n);
     for (const row of rows) {
+      await pace.step();
       const record = reader.decode(row);
       examined++;
       if (!(await keep(record))) continue;
@@ -248,6 +278,7 @@ async function countKept(
   }]);
   let n = 0, examined = 0;
   let pos: CursorPosition = { skip: 0 };
+  const pace = new Pace();
   while (true) {
     const size = Math.min(BATCH, MAX_SCAN + 1 - examined);
     const rows = await reader.rows(pos, size);
@@ -258,6 +289,7 @@ async function countKept(
           `Cannot count records: the rule or filter is checked row by row (not compiled to SQL) and more than ${MAX_SCAN} rows would need checking; use a filter that compiles to SQL, or list without count`,
         );
       }
+      await pace.step();
       if (await keep(reader.decode(row))) n++;
     }
     if (rows.length < size) return n;

@@ -18,6 +18,8 @@ import {
 } from "./access.ts";
 import type { RuleEngine, RuleRequest } from "./rule_types.ts";
 import type { CallerAccess } from "./entity_env.ts";
+import type { AccountChecks } from "./write_checks.ts";
+import { currentRequest, type RequestOrigin } from "../http/request_scope.ts";
 
 import type { RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
@@ -30,6 +32,14 @@ export interface RecordWrite {
   body: Record<string, unknown>;
   uploads: ReadonlyMap<string, readonly string[]>;
   cleanup(): Promise<void>;
+}
+
+/**
+ * A sign-up counted before its body was read (`RecordService.admit`), with
+ * the `X-RateLimit-*` headers for the answer.
+ */
+export interface Admission {
+  readonly headers: Record<string, string> | undefined;
 }
 
 /**
@@ -61,12 +71,23 @@ export class RecordService {
   #registry: Registry;
   #rules: RuleEngine;
   #cursorKey: CursorKey;
+  #checks: AccountChecks;
 
-  /** Builds the service; `cursorKey` seals list cursors. */
-  constructor(registry: Registry, rules: RuleEngine, cursorKey: CursorKey) {
+  /**
+   * Builds the service; `cursorKey` seals list cursors, `checks` are the
+   * account rules every create and update runs (sign-up throttle,
+   * `oldPassword`).
+   */
+  constructor(
+    registry: Registry,
+    rules: RuleEngine,
+    cursorKey: CursorKey,
+    checks: AccountChecks,
+  ) {
     this.#registry = registry;
     this.#rules = rules;
     this.#cursorKey = cursorKey;
+    this.#checks = checks;
   }
 
   /** The entity behind a records route; 404 when missing or without API. */
@@ -98,14 +119,16 @@ export class RecordService {
   /**
    * Record operations as a given caller, by entity name, for the library's
    * `{ as }` option (`Entity.list(query, { as })` and the others): the same
-   * rules, exposure and 404s as the HTTP API.
+   * rules, exposure, 404s and account checks as the HTTP API. Inside a
+   * request (a script route) the sign-up throttle counts the request's
+   * client address.
    */
   asCaller(): CallerAccess {
-    const req = (method: string, body: Record<string, unknown> = {}) => ({
-      body,
-      query: {},
-      method,
-    });
+    const req = (
+      method: string,
+      body: Record<string, unknown> = {},
+      query: Record<string, string> = {},
+    ) => ({ body, query, method });
     const write = (body: Record<string, unknown>): RecordWrite => ({
       body,
       uploads: new Map(),
@@ -113,11 +136,22 @@ export class RecordService {
     });
     return {
       list: (name, query, auth) =>
-        this.list(this.entity(name), query, auth, req("GET")),
+        this.list(
+          this.entity(name),
+          query,
+          auth,
+          req("GET", {}, Object.fromEntries(query)),
+        ),
       get: (name, id, auth) =>
         this.get(this.entity(name), id, auth, req("GET")),
       create: (name, data, auth) =>
-        this.create(this.entity(name), write(data), auth, req("POST", data)),
+        this.create(
+          this.entity(name),
+          write(data),
+          auth,
+          req("POST", data),
+          currentRequest(),
+        ),
       update: (name, id, data, auth) =>
         this.update(
           this.entity(name),
@@ -125,6 +159,7 @@ export class RecordService {
           write(data),
           auth,
           req("PATCH", data),
+          currentRequest(),
         ),
       remove: (name, id, auth) =>
         this.remove(this.entity(name), id, auth, req("DELETE")),
@@ -194,7 +229,6 @@ export class RecordService {
     return rec;
   }
 
-  /** Creates a record. */
   /**
    * Refuses early (before a body is read) when the rule mode alone denies:
    * uploads are not written to disk for callers who may not write.
@@ -204,37 +238,72 @@ export class RecordService {
     authorize(entity, op, auth);
   }
 
-  /** Creates a record; uploaded files are deleted when the create fails. */
+  /**
+   * `precheck` for a create, then counts a sign-up from `origin` (429 past
+   * the limit), before the body is read: a refused client uploads nothing.
+   * Hand the result to `create` as `admitted`.
+   */
+  async admit(
+    entity: Entity,
+    auth: AuthValue,
+    origin: RequestOrigin | undefined,
+  ): Promise<Admission> {
+    this.precheck(entity, "add", auth);
+    return { headers: await this.#checks.signup(entity, auth, origin) };
+  }
+
+  /**
+   * Creates a record; uploaded files are deleted when the create fails. A
+   * sign-up is counted against `origin` unless `admitted` says it was.
+   */
   async create(
     entity: Entity,
     write: RecordWrite,
     auth: AuthValue,
     req: RuleRequest,
+    origin?: RequestOrigin,
+    admitted?: Admission,
   ): Promise<RecordData> {
+    let headers = admitted?.headers;
     try {
       const hooks = this.#hooks(entity, "add", auth, req);
+      if (!admitted) headers = await this.#checks.signup(entity, auth, origin);
       return await entity.create(writable(entity, write.body, auth), {
         ...hooks,
         uploads: write.uploads,
       });
     } catch (err) {
       await write.cleanup();
-      throw err;
+      throw headers && err instanceof MoonbaseError
+        ? err.withHeaders(headers)
+        : err;
     }
   }
 
-  /** Updates a record the caller may change (404 otherwise). */
+  /**
+   * Updates a record the caller may change (404 otherwise). On an auth
+   * entity the account rules run first (`oldPassword`; a check counts as a
+   * login attempt from `origin`).
+   */
   async update(
     entity: Entity,
     id: string,
     write: RecordWrite,
     auth: AuthValue,
     req: RuleRequest,
+    origin?: RequestOrigin,
   ): Promise<RecordData> {
     let rec: RecordData | undefined;
     try {
+      let body = write.body;
+      if (entity.type === "auth") {
+        this.precheck(entity, "update", auth); // 401/403 before a 400
+        body = await this.#checks.change(entity, id, body, auth, origin);
+        // Rules see the body without `oldPassword`.
+        if (body !== write.body) req = withBody(req, body);
+      }
       const hooks = this.#hooks(entity, "update", auth, req);
-      rec = await entity.update(id, writable(entity, write.body, auth), {
+      rec = await entity.update(id, writable(entity, body, auth), {
         ...hooks,
         uploads: write.uploads,
       });
@@ -263,6 +332,20 @@ export class RecordService {
     if (!rec) throw notFound(entity);
     return rec;
   }
+}
+
+/** `req` with another body (its query read from `req` when a rule asks). */
+function withBody(
+  req: RuleRequest,
+  body: Record<string, unknown>,
+): RuleRequest {
+  return {
+    body,
+    method: req.method,
+    get query() {
+      return req.query;
+    },
+  };
 }
 
 /** What `req.*` holds for a rule deciding a realtime event. */
