@@ -10,7 +10,6 @@
  * @module
  */
 
-import { MoonbaseError } from "../errors.ts";
 import type { Entity } from "../records/entity.ts";
 import {
   type LoginLimiter,
