@@ -42,11 +42,15 @@ export const AUTH_MEMBERS: ReadonlySet<string> = new Set([
   "user",
 ]);
 
-/** Edit distance of two short names (case counts as half a change). */
+/**
+ * Edit distance of two short names: insertions, deletions, substitutions
+ * and swaps of neighbours count one each; a difference in case alone half.
+ */
 function distance(a: string, b: string): number {
   if (a.toLowerCase() === b.toLowerCase()) return a === b ? 0 : 0.5;
   a = a.toLowerCase();
   b = b.toLowerCase();
+  let before: number[] = [];
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
@@ -56,7 +60,11 @@ function distance(a: string, b: string): number {
         row[j - 1] + 1,
         prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
       );
+      if (
+        i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]
+      ) row[j] = Math.min(row[j], before[j - 2] + 1);
     }
+    before = prev;
     prev = row;
   }
   return prev[b.length];
@@ -73,6 +81,7 @@ function distance(a: string, b: string): number {
  * import { closestName } from "moonbase/lib/rules/names.ts";
  * assert.equal(closestName("autor", ["title", "author"]), "author");
  * assert.equal(closestName("Owner", ["owner"]), "owner");
+ * assert.equal(closestName("titel", ["tags", "title"]), "title");
  * assert.equal(closestName("xyz", ["title", "author"]), undefined);
  * ```
  */
