@@ -208,6 +208,16 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     await app.close();
     throw err;
   }
+  // Once the scripts' helpers are known: stored rules that read a name that
+  // does not exist (saved by an older version) are served as saved.
+  if ((core.config.peers?.index ?? 0) === 0) {
+    for (const p of core.schemas.ruleProblems()) {
+      core.log.warn(
+        `the ${p.op} rule of ${p.entity} reads a name that does not exist (served as saved; an admin should change it): ${p.problem}`,
+        { entity: p.entity, op: p.op },
+      );
+    }
+  }
   if (core.config.dev) extensions.watch();
   return app;
 }

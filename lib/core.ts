@@ -40,7 +40,7 @@ import {
 } from "./files/data_dir.ts";
 import { Logger } from "./logs/logger.ts";
 import { LogStore } from "./logs/store.ts";
-import { checkRuleExpr } from "./rules/check.ts";
+import { ruleProblem } from "./rules/check.ts";
 import { RecordService } from "./records/service.ts";
 import { ExpressionRules } from "./records/rule_engine.ts";
 import type { EntityEnv } from "./records/entity_env.ts";
@@ -247,7 +247,7 @@ export async function createCore(
     };
     const schemas = new Registry(
       storage,
-      (expr) => checkRuleExpr(expr, new Set(helpers.keys())),
+      (expr, names) => ruleProblem(expr, new Set(helpers.keys()), names),
       entityEnv,
     );
     await schemas.load();

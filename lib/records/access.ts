@@ -25,24 +25,47 @@ export interface Guarded {
 
 /**
  * Refuses an operation: 401 for a guest (a token might help), 403 for
- * anyone else.
+ * anyone else. The message names the rule that refused (`the add rule`,
+ * by the operation names of the API), never what it read.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { GUEST } from "moonbase/lib/caller.ts";
  * import { deny } from "moonbase/lib/records/access.ts";
- * assert.throws(() => deny("posts", "list", GUEST), { code: "unauthenticated" });
+ * assert.throws(() => deny("posts", "list", GUEST), {
+ *   code: "unauthenticated",
+ *   message: "Cannot list posts: authentication required (the list rule refused a guest)",
+ * });
+ * const user = { id: "u1", entity: "users", type: "user" as const, user: { id: "u1" } };
+ * assert.throws(() => deny("posts", "add", user), {
+ *   code: "forbidden",
+ *   message: "Cannot add posts: the add rule refused it",
+ * });
  * ```
  */
-export function deny(entity: string, op: string, auth: AuthValue): never {
+export function deny(
+  entity: string,
+  op: Operation,
+  auth: AuthValue,
+  system = false,
+): never {
   if (auth.type === "guest") {
     throw new MoonbaseError(
       "unauthenticated",
-      `Cannot ${op} ${entity}: authentication required`,
+      `Cannot ${op} ${entity}: authentication required (${
+        system ? "a system entity" : `the ${op} rule refused a guest`
+      })`,
     );
   }
-  throw new MoonbaseError("forbidden", `Cannot ${op} ${entity}: not allowed`);
+  throw new MoonbaseError(
+    "forbidden",
+    `Cannot ${op} ${entity}: ${
+      system
+        ? "a system entity is for admins only"
+        : `the ${op} rule refused it`
+    }`,
+  );
 }
 
 /**
@@ -142,7 +165,7 @@ export function authorize(
   rule: Rule = entity.rules[op],
 ): Decision {
   if (auth.type === "admin") return { kind: "allow" };
-  if (entity.isSystem) deny(entity.name, op, auth);
+  if (entity.isSystem) deny(entity.name, op, auth, true);
   switch (rule.mode) {
     case "public":
       return { kind: "allow" };

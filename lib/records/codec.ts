@@ -17,7 +17,12 @@ import { checkValue, kindOf } from "../schema/field_types.ts";
 import { resetPatternBudget } from "../schema/patterns.ts";
 import { type RowDecoder, rowDecoder } from "../db/shapes.ts";
 import { allFields } from "../schema/builtin.ts";
-import type { EntitySchema, FieldDef } from "../schema/types.ts";
+import {
+  CALLER_DEFAULT,
+  type EntitySchema,
+  type FieldDef,
+} from "../schema/types.ts";
+import type { AuthValue } from "../caller.ts";
 
 /** Keys a client may send but that are never written. */
 export const READ_ONLY_KEYS: ReadonlySet<string> = new Set([
@@ -47,14 +52,48 @@ function isBlank(v: unknown): boolean {
 }
 
 /**
- * Checks a write body against the schema. `create` applies defaults and
- * required checks for every field; `update` only for the keys present.
- * Unknown keys are a 400 naming them; read-only keys are ignored.
+ * The default of a field for a record `caller` creates: `"@auth"` (a
+ * relation to an auth entity) is the caller's id when the caller is a user
+ * of that entity, else empty; any other default is itself.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { defaultOf } from "moonbase/lib/records/codec.ts";
+ * const owner = {
+ *   id: "f1", name: "owner", type: "relation" as const, required: false, unique: false,
+ *   default: "@auth", foreign_key: { entity: "users", on_delete: "set null" as const },
+ * };
+ * const user = { id: "u1", entity: "users", type: "user" as const, user: { id: "u1" } };
+ * assert.equal(defaultOf(owner, user), "u1");
+ * assert.equal(defaultOf(owner, { ...user, entity: "staff" }), undefined);
+ * assert.equal(defaultOf(owner, undefined), undefined);
+ * ```
+ */
+export function defaultOf(
+  field: FieldDef,
+  caller: AuthValue | undefined,
+): unknown {
+  if (field.default !== CALLER_DEFAULT || field.type !== "relation") {
+    return field.default;
+  }
+  const target = field.foreign_key?.entity.toLowerCase();
+  return caller?.type === "user" && caller.entity.toLowerCase() === target
+    ? caller.id
+    : undefined;
+}
+
+/**
+ * Checks a write body against the schema. `create` applies defaults (for
+ * `caller`: see {@link defaultOf}) and required checks for every field;
+ * `update` only for the keys present. Unknown keys are a 400 naming them;
+ * read-only keys are ignored.
  */
 export function checkInput(
   schema: EntitySchema,
   input: Record<string, unknown>,
   mode: "create" | "update",
+  caller?: AuthValue,
 ): CheckedInput {
   const byName = new Map(writableFields(schema).map((f) => [f.name, f]));
   const unknown = Object.keys(input).filter((k) =>
@@ -76,7 +115,7 @@ export function checkInput(
   for (const field of byName.values()) {
     const present = Object.hasOwn(input, field.name);
     if (!present && mode === "update") continue;
-    let value = present ? input[field.name] : field.default;
+    let value = present ? input[field.name] : defaultOf(field, caller);
     if (value === undefined) value = null;
     if (isBlank(value)) {
       // Required files are checked once uploads are known (lib/records/file_values.ts).

@@ -231,7 +231,8 @@ export class Entity {
   ): Promise<RecordData> {
     if (opts?.as) return await this.#access().create(this.name, data, opts.as);
     assertWritable(this, "add");
-    const values = checkInput(this.#schema, data, "create");
+    // The caller default ("@auth") is set here, before the add rule runs.
+    const values = checkInput(this.#schema, data, "create", opts?.caller);
     await this.#hash(values);
     const hooks = this.#hooks("Create", opts, values);
     const journal = this.#journal();

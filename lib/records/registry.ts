@@ -34,6 +34,12 @@ import {
   type ViewWorldEntity,
 } from "../schema/views.ts";
 import { allFields } from "../schema/builtin.ts";
+import {
+  refuseBrokenRules,
+  type RuleCheck,
+  ruleProblems,
+  type StoredRuleProblem,
+} from "./rule_names.ts";
 
 /** Holds every entity; the one way to change schemas. */
 export class Registry {
@@ -45,17 +51,20 @@ export class Registry {
   #stored = new Map<string, { text: string; entity: Entity }>();
   /** Views that break the view rule (id → problem): their records are not served. */
   #refused = new Map<string, string>();
-  #checkExpr: (expr: string) => string | undefined;
+  #checkExpr: RuleCheck;
   #env: EntityEnv;
   /** Called after a schema change commits (announces it to other instances). */
   onChange: (() => void) | undefined;
   /** The schema changes of this instance, one after another. */
   #changes: Promise<unknown> = Promise.resolve();
 
-  /** `checkExpr` validates custom rule expressions (returns a problem or undefined). */
+  /**
+   * `checkExpr` validates custom rule expressions, with the names they may
+   * read when given (returns a problem or undefined).
+   */
   constructor(
     store: Storage,
-    checkExpr: (expr: string) => string | undefined,
+    checkExpr: RuleCheck,
     env: EntityEnv,
   ) {
     this.#env = env;
@@ -106,6 +115,15 @@ export class Registry {
       name: this.#byId.get(id)?.name ?? id,
       problem,
     }));
+  }
+
+  /**
+   * Stored custom rules that read a name their entity (or every auth
+   * entity) does not have — saved by an older version: they are served as
+   * saved, and refuse everyone (for the operator's log).
+   */
+  ruleProblems(): StoredRuleProblem[] {
+    return ruleProblems(this.#world(), this.#checkExpr);
   }
 
   /** Reloads when another instance changed a schema. */
@@ -171,7 +189,7 @@ export class Registry {
     return {
       entityType: (name: string): EntityType | undefined =>
         this.byName(name)?.type,
-      checkExpr: this.#checkExpr,
+      checkExpr: (expr) => this.#checkExpr(expr)?.message,
     };
   }
 
@@ -237,6 +255,13 @@ export class Registry {
       if (type === "view") {
         schema.fields = await guardView(tx, this.#store.dialect, world, schema);
       }
+      refuseBrokenRules(
+        this.#world(),
+        this.#world(schema),
+        { action: "create", subject: name },
+        schema.id,
+        this.#checkExpr,
+      );
       await tx.run(
         `INSERT INTO "mb_tables" ("id", "name", "lname", "type", "schema", "created", "updated") VALUES (?, ?, ?, ?, ?, ?, ?)`,
         [
@@ -308,6 +333,13 @@ export class Registry {
           );
         }
         if (before) await this.#audit(tx, plan.schema, "change", before, world);
+        refuseBrokenRules(
+          this.#world(),
+          this.#world(plan.schema),
+          { action: "change", subject: current.name },
+          current.id,
+          this.#checkExpr,
+        );
         if (plan.schema.name !== current.name) {
           const refs = this.refsOf(current.name).filter((r) =>
             r.schema.id !== current.id
@@ -358,6 +390,13 @@ export class Registry {
         } (change or delete the view first)`,
       );
     }
+    refuseBrokenRules(
+      this.#world(),
+      this.#world().filter((e) => e.schema.id !== entity.id),
+      { action: "delete", subject: entity.name },
+      entity.id,
+      this.#checkExpr,
+    );
     await this.#write(entity.schema, "delete", async (tx) => {
       const before = await snapshotViews(tx, this.#store.dialect);
       await tx.exec(dropSql(entity.schema));

@@ -14,6 +14,7 @@ import type { Registry } from "./registry.ts";
 import { inspectExpression } from "../rules/inspect.ts";
 import type { OpOptions } from "./crud.ts";
 import type { RuleEngine, RuleRequest } from "./rule_types.ts";
+import { knownNames, userNames } from "./rule_names.ts";
 
 /** The answer of `POST /api/v1/sys/rules/check`. */
 export type CheckResult =
@@ -72,7 +73,11 @@ export function checkExpression(
     return { valid: true, compiled: "sql", reads: [] };
   }
   const fields = kind === "filter" ? filterFields(entity) : new Set<string>();
-  const r = inspectExpression(expr, kind, fields, helpers);
+  // A rule reads only names that exist, as a schema save checks them.
+  const names = kind === "rule"
+    ? knownNames(registry.all(), entity)
+    : undefined;
+  const r = inspectExpression(expr, kind, fields, helpers, names);
   if (!r.valid) {
     const { error, detail, position, end } = r;
     return { valid: false, error, detail, position, end };
@@ -96,7 +101,10 @@ export function checkExpression(
 export interface Vocabulary {
   /** Field names of the entity (`password` left out). */
   record: string[];
-  /** `auth.id`, `auth.entity`, `auth.type`, `auth.user.<field>` of every auth entity. */
+  /**
+   * `auth.id`, `auth.entity`, `auth.type`, `auth.user.<field>` of every auth
+   * entity (built-ins always; `password` never).
+   */
   auth: string[];
   /** `req.body.<field>` (writable fields), `req.query.`, `req.method`. */
   req: string[];
@@ -115,13 +123,8 @@ export function vocabularyOf(
   entity: Entity,
 ): Vocabulary {
   const record = [...filterFields(entity)];
-  const userFields = new Set<string>();
-  for (const e of registry.all()) {
-    if (e.type !== "auth" || e.isSystem || !e.hasApi) continue;
-    for (const f of e.fields) {
-      if (f.name !== "password") userFields.add(f.name);
-    }
-  }
+  // The names a schema save accepts after `auth.user.`.
+  const userFields = userNames(registry.all());
   return {
     record,
     auth: [

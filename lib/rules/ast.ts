@@ -173,16 +173,28 @@ export class RuleSyntaxError extends Error {
   readonly position: number;
   /** The message without its prefix and position, e.g. `unexpected "}"`. */
   readonly detail: string;
+  /**
+   * For a member the entity or the auth entities do not have: the name as
+   * written in a rule, e.g. `record.autor` or `auth.user.team`.
+   */
+  readonly unknown: string | undefined;
 
   /**
    * @param detail what is wrong, e.g. `unexpected "}"`
    * @param position 0-based character offset
    * @param what `"rule"` or `"filter"`, used in the message
+   * @param unknown the unknown member's name (`record.autor`), if that is the problem
    */
-  constructor(detail: string, position: number, what = "rule") {
+  constructor(
+    detail: string,
+    position: number,
+    what = "rule",
+    unknown?: string,
+  ) {
     super(`Cannot parse ${what}: ${detail} at ${position}`);
     this.name = "RuleSyntaxError";
     this.position = position;
     this.detail = detail;
+    this.unknown = unknown;
   }
 }

@@ -8,6 +8,7 @@
 
 import { type Expr, RuleSyntaxError } from "./ast.ts";
 import { TokenStream } from "./lexer.ts";
+import type { KnownNames } from "./names.ts";
 import { parseExpression } from "./parser.ts";
 
 /** The outcome of parsing one expression. */
@@ -29,7 +30,8 @@ export type Inspection =
  * Parses `source` as a rule (`kind: "rule"`, roots `auth`, `req`, `record`)
  * or a list filter (`kind: "filter"`, bare `fields` and `auth`), with the
  * same parser, options and limits as the schema save and the list `filter`
- * parameter.
+ * parameter. `names` (rules): the members of `record` and `auth.user` a
+ * rule may read, as a schema save checks them.
  *
  * @example
  * ```ts
@@ -46,9 +48,15 @@ export function inspectExpression(
   kind: "rule" | "filter",
   fields: ReadonlySet<string> = new Set(),
   helpers: ReadonlySet<string> = new Set(),
+  names?: KnownNames,
 ): Inspection {
   try {
-    const ast = parseExpression(source, { mode: kind, fields, helpers });
+    const ast = parseExpression(source, {
+      mode: kind,
+      fields,
+      helpers,
+      names,
+    });
     return { valid: true, ast, reads: readsOf(ast) };
   } catch (err) {
     if (!(err instanceof RuleSyntaxError)) throw err;

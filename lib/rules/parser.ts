@@ -15,11 +15,15 @@ import {
   RuleSyntaxError,
 } from "./ast.ts";
 import { type Token, TokenStream } from "./lexer.ts";
+import { AUTH_MEMBERS, type KnownNames, unknownName } from "./names.ts";
 
 /**
  * How to parse: `mode: "rule"` knows the roots `auth`, `req`, `record`;
  * `mode: "filter"` knows `auth` and the bare names in `fields`. `helpers` are
- * the callable helper function names (both modes).
+ * the callable helper function names (both modes). `names` (rule mode): the
+ * members `record.<name>` and `auth.user.<name>` may read, and `auth.<name>`
+ * is one of `id`, `entity`, `type`, `user`; without it any member parses (a
+ * stored rule is served as saved).
  *
  * @example
  * ```ts
@@ -34,6 +38,7 @@ export interface ParseOptions {
   mode: "rule" | "filter";
   fields?: ReadonlySet<string>;
   helpers?: ReadonlySet<string>;
+  names?: KnownNames;
 }
 
 const METHODS: ReadonlySet<string> = new Set<MethodName>([
@@ -161,7 +166,16 @@ class Parser extends TokenStream {
     if (mode === "filter" && fields?.has(name) && !isForbiddenProperty(name)) {
       return this.node({ type: "field", pos: t.pos, name });
     }
-    return this.fail(`unknown name ${JSON.stringify(name)}`, t.pos);
+    return this.fail(
+      unknownName(
+        name,
+        "",
+        mode === "filter"
+          ? [...fields ?? []].filter((f) => !isForbiddenProperty(f))
+          : [],
+      ),
+      t.pos,
+    );
   }
 
   /** Whether a `(` follows; a lexical error after the name is reported later. */
@@ -230,7 +244,38 @@ class Parser extends TokenStream {
     if (isForbiddenProperty(property)) {
       this.fail(`forbidden property ${JSON.stringify(property)}`, pos);
     }
+    const known = this.#knownMembers(object);
+    if (known && !known.names.has(property)) {
+      throw new RuleSyntaxError(
+        unknownName(property, known.prefix, known.names),
+        pos,
+        this.#options.mode,
+        `${known.prefix}.${property.slice(0, 64)}`,
+      );
+    }
     return this.node({ type: "member", pos, object, property });
+  }
+
+  /** The members `object` may have, when `names` says (`record`, `auth`, `auth.user`). */
+  #knownMembers(
+    object: Expr,
+  ): { prefix: string; names: ReadonlySet<string> } | undefined {
+    const names = this.#options.names;
+    if (!names) return undefined;
+    if (object.type === "root") {
+      if (object.name === "record") {
+        return { prefix: "record", names: names.record };
+      }
+      if (object.name === "auth") {
+        return { prefix: "auth", names: AUTH_MEMBERS };
+      }
+      return undefined;
+    }
+    if (
+      object.type === "member" && object.property === "user" &&
+      object.object.type === "root" && object.object.name === "auth"
+    ) return { prefix: "auth.user", names: names.user };
+    return undefined;
   }
 
   parseMethod(object: Expr, name: string, pos: number): Expr {

@@ -29,7 +29,7 @@ import {
 } from "./validate.ts";
 import { checkSchemaKeys } from "./keys.ts";
 import { checkIndexes, planIndexes } from "./indexes.ts";
-import type { EntitySchema, FieldDef } from "./types.ts";
+import { CALLER_DEFAULT, type EntitySchema, type FieldDef } from "./types.ts";
 
 /** What a PATCH will do. */
 export interface PatchPlan {
@@ -176,8 +176,9 @@ function planFields(
       statements.push(
         `ALTER TABLE ${table} ADD COLUMN ${columnSql(f, dialect)}`,
       );
-      // Existing rows take the default, as a record created now would.
-      if (f.default !== undefined) {
+      // Existing rows take the default, as a record created now would
+      // (the caller default has no caller for them: they stay empty).
+      if (f.default !== undefined && f.default !== CALLER_DEFAULT) {
         fills.push({
           sql: `UPDATE ${table} SET ${columnOf(f.name)} = ?`,
           params: [dialect.encode(kindOf(f), f.default)],

@@ -60,6 +60,13 @@ export interface IndexDef {
   unique: boolean;
 }
 
+/**
+ * The `default` of a relation field to an auth entity that stands for the
+ * caller: a record created by a user of that entity without a value gets
+ * the user's id, before the add rule runs (README "Schemas").
+ */
+export const CALLER_DEFAULT = "@auth";
+
 /** Entity types. */
 export type EntityType = "base" | "auth" | "view";
 

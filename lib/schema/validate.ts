@@ -15,6 +15,7 @@ import {
 } from "./field_types.ts";
 import { RESERVED_FIELD_NAMES } from "./builtin.ts";
 import {
+  CALLER_DEFAULT,
   type EntityType,
   type FieldDef,
   OPERATIONS,
@@ -190,10 +191,21 @@ export function validateField(
   if (raw.type === "relation") {
     field.foreign_key = foreignKey(raw.foreign_key, where, ctx, self);
   }
-  if (raw.default !== undefined && raw.default !== null) {
-    if (
-      raw.type === "file" || raw.type === "files" || raw.type === "relation"
-    ) {
+  if (raw.default === CALLER_DEFAULT && raw.type === "relation") {
+    const target = field.foreign_key!.entity;
+    if (ctx.entityType(target) !== "auth") {
+      fail(
+        `Cannot accept ${where}.default: "${CALLER_DEFAULT}" (the caller) needs a relation to an auth entity; ${target} is not one`,
+      );
+    }
+    field.default = CALLER_DEFAULT;
+  } else if (raw.default !== undefined && raw.default !== null) {
+    if (raw.type === "relation") {
+      fail(
+        `Cannot accept ${where}.default: a relation takes only "${CALLER_DEFAULT}" (the caller, for a relation to an auth entity)`,
+      );
+    }
+    if (raw.type === "file" || raw.type === "files") {
       fail(`Cannot accept ${where}.default: not for type ${raw.type}`);
     }
     resetPatternBudget(); // a default is checked on its own

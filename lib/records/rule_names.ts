@@ -1,0 +1,146 @@
+/**
+ * Rules read only names that exist: which names an entity's rules may read
+ * (`record.<field>`, `auth.user.<field>`), the refusal of a schema change
+ * after which a working rule would read a name that is gone, and the stored
+ * rules that read one already (warned at start, shown by the rule check).
+ *
+ * @module
+ */
+
+import { MoonbaseError } from "../errors.ts";
+import type { KnownNames } from "../rules/names.ts";
+import type { RuleProblem } from "../rules/check.ts";
+import {
+  type EntitySchema,
+  type FieldDef,
+  type Operation,
+  OPERATIONS,
+} from "../schema/types.ts";
+import { builtinFields } from "../schema/builtin.ts";
+
+/** An entity as rules see it: its schema and every field (built-ins included). */
+export interface RuleWorldEntity {
+  readonly schema: EntitySchema;
+  readonly fields: readonly FieldDef[];
+}
+
+/** Checks a custom rule, with the names it may read when given. */
+export type RuleCheck = (
+  expr: string,
+  names?: KnownNames,
+) => RuleProblem | undefined;
+
+const readable = (fields: readonly FieldDef[]): string[] =>
+  fields.map((f) => f.name).filter((n) => n !== "password");
+
+/**
+ * The names `auth.user.<name>` may read: the fields of every auth entity but
+ * the system ones (admins pass every rule), their built-ins always, never
+ * `password`. The caller may come from any auth entity, so the union.
+ */
+export function userNames(
+  world: readonly RuleWorldEntity[],
+): Set<string> {
+  const out = new Set(readable(builtinFields("auth")));
+  for (const e of world) {
+    if (e.schema.type === "auth" && !e.schema.is_system) {
+      for (const n of readable(e.fields)) out.add(n);
+    }
+  }
+  return out;
+}
+
+/** The names the rules of `entity` may read, in `world`. */
+export function knownNames(
+  world: readonly RuleWorldEntity[],
+  entity: RuleWorldEntity,
+  user: ReadonlySet<string> = userNames(world),
+): KnownNames {
+  return { record: new Set(readable(entity.fields)), user };
+}
+
+/** One stored custom rule that reads a name that does not exist. */
+export interface StoredRuleProblem {
+  entity: string;
+  op: Operation;
+  problem: string;
+}
+
+/** The custom rules of `world` that fail `check` with the names they may read. */
+export function ruleProblems(
+  world: readonly RuleWorldEntity[],
+  check: RuleCheck,
+): StoredRuleProblem[] {
+  const user = userNames(world);
+  const out: StoredRuleProblem[] = [];
+  for (const e of world) {
+    if (e.schema.is_system) continue;
+    const names = knownNames(world, e, user);
+    for (const op of OPERATIONS) {
+      const rule = e.schema.rules[op];
+      if (rule.mode !== "custom") continue;
+      const problem = check(rule.expr, names);
+      if (problem) {
+        out.push({ entity: e.schema.name, op, problem: problem.message });
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Refuses a schema change (`action` on entity `subject`, whose id is
+ * `changed`) when, in the world `after` it, a custom rule reads a name that
+ * does not exist:
+ *
+ * - a rule the change saves (new, or its text changed) → 400
+ *   `Cannot accept rules.<op>.expr: …` with the position and closest name;
+ * - a rule that worked before the change (a field dropped or renamed, an
+ *   auth entity deleted) → 409 naming the rule and the name. A rule that
+ *   read an unknown name already before (saved by an older version) does
+ *   not block other changes.
+ */
+export function refuseBrokenRules(
+  before: readonly RuleWorldEntity[],
+  after: readonly RuleWorldEntity[],
+  change: { action: "create" | "change" | "delete"; subject: string },
+  changed: string | undefined,
+  check: RuleCheck,
+): void {
+  const userBefore = userNames(before);
+  const userAfter = userNames(after);
+  for (const e of after) {
+    if (e.schema.is_system) continue;
+    const old = before.find((b) => b.schema.id === e.schema.id);
+    let names: KnownNames | undefined;
+    for (const op of OPERATIONS) {
+      const rule = e.schema.rules[op];
+      if (rule.mode !== "custom") continue;
+      names ??= knownNames(after, e, userAfter);
+      const problem = check(rule.expr, names);
+      if (!problem) continue;
+      const was = old?.schema.rules[op];
+      if (was?.mode !== "custom" || was.expr !== rule.expr) {
+        if (e.schema.id === changed) {
+          throw new MoonbaseError(
+            "invalid",
+            `Cannot accept rules.${op}.expr: ${problem.message}`,
+          );
+        }
+        continue; // not this change's rule (cannot happen: only `changed` gets new rules)
+      }
+      if (check(was.expr, knownNames(before, old!, userBefore))) continue;
+      const whose = e.schema.id === changed
+        ? `its ${op} rule`
+        : `the ${op} rule of ${e.schema.name}`;
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot ${change.action} entity ${change.subject}: ${whose} reads ${
+          problem.unknown ?? "a name"
+        }, which would no longer exist; change that rule ${
+          e.schema.id === changed ? "in the same request" : "first"
+        }`,
+      );
+    }
+  }
+}

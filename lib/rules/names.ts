@@ -1,0 +1,145 @@
+/**
+ * The names a rule may read under `record.` and `auth.`, and the message for
+ * one it may not: the parser refuses `record.autor` when the entity has no
+ * field `autor`, naming the closest existing name. One home for the
+ * suggestion, used by rules and by the list `filter` (bare field names).
+ *
+ * @module
+ */
+
+/**
+ * Names known to a rule of one entity (README "Access rules"): `record` =
+ * the entity's field names (built-ins included, `password` never); `user` =
+ * the fields any auth entity's records have (their union, built-ins
+ * included, `password` never): the caller may come from any auth entity.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import type { KnownNames } from "moonbase/lib/rules/names.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * const names: KnownNames = {
+ *   record: new Set(["id", "owner"]),
+ *   user: new Set(["id", "email"]),
+ * };
+ * parseExpression("record.owner == auth.id", { mode: "rule", names });
+ * assert.throws(
+ *   () => parseExpression("record.ownr == auth.id", { mode: "rule", names }),
+ *   /unknown name "record.ownr" \(did you mean "record.owner"\?\) at 7/,
+ * );
+ * ```
+ */
+export interface KnownNames {
+  record: ReadonlySet<string>;
+  user: ReadonlySet<string>;
+}
+
+/** The members of `auth` (README "Access rules"). */
+export const AUTH_MEMBERS: ReadonlySet<string> = new Set([
+  "id",
+  "entity",
+  "type",
+  "user",
+]);
+
+/**
+ * Edit distance of two short names: insertions, deletions, substitutions
+ * and swaps of neighbours count one each; a difference in case alone half.
+ */
+function distance(a: string, b: string): number {
+  if (a.toLowerCase() === b.toLowerCase()) return a === b ? 0 : 0.5;
+  a = a.toLowerCase();
+  b = b.toLowerCase();
+  let before: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(
+        prev[j] + 1,
+        row[j - 1] + 1,
+        prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+      if (
+        i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]
+      ) row[j] = Math.min(row[j], before[j - 2] + 1);
+    }
+    before = prev;
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+/**
+ * The known name closest to `name`, when one is close enough to be a typo
+ * (at most one change per three characters, at least one); the first in
+ * `known`'s order wins a tie.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { closestName } from "moonbase/lib/rules/names.ts";
+ * assert.equal(closestName("autor", ["title", "author"]), "author");
+ * assert.equal(closestName("Owner", ["owner"]), "owner");
+ * assert.equal(closestName("titel", ["tags", "title"]), "title");
+ * assert.equal(closestName("xyz", ["title", "author"]), undefined);
+ * ```
+ */
+export function closestName(
+  name: string,
+  known: Iterable<string>,
+): string | undefined {
+  if (name.length > 64) return undefined;
+  const limit = Math.max(1, Math.floor(name.length / 3));
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const k of known) {
+    const d = distance(name, k);
+    if (d <= limit && d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/**
+ * The parser's detail for an unknown name under `prefix` (`record`,
+ * `auth.user`, `auth`; `""` for a bare filter field): the closest known
+ * name, or else (with a prefix) what is known there.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { unknownName } from "moonbase/lib/rules/names.ts";
+ * assert.equal(
+ *   unknownName("autor", "record", ["id", "author"]),
+ *   'unknown name "record.autor" (did you mean "record.author"?)',
+ * );
+ * assert.equal(
+ *   unknownName("xyz", "record", ["id", "title"]),
+ *   'unknown name "record.xyz" (record has: id, title)',
+ * );
+ * assert.equal(unknownName("nope", "", ["title"]), 'unknown name "nope"');
+ * ```
+ */
+export function unknownName(
+  name: string,
+  prefix: string,
+  known: Iterable<string>,
+): string {
+  const full = (n: string) => prefix === "" ? n : `${prefix}.${n}`;
+  const shown = JSON.stringify(full(name.slice(0, 64)));
+  const near = closestName(name, known);
+  if (near !== undefined) {
+    return `unknown name ${shown} (did you mean ${
+      JSON.stringify(full(near))
+    }?)`;
+  }
+  if (prefix === "") return `unknown name ${shown}`;
+  const list = [...known];
+  const more = list.length > 12 ? ", …" : "";
+  return `unknown name ${shown} (${prefix} has: ${
+    list.length === 0 ? "nothing" : list.slice(0, 12).join(", ") + more
+  })`;
+}
