@@ -59,6 +59,8 @@ Options:
   --realtimeMaxTopics <n>  topics per realtime connection (default 100)
   --realtimeMaxConnections <n>  realtime connections per token or guest address (default 20)
   --realtimeHeartbeat <s>  seconds between SSE heartbeats (default 15)
+  --realtimeLogBytes <n>   bytes of events the realtime log keeps (default 64 MiB)
+  --realtimeResumeBytes <n>  bytes of missed events a resume replays (default 8 MiB)
   --websocket              serve WebSocket upgrades (/api/v1/realtime/ws); each
                            connection then holds two descriptors
   -h, --help               show this help
@@ -156,6 +158,8 @@ export function parseCli(args: string[]): Cli {
         realtimeMaxTopics: { type: "string" },
         realtimeMaxConnections: { type: "string" },
         realtimeHeartbeat: { type: "string" },
+        realtimeLogBytes: { type: "string" },
+        realtimeResumeBytes: { type: "string" },
         websocket: { type: "boolean" },
         add: { type: "string" },
         ls: { type: "boolean" },
@@ -221,6 +225,13 @@ export function parseCli(args: string[]): Cli {
       100_000,
     ),
     realtimeHeartbeat: int(v.realtimeHeartbeat, "realtimeHeartbeat", 1, 30),
+    realtimeLogBytes: int(v.realtimeLogBytes, "realtimeLogBytes", 1, 2 ** 50),
+    realtimeResumeBytes: int(
+      v.realtimeResumeBytes,
+      "realtimeResumeBytes",
+      0,
+      2 ** 50,
+    ),
     webSocket: v.websocket,
     workers: v.workers === "auto" ? 0 : int(v.workers, "workers", 0, 256),
   };

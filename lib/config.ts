@@ -111,6 +111,10 @@ export interface AppConfig {
   realtimeHeartbeat?: number;
   /** Bytes a realtime connection may have waiting before it is dropped as too slow (default 1 MiB). */
   realtimeBuffer?: number;
+  /** Bytes of events the realtime log keeps at most (default 64 MiB; the newest event always stays). */
+  realtimeLogBytes?: number;
+  /** Bytes of missed events a realtime resume replays at most; past it the client is reset (default 8 MiB). */
+  realtimeResumeBytes?: number;
   /**
    * WebSocket upgrades (`/api/v1/realtime/ws`), default false. Each
    * connection then holds a second descriptor (a duplicate the upgrade moves
@@ -199,6 +203,8 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     realtimeMaxConnections: c.realtimeMaxConnections ?? 20,
     realtimeHeartbeat: c.realtimeHeartbeat ?? 15,
     realtimeBuffer: c.realtimeBuffer ?? 1024 * 1024,
+    realtimeLogBytes: c.realtimeLogBytes ?? 64 * 1024 * 1024,
+    realtimeResumeBytes: c.realtimeResumeBytes ?? 8 * 1024 * 1024,
     webSocket: c.webSocket ?? false,
     workers: workerCount(c.workers),
     peers: c.peers,

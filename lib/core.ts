@@ -304,6 +304,8 @@ export async function createCore(
         },
         heartbeatMs: config.realtimeHeartbeat * 1000,
         bufferBytes: config.realtimeBuffer,
+        retainBytes: config.realtimeLogBytes,
+        resumeBytes: config.realtimeResumeBytes,
         onError: (err) =>
           log.warn("realtime failed", {
             error: err instanceof Error ? err.message : String(err),

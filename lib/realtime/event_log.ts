@@ -12,12 +12,22 @@
  * (it only ever tries the lock: writers never queue behind a reader).
  *
  * Retention: rows younger than `RETAIN_MS` and the newest `RETAIN_ROWS` are
- * never pruned. The oldest row kept marks what can still be resumed (ids only
- * grow: pruning always keeps the newest row).
+ * kept, as long as they fit in `retainBytes` (each row stores its size: the
+ * bytes of its bodies); a write that takes the log past a quarter of that
+ * since the last prune prunes at once. The oldest row kept marks what can
+ * still be resumed (ids only grow: pruning always keeps the newest row).
+ *
+ * Reads are bounded by bytes as well as rows (`READ_BYTES`, at least one
+ * event), and an event's bodies are parsed only when first used (an event
+ * nobody follows is never parsed). Every read also returns the stored schema
+ * version, in the same statement: when another instance changed the schemas
+ * before the events were read, they are reloaded before the events are
+ * handed on (so they are judged by the rules in force when they were read).
  *
  * @module
  */
 
+import { Buffer } from "node:buffer";
 import type { Queryable, Row, SqlValue, Storage } from "../db/storage.ts";
 import type {
   ChangeAction,
@@ -28,8 +38,29 @@ import type { RecordData } from "../records/codec.ts";
 
 /** Events younger than this are kept (5 minutes). */
 export const RETAIN_MS = 5 * 60_000;
-/** The newest this many events are kept whatever their age. */
+/** The newest this many events are kept whatever their age (within `retainBytes`). */
 export const RETAIN_ROWS = 10_000;
+/** Default `retainBytes`: the log keeps at most this many bytes of bodies (64 MiB). */
+export const RETAIN_BYTES = 64 * 1024 * 1024;
+/** Default `resumeBytes`: a resume replays at most this many bytes (8 MiB). */
+export const RESUME_BYTES = 8 * 1024 * 1024;
+/** One read holds at most this many bytes of bodies (or one event). */
+export const READ_BYTES = 1024 * 1024;
+
+/** Byte bounds of the log. */
+export interface EventLogOptions {
+  /** Bytes of bodies the log keeps at most (the newest row is always kept). */
+  retainBytes?: number;
+  /** Bytes of events a resume may replay; past it the client is reset. */
+  resumeBytes?: number;
+  /**
+   * The schemas in memory: `version` is compared with the stored one each
+   * read returns; `refreshIfChanged` reloads them.
+   */
+  schemas?: { readonly version: string; refreshIfChanged(): Promise<void> };
+  /** Reports a failed prune started by a write. */
+  onError?: (err: unknown) => void;
+}
 
 /** The advisory lock key event writers share (PostgreSQL). */
 const LOCK_KEY = 7_020_617_001;
@@ -49,29 +80,64 @@ export interface StoredEvent {
 }
 
 const INSERT =
-  `INSERT INTO "mb_events" ("entity", "entity_id", "record_id", "action", "at", "record", "previous")`;
-const VALUES = "?, ?, ?, ?, ?, ?, ?";
+  `INSERT INTO "mb_events" ("entity", "entity_id", "record_id", "action", "at", "size", "record", "previous")`;
+const VALUES = "?, ?, ?, ?, ?, ?, ?, ?";
 const HELD = `(SELECT pg_advisory_xact_lock_shared(${LOCK_KEY})) AS "held"`;
 
-const COLUMNS =
-  `"id", "entity", "entity_id", "record_id", "action", "at", "record", "previous"`;
+const COLUMNS = ["id", "entity", "entity_id", "record_id", "action", "at"]
+  .concat("record", "previous").map((c) => `"e"."${c}"`).join(", ");
+/** The stored schema version, read with the events (one lookup per statement). */
+const VERSION =
+  `(SELECT "value" FROM "mb_meta" WHERE "key" = 'schema_version') AS "mb_schema"`;
 
 function isId(v: unknown): boolean {
   return v !== null && v !== undefined;
 }
 
-function toEvent(row: Row): StoredEvent {
-  return {
-    id: Number(row.id),
-    entity: String(row.entity),
-    entityId: String(row.entity_id),
-    recordId: String(row.record_id),
-    action: String(row.action) as ChangeAction,
-    at: Number(row.at),
-    record: JSON.parse(String(row.record)),
-    ...(row.previous !== null && row.previous !== undefined &&
-      { previous: JSON.parse(String(row.previous)) }),
-  };
+/**
+ * An event as read: its bodies are parsed when first used (the hub skips
+ * events nobody follows, and asks for `previous` only when `record` is
+ * out of a subscriber's view).
+ */
+class LoggedEvent implements StoredEvent {
+  readonly id: number;
+  readonly entity: string;
+  readonly entityId: string;
+  readonly recordId: string;
+  readonly action: ChangeAction;
+  readonly at: number;
+  #record: string | RecordData;
+  #previous: string | RecordData | undefined;
+
+  constructor(row: Row) {
+    this.id = Number(row.id);
+    this.entity = String(row.entity);
+    this.entityId = String(row.entity_id);
+    this.recordId = String(row.record_id);
+    this.action = String(row.action) as ChangeAction;
+    this.at = Number(row.at);
+    this.#record = String(row.record);
+    this.#previous = isId(row.previous) ? String(row.previous) : undefined;
+  }
+
+  get record(): RecordData {
+    if (typeof this.#record === "string") {
+      this.#record = JSON.parse(this.#record);
+    }
+    return this.#record as RecordData;
+  }
+
+  get previous(): RecordData | undefined {
+    if (typeof this.#previous === "string") {
+      this.#previous = JSON.parse(this.#previous);
+    }
+    return this.#previous as RecordData | undefined;
+  }
+}
+
+/** UTF-8 bytes of a body. */
+function bytes(json: string | null): number {
+  return json === null ? 0 : Buffer.byteLength(json, "utf8");
 }
 
 /** Reads and writes `mb_events`. */
@@ -79,12 +145,29 @@ export class EventLog {
   readonly #store: Storage;
   readonly #now: () => number;
   readonly #pg: boolean;
+  readonly #schemas: EventLogOptions["schemas"];
+  readonly #onError: (err: unknown) => void;
+  /** Bytes of bodies the log keeps at most. */
+  readonly retainBytes: number;
+  /** Bytes a resume may replay at most. */
+  readonly resumeBytes: number;
+  /** Bytes this instance appended since its last prune. */
+  #grown = 0;
+  #pruning = false;
 
   /** `now`: the database clock (ms). */
-  constructor(store: Storage, now: () => number) {
+  constructor(
+    store: Storage,
+    now: () => number,
+    options: EventLogOptions = {},
+  ) {
     this.#store = store;
     this.#now = now;
     this.#pg = store.dialect.name === "postgres";
+    this.#schemas = options.schemas;
+    this.#onError = options.onError ?? (() => {});
+    this.retainBytes = options.retainBytes ?? RETAIN_BYTES;
+    this.resumeBytes = options.resumeBytes ?? RESUME_BYTES;
   }
 
   /** True when ids may commit out of order (several writers). */
@@ -119,18 +202,42 @@ export class EventLog {
   }
 
   #values(c: RecordChange): SqlValue[] {
+    const record = JSON.stringify(c.record);
+    const previous = c.previous === undefined
+      ? null
+      : JSON.stringify(c.previous);
+    const size = bytes(record) + bytes(previous);
+    this.#grown += size;
     return [
       c.entity,
       c.entityId,
       c.id,
       c.action,
       this.#now(),
-      JSON.stringify(c.record),
-      c.previous === undefined ? null : JSON.stringify(c.previous),
+      size,
+      record,
+      previous,
     ];
   }
 
-  /** Events with `after < id <= upTo`, oldest first, at most `limit`. */
+  /**
+   * A write committed: when this instance appended more than a quarter of
+   * `retainBytes` since the last prune, prune now (in the background), so
+   * a burst of large events cannot hold the log past its bound for long.
+   */
+  committed(): void {
+    if (this.#grown <= this.retainBytes / 4 || this.#pruning) return;
+    this.#grown = 0;
+    this.#pruning = true;
+    this.prune()
+      .catch(this.#onError)
+      .finally(() => this.#pruning = false);
+  }
+
+  /**
+   * Events with `after < id <= upTo`, oldest first, at most `limit`, and
+   * at most `READ_BYTES` of bodies (at least one event).
+   */
   async read(
     after: number,
     upTo = Number.MAX_SAFE_INTEGER,
@@ -140,19 +247,42 @@ export class EventLog {
     const only = entities?.length
       ? ` AND "entity" IN (${entities.map(() => "?").join(", ")})`
       : "";
-    const rows = await this.#store.query(
-      `SELECT ${COLUMNS} FROM "mb_events" WHERE "id" > ? AND "id" <= ?${only} ORDER BY "id" LIMIT ${
-        Math.trunc(limit)
-      }`,
-      [after, upTo, ...(entities ?? [])],
+    return await this.#events(
+      await this.#store.query(
+        this.#select(`"id" > ? AND "id" <= ?${only}`, limit),
+        [after, upTo, ...(entities ?? []), READ_BYTES],
+      ),
     );
-    return rows.map(toEvent);
+  }
+
+  /**
+   * The events matching `where`, in id order, at most `limit` rows and
+   * `READ_BYTES` (the sizes are read first; bodies only of the rows that
+   * fit), with the stored schema version.
+   */
+  #select(where: string, limit: number): string {
+    return `SELECT ${COLUMNS}, ${VERSION} FROM (SELECT "id", SUM("size") OVER (ORDER BY "id") - "size" AS "before" FROM (SELECT "id", "size" FROM "mb_events" WHERE ${where} ORDER BY "id" LIMIT ${
+      Math.trunc(limit)
+    }) AS "l") AS "w" JOIN "mb_events" AS "e" ON "e"."id" = "w"."id" WHERE "w"."before" < ? ORDER BY "e"."id"`;
+  }
+
+  /** Rows to events, after reloading the schemas if another instance changed them. */
+  async #events(rows: Row[]): Promise<StoredEvent[]> {
+    const schemas = this.#schemas;
+    if (
+      schemas && rows.length > 0 &&
+      String(rows[0].mb_schema ?? "0") !== schemas.version
+    ) {
+      await schemas.refreshIfChanged();
+    }
+    return rows.map((row) => new LoggedEvent(row));
   }
 
   /**
    * Like `read`, but final: on PostgreSQL it takes the advisory lock
    * exclusively (every transaction holding an event id has ended), so no id
-   * below those returned can still appear; `max` is the highest id then.
+   * below those returned can still appear; `max` is the highest id then
+   * (or the last returned, when the byte bound left some out).
    * It never queues for the lock (queued, it would hold up every new
    * writer behind it): undefined when a writer holds it now, except with
    * `wait`, which waits at most 100 ms.
@@ -167,7 +297,7 @@ export class EventLog {
       return { events, max: (await this.bounds()).max };
     }
     try {
-      return await this.#store.transaction(async (tx) => {
+      const got = await this.#store.transaction(async (tx) => {
         if (wait) {
           await tx.query(`SET LOCAL lock_timeout = '100ms'`);
           await tx.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY}) AS "held"`);
@@ -177,17 +307,24 @@ export class EventLog {
           );
           if (got[0]?.held !== true) return undefined;
         }
-        const rows = await tx.query(
-          `SELECT ${COLUMNS} FROM "mb_events" WHERE "id" > ? ORDER BY "id" LIMIT ${
-            Math.trunc(limit)
-          }`,
-          [after],
-        );
+        const rows = await tx.query(this.#select(`"id" > ?`, limit), [
+          after,
+          READ_BYTES,
+        ]);
         const top = await tx.query(
           `SELECT COALESCE(MAX("id"), 0) AS "max" FROM "mb_events"`,
         );
-        return { events: rows.map(toEvent), max: Number(top[0].max) };
+        return { rows, max: Number(top[0].max) };
       });
+      if (!got) return undefined;
+      const events = await this.#events(got.rows);
+      // Every id up to the last row read is settled; past it only when all
+      // rows up to `max` fit in this read.
+      const last = events.at(-1)?.id;
+      return {
+        events,
+        max: last === undefined || events.length === limit ? got.max : last,
+      };
     } catch (err) {
       // lock_timeout: a writer still holds it.
       const code = (err as { code?: string } | null)?.code;
@@ -212,25 +349,64 @@ export class EventLog {
   }
 
   /**
-   * Drops what retention no longer needs: rows both older than
-   * `RETAIN_MS` and outside the newest `RETAIN_ROWS`, except the newest
-   * such row (it marks how far back a resume reaches). Returns rows dropped.
+   * Whether a client that saw every event up to `from` can resume up to
+   * `upTo` following `entities`: every event after `from` is still kept,
+   * and those of `entities` hold at most `resumeBytes` (only their sizes
+   * are read, never their bodies).
    */
-  async prune(retainMs = RETAIN_MS, retainRows = RETAIN_ROWS): Promise<number> {
+  async resumable(
+    from: number,
+    upTo: number,
+    entities: readonly string[],
+  ): Promise<boolean> {
+    const only = entities.length
+      ? ` AND "entity" IN (${entities.map(() => "?").join(", ")})`
+      : "";
+    const rows = await this.#store.query(
+      `SELECT COALESCE((SELECT MIN("id") FROM "mb_events"), 0) AS "min", (SELECT COALESCE(SUM("size"), 0) FROM "mb_events" WHERE "id" > ? AND "id" <= ?${only}) AS "bytes"`,
+      [from, upTo, ...entities],
+    );
+    const min = Number(rows[0].min);
+    if (!(min > 0 ? from >= min : from === 0)) return false;
+    return Number(rows[0].bytes) <= this.resumeBytes;
+  }
+
+  /**
+   * Drops what retention no longer needs: rows both older than
+   * `retainMs` and outside the newest `retainRows`, except the newest
+   * such row (it marks how far back a resume reaches); and rows outside
+   * the newest that fit in `retainBytes` (the newest row always stays).
+   * Returns rows dropped.
+   */
+  async prune(
+    retainMs = RETAIN_MS,
+    retainRows = RETAIN_ROWS,
+    retainBytes = this.retainBytes,
+  ): Promise<number> {
+    let below = 0;
     // By the primary key only (no index on "at": it would cost every write).
     const byCount = await this.#store.query(
       `SELECT "id" FROM "mb_events" ORDER BY "id" DESC LIMIT 1 OFFSET ${
         Math.trunc(retainRows)
       }`,
     );
-    if (!isId(byCount[0]?.id)) return 0;
-    const old = await this.#store.query(
-      `SELECT MAX("id") AS "id" FROM "mb_events" WHERE "id" <= ? AND "at" < ?`,
-      [Number(byCount[0].id), this.#now() - retainMs],
+    if (isId(byCount[0]?.id)) {
+      const old = await this.#store.query(
+        `SELECT MAX("id") AS "id" FROM "mb_events" WHERE "id" <= ? AND "at" < ?`,
+        [Number(byCount[0].id), this.#now() - retainMs],
+      );
+      if (isId(old[0]?.id)) below = Number(old[0].id);
+    }
+    // By bytes: the oldest row of the newest that fit (sizes only).
+    const byBytes = await this.#store.query(
+      `SELECT MIN(CASE WHEN "run" <= ? THEN "id" END) AS "fits", MAX("id") AS "top" FROM (SELECT "id", SUM("size") OVER (ORDER BY "id" DESC) AS "run" FROM "mb_events") AS "w"`,
+      [retainBytes],
     );
-    if (!isId(old[0]?.id)) return 0;
+    const fits = byBytes[0]?.fits ?? byBytes[0]?.top;
+    if (isId(fits)) below = Math.max(below, Number(fits));
+    if (below === 0) return 0;
     return await this.#store.run(`DELETE FROM "mb_events" WHERE "id" < ?`, [
-      Number(old[0].id),
+      below,
     ]);
   }
 }

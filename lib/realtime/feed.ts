@@ -166,8 +166,10 @@ export class EventFeed {
         this.#cursor = this.#committed;
         return false;
       }
-      this.#emit(events, events[events.length - 1].id);
-      return events.length === BATCH;
+      const last = events[events.length - 1].id;
+      this.#emit(events, last);
+      // A read stops at BATCH rows or at its byte bound: read on.
+      return last < this.#committed;
     }
     const events = await this.#log.read(this.#cursor, undefined, BATCH);
     if (events.length === 0) return false;

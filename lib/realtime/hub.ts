@@ -141,7 +141,7 @@ export class Hub {
     }
     sub.pending ??= [];
     try {
-      const from = await this.#resumable(lastEventId, position);
+      const from = await this.#resumable(lastEventId, position, fresh);
       sub.sink.ready(keys, from < 0);
       if (from >= 0) await this.#replay(sub, fresh, from, position);
       return from < 0;
@@ -150,15 +150,22 @@ export class Hub {
     }
   }
 
-  /** The id to resume after, or -1 when the events after it are gone. */
-  async #resumable(lastEventId: string, position: number): Promise<number> {
+  /**
+   * The id to resume after, or -1 when the events after it are gone or
+   * too many bytes to replay (`EventLog.resumable`).
+   */
+  async #resumable(
+    lastEventId: string,
+    position: number,
+    topics: readonly Topic[],
+  ): Promise<number> {
     const from = /^\d{1,15}$/.test(lastEventId) ? Number(lastEventId) : -1;
     // At most RETAIN_ROWS events back: a resume never scans more.
     if (from < 0 || from > position || position - from > RETAIN_ROWS) {
       return -1;
     }
-    const { min } = await this.#log.bounds();
-    return (min > 0 ? from >= min : from === 0) ? from : -1;
+    const entities = [...new Set(topics.map((t) => t.entity))];
+    return await this.#log.resumable(from, position, entities) ? from : -1;
   }
 
   /** Sends the retained events after `lastEventId` up to `position`. */

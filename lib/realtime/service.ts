@@ -38,6 +38,10 @@ export interface RealtimeEnv {
   heartbeatMs: number;
   /** Bytes an SSE stream may have waiting before it is dropped as too slow. */
   bufferBytes: number;
+  /** Bytes of events the log keeps at most (default `RETAIN_BYTES`). */
+  retainBytes?: number;
+  /** Bytes of events a resume may replay (default `RESUME_BYTES`). */
+  resumeBytes?: number;
   onError(err: unknown): void;
 }
 
@@ -56,7 +60,13 @@ export class Realtime {
 
   constructor(env: RealtimeEnv) {
     this.env = env;
-    this.log = new EventLog(env.storage, env.now);
+    this.log = new EventLog(env.storage, env.now, {
+      retainBytes: env.retainBytes,
+      resumeBytes: env.resumeBytes,
+      // Events are judged by the rules stored when they are read.
+      schemas: env.schemas,
+      onError: env.onError,
+    });
     this.hub = new Hub(this.log, env.sees, env.limits);
     this.feed = new EventFeed(
       this.log,
@@ -81,6 +91,7 @@ export class Realtime {
         : undefined,
       committed: (position) => {
         this.feed.committed(position);
+        this.log.committed();
         if (pg) this.#notify();
       },
     };

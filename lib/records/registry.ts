@@ -126,6 +126,11 @@ export class Registry {
     return ruleProblems(this.#world(), this.#checkExpr);
   }
 
+  /** The schema version the schemas in memory were loaded at (`mb_meta`). */
+  get version(): string {
+    return this.#version;
+  }
+
   /** Reloads when another instance changed a schema. */
   async refreshIfChanged(): Promise<void> {
     if (await this.#storedVersion() !== this.#version) await this.load();

@@ -28,6 +28,37 @@ export const ADMIN_SCHEMA: EntitySchema = {
   updated: "1970-01-01T00:00:00.000Z",
 };
 
+/** `mb_events."size"`: the bytes of an event's bodies (retention and resume budgets count them). */
+const EVENT_SIZE_COLUMN = `"size" BIGINT NOT NULL DEFAULT 0,`;
+
+/**
+ * A log written before events had sizes: adds the column and measures the
+ * rows kept (at most what retention keeps, once).
+ */
+async function addEventSizes(store: Storage): Promise<void> {
+  try {
+    await store.query(`SELECT "size" FROM "mb_events" WHERE 1 = 0`);
+    return;
+  } catch {
+    // No such column: added below.
+  }
+  const pg = store.dialect.name === "postgres";
+  const bytes = (col: string) =>
+    pg ? `octet_length("${col}")` : `length(CAST("${col}" AS BLOB))`;
+  await store.transaction(async (tx) => {
+    await tx.exec(
+      `ALTER TABLE "mb_events" ADD COLUMN ${pg ? "IF NOT EXISTS " : ""}${
+        EVENT_SIZE_COLUMN.slice(0, -1)
+      }`,
+    );
+    await tx.run(
+      `UPDATE "mb_events" SET "size" = ${bytes("record")} + COALESCE(${
+        bytes("previous")
+      }, 0)`,
+    );
+  });
+}
+
 /**
  * Creates the system tables when missing (idempotent).
  *
@@ -62,7 +93,9 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
       // but that write's event was never seen).
       d.name === "sqlite"
         ? `"id" INTEGER PRIMARY KEY`
-        : `"id" BIGSERIAL PRIMARY KEY`}, "entity" ${text} NOT NULL, "entity_id" ${text} NOT NULL, "record_id" ${text} NOT NULL, "action" ${text} NOT NULL, "at" ${int} NOT NULL, "record" ${text} NOT NULL, "previous" ${text})`,
+        : `"id" BIGSERIAL PRIMARY KEY`}, "entity" ${text} NOT NULL, "entity_id" ${text} NOT NULL, "record_id" ${text} NOT NULL, "action" ${text} NOT NULL, "at" ${int} NOT NULL, ${
+      // Before the bodies: SQLite reads it without walking their overflow pages.
+      EVENT_SIZE_COLUMN} "record" ${text} NOT NULL, "previous" ${text})`,
     `CREATE TABLE IF NOT EXISTS "mb_files" ("entity_id" ${text} NOT NULL, "name" ${text} NOT NULL, "created" ${int} NOT NULL, PRIMARY KEY ("entity_id", "name"))`,
     ...createSql(ADMIN_SCHEMA, d).map((s) =>
       s.replace(/^CREATE (UNIQUE )?(TABLE|INDEX)/, "CREATE $1$2 IF NOT EXISTS")
@@ -76,6 +109,7 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
           `INSERT INTO "mb_meta" ("key", "value") VALUES ('schema_version', '0') ON CONFLICT ("key") DO NOTHING`,
         );
       });
+      await addEventSizes(store);
       return;
     } catch (err) {
       // Two instances starting at once on one PostgreSQL may race on CREATE … IF NOT EXISTS.
