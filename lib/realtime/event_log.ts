@@ -151,7 +151,9 @@ export class EventLog {
   readonly retainBytes: number;
   /** Bytes a resume may replay at most. */
   readonly resumeBytes: number;
-  /** Bytes this instance appended since its last prune. */
+  /** Bytes the log held after the last prune of this instance. */
+  #kept = 0;
+  /** Bytes this instance appended since then. */
   #grown = 0;
   #pruning = false;
 
@@ -221,17 +223,27 @@ export class EventLog {
   }
 
   /**
-   * A write committed: when this instance appended more than a quarter of
-   * `retainBytes` since the last prune, prune now (in the background), so
-   * a burst of large events cannot hold the log past its bound for long.
+   * A write committed: when what the log held after the last prune plus
+   * what this instance appended since passes `retainBytes`, prune now (in
+   * the background), so a burst of large events never holds the log past
+   * its bound for long (each instance counts its own writes: with N
+   * instances writing at once, at most about N times the bound).
    */
   committed(): void {
-    if (this.#grown <= this.retainBytes / 4 || this.#pruning) return;
-    this.#grown = 0;
+    if (this.#pruning || this.#kept + this.#grown <= this.retainBytes) return;
     this.#pruning = true;
-    this.prune()
-      .catch(this.#onError)
-      .finally(() => this.#pruning = false);
+    const grown = this.#grown;
+    this.prune().then(
+      () => {
+        this.#grown -= grown;
+        this.#pruning = false;
+        this.committed(); // written meanwhile
+      },
+      (err) => {
+        this.#pruning = false; // the next commit tries again
+        this.#onError(err);
+      },
+    );
   }
 
   /**
@@ -294,7 +306,13 @@ export class EventLog {
   ): Promise<{ events: StoredEvent[]; max: number } | undefined> {
     if (!this.#pg) {
       const events = await this.read(after, undefined, limit);
-      return { events, max: (await this.bounds()).max };
+      const last = events.at(-1)?.id;
+      return {
+        events,
+        max: last === undefined || events.length === limit
+          ? (await this.bounds()).max
+          : last,
+      };
     }
     try {
       const got = await this.#store.transaction(async (tx) => {
@@ -398,12 +416,14 @@ export class EventLog {
       if (isId(old[0]?.id)) below = Number(old[0].id);
     }
     // By bytes: the oldest row of the newest that fit (sizes only).
-    const byBytes = await this.#store.query(
-      `SELECT MIN(CASE WHEN "run" <= ? THEN "id" END) AS "fits", MAX("id") AS "top" FROM (SELECT "id", SUM("size") OVER (ORDER BY "id" DESC) AS "run" FROM "mb_events") AS "w"`,
-      [retainBytes],
+    const [b] = await this.#store.query(
+      `SELECT MIN(CASE WHEN "run" <= ? THEN "id" END) AS "fits", MAX(CASE WHEN "run" <= ? THEN "run" END) AS "bytes", MAX("id") AS "top", MIN("run") AS "newest" FROM (SELECT "id", SUM("size") OVER (ORDER BY "id" DESC) AS "run" FROM "mb_events") AS "w"`,
+      [retainBytes, retainBytes],
     );
-    const fits = byBytes[0]?.fits ?? byBytes[0]?.top;
+    // None fits: the newest row alone is past the bound; it stays.
+    const fits = b?.fits ?? b?.top;
     if (isId(fits)) below = Math.max(below, Number(fits));
+    this.#kept = Number(b?.bytes ?? b?.newest ?? 0);
     if (below === 0) return 0;
     return await this.#store.run(`DELETE FROM "mb_events" WHERE "id" < ?`, [
       below,

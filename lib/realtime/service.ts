@@ -102,6 +102,7 @@ export class Realtime {
     await this.feed.init();
     this.#watchdog.start();
     const prune = () => this.log.prune().catch(this.env.onError);
+    prune(); // also measures the log (lib/realtime/event_log.ts `committed`)
     this.#pruner = setInterval(prune, 60_000);
     Deno.unrefTimer(this.#pruner);
   }
