@@ -47,6 +47,8 @@ export class Registry {
   #byName = new Map<string, Entity>();
   #byId = new Map<string, Entity>();
   #version = "";
+  /** A version check not yet sent (`current`). */
+  #check: Promise<void> | undefined;
   /** The stored schema text of each entity, with its object. */
   #stored = new Map<string, { text: string; entity: Entity }>();
   /** Views that break the view rule (id → problem): their records are not served. */
@@ -134,6 +136,24 @@ export class Registry {
   /** Reloads when another instance changed a schema. */
   async refreshIfChanged(): Promise<void> {
     if (await this.#storedVersion() !== this.#version) await this.load();
+  }
+
+  /**
+   * PostgreSQL (schemas shared by every instance): resolves once the
+   * schemas in memory are at least as new as those stored when it was
+   * called — one read of the version row, shared by the calls of the same
+   * turn; a reload when another instance changed them. Undefined on SQLite
+   * (one process: its isolates catch up in `InstanceSync.fresh`).
+   */
+  current(): Promise<void> | undefined {
+    if (this.#store.dialect.name !== "postgres") return undefined;
+    if (this.#check) return this.#check;
+    const check: Promise<void> = Promise.resolve().then(() => {
+      // Sent now: a later call needs a read of its own.
+      if (this.#check === check) this.#check = undefined;
+      return this.refreshIfChanged();
+    });
+    return this.#check = check;
   }
 
   async #storedVersion(): Promise<string> {

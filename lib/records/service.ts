@@ -166,8 +166,58 @@ export class RecordService {
     };
   }
 
+  /**
+   * Runs a read by the schemas in memory while their version is checked
+   * (PostgreSQL: `Registry.current`, alongside, so the read waits for no
+   * extra round trip); when another instance had changed the entity, the
+   * read runs again by its new schema and rules.
+   */
+  async #read<T>(entity: Entity, run: (e: Entity) => Promise<T>): Promise<T> {
+    const checked = this.#registry.current();
+    if (!checked) return await run(entity);
+    const first = run(entity).then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    await checked;
+    const got = await first;
+    if (this.#registry.get(entity.id) !== entity) {
+      return await run(this.entity(entity.name));
+    }
+    if (!got.ok) throw got.error;
+    return got.value;
+  }
+
+  /**
+   * The entity to write by: after the version check (PostgreSQL, before
+   * the write), the entity as now stored. Uploads were checked against the
+   * schema the request began with: when it changed, 409 (send it again).
+   */
+  async #writing(entity: Entity, write?: RecordWrite): Promise<Entity> {
+    const checked = this.#registry.current();
+    if (!checked) return entity;
+    await checked;
+    if (this.#registry.get(entity.id) === entity) return entity;
+    if (write && write.uploads.size > 0) {
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot save record: entity ${entity.name} changed while the request was sent; send it again`,
+      );
+    }
+    return this.entity(entity.name);
+  }
+
   /** Lists records the caller may see. */
   list(
+    entity: Entity,
+    query: URLSearchParams,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): Promise<ListResult> {
+    return this.#read(entity, (e) => this.#list(e, query, auth, req));
+  }
+
+  #list(
     entity: Entity,
     query: URLSearchParams,
     auth: AuthValue,
@@ -224,9 +274,11 @@ export class RecordService {
     auth: AuthValue,
     req: RuleRequest,
   ): Promise<RecordData> {
-    const rec = await entity.read(id, this.#hooks(entity, "get", auth, req));
-    if (!rec) throw notFound(entity);
-    return rec;
+    return await this.#read(entity, async (e) => {
+      const rec = await e.read(id, this.#hooks(e, "get", auth, req));
+      if (!rec) throw notFound(e);
+      return rec;
+    });
   }
 
   /**
@@ -266,6 +318,7 @@ export class RecordService {
   ): Promise<RecordData> {
     let headers = admitted?.headers;
     try {
+      entity = await this.#writing(entity, write);
       const hooks = this.#hooks(entity, "add", auth, req);
       if (!admitted) headers = await this.#checks.signup(entity, auth, origin);
       return await entity.create(writable(entity, write.body, auth), {
@@ -295,6 +348,7 @@ export class RecordService {
   ): Promise<RecordData> {
     let rec: RecordData | undefined;
     try {
+      entity = await this.#writing(entity, write);
       let body = write.body;
       if (entity.type === "auth") {
         this.precheck(entity, "update", auth); // 401/403 before a 400
@@ -325,6 +379,7 @@ export class RecordService {
     auth: AuthValue,
     req: RuleRequest,
   ): Promise<RecordData> {
+    entity = await this.#writing(entity);
     const rec = await entity.remove(
       id,
       this.#hooks(entity, "delete", auth, req),
