@@ -47,8 +47,9 @@ export class Registry {
   #byName = new Map<string, Entity>();
   #byId = new Map<string, Entity>();
   #version = "";
-  /** A version check not yet sent (`current`). */
-  #check: Promise<void> | undefined;
+  /** The version read out (`current`), and the one calls meanwhile wait for. */
+  #sent: Promise<void> | undefined;
+  #next: Promise<void> | undefined;
   /** The stored schema text of each entity, with its object. */
   #stored = new Map<string, { text: string; entity: Entity }>();
   /** Views that break the view rule (id → problem): their records are not served. */
@@ -141,19 +142,28 @@ export class Registry {
   /**
    * PostgreSQL (schemas shared by every instance): resolves once the
    * schemas in memory are at least as new as those stored when it was
-   * called — one read of the version row, shared by the calls of the same
-   * turn; a reload when another instance changed them. Undefined on SQLite
-   * (one process: its isolates catch up in `InstanceSync.fresh`).
+   * called — a read of the version row sent after the call, and a reload
+   * when another instance changed them. One read at a time: calls made
+   * while one is out share the next. Undefined on SQLite (one process: its
+   * isolates catch up in `InstanceSync.fresh`).
    */
   current(): Promise<void> | undefined {
     if (this.#store.dialect.name !== "postgres") return undefined;
-    if (this.#check) return this.#check;
-    const check: Promise<void> = Promise.resolve().then(() => {
-      // Sent now: a later call needs a read of its own.
-      if (this.#check === check) this.#check = undefined;
-      return this.refreshIfChanged();
+    if (this.#next) return this.#next;
+    const out = this.#sent;
+    if (!out) return this.#send();
+    const next: Promise<void> = out.catch(() => {}).then(() => {
+      this.#next = undefined;
+      return this.#send();
     });
-    return this.#check = check;
+    return this.#next = next;
+  }
+
+  #send(): Promise<void> {
+    const sent: Promise<void> = this.refreshIfChanged().finally(() => {
+      if (this.#sent === sent) this.#sent = undefined;
+    });
+    return this.#sent = sent;
   }
 
   async #storedVersion(): Promise<string> {
