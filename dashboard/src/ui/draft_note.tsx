@@ -19,9 +19,9 @@ export function DraftNote(props: {
   return (
     <div class="notice draft-note row wrap" role="status">
       <span>
-        Restored your unsaved changes from {draftTime(props.at)}{" "}
-        (kept in this browser, e.g. when your session ended): save them, or
-        discard them.
+        Restored your unsaved changes, kept in this browser{" "}
+        {draftTime(props.at)}{" "}
+        (your session ended, or the page was left): save them, or discard them.
         {props.stale &&
           " The schema was changed since then: check them before saving."}
       </span>
