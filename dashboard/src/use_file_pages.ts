@@ -74,7 +74,13 @@ export function useFilePages(
         const p = await api.get<Page<RecordData>>(
           `/entities/${seg(schema.name)}`,
           {
-            query: { limit, sort, filter, after: after ?? undefined },
+            query: {
+              limit,
+              sort,
+              filter,
+              fields: ["id", ...fields.map((f) => f.name)].join(","),
+              after: after ?? undefined,
+            },
             signal: ctl.signal,
           },
         );
