@@ -352,17 +352,21 @@ browserTestAllDbs(
     await page.getByText("Page 1 · 10 records").waitFor();
     await page.getByRole("button", { name: "Count" }).click();
     await page.getByText("11 in total").waitFor();
-    // Sort off (oldest first), fewer columns: Alpha's image and files show.
+    // Sort off (the default: newest first), all on one page, fewer
+    // columns: Alpha, the oldest, comes last with its image and files.
     await views.getByRole("button").click();
     await page.waitForURL((u) => !u.search.includes("sort="));
+    await page.getByLabel("Per page").selectOption("25");
+    await page.waitForURL((u) => !u.search.includes("size="));
+    await page.getByText("Page 1 · 11 records").waitFor();
     await page.getByText("Columns", { exact: true }).click();
     for (const name of ["body", "contact", "site", "score", "when"]) {
       await page.getByRole("checkbox", { name, exact: true }).uncheck();
     }
     await page.getByText("Columns", { exact: true }).click();
-    const firstRow = page.locator(".records-table tbody tr").first();
-    await firstRow.getByRole("cell", { name: "Alpha", exact: true }).waitFor();
-    assert.ok(await imageLoads(firstRow.locator("img.thumb")), "thumbnail");
+    const lastRow = page.locator(".records-table tbody tr").last();
+    await lastRow.getByRole("cell", { name: "Alpha", exact: true }).waitFor();
+    assert.ok(await imageLoads(lastRow.locator("img.thumb")), "thumbnail");
     await tour(page, errors, "tour_04_records");
 
     // ── 6. "Test as" a guest: the published records pass the list rule. ──

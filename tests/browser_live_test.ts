@@ -84,12 +84,13 @@ browserTestAllDbs(
     const alphaBox = page.getByRole("checkbox", { name: `Select ${alpha.id}` });
     await alphaBox.check();
 
-    // Created: the row arrives at its place (the end), highlighted.
+    // Created: the row arrives at its place (the top: newest first),
+    // highlighted.
     await notes.create("Charlie", 3);
     await row("Charlie").waitFor();
     assert.deepEqual(
       (await rows.allTextContents()).map((t) => t.match(/[A-Z][a-z]+/)?.[0]),
-      ["Alpha", "Bravo", "Charlie"],
+      ["Charlie", "Bravo", "Alpha"],
     );
     assert.match(await row("Charlie").getAttribute("class") ?? "", /live-new/);
     await shot(page, "live");

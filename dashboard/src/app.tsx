@@ -1,7 +1,8 @@
 /// <reference lib="dom" />
 /**
  * The app: first-run check, the session gate (login returns to the page
- * the admin was on), and the route table.
+ * the admin was on), the route table, and the document title of each page
+ * ("posts · Rules · Moonbase").
  *
  * @module
  */
@@ -29,44 +30,70 @@ import { session } from "./session.ts";
 import { ConfirmDialog } from "./ui/confirm.tsx";
 import { Toasts } from "./ui/toast.tsx";
 
-type Route = [string, (p: Record<string, string>) => JSX.Element];
+type Params = Record<string, string>;
+type Route = [string, (p: Params) => JSX.Element, (p: Params) => string];
 
-/** Logged-in pages, first match wins. */
+const shortId = (id: string) => id.length > 12 ? "…" + id.slice(-8) : id;
+
+/** Logged-in pages (with their title), first match wins. */
 const ROUTES: Route[] = [
-  ["/mb", () => <HomePage />],
-  ["/mb/entities/new", () => <EntityFormPage />],
-  ["/mb/entities/:name", (p) => <RecordsPage key={p.name} entity={p.name} />],
+  ["/mb", () => <HomePage />, () => "Entities"],
+  ["/mb/entities/new", () => <EntityFormPage />, () => "New entity"],
+  [
+    "/mb/entities/:name",
+    (p) => <RecordsPage key={p.name} entity={p.name} />,
+    (p) => `${p.name} · Records`,
+  ],
   [
     "/mb/entities/:name/files",
     (p) => <FilesPage key={p.name} entity={p.name} />,
+    (p) => `${p.name} · Files`,
   ],
   [
     "/mb/entities/:name/schema",
     (p) => <EntityFormPage key={p.name} entity={p.name} />,
+    (p) => `${p.name} · Schema`,
   ],
   [
     "/mb/entities/:name/rules",
     (p) => <RulesPage key={p.name} entity={p.name} />,
+    (p) => `${p.name} · Rules`,
   ],
   [
     "/mb/entities/:name/records/:id",
     (p) => (
       <RecordEditorPage key={p.name + "/" + p.id} entity={p.name} id={p.id} />
     ),
+    (p) =>
+      p.id === "new"
+        ? `New ${p.name} record`
+        : `${p.name} record ${shortId(p.id)}`,
   ],
-  ["/mb/logs", () => <LogsPage />],
-  ["/mb/logs/:id", (p) => <LogDetailPage key={p.id} id={p.id} />],
-  ["/mb/admins", () => <AdminsPage />],
-  ["/mb/about", () => <AboutPage />],
+  ["/mb/logs", () => <LogsPage />, () => "Logs"],
+  [
+    "/mb/logs/:id",
+    (p) => <LogDetailPage key={p.id} id={p.id} />,
+    (p) => `Log entry ${shortId(p.id)}`,
+  ],
+  ["/mb/admins", () => <AdminsPage />, () => "Admins"],
+  ["/mb/about", () => <AboutPage />, () => "Health & about"],
 ];
 
-function routed(p: string): JSX.Element {
+/** The page of a logged-in path and its title. */
+function routed(p: string): { page: JSX.Element; title: string } {
   const clean = p.length > 3 && p.endsWith("/") ? p.slice(0, -1) : p;
-  for (const [pattern, render] of ROUTES) {
+  for (const [pattern, render, title] of ROUTES) {
     const params = match(pattern, clean);
-    if (params) return render(params);
+    if (params) return { page: render(params), title: title(params) };
   }
-  return <NotFound />;
+  return { page: <NotFound />, title: "Not found" };
+}
+
+/** The document title: the page's name first, then "Moonbase". */
+function useTitle(title: string): void {
+  useEffect(() => {
+    document.title = title ? `${title} · Moonbase` : "Moonbase";
+  }, [title]);
 }
 
 /** The whole dashboard. */
@@ -93,7 +120,10 @@ export function App(): JSX.Element {
     }
   }, [setup, loggedIn, p]);
   let page: JSX.Element;
+  let title = "";
+  let framed = false;
   if (setupError) {
+    title = "Cannot reach the server";
     page = (
       <main class="auth-page">
         <section class="card auth-card" role="alert">
@@ -103,8 +133,11 @@ export function App(): JSX.Element {
       </main>
     );
   } else if (setup === null) page = <p class="boot">Loading Moonbase…</p>;
-  else if (p === "/mb/setup") page = <SetupPage required={setup} />;
-  else if (setup) {
+  else if (p === "/mb/setup") {
+    title = "Set up";
+    page = <SetupPage required={setup} />;
+  } else if (setup) {
+    title = "Welcome";
     page = (
       <main class="auth-page">
         <section class="card auth-card">
@@ -118,13 +151,20 @@ export function App(): JSX.Element {
       </main>
     );
   } else if (p === "/mb/login") {
+    title = loggedIn ? "" : "Log in";
     page = loggedIn ? <Redirect to="/mb" /> : <LoginPage />;
   } else if (!loggedIn) page = <p class="boot">Loading Moonbase…</p>;
-  else page = <Shell>{routed(p)}</Shell>;
+  else {
+    const r = routed(p);
+    title = r.title;
+    framed = true;
+    page = <Shell>{r.page}</Shell>;
+  }
+  useTitle(title);
   return (
     <>
       {page}
-      <Toasts />
+      {!framed && <Toasts />}
       <ConfirmDialog />
     </>
   );

@@ -3,9 +3,10 @@
  * table (pure: no DOM, no requests). Rows shown are updated in place, rows
  * deleted (or no longer matching the filter) are marked gone for the table
  * to fade out, and new records are inserted only where nothing moves under
- * the reader: at their place in the API order (id ascending, the default
- * sort) on a page with room. Every other record that joins the view waits
- * behind a "N new records — Show" notice.
+ * the reader: at their place in the default order (newest first) on a page
+ * with room. Every other record that joins the view waits behind a notice
+ * ("N new records — Show"), which also says when they are on another page
+ * ("1 new record on page 1"): a new record is never silently left out.
  *
  * @module
  */
@@ -31,15 +32,18 @@ export type Verdict = "match" | "nomatch" | "unknown";
 /** How a row is shown for a while after a change. */
 export type Mark = "new" | "changed" | "gone";
 
-/** Why a record waits behind the notice. */
-export type Waiting = "new" | "changed";
+/**
+ * Why a record waits behind the notice: new here (no room, or an order it
+ * cannot be placed in), changed, or new on page 1 / on a later page.
+ */
+export type Waiting = "new" | "changed" | "first" | "later";
 
 /** The table's view, as far as live changes care. */
 export interface LiveView {
   /** No filter and no search: every record is in the view. */
   plain: boolean;
-  /** No `sort`: the API order, id ascending (ids are time-ordered). */
-  defaultSort: boolean;
+  /** No `sort`: the default order, newest first (`-created,-id`). */
+  newestFirst: boolean;
   /** Page size. */
   size: number;
   /** 1-based page number. */
@@ -63,9 +67,15 @@ function notOlder(shown: RecordData, next: RecordData): boolean {
   return typeof a !== "string" || typeof b !== "string" || b >= a;
 }
 
-/** Where a new record goes in id order (first row with a greater id). */
-function idPosition(items: RecordData[], id: string): number {
-  const i = items.findIndex((r) => r.id > id);
+/** True when `a` comes before `b` newest first (`created`, then `id`). */
+function newer(a: RecordData, b: RecordData): boolean {
+  const ca = String(a.created ?? ""), cb = String(b.created ?? "");
+  return ca !== cb ? ca > cb : a.id > b.id;
+}
+
+/** Where a new record goes newest first (first row older than it). */
+function newestPosition(items: RecordData[], r: RecordData): number {
+  const i = items.findIndex((x) => newer(r, x));
   return i < 0 ? items.length : i;
 }
 
@@ -102,7 +112,11 @@ export function applyChanges(
       const was = waiting.get(c.id);
       waiting.delete(c.id);
       // A plain view lost one; a filtered one if the row was in it.
-      moveTotal(view.plain || shown || was === "new" ? -1 : null);
+      moveTotal(
+        view.plain || shown || (was !== undefined && was !== "changed")
+          ? -1
+          : null,
+      );
       continue;
     }
     const v = view.plain ? "match" : verdict(c.id);
@@ -137,12 +151,14 @@ export function applyChanges(
     }
     if (waiting.has(c.id)) continue;
     moveTotal(v === "match" ? 1 : null);
-    if (v === "match" && view.defaultSort) {
-      const pos = idPosition(items, c.id);
-      // Before this page, or after it on a later one: not on this page.
-      if (view.number > 1 && pos === 0) waiting.set(c.id, "new");
-      else if (pos === items.length && start.has_more) continue;
-      else if (items.length < view.size) {
+    if (v === "match" && view.newestFirst) {
+      const pos = newestPosition(items, c.record);
+      // Before this page (page 1), or after it on a later one: the notice
+      // says where.
+      if (view.number > 1 && pos === 0) waiting.set(c.id, "first");
+      else if (pos === items.length && start.has_more) {
+        waiting.set(c.id, "later");
+      } else if (items.length < view.size) {
         items = items.toSpliced(pos, 0, c.record);
         marks.set(c.id, "new");
       } else waiting.set(c.id, "new");
@@ -166,14 +182,19 @@ export function withoutRows(
   return { ...page, items, items_count: items.length };
 }
 
-/** The notice's words: "2 new records · 1 changed record". */
+/**
+ * The notice's words: "2 new records · 1 new record on page 1 · 1 changed
+ * record".
+ */
 export function waitingText(waiting: ReadonlyMap<string, Waiting>): string {
-  let created = 0, changed = 0;
-  for (const w of waiting.values()) w === "new" ? created++ : changed++;
-  const n = (k: number, what: string) =>
-    `${k} ${what} record${k === 1 ? "" : "s"}`;
+  const k: Record<Waiting, number> = { new: 0, changed: 0, first: 0, later: 0 };
+  for (const w of waiting.values()) k[w]++;
+  const n = (count: number, what: string, where = "") =>
+    count > 0 ? `${count} ${what} record${count === 1 ? "" : "s"}${where}` : "";
   return [
-    created > 0 ? n(created, "new") : "",
-    changed > 0 ? n(changed, "changed") : "",
+    n(k.new, "new"),
+    n(k.first, "new", " on page 1"),
+    n(k.later, "new", ` on ${k.later === 1 ? "a later page" : "later pages"}`),
+    n(k.changed, "changed"),
   ].filter(Boolean).join(" · ");
 }

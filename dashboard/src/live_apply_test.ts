@@ -1,7 +1,8 @@
 /**
  * Where live changes land on a page of the records table: in place, faded
- * out, inserted at their id's place on a page with room, or behind the
- * notice; replays and stale updates change nothing.
+ * out, inserted at their place newest first on a page with room, or behind
+ * the notice (which says when they are on another page); replays and stale
+ * updates change nothing.
  */
 import assert from "node:assert/strict";
 import type { Page, RecordData } from "./api.ts";
@@ -36,13 +37,13 @@ const ch = (
   record: r,
   timestamp: "",
 });
-const plain: LiveView = { plain: true, defaultSort: true, size: 3, number: 1 };
+const plain: LiveView = { plain: true, newestFirst: true, size: 3, number: 1 };
 const all = (): Verdict => "match";
 const ids = (p: Page<RecordData>) => p.items.map((r) => r.id);
 
-Deno.test("live_apply: plain view, default sort: insert, update, delete", () => {
+Deno.test("live_apply: plain view, newest first: insert, update, delete", () => {
   const out = applyChanges(
-    page(["a", "c"]),
+    page(["c", "a"]),
     [
       ch("create", rec("b", 9)),
       ch("update", rec("a", 5, "2024-02-01")),
@@ -52,41 +53,61 @@ Deno.test("live_apply: plain view, default sort: insert, update, delete", () => 
     all,
     new Map(),
   );
-  assert.deepEqual(ids(out.page), ["a", "b", "c"]);
-  assert.equal(out.page.items[0].n, 5);
+  assert.deepEqual(ids(out.page), ["c", "b", "a"]);
+  assert.equal(out.page.items[2].n, 5);
   assert.deepEqual([...out.marks], [["b", "new"], ["a", "changed"], [
     "c",
     "gone",
   ]]);
   assert.equal(out.total, 0);
-  assert.deepEqual(ids(withoutRows(out.page, new Set(["c"]))), ["a", "b"]);
+  assert.deepEqual(ids(withoutRows(out.page, new Set(["c"]))), ["b", "a"]);
+  // `created` first, then the id: an older created goes below.
+  const byCreated = applyChanges(
+    { ...page([]), items: [{ id: "z", created: "2024-02" }] },
+    [ch("create", { id: "y", created: "2024-03" })],
+    plain,
+    all,
+    new Map(),
+  );
+  assert.deepEqual(ids(byCreated.page), ["y", "z"]);
 });
 
-Deno.test("live_apply: a full page, a later page, a sort: the notice", () => {
+Deno.test("live_apply: a full page, another page, a sort: the notice", () => {
   const full = applyChanges(
-    page(["a", "b", "c"]),
+    page(["c", "b", "a"]),
     [ch("create", rec("d", 1))],
     plain,
     all,
     new Map(),
   );
-  assert.deepEqual(ids(full.page), ["a", "b", "c"]);
+  assert.deepEqual(ids(full.page), ["c", "b", "a"]);
   assert.deepEqual([...full.waiting], [["d", "new"]]);
   assert.equal(full.total, 1);
-  // Beyond this page (has_more): not shown, no notice.
-  const later = applyChanges(
-    page(["a", "b"], true),
+  // On page 2, a new record belongs on page 1: the notice says so.
+  const first = applyChanges(
+    page(["c", "b"]),
     [ch("create", rec("d", 1))],
+    { ...plain, number: 2 },
+    all,
+    new Map(),
+  );
+  assert.deepEqual(ids(first.page), ["c", "b"]);
+  assert.equal(waitingText(first.waiting), "1 new record on page 1");
+  // Older than this page's last row, with more pages: a later page.
+  const later = applyChanges(
+    page(["c", "b"], true),
+    [ch("create", rec("a", 1)), ch("create", rec("a0", 1))],
     plain,
     all,
     new Map(),
   );
   assert.equal(later.page.items.length, 2);
-  assert.equal(later.waiting.size, 0);
+  assert.equal(waitingText(later.waiting), "2 new records on later pages");
+  assert.equal(later.total, 2);
   const sorted = applyChanges(
     page(["a"]),
     [ch("create", rec("b", 1)), ch("create", rec("c", 1))],
-    { ...plain, defaultSort: false },
+    { ...plain, newestFirst: false },
     all,
     new Map(),
   );
@@ -96,7 +117,7 @@ Deno.test("live_apply: a full page, a later page, a sort: the notice", () => {
   const del = applyChanges(
     sorted.page,
     [ch("delete", rec("b", 1))],
-    { ...plain, defaultSort: false },
+    { ...plain, newestFirst: false },
     all,
     sorted.waiting,
   );
@@ -108,7 +129,7 @@ Deno.test("live_apply: filtered view follows the verdicts", () => {
   const v = (id: string): Verdict =>
     id === "a" ? "nomatch" : id === "x" ? "unknown" : "match";
   const out = applyChanges(
-    page(["a", "b"]),
+    page(["b", "a"]),
     [
       ch("update", rec("a", 7, "2024-02-01")), // leaves the view
       ch("update", rec("b", 7, "2024-02-01")), // stays, updated
@@ -120,9 +141,9 @@ Deno.test("live_apply: filtered view follows the verdicts", () => {
     v,
     new Map(),
   );
-  assert.deepEqual(ids(out.page), ["a", "b", "c"]);
+  assert.deepEqual(ids(out.page), ["c", "b", "a"]);
   assert.equal(out.marks.get("a"), "gone");
-  assert.equal(out.page.items[0].n, 0, "a gone row keeps its old data");
+  assert.equal(out.page.items[2].n, 1, "a gone row keeps its old data");
   assert.equal(out.page.items[1].n, 7);
   assert.equal(waitingText(out.waiting), "1 new record · 1 changed record");
   assert.equal(out.total, null);

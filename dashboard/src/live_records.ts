@@ -24,7 +24,12 @@ import {
   withoutRows,
 } from "./live_apply.ts";
 import { type LiveState, LiveStream } from "./live_stream.ts";
-import { combinedFilter, literal, type TableState } from "./records_query.ts";
+import {
+  combinedFilter,
+  defaultSort,
+  literal,
+  type TableState,
+} from "./records_query.ts";
 import { type EntitySchema, reloadCounts } from "./schemas.ts";
 import type { RecordPages } from "./use_record_pages.ts";
 
@@ -48,7 +53,10 @@ export interface LiveRecords {
   marks: ReadonlyMap<string, Mark>;
   /** Records behind the "N new records — Show" notice. */
   waiting: ReadonlyMap<string, Waiting>;
-  /** Reloads the page with the waiting records. */
+  /**
+   * Shows the waiting records: page 1 when some are there (newest first),
+   * else this page again.
+   */
   show(): void;
 }
 
@@ -172,7 +180,7 @@ export function useLiveRecords(
         const fetches = pages.live.fetches();
         const view: LiveView = {
           plain: combinedFilter(schema, s) === "",
-          defaultSort: s.sort === "",
+          newestFirst: s.sort === "" && defaultSort(schema) !== "",
           size: s.size,
           number: pages.number,
         };
@@ -282,8 +290,10 @@ export function useLiveRecords(
     marks,
     waiting,
     show() {
+      const first = [...now.current.waiting.values()].includes("first");
       putWaiting(new Map());
-      now.current.pages.reload();
+      if (first) now.current.pages.first();
+      else now.current.pages.reload();
     },
   };
 }

@@ -3,7 +3,8 @@
  * The records table's state in the URL (`filter`, `q`, `sort`, `size`) and
  * its translation to a list query of the API: the quick search becomes
  * `f1.includes("q") || f2.includes("q")` over the text fields, joined to
- * the filter by `&&`.
+ * the filter by `&&`. Without a `sort` in the URL, records come newest
+ * first (`-created,-id`) where the entity has `created`.
  *
  * @module
  */
@@ -17,7 +18,7 @@ export const PAGE_SIZES = [10, 25, 50, 100, 200] as const;
 export interface TableState {
   filter: string;
   q: string;
-  /** `name`, `-name` or "" (API order). */
+  /** `name`, `-name` or "" (the entity's default: newest first). */
   sort: string;
   size: number;
 }
@@ -86,11 +87,72 @@ export function sortable(f: FieldDef): boolean {
   return f.type !== "json" && f.type !== "files" && f.type !== "file";
 }
 
-/** The next sort after clicking `name`: asc → desc → off. */
-export function nextSort(current: string, name: string): string {
-  if (current === name) return "-" + name;
-  if (current === "-" + name) return "";
-  return name;
+/**
+ * The sort an entity's records open with, as its column shows it:
+ * `-created` (newest first) where it has a `created` field, else "" (the
+ * API's order, id ascending).
+ */
+export function defaultSort(schema: EntitySchema): string {
+  return schema.fields.some((f) => f.name === "created") ? "-created" : "";
+}
+
+/** The sort the table shows: the URL's, else the entity's default. */
+export function shownSort(schema: EntitySchema, s: TableState): string {
+  return s.sort || defaultSort(schema);
+}
+
+/**
+ * The API's `sort` of a table state: newest first is `-created,-id` (ids
+ * are time-ordered: records created in the same millisecond keep their
+ * order); undefined for the API's own order.
+ */
+export function apiSort(
+  schema: EntitySchema,
+  s: TableState,
+): string | undefined {
+  if (s.sort) return s.sort;
+  return defaultSort(schema) ? "-created,-id" : undefined;
+}
+
+/**
+ * The URL's next sort after clicking `name`: asc → desc → off (the
+ * default). On the default's own column, where "off" would change nothing,
+ * it goes between ascending and the default.
+ */
+export function nextSort(current: string, name: string, dflt = ""): string {
+  const cur = current || dflt;
+  let next = cur === name ? "-" + name : cur === "-" + name ? "" : name;
+  if ((next || dflt) === cur) next = name;
+  return next === dflt ? "" : next;
+}
+
+/**
+ * An example filter over the entity's own fields for the filter box's
+ * placeholder (a number compared, a text's start, a flag), falling back to
+ * the built-in `created`.
+ */
+export function filterExample(schema: EntitySchema): string {
+  const own = schema.fields.filter((f) => !f.system && f.name !== "password");
+  const parts: string[] = [];
+  const num = own.find((f) => f.type === "int" || f.type === "double");
+  if (num) parts.push(`${num.name} >= 10`);
+  const text = own.find((f) => f.type === "string" || f.type === "text");
+  if (text) parts.push(`${text.name}.startsWith("A")`);
+  const flag = own.find((f) => f.type === "bool");
+  if (flag && parts.length < 2) parts.push(`${flag.name} == true`);
+  const pick = own.find((f) => f.type === "select" && f.values?.length);
+  if (pick && parts.length < 2) {
+    parts.push(`${pick.name} == ${literal(pick.values![0])}`);
+  }
+  const other = own.find((f) => !["json", "file", "files"].includes(f.type));
+  if (parts.length === 0 && other) parts.push(`${other.name} != null`);
+  if (parts.length === 0) {
+    const has = (n: string) => schema.fields.some((f) => f.name === n);
+    parts.push(
+      has("created") ? `created >= "2024-01-01"` : `id != ""`,
+    );
+  }
+  return parts.slice(0, 2).join(" && ");
 }
 
 /** The API query of one page. */
@@ -102,7 +164,7 @@ export function listQuery(
 ): Record<string, string | number | boolean | undefined> {
   return {
     limit: s.size,
-    sort: s.sort || undefined,
+    sort: apiSort(schema, s),
     filter: combinedFilter(schema, s) || undefined,
     after: cursor ?? undefined,
     count: count || undefined,

@@ -134,6 +134,17 @@ export function newField(type: FieldType = "string"): FieldState {
   };
 }
 
+/**
+ * Moves the local key counter past the keys of `form` (a restored draft),
+ * so fields added afterwards never share a key with one of it.
+ */
+export function reserveKeys(form: FormState): void {
+  for (const x of [...form.fields, ...form.indexes]) {
+    const m = /^new(\d+)$/.exec(x.key);
+    if (m) nextKey = Math.max(nextKey, Number(m[1]) + 1);
+  }
+}
+
 /** A new, empty index. */
 export function newIndex(): IndexState {
   return { key: `new${nextKey++}`, fields: [], unique: false };

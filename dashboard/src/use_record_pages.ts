@@ -35,6 +35,8 @@ export interface RecordPages {
   prev(): void;
   count(): void;
   reload(): void;
+  /** Goes back to page 1 (fetched again). */
+  first(): void;
   /** Access for live changes (latest values, not the last render's). */
   live: LivePage;
 }
@@ -173,6 +175,11 @@ export function useRecordPages(
         .finally(() => setCounting(false));
     },
     reload() {
+      setTick(tick + 1);
+      setCounted(undefined);
+    },
+    first() {
+      setStack([null]);
       setTick(tick + 1);
       setCounted(undefined);
     },

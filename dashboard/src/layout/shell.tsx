@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 /**
- * The logged-in frame: a top bar (menu toggle on narrow screens, the
- * admin's email, log out), the sidebar and the page.
+ * The logged-in frame: a top bar (menu toggle on narrow screens, toasts,
+ * the admin's email, log out), the sidebar and the page.
  *
  * @module
  */
@@ -10,6 +10,7 @@ import type { ComponentChildren, JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { navigate, path } from "../router.ts";
 import { session } from "../session.ts";
+import { Toasts } from "../ui/toast.tsx";
 import { Sidebar } from "./sidebar.tsx";
 
 /** The frame around every logged-in page. */
@@ -34,7 +35,7 @@ export function Shell(props: { children: ComponentChildren }): JSX.Element {
           <img src="/mb/assets/favicon.svg" alt="" width="24" height="24" />
           <span>Moonbase</span>
         </a>
-        <span class="spacer" />
+        <Toasts bar />
         <span class="who" title="Logged in as">
           {session.user.value?.email}
         </span>

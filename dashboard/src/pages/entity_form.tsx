@@ -5,6 +5,9 @@
  * API switch, fields with every option and indexes (or the view's SQL),
  * an advanced JSON view, and deleting the entity. What it sends is computed by
  * `schema_diff.ts`: a POST body, or a PATCH with only the changes.
+ * Unsaved edits are kept in this browser (drafts.ts) and restored, with a
+ * note, when the form opens again (after a session ended, say). An error
+ * shown on an input goes as soon as that input changes (form_errors.ts).
  *
  * @module
  */
@@ -13,6 +16,8 @@ import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { EntitySchema } from "../../../lib/schema/types.ts";
 import { api, ApiError, seg } from "../api.ts";
+import { dropDraft, readDraft, writeDraft } from "../drafts.ts";
+import { shownErrors } from "../form_errors.ts";
 import { entityHref, navigate } from "../router.ts";
 import { patchBody, schemaBody } from "../schema_diff.ts";
 import {
@@ -20,6 +25,7 @@ import {
   type FormState,
   formState,
   newForm,
+  reserveKeys,
 } from "../schema_form.ts";
 import {
   errorKey,
@@ -29,6 +35,7 @@ import {
 } from "../schema_json.ts";
 import { reloadSchemas, schemaOf, schemas } from "../schemas.ts";
 import { confirmAction } from "../ui/confirm.tsx";
+import { DraftNote } from "../ui/draft_note.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox, Submit } from "../ui/field.tsx";
 import { EntityBasics, ViewQuery } from "../ui/entity_basics.tsx";
@@ -47,14 +54,53 @@ export function EntityFormPage(props: { entity?: string }): JSX.Element {
   return <EntityForm key={s.id} saved={s} />;
 }
 
+/** The form's error when the server's refusal is marked on inputs. */
+const PLACED = "Not saved: see the marked input above.";
+
+/** What a schema draft keeps: the form, and the JSON text when shown. */
+interface SchemaDraft {
+  form: FormState;
+  json?: string;
+}
+
+/** True when `f` would change `base` (or, new, differs from an empty form). */
+function changed(base: EntitySchema | undefined, f: FormState): boolean {
+  if (base) return !patchBody(base, f).empty;
+  return JSON.stringify(f) !== JSON.stringify(newForm());
+}
+
 function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
   const [base, setBase] = useState(props.saved);
+  const draftId = props.saved?.id ?? "new";
+  // Edits kept from an earlier visit (a session that ended, a reload).
+  const [restored, setRestored] = useState(() => {
+    const d = readDraft<SchemaDraft>("schema", draftId);
+    if (!d?.value?.form || !Array.isArray(d.value.form.fields)) return null;
+    reserveKeys(d.value.form);
+    return changed(props.saved, d.value.form) || d.value.json !== undefined
+      ? d
+      : null;
+  });
   const [form, setForm] = useState<FormState>(() =>
-    props.saved ? formState(props.saved) : newForm()
+    restored?.value.form ??
+      (props.saved ? formState(props.saved) : newForm())
   );
-  const [mode, setMode] = useState<"form" | "json">("form");
-  const [json, setJson] = useState({ text: "", error: "", offset: -1 });
-  const [errors, setErrors] = useState<FormErrors>({});
+  const [mode, setMode] = useState<"form" | "json">(
+    restored?.value.json !== undefined ? "json" : "form",
+  );
+  const [json, setJson] = useState({
+    text: restored?.value.json ?? "",
+    error: "",
+    offset: -1,
+  });
+  // Errors as shown after a refused save, with the form they were about:
+  // an input's error goes once that input changes.
+  const [refusal, setRefusal] = useState<
+    { errors: FormErrors; form: FormState }
+  >({ errors: {}, form });
+  const errors = shownErrors(refusal.errors, refusal.form, form);
+  const setErrors = (e: FormErrors, f: FormState = form) =>
+    setRefusal({ errors: e, form: f });
   const [apiError, setApiError] = useState("");
   const [deleteError, setDeleteError] = useState("");
   const [busy, setBusy] = useState(false);
@@ -67,7 +113,28 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
       ".schema-form .field.invalid input, .schema-form .field.invalid select, .schema-form .field.invalid textarea",
     );
     el?.focus();
-  }, [errors]);
+  }, [refusal]);
+
+  const dirty = changed(base, form) ||
+    (mode === "json" && json.text !== formJson(form));
+  useEffect(() => {
+    if (!dirty) return dropDraft("schema", draftId);
+    const value: SchemaDraft = mode === "json"
+      ? { form, json: json.text }
+      : { form };
+    writeDraft("schema", draftId, value, base?.updated ?? "");
+  }, [JSON.stringify(form), mode, json.text, dirty]);
+
+  const discard = () => {
+    const f = base ? formState(base) : newForm();
+    setForm(f);
+    setMode("form");
+    setJson({ text: "", error: "", offset: -1 });
+    setErrors({}, f);
+    setApiError("");
+    setRestored(null);
+    dropDraft("schema", draftId);
+  };
 
   const targets = (schemas.value ?? [])
     .filter((s) => !s.is_system && s.type !== "view")
@@ -92,7 +159,7 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
   const showJson = () => {
     const { errors: e } = schemaBody(form);
     if (Object.keys(e).length > 0) {
-      setErrors(e);
+      setErrors(e, form);
       return;
     }
     setJson({ text: formJson(form), error: "", offset: -1 });
@@ -112,8 +179,8 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
       : "";
     if (key) placed[key] = message;
     if (Object.keys(placed).length > 0) {
-      setErrors(placed);
-      setApiError("Not saved: see the marked input above.");
+      setErrors(placed, f);
+      setApiError(PLACED);
     } else setApiError(`Not saved: ${message}`);
   };
 
@@ -121,14 +188,15 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
     e.preventDefault();
     const f = current();
     if (!f) return;
-    setErrors({});
+    setErrors({}, f);
     setApiError("");
     if (!base) {
       const { body, errors: bad } = schemaBody(f);
-      if (Object.keys(bad).length > 0) return setErrors(bad);
+      if (Object.keys(bad).length > 0) return setErrors(bad, f);
       setBusy(true);
       try {
         const s = await api.post<EntitySchema>("/schemas", body);
+        dropDraft("schema", draftId);
         await reloadSchemas();
         toast(`Entity ${s.name} created`);
         navigate(entityHref(s.name));
@@ -140,7 +208,7 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
       return;
     }
     const p = patchBody(base, f);
-    if (Object.keys(p.errors).length > 0) return setErrors(p.errors);
+    if (Object.keys(p.errors).length > 0) return setErrors(p.errors, f);
     if (p.empty) return toast("Nothing to save: no changes");
     if (p.dropped.length > 0) {
       const list = p.dropped.map((n) => `"${n}"`).join(", ");
@@ -160,6 +228,8 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
         `/schemas/${seg(base.id)}`,
         p.body,
       );
+      dropDraft("schema", draftId);
+      setRestored(null);
       setBase(s);
       setForm(formState(s));
       if (mode === "json") {
@@ -209,6 +279,13 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
             <h1>New entity</h1>
           </div>
         )}
+      {restored && (
+        <DraftNote
+          at={restored.at}
+          stale={!!base && restored.base !== base.updated}
+          onDiscard={discard}
+        />
+      )}
       {locked && (
         <p class="notice">
           {base!.name} is a system entity: its schema cannot be changed.
@@ -284,7 +361,11 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
               </>
             )}
         </fieldset>
-        <ErrorBox error={apiError} />
+        <ErrorBox
+          error={apiError === PLACED && Object.keys(errors).length === 0
+            ? ""
+            : apiError}
+        />
         <div class="row end form-actions">
           {!editing && <a class="btn" href="/mb">Cancel</a>}
           {!locked && (

@@ -1,9 +1,12 @@
 /// <reference lib="dom" />
 /**
  * `/mb/entities/:name/files`: the files in the file fields of an entity's
- * records, paged over the records (keyset), with thumbnail, name, size and
- * type (from HEAD), the owning record, a download link, and delete (a
- * PATCH that takes the file off its record).
+ * records, newest records first, in pages of files (use_file_pages.ts: a
+ * page holds "Per page" files however they are spread over records), with
+ * thumbnail, name, size and type (from HEAD), the owning record, a
+ * download link, and delete (a PATCH that takes the file off its record).
+ * Below 620 px the field, size, type and record go under the name, so the
+ * table fits a phone without scrolling sideways.
  *
  * @module
  */
@@ -18,15 +21,11 @@ import {
   originalName,
   useFileToken,
 } from "../file_token.ts";
+import type { FileRow } from "../file_pages.ts";
 import { readState, stateToQuery } from "../records_query.ts";
 import { entityHref, query, setQuery } from "../router.ts";
-import {
-  type EntitySchema,
-  type FieldDef,
-  schemaOf,
-  schemas,
-} from "../schemas.ts";
-import { useRecordPages } from "../use_record_pages.ts";
+import { type EntitySchema, schemaOf, schemas } from "../schemas.ts";
+import { useFilePages } from "../use_file_pages.ts";
 import { confirmAction } from "../ui/confirm.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox } from "../ui/field.tsx";
@@ -45,41 +44,28 @@ export function FilesPage(props: { entity: string }): JSX.Element {
   return <FilesOf key={schema.name} schema={schema} />;
 }
 
-interface Row {
-  name: string;
-  field: FieldDef;
-  record: string;
-}
-
 function FilesOf(props: { schema: EntitySchema }): JSX.Element {
   const schema = props.schema;
   const fileFields = schema.fields.filter((f) =>
     f.type === "file" || f.type === "files"
   );
   const state = { ...readState(query.value), filter: "", q: "", sort: "" };
-  const pages = useRecordPages(schema, state);
-  const file = useFileToken(schema, pages.page);
-  const items = pages.page?.items ?? [];
-  const rows: Row[] = [];
-  for (const r of items) {
-    for (const f of fileFields) {
-      const v = r[f.name];
-      const names = Array.isArray(v) ? v.map(String) : v ? [String(v)] : [];
-      for (const name of names) rows.push({ name, field: f, record: r.id });
-    }
-  }
+  const pages = useFilePages(schema, fileFields, state.size);
+  const rows = pages.rows ?? [];
+  const file = useFileToken(schema, pages.number);
   const meta = useFileMeta(schema.name, rows.map((r) => r.name));
-  const remove = async (row: Row) => {
+  const records = new Set(rows.map((r) => r.record)).size;
+  const remove = async (row: FileRow) => {
     const shown = originalName(row.name);
     if (
       !await confirmAction(
         `Delete ${shown} from record ${row.record}? The file is removed for good.`,
       )
     ) return;
-    const rec = items.find((r) => r.id === row.record);
-    const cur = rec?.[row.field.name];
-    const body = row.field.type === "file" ? { [row.field.name]: null } : {
-      [row.field.name]: (Array.isArray(cur) ? cur : []).filter((n) =>
+    const field = fileFields.find((f) => f.name === row.field)!;
+    const cur = pages.records.get(row.record)?.[field.name];
+    const body = field.type === "file" ? { [field.name]: null } : {
+      [field.name]: (Array.isArray(cur) ? cur : []).filter((n) =>
         n !== row.name
       ),
     };
@@ -112,7 +98,7 @@ function FilesOf(props: { schema: EntitySchema }): JSX.Element {
       <EntityHeader schema={schema} tab="files" />
       <ErrorBox error={pages.error} />
       {pages.loading && <p class="muted" role="status">Loading…</p>}
-      {pages.page && (
+      {pages.rows && (
         <div
           class="table-wrap files-wrap"
           tabIndex={0}
@@ -124,10 +110,10 @@ function FilesOf(props: { schema: EntitySchema }): JSX.Element {
               <tr>
                 <th scope="col">Preview</th>
                 <th scope="col">File</th>
-                <th scope="col">Field</th>
-                <th scope="col">Size</th>
-                <th scope="col">Type</th>
-                <th scope="col">Record</th>
+                <th scope="col" class="wide-only">Field</th>
+                <th scope="col" class="wide-only">Size</th>
+                <th scope="col" class="wide-only">Type</th>
+                <th scope="col" class="wide-only">Record</th>
                 <th scope="col">Actions</th>
               </tr>
             </thead>
@@ -136,7 +122,7 @@ function FilesOf(props: { schema: EntitySchema }): JSX.Element {
                 const url = fileUrl(schema.name, row.name, file.token);
                 const m = meta[row.name];
                 return (
-                  <tr key={row.record + row.name}>
+                  <tr key={row.record + "/" + row.name}>
                     <td>
                       {isImageName(row.name) && file.ready
                         ? (
@@ -153,11 +139,26 @@ function FilesOf(props: { schema: EntitySchema }): JSX.Element {
                           </span>
                         )}
                     </td>
-                    <td title={row.name}>{originalName(row.name)}</td>
-                    <td>{row.field.name}</td>
-                    <td>{m ? sizeText(m.size) : "…"}</td>
-                    <td class="mono">{m ? m.type : "…"}</td>
-                    <td>
+                    <td class="file-name-cell" title={row.name}>
+                      <span class="file-original">
+                        {originalName(row.name)}
+                      </span>
+                      <span class="narrow-only muted file-facts">
+                        {row.field} · {m ? sizeText(m.size) : "…"} ·{" "}
+                        {m ? m.type : "…"} · record{" "}
+                        <a
+                          href={recordHref(schema.name, row.record)}
+                          title={row.record}
+                          class="mono"
+                        >
+                          …{row.record.slice(-8)}
+                        </a>
+                      </span>
+                    </td>
+                    <td class="wide-only">{row.field}</td>
+                    <td class="wide-only">{m ? sizeText(m.size) : "…"}</td>
+                    <td class="mono wide-only">{m ? m.type : "…"}</td>
+                    <td class="wide-only">
                       <a
                         href={recordHref(schema.name, row.record)}
                         title={row.record}
@@ -194,26 +195,27 @@ function FilesOf(props: { schema: EntitySchema }): JSX.Element {
             </tbody>
           </table>
           {rows.length === 0 && (
-            <p class="empty muted">No files in these records.</p>
+            <p class="empty muted">
+              {pages.number > 1 ? "No more files." : "No files yet."}
+            </p>
           )}
         </div>
       )}
       <Pager
-        label="Pages of records"
+        label="Pages of files"
         size={state.size}
         onSize={(size) => setQuery(stateToQuery({ ...state, size }))}
         page={pages.number}
-        shown={items.length}
+        shown={rows.length}
         summary={`${rows.length} file${
           rows.length === 1 ? "" : "s"
-        } in ${items.length} record${items.length === 1 ? "" : "s"}`}
+        } in ${records} record${records === 1 ? "" : "s"}`}
         hasPrev={pages.number > 1}
-        hasNext={!!pages.page?.has_more}
+        hasNext={pages.hasNext}
         onPrev={pages.prev}
         onNext={pages.next}
-        total={pages.total}
-        counting={pages.counting}
-        onCount={pages.count}
+        total={null}
+        counting={false}
       />
     </section>
   );

@@ -1,13 +1,14 @@
 /// <reference lib="dom" />
 /**
  * The admin login form; after login it returns to `?next=` (the page the
- * admin was on when the session ended).
+ * admin was on when the session ended). The email input takes the focus
+ * when the form appears.
  *
  * @module
  */
 
 import type { JSX } from "preact";
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type ApiError } from "../api.ts";
 import { navigate, query } from "../router.ts";
 import { type AdminUser, session } from "../session.ts";
@@ -26,6 +27,8 @@ export function LoginPage(): JSX.Element {
   const [password, setPassword] = useState("");
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
+  const emailInput = useRef<HTMLInputElement>(null);
+  useEffect(() => emailInput.current?.focus(), []);
   const submit = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
@@ -61,6 +64,7 @@ export function LoginPage(): JSX.Element {
         <ErrorBox error={error} />
         <Field label="Email">
           <input
+            ref={emailInput}
             name="email"
             type="email"
             autocomplete="username"

@@ -10,6 +10,7 @@
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type RecordData, seg } from "../api.ts";
+import { cascadeLines } from "../cascade.ts";
 import { useFileToken } from "../file_token.ts";
 import {
   buildWrite,
@@ -120,9 +121,14 @@ function Editor(props: { schema: EntitySchema; id: string }): JSX.Element {
     }
   };
   const remove = async () => {
+    const also = await cascadeLines(schemas.value ?? [], schema.name, [
+      props.id,
+    ]);
     if (
       !await confirmAction(
         `Delete this ${schema.name} record? This cannot be undone.`,
+        "Delete",
+        also,
       )
     ) {
       return;

@@ -11,10 +11,14 @@
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { api, seg } from "../api.ts";
+import { cascadeLines } from "../cascade.ts";
 import { useFileToken } from "../file_token.ts";
 import {
+  defaultSort,
+  filterExample,
   nextSort,
   readState,
+  shownSort,
   stateToQuery,
   type TableState,
   textFields,
@@ -90,11 +94,14 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
   const bulkDelete = async () => {
     const ids = [...selected];
     const n = ids.length;
+    const also = await cascadeLines(schemas.value ?? [], schema.name, ids);
     if (
       !await confirmAction(
         `Delete ${n} record${
           n === 1 ? "" : "s"
         } of ${schema.name}? This cannot be undone.`,
+        "Delete",
+        also,
       )
     ) return;
     setBusy(true);
@@ -138,6 +145,7 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
         q={state.q}
         error={pages.filterError}
         hasText={textFields(schema).length > 0}
+        example={filterExample(schema)}
         onRun={(filter, q) => update({ filter, q })}
       />
       <div class="row wrap table-tools">
@@ -172,8 +180,11 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
           schema={schema}
           columns={columns}
           items={items}
-          sort={state.sort}
-          onSort={(name) => update({ sort: nextSort(state.sort, name) })}
+          sort={shownSort(schema, state)}
+          onSort={(name) =>
+            update({
+              sort: nextSort(state.sort, name, defaultSort(schema)),
+            })}
           selected={selected}
           onSelect={select}
           token={file.token}

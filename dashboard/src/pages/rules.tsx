@@ -4,6 +4,8 @@
  * records. Per operation a mode (public / any user / admins only / custom)
  * and, for custom, an expression checked as it is typed; "Save rules"
  * sends `PATCH /schemas/:name {rules}`; "Test as" tries the rules as edited.
+ * Unsaved edits are kept in this browser (drafts.ts) and restored, with a
+ * note, when the page opens again (after a session ended, say).
  *
  * @module
  */
@@ -11,10 +13,12 @@
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, seg } from "../api.ts";
+import { dropDraft, readDraft, writeDraft } from "../drafts.ts";
 import { reloadSchemas, schemaOf, schemas } from "../schemas.ts";
 import type { EntitySchema } from "../schemas.ts";
 import type { Operation, Rule, RuleMode } from "../../../lib/schema/types.ts";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
+import { DraftNote } from "../ui/draft_note.tsx";
 import { ErrorBox } from "../ui/field.tsx";
 import { RuleInput } from "../ui/rule_input.tsx";
 import { forgetVocabulary } from "../ui/rule_vocabulary.ts";
@@ -81,7 +85,16 @@ export function RulesPage(props: { entity: string }): JSX.Element {
 function RulesEditor(props: { schema: EntitySchema }): JSX.Element {
   const s = props.schema;
   const [saved, setSaved] = useState<Rules>(() => copyRules(s.rules));
-  const [draft, setDraft] = useState<Rules>(() => copyRules(s.rules));
+  // Edits kept from an earlier visit (a session that ended, a reload).
+  const [restored, setRestored] = useState(() => {
+    const d = readDraft<Rules>("rules", s.id);
+    return d && OPS.every((op) => d.value[op]) && !same(d.value, s.rules)
+      ? d
+      : null;
+  });
+  const [draft, setDraft] = useState<Rules>(() =>
+    copyRules(restored?.value ?? s.rules)
+  );
   const [errors, setErrors] = useState<Partial<Record<Operation, string>>>({});
   const [formError, setFormError] = useState("");
   const [busy, setBusy] = useState(false);
@@ -89,6 +102,11 @@ function RulesEditor(props: { schema: EntitySchema }): JSX.Element {
   const ops = s.type === "view"
     ? OPS.filter((o) => o === "list" || o === "get")
     : OPS;
+
+  useEffect(() => {
+    if (dirty) writeDraft("rules", s.id, toSave(draft), s.updated);
+    else dropDraft("rules", s.id);
+  }, [JSON.stringify(toSave(draft)), dirty]);
 
   useEffect(() => {
     if (!dirty) return;
@@ -110,6 +128,8 @@ function RulesEditor(props: { schema: EntitySchema }): JSX.Element {
     try {
       const rules = toSave(draft);
       await api.patch(`/schemas/${seg(s.name)}`, { rules });
+      dropDraft("rules", s.id);
+      setRestored(null);
       setSaved(copyRules(rules));
       toast(`Rules of ${s.name} saved`);
       forgetVocabulary();
@@ -145,6 +165,18 @@ function RulesEditor(props: { schema: EntitySchema }): JSX.Element {
           Views are read-only: only the list and read rules apply.
         </p>
       )}
+      {restored && (
+        <DraftNote
+          at={restored.at}
+          stale={restored.base !== s.updated}
+          onDiscard={() => {
+            setDraft(copyRules(saved));
+            setErrors({});
+            setRestored(null);
+            dropDraft("rules", s.id);
+          }}
+        />
+      )}
       <form onSubmit={save} class="stack">
         <ErrorBox error={formError} />
         {ops.map((op) => (
@@ -170,6 +202,8 @@ function RulesEditor(props: { schema: EntitySchema }): JSX.Element {
             onClick={() => {
               setDraft(copyRules(saved));
               setErrors({});
+              setRestored(null);
+              dropDraft("rules", s.id);
             }}
           >
             Discard changes

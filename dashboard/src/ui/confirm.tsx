@@ -1,7 +1,8 @@
 /// <reference lib="dom" />
 /**
  * A confirmation dialog (`<dialog>`, modal, keyboard-friendly): `await
- * confirmAction("Delete 3 records?")` resolves true when confirmed.
+ * confirmAction("Delete 3 records?")` resolves true when confirmed; `details`
+ * are listed under the question (what a cascade deletes with it).
  *
  * @module
  */
@@ -13,19 +14,24 @@ import { useEffect, useRef } from "preact/hooks";
 interface Pending {
   text: string;
   action: string;
+  details: string[];
   resolve: (ok: boolean) => void;
 }
 
 const pending = signal<Pending | null>(null);
 
-/** Asks the admin to confirm; `action` labels the confirm button. */
+/**
+ * Asks the admin to confirm; `action` labels the confirm button, `details`
+ * are listed under the question ("Also deleted:").
+ */
 export function confirmAction(
   text: string,
   action = "Delete",
+  details: string[] = [],
 ): Promise<boolean> {
   return new Promise((resolve) => {
     pending.value?.resolve(false);
-    pending.value = { text, action, resolve };
+    pending.value = { text, action, details, resolve };
   });
 }
 
@@ -47,9 +53,18 @@ export function ConfirmDialog(): JSX.Element | null {
       ref={ref}
       class="confirm"
       aria-labelledby="confirm-text"
+      aria-describedby={p.details.length > 0 ? "confirm-details" : undefined}
       onCancel={() => done(false)}
     >
       <p id="confirm-text">{p.text}</p>
+      {p.details.length > 0 && (
+        <div id="confirm-details" class="confirm-details">
+          <p>Also deleted with it:</p>
+          <ul>
+            {p.details.map((d) => <li key={d}>{d}</li>)}
+          </ul>
+        </div>
+      )}
       <div class="row end">
         <button type="button" class="btn" onClick={() => done(false)}>
           Cancel

@@ -37,6 +37,8 @@ export function FilterBar(props: {
   error: FilterError | null;
   onRun: (filter: string, q: string) => void;
   hasText: boolean;
+  /** An example over the entity's own fields (the placeholder). */
+  example: string;
 }): JSX.Element {
   const [filter, setFilter] = useState(props.filter);
   const [q, setQ] = useState(props.q);
@@ -58,7 +60,7 @@ export function FilterBar(props: {
           type="text"
           class="mono"
           value={filter}
-          placeholder='views >= 10 && title.startsWith("Hello")'
+          placeholder={props.example}
           spellcheck={false}
           autocomplete="off"
           aria-invalid={err ? "true" : undefined}

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 /**
  * Keyset paging controls: page size, Previous / Next, and a total fetched
- * on demand ("Count").
+ * on demand ("Count", where the page gives `onCount`).
  *
  * @module
  */
@@ -23,7 +23,7 @@ export function Pager(props: {
   onNext: () => void;
   total: number | null;
   counting: boolean;
-  onCount: () => void;
+  onCount?: () => void;
   label?: string;
 }): JSX.Element {
   return (
@@ -59,14 +59,16 @@ export function Pager(props: {
       >
         Next →
       </button>
-      <button
-        type="button"
-        class="btn btn-small btn-ghost"
-        disabled={props.counting}
-        onClick={props.onCount}
-      >
-        {props.counting ? "Counting…" : "Count"}
-      </button>
+      {props.onCount && (
+        <button
+          type="button"
+          class="btn btn-small btn-ghost"
+          disabled={props.counting}
+          onClick={props.onCount}
+        >
+          {props.counting ? "Counting…" : "Count"}
+        </button>
+      )}
     </nav>
   );
 }

@@ -1,0 +1,57 @@
+/**
+ * The records table's default order (newest first), the header clicks
+ * around it, and the filter example built from the entity's own fields.
+ */
+import assert from "node:assert/strict";
+import {
+  apiSort,
+  defaultSort,
+  filterExample,
+  nextSort,
+  type TableState,
+} from "./records_query.ts";
+import type { EntitySchema, FieldDef } from "./schemas.ts";
+
+const field = (name: string, type: FieldDef["type"], system = false) =>
+  ({ name, type, system }) as FieldDef;
+
+const schemaOf = (fields: FieldDef[]) =>
+  ({ name: "t", type: "base", fields }) as unknown as EntitySchema;
+
+const base = schemaOf([
+  field("id", "string", true),
+  field("headline", "string"),
+  field("n", "int"),
+  field("created", "date", true),
+]);
+const state: TableState = { filter: "", q: "", sort: "", size: 25 };
+
+Deno.test("records_query: newest first by default, where there is created", () => {
+  assert.equal(defaultSort(base), "-created");
+  assert.equal(apiSort(base, state), "-created,-id");
+  assert.equal(apiSort(base, { ...state, sort: "n" }), "n");
+  const view = schemaOf([field("id", "string"), field("total", "int")]);
+  assert.equal(defaultSort(view), "");
+  assert.equal(apiSort(view, state), undefined);
+});
+
+Deno.test("records_query: header clicks cycle around the default", () => {
+  // Another column: asc → desc → the default ("").
+  assert.equal(nextSort("", "n", "-created"), "n");
+  assert.equal(nextSort("n", "n", "-created"), "-n");
+  assert.equal(nextSort("-n", "n", "-created"), "");
+  // The default's own column: ascending, then the default again.
+  assert.equal(nextSort("", "created", "-created"), "created");
+  assert.equal(nextSort("created", "created", "-created"), "");
+  // Without a default: asc → desc → off.
+  assert.equal(nextSort("", "n"), "n");
+  assert.equal(nextSort("-n", "n"), "");
+});
+
+Deno.test("records_query: the filter example uses the entity's fields", () => {
+  assert.equal(filterExample(base), 'n >= 10 && headline.startsWith("A")');
+  const flags = schemaOf([field("done", "bool"), field("data", "json")]);
+  assert.equal(filterExample(flags), "done == true");
+  const bare = schemaOf([field("created", "date", true)]);
+  assert.equal(filterExample(bare), 'created >= "2024-01-01"');
+});
