@@ -7,7 +7,7 @@
  * @module
  */
 
-import { session } from "./session.ts";
+import { session } from "./session/session.ts";
 
 /** A field error from the envelope's `data.fields`. */
 export interface FieldError {

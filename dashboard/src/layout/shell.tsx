@@ -9,7 +9,7 @@
 import type { ComponentChildren, JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { navigate, path } from "../router.ts";
-import { session } from "../session.ts";
+import { session } from "../session/session.ts";
 import { Toasts } from "../ui/toast.tsx";
 import { Sidebar } from "./sidebar.tsx";
 

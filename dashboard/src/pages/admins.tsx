@@ -12,7 +12,7 @@ import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Page, seg } from "../api.ts";
 import { navigate } from "../router.ts";
-import { session } from "../session.ts";
+import { session } from "../session/session.ts";
 import { AdminCreateForm } from "../ui/admin_create.tsx";
 import { confirmAction } from "../ui/confirm.tsx";
 import { ErrorBox } from "../ui/field.tsx";

@@ -11,7 +11,7 @@
 
 import { useEffect, useRef } from "preact/hooks";
 import { ApiError, apiUrl, type Page, type RequestOptions } from "../api.ts";
-import { session } from "../session.ts";
+import { session } from "../session/session.ts";
 import type { LogFilters } from "./log_filters.tsx";
 import type { LogEntry } from "./log_format.tsx";
 

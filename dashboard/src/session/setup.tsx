@@ -11,9 +11,9 @@ import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { api, type ApiError } from "../api.ts";
 import { navigate, query } from "../router.ts";
-import { session } from "../session.ts";
+import { session } from "./session.ts";
 import { ErrorBox, Field, Submit } from "../ui/field.tsx";
-import type { AdminUser } from "../session.ts";
+import type { AdminUser } from "./session.ts";
 
 /** Whether the server still waits for its first admin (null: not known yet). */
 export const setupRequired = signal<boolean | null>(null);

@@ -11,7 +11,7 @@ import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type ApiError } from "../api.ts";
 import { navigate, query } from "../router.ts";
-import { type AdminUser, session } from "../session.ts";
+import { type AdminUser, session } from "./session.ts";
 import { ErrorBox, Field, Submit } from "../ui/field.tsx";
 
 /** Where to go after login: only same-app paths are followed. */
