@@ -12,7 +12,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api } from "./api.ts";
 import { Shell } from "./layout/shell.tsx";
 import { AboutPage } from "./pages/about.tsx";
-import { AdminsPage } from "./pages/admins.tsx";
+import { AdminsPage } from "./admins/admins.tsx";
 import { EntityFormPage } from "./pages/entity_form.tsx";
 import { FilesPage } from "./pages/files.tsx";
 import { HomePage } from "./pages/home.tsx";

@@ -13,11 +13,11 @@ import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Page, seg } from "../api.ts";
 import { navigate } from "../router.ts";
 import { session } from "../session/session.ts";
-import { AdminCreateForm } from "../ui/admin_create.tsx";
+import { AdminCreateForm } from "./admin_create.tsx";
 import { confirmAction } from "../ui/confirm.tsx";
 import { ErrorBox } from "../ui/field.tsx";
 import { localTime } from "../ui/log_format.tsx";
-import { PasswordDialog, type PasswordTarget } from "../ui/password_dialog.tsx";
+import { PasswordDialog, type PasswordTarget } from "./password_dialog.tsx";
 import { toast } from "../ui/toast.tsx";
 
 /** An admin as the API lists it. */

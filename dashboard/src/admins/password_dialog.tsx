@@ -11,8 +11,8 @@
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError, seg } from "../api.ts";
-import { ErrorBox, Field, Submit } from "./field.tsx";
-import { toast } from "./toast.tsx";
+import { ErrorBox, Field, Submit } from "../ui/field.tsx";
+import { toast } from "../ui/toast.tsx";
 
 /** The admin whose password changes. */
 export interface PasswordTarget {

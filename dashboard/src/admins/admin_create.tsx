@@ -9,8 +9,8 @@
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { api, ApiError } from "../api.ts";
-import { ErrorBox, Field, Submit } from "./field.tsx";
-import { toast } from "./toast.tsx";
+import { ErrorBox, Field, Submit } from "../ui/field.tsx";
+import { toast } from "../ui/toast.tsx";
 
 /** The form; `onCreated` runs after a successful create. */
 export function AdminCreateForm(props: { onCreated: () => void }): JSX.Element {
