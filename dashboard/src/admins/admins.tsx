@@ -16,7 +16,7 @@ import { session } from "../session/session.ts";
 import { AdminCreateForm } from "./admin_create.tsx";
 import { confirmAction } from "../ui/confirm.tsx";
 import { ErrorBox } from "../ui/field.tsx";
-import { localTime } from "../ui/log_format.tsx";
+import { localTime } from "../logs/log_format.tsx";
 import { PasswordDialog, type PasswordTarget } from "./password_dialog.tsx";
 import { toast } from "../ui/toast.tsx";
 

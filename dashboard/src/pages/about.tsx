@@ -11,7 +11,7 @@ import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError } from "../api.ts";
 import { ErrorBox } from "../ui/field.tsx";
-import { localTime } from "../ui/log_format.tsx";
+import { localTime } from "../logs/log_format.tsx";
 
 /** The health answer. */
 interface Health {

@@ -18,11 +18,11 @@ import {
   filtersOf,
   type LogFilters,
   LogFiltersForm,
-} from "../ui/log_filters.tsx";
-import type { LogEntry } from "../ui/log_format.tsx";
-import { LogTable } from "../ui/log_table.tsx";
-import { getTagged, useLiveTail } from "../ui/live_tail.ts";
-import { RateChart } from "../ui/rate_chart.tsx";
+} from "./log_filters.tsx";
+import type { LogEntry } from "./log_format.tsx";
+import { LogTable } from "./log_table.tsx";
+import { getTagged, useLiveTail } from "./live_tail.ts";
+import { RateChart } from "./rate_chart.tsx";
 
 /** Most rows kept on screen while the tail prepends. */
 const MAX_ROWS = 1000;

@@ -10,7 +10,7 @@
 
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
-import { Field } from "./field.tsx";
+import { Field } from "../ui/field.tsx";
 import { fromLocalInput, LEVELS, toLocalInput } from "./log_format.tsx";
 
 /** The applied filters, as URL query / API parameters ("" = not set). */

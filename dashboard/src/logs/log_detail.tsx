@@ -16,7 +16,7 @@ import {
   LevelBadge,
   localTime,
   type LogEntry,
-} from "../ui/log_format.tsx";
+} from "./log_format.tsx";
 
 function Row(props: { name: string; children: ComponentChildren }) {
   return (
