@@ -11,7 +11,7 @@ import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api.ts";
 import { Shell } from "./layout/shell.tsx";
-import { AboutPage } from "./pages/about.tsx";
+import { AboutPage } from "./ops/about.tsx";
 import { AdminsPage } from "./admins/admins.tsx";
 import { EntityFormPage } from "./pages/entity_form.tsx";
 import { FilesPage } from "./pages/files.tsx";
