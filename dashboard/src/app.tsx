@@ -22,7 +22,7 @@ import { LogsPage } from "./logs/logs.tsx";
 import { NotFound } from "./pages/not_found.tsx";
 import { RecordEditorPage } from "./pages/record_editor.tsx";
 import { RecordsPage } from "./pages/records.tsx";
-import { RulesPage } from "./pages/rules.tsx";
+import { RulesPage } from "./rules/rules.tsx";
 import { ClaimHelp, SetupPage, setupRequired } from "./session/setup.tsx";
 import { here, match, navigate, path } from "./router.ts";
 import { reloadSchemas, schemas } from "./schemas.ts";

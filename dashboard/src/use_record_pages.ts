@@ -12,7 +12,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type ApiError, type Page, type RecordData, seg } from "./api.ts";
 import type { FilterError } from "./ui/filter_bar.tsx";
-import { checkExpr } from "./ui/rule_vocabulary.ts";
+import { checkExpr } from "./rules/rule_vocabulary.ts";
 import {
   combinedFilter,
   errorPosition,

@@ -20,11 +20,11 @@ import type { Operation, Rule, RuleMode } from "../../../lib/schema/types.ts";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { DraftNote } from "../ui/draft_note.tsx";
 import { ErrorBox } from "../ui/field.tsx";
-import { RuleInput } from "../ui/rule_input.tsx";
-import { forgetVocabulary } from "../ui/rule_vocabulary.ts";
-import { TestAs } from "../ui/test_as.tsx";
+import { RuleInput } from "./rule_input.tsx";
+import { forgetVocabulary } from "./rule_vocabulary.ts";
+import { TestAs } from "./test_as.tsx";
 import { toast } from "../ui/toast.tsx";
-import { NotFound } from "./not_found.tsx";
+import { NotFound } from "../pages/not_found.tsx";
 
 type Rules = Record<Operation, Rule>;
 
