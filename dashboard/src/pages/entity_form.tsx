@@ -16,7 +16,7 @@ import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { EntitySchema } from "../../../lib/schema/types.ts";
 import { api, ApiError, seg } from "../api.ts";
-import { dropDraft, readDraft, writeDraft } from "../drafts.ts";
+import { dropDraft, readDraft, writeDraft } from "../drafts/drafts.ts";
 import { shownErrors } from "../form_errors.ts";
 import { entityHref, navigate } from "../router.ts";
 import { patchBody, schemaBody } from "../schema_diff.ts";
@@ -35,7 +35,7 @@ import {
 } from "../schema_json.ts";
 import { reloadSchemas, schemaOf, schemas } from "../schemas.ts";
 import { confirmAction } from "../ui/confirm.tsx";
-import { DraftNote } from "../ui/draft_note.tsx";
+import { DraftNote } from "../drafts/draft_note.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox, Submit } from "../ui/field.tsx";
 import { EntityBasics, ViewQuery } from "../ui/entity_basics.tsx";

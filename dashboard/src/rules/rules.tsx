@@ -13,12 +13,12 @@
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, seg } from "../api.ts";
-import { dropDraft, readDraft, writeDraft } from "../drafts.ts";
+import { dropDraft, readDraft, writeDraft } from "../drafts/drafts.ts";
 import { reloadSchemas, schemaOf, schemas } from "../schemas.ts";
 import type { EntitySchema } from "../schemas.ts";
 import type { Operation, Rule, RuleMode } from "../../../lib/schema/types.ts";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
-import { DraftNote } from "../ui/draft_note.tsx";
+import { DraftNote } from "../drafts/draft_note.tsx";
 import { ErrorBox } from "../ui/field.tsx";
 import { RuleInput } from "./rule_input.tsx";
 import { forgetVocabulary } from "./rule_vocabulary.ts";

@@ -7,7 +7,7 @@
  */
 
 import type { JSX } from "preact";
-import { draftTime } from "../drafts.ts";
+import { draftTime } from "./drafts.ts";
 
 /** "Restored your unsaved changes from 14:05 …" with Discard. */
 export function DraftNote(props: {
