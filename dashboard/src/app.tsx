@@ -13,7 +13,7 @@ import { api } from "./api.ts";
 import { Shell } from "./layout/shell.tsx";
 import { AboutPage } from "./ops/about.tsx";
 import { AdminsPage } from "./admins/admins.tsx";
-import { EntityFormPage } from "./pages/entity_form.tsx";
+import { EntityFormPage } from "./schema/entity_form.tsx";
 import { FilesPage } from "./pages/files.tsx";
 import { HomePage } from "./pages/home.tsx";
 import { LogDetailPage } from "./logs/log_detail.tsx";

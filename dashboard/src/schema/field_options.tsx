@@ -9,9 +9,9 @@
 
 import type { JSX } from "preact";
 import type { OnDelete } from "../../../lib/schema/types.ts";
-import { type FieldState, optionsOf } from "../schema_form.ts";
+import { type FieldState, optionsOf } from "./schema_form.ts";
 import { ChipList } from "./chip_list.tsx";
-import { Field } from "./field.tsx";
+import { Field } from "../ui/field.tsx";
 
 const MIME_SUGGESTIONS = [
   "image/*",

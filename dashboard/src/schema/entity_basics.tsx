@@ -9,8 +9,8 @@
 import type { JSX } from "preact";
 import type { EntitySchema, EntityType } from "../../../lib/schema/types.ts";
 import { entityHref } from "../router.ts";
-import type { FormErrors, FormState } from "../schema_form.ts";
-import { Field } from "./field.tsx";
+import type { FormErrors, FormState } from "./schema_form.ts";
+import { Field } from "../ui/field.tsx";
 import { ViewColumns } from "./system_fields.tsx";
 
 const TYPE_HINT: Record<EntityType, string> = {

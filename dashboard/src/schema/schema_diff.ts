@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { EntitySchema } from "../../lib/schema/types.ts";
+import type { EntitySchema } from "../../../lib/schema/types.ts";
 import { parseJson } from "./json_error.ts";
 import {
   type FieldState,

@@ -4,7 +4,7 @@
  * none), the JSON view, and API errors placed at the index.
  */
 import assert from "node:assert/strict";
-import type { EntitySchema } from "../../lib/schema/types.ts";
+import type { EntitySchema } from "../../../lib/schema/types.ts";
 import { patchBody, schemaBody } from "./schema_diff.ts";
 import { formState, newForm, newIndex } from "./schema_form.ts";
 import { fieldErrorKeys, formFromJson, formJson } from "./schema_json.ts";

@@ -12,7 +12,7 @@ import type {
   FieldDef,
   FieldType,
   OnDelete,
-} from "../../lib/schema/types.ts";
+} from "../../../lib/schema/types.ts";
 
 /** Every field type, in the order the form offers them. */
 export const FIELD_TYPE_LIST: readonly FieldType[] = [

@@ -10,7 +10,7 @@ import type {
   EntitySchema,
   FieldDef,
   FieldType,
-} from "../../lib/schema/types.ts";
+} from "../../../lib/schema/types.ts";
 import { parseJson } from "./json_error.ts";
 import { schemaBody } from "./schema_diff.ts";
 import {

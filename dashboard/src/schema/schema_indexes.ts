@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { EntitySchema, FieldType } from "../../lib/schema/types.ts";
+import type { EntitySchema, FieldType } from "../../../lib/schema/types.ts";
 import {
   type FormErrors,
   type FormState,

@@ -17,33 +17,33 @@ import { useEffect, useState } from "preact/hooks";
 import type { EntitySchema } from "../../../lib/schema/types.ts";
 import { api, ApiError, seg } from "../api.ts";
 import { dropDraft, readDraft, writeDraft } from "../drafts/drafts.ts";
-import { shownErrors } from "../form_errors.ts";
+import { shownErrors } from "./form_errors.ts";
 import { entityHref, navigate } from "../router.ts";
-import { patchBody, schemaBody } from "../schema_diff.ts";
+import { patchBody, schemaBody } from "./schema_diff.ts";
 import {
   type FormErrors,
   type FormState,
   formState,
   newForm,
   reserveKeys,
-} from "../schema_form.ts";
+} from "./schema_form.ts";
 import {
   errorKey,
   fieldErrorKeys,
   formFromJson,
   formJson,
-} from "../schema_json.ts";
+} from "./schema_json.ts";
 import { reloadSchemas, schemaOf, schemas } from "../schemas.ts";
 import { confirmAction } from "../ui/confirm.tsx";
 import { DraftNote } from "../drafts/draft_note.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox, Submit } from "../ui/field.tsx";
-import { EntityBasics, ViewQuery } from "../ui/entity_basics.tsx";
-import { FieldsSection } from "../ui/fields_section.tsx";
-import { IndexesSection } from "../ui/indexes_section.tsx";
-import { SchemaJson } from "../ui/schema_json.tsx";
+import { EntityBasics, ViewQuery } from "./entity_basics.tsx";
+import { FieldsSection } from "./fields_section.tsx";
+import { IndexesSection } from "./indexes_section.tsx";
+import { SchemaJson } from "./json_view.tsx";
 import { toast } from "../ui/toast.tsx";
-import { NotFound } from "./not_found.tsx";
+import { NotFound } from "../pages/not_found.tsx";
 
 /** Create (no entity) or edit an entity's schema. */
 export function EntityFormPage(props: { entity?: string }): JSX.Element {

@@ -16,7 +16,7 @@ import {
   type FormErrors,
   type FormState,
   newField,
-} from "../schema_form.ts";
+} from "./schema_form.ts";
 import { FieldEditor } from "./field_editor.tsx";
 import { SystemFields } from "./system_fields.tsx";
 

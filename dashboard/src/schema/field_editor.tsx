@@ -8,8 +8,8 @@
 
 import type { JSX } from "preact";
 import type { FieldType } from "../../../lib/schema/types.ts";
-import { FIELD_TYPE_LIST, type FieldState, optionsOf } from "../schema_form.ts";
-import { Field } from "./field.tsx";
+import { FIELD_TYPE_LIST, type FieldState, optionsOf } from "./schema_form.ts";
+import { Field } from "../ui/field.tsx";
 import { FieldOptions } from "./field_options.tsx";
 
 /** A checkbox with its label after it. */

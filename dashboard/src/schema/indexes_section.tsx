@@ -15,8 +15,8 @@ import {
   type FormState,
   type IndexState,
   newIndex,
-} from "../schema_form.ts";
-import { indexableFields, refName } from "../schema_indexes.ts";
+} from "./schema_form.ts";
+import { indexableFields, refName } from "./schema_indexes.ts";
 
 /** The editor of one index. */
 function IndexEditor(props: {

@@ -3,7 +3,7 @@
  * the form computes (only the changed parts).
  */
 import assert from "node:assert/strict";
-import type { EntitySchema, FieldDef } from "../../lib/schema/types.ts";
+import type { EntitySchema, FieldDef } from "../../../lib/schema/types.ts";
 import { fieldBody, patchBody, schemaBody } from "./schema_diff.ts";
 import { formState, newField, newForm, optionsOf } from "./schema_form.ts";
 import {
