@@ -14,7 +14,7 @@ import { Shell } from "./layout/shell.tsx";
 import { AboutPage } from "./ops/about.tsx";
 import { AdminsPage } from "./admins/admins.tsx";
 import { EntityFormPage } from "./schema/entity_form.tsx";
-import { FilesPage } from "./pages/files.tsx";
+import { FilesPage } from "./files/files.tsx";
 import { HomePage } from "./pages/home.tsx";
 import { LogDetailPage } from "./logs/log_detail.tsx";
 import { LoginPage } from "./session/login.tsx";

@@ -11,7 +11,7 @@ import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type RecordData, seg } from "../api.ts";
 import { cascadeLines } from "../cascade.ts";
-import { useFileToken } from "../file_token.ts";
+import { useFileToken } from "../files/file_token.ts";
 import {
   buildWrite,
   editableFields,

@@ -12,7 +12,7 @@ import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { api, seg } from "../api.ts";
 import { cascadeLines } from "../cascade.ts";
-import { useFileToken } from "../file_token.ts";
+import { useFileToken } from "../files/file_token.ts";
 import {
   defaultSort,
   filterExample,

@@ -8,7 +8,7 @@
  */
 
 import type { JSX } from "preact";
-import { fileUrl, isImageName, originalName } from "../file_token.ts";
+import { fileUrl, isImageName, originalName } from "../files/file_token.ts";
 import type { FieldDef } from "../schemas.ts";
 
 /** Date and time in the browser's zone ("" for a non-date). */

@@ -10,8 +10,13 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef } from "preact/hooks";
-import { extOf, fileUrl, isImageName, originalName } from "../../file_token.ts";
-import { sizeText } from "../../file_meta.ts";
+import {
+  extOf,
+  fileUrl,
+  isImageName,
+  originalName,
+} from "../../files/file_token.ts";
+import { sizeText } from "../../files/file_meta.ts";
 import type { FieldDef } from "../../schemas.ts";
 import { describedBy, FieldBox } from "./field_box.tsx";
 

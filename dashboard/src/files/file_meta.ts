@@ -9,7 +9,7 @@
 
 import { useEffect, useState } from "preact/hooks";
 import { fileUrl } from "./file_token.ts";
-import { session } from "./session/session.ts";
+import { session } from "../session/session.ts";
 
 /** What a HEAD told about a file (`size` -1 when it failed). */
 export interface FileMeta {

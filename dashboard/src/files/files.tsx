@@ -13,26 +13,26 @@
 
 import type { JSX } from "preact";
 import { api, seg } from "../api.ts";
-import { sizeText, useFileMeta } from "../file_meta.ts";
+import { sizeText, useFileMeta } from "./file_meta.ts";
 import {
   extOf,
   fileUrl,
   isImageName,
   originalName,
   useFileToken,
-} from "../file_token.ts";
-import type { FileRow } from "../file_pages.ts";
+} from "./file_token.ts";
+import type { FileRow } from "./file_pages.ts";
 import { readState, stateToQuery } from "../records_query.ts";
 import { entityHref, query, setQuery } from "../router.ts";
 import { type EntitySchema, schemaOf, schemas } from "../schemas.ts";
-import { useFilePages } from "../use_file_pages.ts";
+import { useFilePages } from "./use_file_pages.ts";
 import { confirmAction } from "../ui/confirm.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox } from "../ui/field.tsx";
 import { Pager } from "../ui/pager.tsx";
 import { recordHref } from "../ui/record_table.tsx";
 import { toast } from "../ui/toast.tsx";
-import { NotFound } from "./not_found.tsx";
+import { NotFound } from "../pages/not_found.tsx";
 
 /** Files of an entity. */
 export function FilesPage(props: { entity: string }): JSX.Element {

@@ -10,8 +10,8 @@
  */
 
 import { useEffect, useState } from "preact/hooks";
-import { api, seg } from "./api.ts";
-import type { EntitySchema } from "./schemas.ts";
+import { api, seg } from "../api.ts";
+import type { EntitySchema } from "../schemas.ts";
 
 /** Whether the entity's files need a token. */
 export function needsToken(schema: EntitySchema | undefined): boolean {

@@ -8,7 +8,7 @@
  */
 
 import { useEffect, useState } from "preact/hooks";
-import { api, type Page, type RecordData, seg } from "./api.ts";
+import { api, type Page, type RecordData, seg } from "../api.ts";
 import {
   type FileField,
   type FileRow,
@@ -16,8 +16,8 @@ import {
   loadFilePage,
   withFilesFilter,
 } from "./file_pages.ts";
-import { apiSort } from "./records_query.ts";
-import type { EntitySchema } from "./schemas.ts";
+import { apiSort } from "../records_query.ts";
+import type { EntitySchema } from "../schemas.ts";
 
 /** What the files tab shows. */
 export interface FilePages {
