@@ -22,15 +22,15 @@ import {
   useFileToken,
 } from "./file_token.ts";
 import type { FileRow } from "./file_pages.ts";
-import { readState, stateToQuery } from "../records_query.ts";
+import { readState, stateToQuery } from "../records/records_query.ts";
 import { entityHref, query, setQuery } from "../router.ts";
 import { type EntitySchema, schemaOf, schemas } from "../schemas.ts";
 import { useFilePages } from "./use_file_pages.ts";
 import { confirmAction } from "../ui/confirm.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox } from "../ui/field.tsx";
-import { Pager } from "../ui/pager.tsx";
-import { recordHref } from "../ui/record_table.tsx";
+import { Pager } from "../records/pager.tsx";
+import { recordHref } from "../records/record_table.tsx";
 import { toast } from "../ui/toast.tsx";
 import { NotFound } from "../pages/not_found.tsx";
 

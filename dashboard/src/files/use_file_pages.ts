@@ -16,7 +16,7 @@ import {
   loadFilePage,
   withFilesFilter,
 } from "./file_pages.ts";
-import { apiSort } from "../records_query.ts";
+import { apiSort } from "../records/records_query.ts";
 import type { EntitySchema } from "../schemas.ts";
 
 /** What the files tab shows. */

@@ -10,10 +10,10 @@
  * @module
  */
 
-import type { EntitySchema, FieldDef } from "./schemas.ts";
-import { isoToLocal, localToIso } from "./ui/inputs/datetime_input.tsx";
-import type { FileState } from "./ui/inputs/file_input.tsx";
-import { jsonError } from "./ui/inputs/json_input.tsx";
+import type { EntitySchema, FieldDef } from "../schemas.ts";
+import { isoToLocal, localToIso } from "./inputs/datetime_input.tsx";
+import type { FileState } from "./inputs/file_input.tsx";
+import { jsonError } from "./inputs/json_input.tsx";
 
 /** One input's value. */
 export type FormValue = string | boolean | FileState;

@@ -9,12 +9,12 @@
  * @module
  */
 
-import { useRelationLabels } from "../relation_labels.ts";
+import { useRelationLabels } from "./relation_labels.ts";
 import type { JSX } from "preact";
 import type { RecordData } from "../api.ts";
-import type { Mark } from "../live_apply.ts";
+import type { Mark } from "./live/live_apply.ts";
 import { navigate } from "../router.ts";
-import { sortable } from "../records_query.ts";
+import { sortable } from "./records_query.ts";
 import type { EntitySchema, FieldDef } from "../schemas.ts";
 import { Cell } from "./cell.tsx";
 

@@ -6,7 +6,7 @@
  */
 
 import type { JSX } from "preact";
-import type { FormValue } from "../../record_form.ts";
+import type { FormValue } from "../record_form.ts";
 import type { FieldDef } from "../../schemas.ts";
 import { DateTimeInput } from "./datetime_input.tsx";
 import { FileInput, type FileState } from "./file_input.tsx";

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { EntitySchema, FieldDef } from "./schemas.ts";
+import type { EntitySchema, FieldDef } from "../schemas.ts";
 
 /** Page sizes offered. */
 export const PAGE_SIZES = [10, 25, 50, 100, 200] as const;

@@ -7,7 +7,7 @@
  */
 
 import type { JSX } from "preact";
-import { PAGE_SIZES } from "../records_query.ts";
+import { PAGE_SIZES } from "./records_query.ts";
 
 /** The pager under a table. */
 export function Pager(props: {

@@ -13,9 +13,9 @@
  */
 
 import { effect } from "@preact/signals";
-import { apiUrl } from "./api.ts";
+import { apiUrl } from "../../api.ts";
 import type { LiveAction, LiveChange } from "./live_apply.ts";
-import { session } from "./session/session.ts";
+import { session } from "../../session/session.ts";
 
 /** The stream as the live indicator shows it. */
 export type LiveState = "connecting" | "live" | "reconnecting" | "off";

@@ -9,9 +9,9 @@
  */
 
 import type { JSX } from "preact";
-import type { Waiting } from "../live_apply.ts";
-import { waitingText } from "../live_apply.ts";
-import type { LiveState } from "../live_stream.ts";
+import type { Waiting } from "./live_apply.ts";
+import { waitingText } from "./live_apply.ts";
+import type { LiveState } from "./live_stream.ts";
 
 const WORDS: Record<LiveState, [text: string, name: string]> = {
   live: ["Live", "Live updates: connected"],

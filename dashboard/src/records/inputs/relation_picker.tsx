@@ -10,7 +10,7 @@
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type Page, type RecordData, seg } from "../../api.ts";
-import { displayField, literal } from "../../records_query.ts";
+import { displayField, literal } from "../records_query.ts";
 import { type FieldDef, schemaOf } from "../../schemas.ts";
 import { recordHref } from "../record_table.tsx";
 import { describedBy, FieldBox, type InputProps } from "./field_box.tsx";

@@ -8,9 +8,9 @@
  */
 
 import { useEffect, useState } from "preact/hooks";
-import { api, type Page, type RecordData, seg } from "./api.ts";
+import { api, type Page, type RecordData, seg } from "../api.ts";
 import { displayField, literal } from "./records_query.ts";
-import { type EntitySchema, schemaOf } from "./schemas.ts";
+import { type EntitySchema, schemaOf } from "../schemas.ts";
 
 /** field name → (target id → label). */
 export type RelationLabels = Map<string, Map<string, string>>;

@@ -10,16 +10,16 @@
  */
 
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, type ApiError, type Page, type RecordData, seg } from "./api.ts";
-import type { FilterError } from "./ui/filter_bar.tsx";
-import { checkExpr } from "./rules/rule_vocabulary.ts";
+import { api, type ApiError, type Page, type RecordData, seg } from "../api.ts";
+import type { FilterError } from "./filter_bar.tsx";
+import { checkExpr } from "../rules/rule_vocabulary.ts";
 import {
   combinedFilter,
   errorPosition,
   listQuery,
   type TableState,
 } from "./records_query.ts";
-import type { EntitySchema } from "./schemas.ts";
+import type { EntitySchema } from "../schemas.ts";
 
 /** What a records page shows. */
 export interface RecordPages {

@@ -11,7 +11,7 @@
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { api, seg } from "../api.ts";
-import { cascadeLines } from "../cascade.ts";
+import { cascadeLines } from "./cascade.ts";
 import { useFileToken } from "../files/file_token.ts";
 import {
   defaultSort,
@@ -22,21 +22,21 @@ import {
   stateToQuery,
   type TableState,
   textFields,
-} from "../records_query.ts";
+} from "./records_query.ts";
 import { entityHref, query, setQuery } from "../router.ts";
 import { reloadCounts, schemaOf, schemas } from "../schemas.ts";
-import { useLiveRecords } from "../live_records.ts";
-import { useRecordPages } from "../use_record_pages.ts";
-import { ColumnPicker, useColumns } from "../ui/column_picker.tsx";
+import { useLiveRecords } from "./live/live_records.ts";
+import { useRecordPages } from "./use_record_pages.ts";
+import { ColumnPicker, useColumns } from "./column_picker.tsx";
 import { confirmAction } from "../ui/confirm.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox } from "../ui/field.tsx";
-import { FilterBar } from "../ui/filter_bar.tsx";
-import { LiveBadge, LiveNotice } from "../ui/live_status.tsx";
-import { Pager } from "../ui/pager.tsx";
-import { RecordTable } from "../ui/record_table.tsx";
+import { FilterBar } from "./filter_bar.tsx";
+import { LiveBadge, LiveNotice } from "./live/live_status.tsx";
+import { Pager } from "./pager.tsx";
+import { RecordTable } from "./record_table.tsx";
 import { toast } from "../ui/toast.tsx";
-import { NotFound } from "./not_found.tsx";
+import { NotFound } from "../pages/not_found.tsx";
 import type { EntitySchema } from "../schemas.ts";
 
 /** Records of an entity. */

@@ -10,9 +10,9 @@
  * @module
  */
 
-import { api, type Page, type RecordData, seg } from "./api.ts";
+import { api, type Page, type RecordData, seg } from "../api.ts";
 import { literal } from "./records_query.ts";
-import type { EntitySchema } from "./schemas.ts";
+import type { EntitySchema } from "../schemas.ts";
 
 /** A relation field that deletes its records with the record it points at. */
 export interface CascadeLink {

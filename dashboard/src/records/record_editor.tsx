@@ -10,14 +10,14 @@
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type RecordData, seg } from "../api.ts";
-import { cascadeLines } from "../cascade.ts";
+import { cascadeLines } from "./cascade.ts";
 import { useFileToken } from "../files/file_token.ts";
 import {
   buildWrite,
   editableFields,
   formOf,
   type FormValues,
-} from "../record_form.ts";
+} from "./record_form.ts";
 import { entityHref, navigate } from "../router.ts";
 import {
   type EntitySchema,
@@ -25,15 +25,15 @@ import {
   schemaOf,
   schemas,
 } from "../schemas.ts";
-import { localDate } from "../ui/cell.tsx";
+import { localDate } from "./cell.tsx";
 import { confirmAction } from "../ui/confirm.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox, Submit } from "../ui/field.tsx";
-import { describedBy, FieldBox } from "../ui/inputs/field_box.tsx";
-import { FieldInput } from "../ui/inputs/field_input.tsx";
-import { recordHref } from "../ui/record_table.tsx";
+import { describedBy, FieldBox } from "./inputs/field_box.tsx";
+import { FieldInput } from "./inputs/field_input.tsx";
+import { recordHref } from "./record_table.tsx";
 import { toast } from "../ui/toast.tsx";
-import { NotFound } from "./not_found.tsx";
+import { NotFound } from "../pages/not_found.tsx";
 
 /** Record editor. */
 export function RecordEditorPage(

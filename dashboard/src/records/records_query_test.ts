@@ -10,7 +10,7 @@ import {
   nextSort,
   type TableState,
 } from "./records_query.ts";
-import type { EntitySchema, FieldDef } from "./schemas.ts";
+import type { EntitySchema, FieldDef } from "../schemas.ts";
 
 const field = (name: string, type: FieldDef["type"], system = false) =>
   ({ name, type, system }) as FieldDef;

@@ -13,7 +13,7 @@
  */
 
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, type Page, type RecordData, seg } from "./api.ts";
+import { api, type Page, type RecordData, seg } from "../../api.ts";
 import {
   applyChanges,
   type LiveChange,
@@ -29,9 +29,9 @@ import {
   defaultSort,
   literal,
   type TableState,
-} from "./records_query.ts";
-import { type EntitySchema, reloadCounts } from "./schemas.ts";
-import type { RecordPages } from "./use_record_pages.ts";
+} from "../records_query.ts";
+import { type EntitySchema, reloadCounts } from "../../schemas.ts";
+import type { RecordPages } from "../use_record_pages.ts";
 
 /** How long a new or changed row stays highlighted. */
 const MARK_MS = 4000;
