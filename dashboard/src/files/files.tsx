@@ -32,7 +32,7 @@ import { ErrorBox } from "../ui/field.tsx";
 import { Pager } from "../records/pager.tsx";
 import { recordHref } from "../records/record_table.tsx";
 import { toast } from "../ui/toast.tsx";
-import { NotFound } from "../pages/not_found.tsx";
+import { NotFound } from "../ui/not_found.tsx";
 
 /** Files of an entity. */
 export function FilesPage(props: { entity: string }): JSX.Element {

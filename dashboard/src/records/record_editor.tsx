@@ -33,7 +33,7 @@ import { describedBy, FieldBox } from "./inputs/field_box.tsx";
 import { FieldInput } from "./inputs/field_input.tsx";
 import { recordHref } from "./record_table.tsx";
 import { toast } from "../ui/toast.tsx";
-import { NotFound } from "../pages/not_found.tsx";
+import { NotFound } from "../ui/not_found.tsx";
 
 /** Record editor. */
 export function RecordEditorPage(

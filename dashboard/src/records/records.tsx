@@ -36,7 +36,7 @@ import { LiveBadge, LiveNotice } from "./live/live_status.tsx";
 import { Pager } from "./pager.tsx";
 import { RecordTable } from "./record_table.tsx";
 import { toast } from "../ui/toast.tsx";
-import { NotFound } from "../pages/not_found.tsx";
+import { NotFound } from "../ui/not_found.tsx";
 import type { EntitySchema } from "../schemas.ts";
 
 /** Records of an entity. */

@@ -24,7 +24,7 @@ import { RuleInput } from "./rule_input.tsx";
 import { forgetVocabulary } from "./rule_vocabulary.ts";
 import { TestAs } from "./test_as.tsx";
 import { toast } from "../ui/toast.tsx";
-import { NotFound } from "../pages/not_found.tsx";
+import { NotFound } from "../ui/not_found.tsx";
 
 type Rules = Record<Operation, Rule>;
 

@@ -43,7 +43,7 @@ import { FieldsSection } from "./fields_section.tsx";
 import { IndexesSection } from "./indexes_section.tsx";
 import { SchemaJson } from "./json_view.tsx";
 import { toast } from "../ui/toast.tsx";
-import { NotFound } from "../pages/not_found.tsx";
+import { NotFound } from "../ui/not_found.tsx";
 
 /** Create (no entity) or edit an entity's schema. */
 export function EntityFormPage(props: { entity?: string }): JSX.Element {
