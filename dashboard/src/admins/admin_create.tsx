@@ -9,7 +9,8 @@
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { api, ApiError } from "../api.ts";
-import { ErrorBox, Field, Submit } from "../ui/field.tsx";
+import { EmailField, PasswordField } from "../ui/credential_fields.tsx";
+import { ErrorBox, Submit } from "../ui/field.tsx";
 import { toast } from "../ui/toast.tsx";
 
 /** The form; `onCreated` runs after a successful create. */
@@ -52,32 +53,18 @@ export function AdminCreateForm(props: { onCreated: () => void }): JSX.Element {
       <h2 id="new-admin-title">New admin</h2>
       <ErrorBox error={error} />
       <div class="form-grid">
-        <Field label="Email" error={fields.email}>
-          <input
-            type="email"
-            name="email"
-            autocomplete="off"
-            required
-            value={email}
-            aria-invalid={fields.email ? "true" : undefined}
-            onInput={(e) => setEmail(e.currentTarget.value)}
-          />
-        </Field>
-        <Field
-          label="Password"
+        <EmailField
+          autocomplete="off"
+          error={fields.email}
+          value={email}
+          onValue={setEmail}
+        />
+        <PasswordField
+          purpose="new"
           error={fields.password}
-          hint="At least 8 characters."
-        >
-          <input
-            type="password"
-            name="password"
-            autocomplete="new-password"
-            required
-            value={password}
-            aria-invalid={fields.password ? "true" : undefined}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
-        </Field>
+          value={password}
+          onValue={setPassword}
+        />
       </div>
       <div class="row end admin-create-actions">
         <Submit busy={busy}>Create admin</Submit>

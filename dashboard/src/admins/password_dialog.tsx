@@ -11,7 +11,8 @@
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError, seg } from "../api.ts";
-import { ErrorBox, Field, Submit } from "../ui/field.tsx";
+import { PasswordField } from "../ui/credential_fields.tsx";
+import { ErrorBox, Submit } from "../ui/field.tsx";
 import { toast } from "../ui/toast.tsx";
 
 /** The admin whose password changes. */
@@ -85,30 +86,22 @@ export function PasswordDialog(props: {
             : "Every session of this admin will be logged out."}
         </p>
         <ErrorBox error={error} />
-        <Field
+        <PasswordField
+          purpose="new"
           label="New password"
+          name="new-password"
           error={fieldError}
-          hint="At least 8 characters."
-        >
-          <input
-            type="password"
-            name="new-password"
-            autocomplete="new-password"
-            required
-            value={password}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
-        </Field>
-        <Field label="Repeat the new password" error={repeatError}>
-          <input
-            type="password"
-            name="repeat-password"
-            autocomplete="new-password"
-            required
-            value={repeat}
-            onInput={(e) => setRepeat(e.currentTarget.value)}
-          />
-        </Field>
+          value={password}
+          onValue={setPassword}
+        />
+        <PasswordField
+          purpose="repeat"
+          label="Repeat the new password"
+          name="repeat-password"
+          error={repeatError}
+          value={repeat}
+          onValue={setRepeat}
+        />
         <div class="row end">
           <button type="button" class="btn" onClick={close}>Cancel</button>
           <Submit busy={busy}>Change password</Submit>

@@ -12,7 +12,9 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type ApiError } from "../api.ts";
 import { navigate, query } from "../router.ts";
 import { type AdminUser, session } from "./session.ts";
-import { ErrorBox, Field, Submit } from "../ui/field.tsx";
+import { EmailField, PasswordField } from "../ui/credential_fields.tsx";
+import { ErrorBox, Submit } from "../ui/field.tsx";
+import { AuthCard } from "./auth_card.tsx";
 
 /** Where to go after login: only same-app paths are followed. */
 export function nextTarget(next: string | null): string {
@@ -51,40 +53,19 @@ export function LoginPage(): JSX.Element {
     }
   };
   return (
-    <main class="auth-page">
-      <form class="card auth-card" onSubmit={submit}>
-        <h1>
-          <img src="/mb/assets/favicon.svg" alt="" width="28" height="28" />
-          {" "}
-          Admin login
-        </h1>
-        {session.endedReason.value && (
-          <p class="notice">{session.endedReason.value}</p>
-        )}
-        <ErrorBox error={error} />
-        <Field label="Email">
-          <input
-            ref={emailInput}
-            name="email"
-            type="email"
-            autocomplete="username"
-            required
-            value={email}
-            onInput={(e) => setEmail(e.currentTarget.value)}
-          />
-        </Field>
-        <Field label="Password">
-          <input
-            name="password"
-            type="password"
-            autocomplete="current-password"
-            required
-            value={password}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
-        </Field>
-        <Submit busy={busy}>Log in</Submit>
-      </form>
-    </main>
+    <AuthCard title="Admin login" onSubmit={submit}>
+      {session.endedReason.value && (
+        <p class="notice">{session.endedReason.value}</p>
+      )}
+      <ErrorBox error={error} />
+      <EmailField
+        inputRef={emailInput}
+        autocomplete="username"
+        value={email}
+        onValue={setEmail}
+      />
+      <PasswordField purpose="current" value={password} onValue={setPassword} />
+      <Submit busy={busy}>Log in</Submit>
+    </AuthCard>
   );
 }

@@ -12,7 +12,9 @@ import { useState } from "preact/hooks";
 import { api, type ApiError } from "../api.ts";
 import { navigate, query } from "../router.ts";
 import { session } from "./session.ts";
-import { ErrorBox, Field, Submit } from "../ui/field.tsx";
+import { EmailField, PasswordField } from "../ui/credential_fields.tsx";
+import { ErrorBox, Submit } from "../ui/field.tsx";
+import { AuthCard } from "./auth_card.tsx";
 import type { AdminUser } from "./session.ts";
 
 /** Whether the server still waits for its first admin (null: not known yet). */
@@ -90,42 +92,23 @@ export function SetupPage(props: { required: boolean }): JSX.Element {
     }
   };
   return (
-    <main class="auth-page">
-      <form class="card auth-card" onSubmit={submit}>
-        <h1>
-          <img src="/mb/assets/favicon.svg" alt="" width="28" height="28" />
-          {" "}
-          Create the first admin
-        </h1>
-        {!token && <ClaimHelp />}
-        <ErrorBox error={error} />
-        <Field label="Email" error={fields.email}>
-          <input
-            name="email"
-            type="email"
-            autocomplete="username"
-            required
-            value={email}
-            onInput={(e) => setEmail(e.currentTarget.value)}
-          />
-        </Field>
-        <Field
-          label="Password"
-          error={fields.password}
-          hint="At least 8 characters."
-        >
-          <input
-            name="password"
-            type="password"
-            autocomplete="new-password"
-            required
-            minLength={8}
-            value={password}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
-        </Field>
-        <Submit busy={busy}>Create admin</Submit>
-      </form>
-    </main>
+    <AuthCard title="Create the first admin" onSubmit={submit}>
+      {!token && <ClaimHelp />}
+      <ErrorBox error={error} />
+      <EmailField
+        autocomplete="username"
+        error={fields.email}
+        value={email}
+        onValue={setEmail}
+      />
+      <PasswordField
+        purpose="new"
+        minLength={8}
+        error={fields.password}
+        value={password}
+        onValue={setPassword}
+      />
+      <Submit busy={busy}>Create admin</Submit>
+    </AuthCard>
   );
 }
