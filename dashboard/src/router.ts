@@ -66,7 +66,7 @@ export function match(
       try {
         out[a[i].slice(1)] = decodeURIComponent(b[i]);
       } catch {
-        return null;
+        return null; // a malformed %-escape matches no route: "Not found"
       }
     } else if (a[i] !== b[i]) return null;
   }

@@ -42,6 +42,7 @@ export function AdminsPage(_props: Record<string, never>): JSX.Element {
       query: { limit: 500, sort: "created" },
       signal: ac.signal,
     }).then(setPage).catch((e) => {
+      // Anything else is the abort of a page left meanwhile.
       if (e instanceof ApiError) setError(e.message);
     });
     return () => ac.abort();

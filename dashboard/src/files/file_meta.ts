@@ -29,6 +29,7 @@ async function head(entity: string, name: string): Promise<FileMeta> {
       type: res.headers.get("content-type") ?? "",
     };
   } catch {
+    // Offline: the table says so for this file and shows the others.
     return { size: -1, type: "unavailable" };
   }
 }

@@ -37,6 +37,8 @@ export function useFileToken(
     let live = true;
     api.post<{ token: string }>("/files/token")
       .then((d) => live && setState({ token: d.token, for: want }))
+      // No token (the session ended, say): URLs go without one and the
+      // protected files answer 401 in place of an image, nothing worse.
       .catch(() => live && setState({ token: "", for: want }));
     return () => {
       live = false;

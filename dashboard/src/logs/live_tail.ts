@@ -43,6 +43,7 @@ export async function getTagged<T>(
     if (e instanceof DOMException && e.name === "AbortError") throw e;
     throw new ApiError(0, "Cannot reach the server: check your connection.");
   }
+  // Not an envelope (a proxy's page, say): the status speaks below.
   const env = await res.json().catch(() => ({})) as {
     data?: T;
     error?: string;

@@ -62,6 +62,7 @@ export function LogDetailPage(props: { id: string }): JSX.Element {
     api.get<LogEntry>(`/sys/logs/${encodeURIComponent(props.id)}`, {
       signal: ac.signal,
     }).then(setEntry).catch((e) => {
+      // Anything else is the abort of a page left meanwhile.
       if (e instanceof ApiError) setError(e.message);
     });
     return () => ac.abort();

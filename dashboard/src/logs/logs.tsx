@@ -67,6 +67,7 @@ export function LogsPage(_props: Record<string, never>): JSX.Element {
       setError("");
       setLoading(false);
     }).catch((e) => {
+      // Anything else is the abort of a page superseded by other filters.
       if (e instanceof ApiError) {
         setError(e.message);
         setLoading(false);

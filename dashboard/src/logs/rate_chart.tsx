@@ -82,6 +82,7 @@ export function RateChart(props: {
       setStats(s);
       setError("");
     }).catch((e) => {
+      // Anything else is the abort of a refresh superseded by the next one.
       if (e instanceof ApiError) setError(e.message);
     });
     return () => ac.abort();

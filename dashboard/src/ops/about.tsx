@@ -61,7 +61,7 @@ export function AboutPage(_props: Record<string, never>): JSX.Element {
         setError("");
       })
       .catch((e) => {
-        if (!(e instanceof ApiError)) return;
+        if (!(e instanceof ApiError)) return; // aborted: the page was left
         // 503 still carries the health data: show it with the problem.
         const d = e.data as Health | null;
         if (d && typeof d.uptime === "number") setHealth(d);

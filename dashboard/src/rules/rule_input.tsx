@@ -87,6 +87,7 @@ export function RuleInput(props: RuleInputProps): JSX.Element {
   onCheck.current = props.onCheck;
 
   useEffect(() => {
+    // Without the vocabulary the input still works, with no completions.
     vocabulary(entity).then(setVocab).catch(() => setVocab(null));
   }, [entity]);
 
@@ -111,6 +112,7 @@ export function RuleInput(props: RuleInputProps): JSX.Element {
         setCheckError("");
         onCheck.current?.(r);
       }).catch((e) => {
+        // Anything else is the abort of a check superseded by newer text.
         if (e instanceof ApiError) setCheckError(e.message);
       });
     }, DEBOUNCE_MS);

@@ -63,6 +63,8 @@ export function vocabulary(entity: string): Promise<Vocabulary> {
   let v = cache.get(entity);
   if (!v) {
     v = api.get<Vocabulary>("/sys/rules/vocabulary", { query: { entity } });
+    // A failed load is not kept (the next call asks again); callers get the
+    // error through `v` itself.
     v.catch(() => cache.delete(entity));
     cache.set(entity, v);
   }

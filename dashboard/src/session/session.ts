@@ -43,7 +43,7 @@ export function tokenExpiry(token: string): number {
     const exp = (JSON.parse(json) as { exp?: unknown }).exp;
     return typeof exp === "number" ? exp : 0;
   } catch {
-    return 0;
+    return 0; // not a JWT: treated as expired
   }
 }
 
@@ -54,7 +54,7 @@ function load(): Stored | null {
     if (tokenExpiry(s.token) * 1000 <= Date.now()) return null;
     return s;
   } catch {
-    return null;
+    return null; // unreadable or storage off: no session to resume
   }
 }
 

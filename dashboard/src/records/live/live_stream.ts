@@ -47,7 +47,7 @@ function parse(data: unknown): unknown {
   try {
     return typeof data === "string" ? JSON.parse(data) : null;
   } catch {
-    return null;
+    return null; // not JSON: read as no message at all
   }
 }
 
@@ -173,6 +173,7 @@ export class LiveStream {
       status = res.status;
       if (res.ok) await res.body?.cancel();
       else {
+        // Not an envelope: the status alone decides below.
         why = (await res.json().catch(() => null) as { error?: string } | null)
           ?.error ?? "";
       }
