@@ -3,8 +3,9 @@
  * The entity form: create (`/mb/entities/new`) or edit
  * (`/mb/entities/:name/schema`) a base, auth or view entity — name, type,
  * API switch, fields with every option and indexes (or the view's SQL),
- * an advanced JSON view, and deleting the entity. What it sends is computed by
- * `schema_diff.ts`: a POST body, or a PATCH with only the changes.
+ * an advanced JSON view, and deleting the entity (delete_entity.tsx). What
+ * it sends is computed by `schema_diff.ts`: a POST body, or a PATCH with
+ * only the changes.
  * Unsaved edits are kept in this browser (drafts.ts) and restored, with a
  * note, when the form opens again (after a session ended, say). An error
  * shown on an input goes as soon as that input changes (form_errors.ts).
@@ -38,6 +39,7 @@ import { confirmAction } from "../ui/confirm.tsx";
 import { DraftNote } from "../drafts/draft_note.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox, Submit } from "../ui/field.tsx";
+import { DeleteEntity } from "./delete_entity.tsx";
 import { EntityBasics, ViewQuery } from "./entity_basics.tsx";
 import { FieldsSection } from "./fields_section.tsx";
 import { IndexesSection } from "./indexes_section.tsx";
@@ -102,7 +104,6 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
   const setErrors = (e: FormErrors, f: FormState = form) =>
     setRefusal({ errors: e, form: f });
   const [apiError, setApiError] = useState("");
-  const [deleteError, setDeleteError] = useState("");
   const [busy, setBusy] = useState(false);
   const editing = base !== undefined;
   const locked = base?.is_system === true;
@@ -245,29 +246,6 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
     }
   };
 
-  const remove = async () => {
-    if (!base) return;
-    setDeleteError("");
-    const ok = await confirmAction(
-      `Delete entity "${base.name}" with all its records and files? This cannot be undone.`,
-      "Delete entity",
-    );
-    if (!ok) return;
-    try {
-      await api.del(`/schemas/${seg(base.id)}`);
-      await reloadSchemas();
-      toast(`Entity ${base.name} deleted`);
-      navigate("/mb");
-    } catch (err) {
-      const m = (err as Error).message;
-      setDeleteError(
-        err instanceof ApiError && err.status === 409
-          ? `${m}. Something else still depends on this entity: change or delete that relation field or view first, then delete this entity.`
-          : m,
-      );
-    }
-  };
-
   const set = (p: Partial<FormState>) => setForm({ ...form, ...p });
 
   return (
@@ -375,20 +353,7 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
           )}
         </div>
       </form>
-      {base && !locked && (
-        <section class="card danger-zone stack" aria-labelledby="danger-h">
-          <h2 id="danger-h">Delete entity</h2>
-          <p class="muted">
-            Drops the table with all its records and files.
-          </p>
-          <ErrorBox error={deleteError} />
-          <div>
-            <button type="button" class="btn btn-danger" onClick={remove}>
-              Delete entity {base.name}
-            </button>
-          </div>
-        </section>
-      )}
+      {base && !locked && <DeleteEntity schema={base} />}
     </section>
   );
 }
