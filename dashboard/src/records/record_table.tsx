@@ -25,6 +25,21 @@ export function recordHref(entity: string, id: string): string {
   }`;
 }
 
+/** A row's id as its link shows it: the last 8 characters of a long one. */
+function shownId(id: string): string {
+  return id.length > 12 ? "…" + id.slice(-8) : id;
+}
+
+/**
+ * The accessible name of a row's id link: the text it shows first, so a
+ * speech user can say what they see (WCAG 2.5.3, label in name), then
+ * "Open <the full id>".
+ */
+export function idLinkName(id: string): string {
+  const shown = shownId(id);
+  return shown === id ? `Open ${id}` : `${shown}: Open ${id}`;
+}
+
 function SortHeader(props: {
   field: FieldDef;
   sort: string;
@@ -154,9 +169,9 @@ export function RecordTable(props: {
                     class="mono"
                     href={recordHref(s.name, r.id)}
                     title={r.id}
-                    aria-label={`Open ${r.id}`}
+                    aria-label={idLinkName(r.id)}
                   >
-                    {r.id.length > 12 ? "…" + r.id.slice(-8) : r.id}
+                    {shownId(r.id)}
                   </a>
                   {gone && <span class="sr-only">(deleted)</span>}
                 </td>
