@@ -14,7 +14,11 @@ import {
 import type { Storage } from "./db/storage.ts";
 import { SqliteStorage } from "./db/sqlite.ts";
 import { PostgresStorage } from "./db/postgres.ts";
-import { databaseId, ensureSystemTables } from "./schema/system.ts";
+import {
+  databaseHome,
+  databaseId,
+  ensureSystemTables,
+} from "./schema/system.ts";
 import { Registry } from "./records/registry.ts";
 import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
@@ -189,6 +193,7 @@ export async function createCore(
         ref,
         await databaseId(storage),
         config.rebindDataDir,
+        await databaseHome(storage),
       );
       if (before) {
         notices.push(
