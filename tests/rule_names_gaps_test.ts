@@ -5,7 +5,11 @@
  * - a view's rule reads the view's columns as they are after a change of
  *   the entity it reads: a view `SELECT * FROM posts` follows a renamed or
  *   dropped field of `posts` on SQLite, and its rule must not silently turn
- *   into "deny" (409 naming the view's rule, nothing changed).
+ *   into "deny" (409 naming the view's rule, nothing changed);
+ * - `req.<name>` and `req.body.<name>` are checked as `record.<name>` is: a
+ *   body never carries a key that is not a field (400 before the write), so
+ *   `req.body.stauts != "published"` would let every write through, and
+ *   `req.metod == "PATCH"` would refuse everyone.
  *
  * One server per database; the steps share the auth entity `users` and the
  * entity `posts`.
@@ -20,6 +24,56 @@ import { setupUsers } from "./_rules_fixtures.ts";
 
 const custom = (expr: string) => ({ mode: "custom", expr });
 
+/** [case, entity, op, expr, status, error pattern (400s)] */
+const SAVES: [string, string, string, string, number, RegExp?][] = [
+  [
+    "a typo after req.body (fails open under !=)",
+    "posts",
+    "update",
+    'req.body.stauts != "published"',
+    400,
+    /^Cannot accept rules\.update\.expr: unknown name "req\.body\.stauts" \(did you mean "req\.body\.status"\?\) at 9$/,
+  ],
+  [
+    "a typo after req",
+    "posts",
+    "update",
+    'req.bdy.status != "published"',
+    400,
+    /unknown name "req\.bdy" \(did you mean "req\.body"\?\) at 4$/,
+  ],
+  [
+    "req.metod",
+    "posts",
+    "delete",
+    'req.metod == "DELETE"',
+    400,
+    /unknown name "req\.metod" \(did you mean "req\.method"\?\) at 4$/,
+  ],
+  [
+    "a body key that is no field",
+    "posts",
+    "update",
+    "req.body.hasOwnProperty == undefined",
+    400,
+    /unknown name "req\.body\.hasOwnProperty" \(req\.body has: id, created, updated, title, status, /,
+  ],
+  [
+    "req.body.<field>, req.query.<anything>, req.method",
+    "posts",
+    "update",
+    'req.body.status != "published" && req.body["title"] != "x" && req.query.whatever == null && req.method == "PATCH"',
+    200,
+  ],
+  [
+    "req.body.password on an auth entity",
+    "users",
+    "update",
+    "record.id == auth.id && req.body.password == null",
+    200,
+  ],
+];
+
 forEachDb("rules read only names that exist: gaps", async (t, db) => {
   const s = await startServer(db);
   try {
@@ -32,6 +86,7 @@ forEachDb("rules read only names that exist: gaps", async (t, db) => {
         type: "base",
         fields: [
           { name: "title", type: "string" },
+          { name: "status", type: "string" },
           { name: "body", type: "text" },
           { name: "owner", type: "relation", foreign_key: { entity: "users" } },
           { name: "meta", type: "json" },
@@ -80,6 +135,34 @@ forEachDb("rules read only names that exist: gaps", async (t, db) => {
           assert.deepEqual((await a("GET", "schemas/everything")).data, before);
         }
         status(await a("DELETE", "schemas/everything"), 204, "drop the view");
+      },
+    );
+
+    for (const [label, entity, op, expr, want, error] of SAVES) {
+      await t.step(`${label} → ${want}`, async () => {
+        const r = await a("PATCH", `schemas/${entity}`, {
+          rules: { [op]: custom(expr) },
+        });
+        status(r, want, expr);
+        const c = await a("POST", "sys/rules/check", { entity, expr });
+        assert.equal(c.data.valid, want !== 400, c.text);
+        if (want !== 400) return;
+        assert.match(r.error, error!);
+        assert.ok(r.error.includes(c.data.detail), c.data.detail);
+      });
+    }
+
+    await t.step(
+      "renaming a field a rule reads as req.body.<field> → 409",
+      async () => {
+        const r = await a("PATCH", "schemas/posts", {
+          fields: [{ id: await fieldId("posts", "status"), name: "state" }],
+        });
+        status(r, 409, "rename status");
+        assert.match(
+          r.error,
+          /^Cannot change entity posts: its update rule reads req\.body\.status, which would no longer exist; change that rule in the same request$/,
+        );
       },
     );
   } finally {

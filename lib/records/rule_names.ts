@@ -50,13 +50,21 @@ export function userNames(
   return out;
 }
 
-/** The names the rules of `entity` may read, in `world`. */
+/**
+ * The names the rules of `entity` may read, in `world`: `record.<field>`
+ * (not `password`), `auth.user.<field>` (see {@link userNames}) and
+ * `req.body.<field>` (every field: a body may carry a new `password`).
+ */
 export function knownNames(
   world: readonly RuleWorldEntity[],
   entity: RuleWorldEntity,
   user: ReadonlySet<string> = userNames(world),
 ): KnownNames {
-  return { record: new Set(readable(entity.fields)), user };
+  return {
+    record: new Set(readable(entity.fields)),
+    user,
+    body: new Set(entity.fields.map((f) => f.name)),
+  };
 }
 
 /** One stored custom rule that reads a name that does not exist. */

@@ -1,5 +1,5 @@
 /**
- * The names a rule may read under `record.` and `auth.`, and the message for
+ * The names a rule may read under `record.`, `auth.` and `req.`, and the message for
  * one it may not: the parser refuses `record.autor` when the entity has no
  * field `autor`, naming the closest existing name. One home for the
  * suggestion, used by rules and by the list `filter` (bare field names).
@@ -32,7 +32,21 @@
 export interface KnownNames {
   record: ReadonlySet<string>;
   user: ReadonlySet<string>;
+  /**
+   * The names `req.body.<name>` may read: the entity's fields (`password`
+   * included). A body with any other key is refused (400) before it is
+   * written, so another name always reads `undefined` — under `!=` a typo
+   * would let every write through. Absent: not checked.
+   */
+  body?: ReadonlySet<string>;
 }
+
+/** The members of `req` (README "Access rules"). */
+export const REQ_MEMBERS: ReadonlySet<string> = new Set([
+  "body",
+  "query",
+  "method",
+]);
 
 /** The members of `auth` (README "Access rules"). */
 export const AUTH_MEMBERS: ReadonlySet<string> = new Set([

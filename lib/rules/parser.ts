@@ -15,7 +15,12 @@ import {
   RuleSyntaxError,
 } from "./ast.ts";
 import { type Token, TokenStream } from "./lexer.ts";
-import { AUTH_MEMBERS, type KnownNames, unknownName } from "./names.ts";
+import {
+  AUTH_MEMBERS,
+  type KnownNames,
+  REQ_MEMBERS,
+  unknownName,
+} from "./names.ts";
 
 /**
  * How to parse: `mode: "rule"` knows the roots `auth`, `req`, `record`;
@@ -256,7 +261,10 @@ class Parser extends TokenStream {
     return this.node({ type: "member", pos, object, property });
   }
 
-  /** The members `object` may have, when `names` says (`record`, `auth`, `auth.user`). */
+  /**
+   * The members `object` may have, when `names` says (`record`, `auth`,
+   * `auth.user`, `req`, `req.body`).
+   */
   #knownMembers(
     object: Expr,
   ): { prefix: string; names: ReadonlySet<string> } | undefined {
@@ -269,12 +277,18 @@ class Parser extends TokenStream {
       if (object.name === "auth") {
         return { prefix: "auth", names: AUTH_MEMBERS };
       }
+      return { prefix: "req", names: REQ_MEMBERS };
+    }
+    if (object.type !== "member" || object.object.type !== "root") {
       return undefined;
     }
-    if (
-      object.type === "member" && object.property === "user" &&
-      object.object.type === "root" && object.object.name === "auth"
-    ) return { prefix: "auth.user", names: names.user };
+    const root = object.object.name;
+    if (root === "auth" && object.property === "user") {
+      return { prefix: "auth.user", names: names.user };
+    }
+    if (root === "req" && object.property === "body" && names.body) {
+      return { prefix: "req.body", names: names.body };
+    }
     return undefined;
   }
 
