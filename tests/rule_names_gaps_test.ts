@@ -9,7 +9,10 @@
  * - `req.<name>` and `req.body.<name>` are checked as `record.<name>` is: a
  *   body never carries a key that is not a field (400 before the write), so
  *   `req.body.stauts != "published"` would let every write through, and
- *   `req.metod == "PATCH"` would refuse everyone.
+ *   `req.metod == "PATCH"` would refuse everyone;
+ * - a member of a field's value that cannot exist is refused: a relation
+ *   holds the related record's id (`record.owner.email` reads nothing),
+ *   strings have only `.length` and indexes, numbers and booleans nothing.
  *
  * One server per database; the steps share the auth entity `users` and the
  * entity `posts`.
@@ -66,6 +69,37 @@ const SAVES: [string, string, string, string, number, RegExp?][] = [
     200,
   ],
   [
+    "a relation's related record (PocketBase-style traversal)",
+    "posts",
+    "list",
+    "record.owner.email == auth.user.email",
+    400,
+    /^Cannot accept rules\.list\.expr: "record\.owner\.email" reads nothing: record\.owner is a relation, whose value is the related record's id \(rules cannot read that record's fields\) at 13$/,
+  ],
+  [
+    "a member of a string",
+    "posts",
+    "get",
+    'record.title.first == "a"',
+    400,
+    /"record\.title\.first" reads nothing: record\.title is a string \(only \.length and \[index\] read into it\) at 13$/,
+  ],
+  [
+    "a member of a number",
+    "posts",
+    "get",
+    "record.views.length > 0",
+    400,
+    /"record\.views\.length" reads nothing: record\.views is a number \(it has no members\) at 13$/,
+  ],
+  [
+    "members values have: .length and indexes of strings and files, json",
+    "posts",
+    "get",
+    'record.title.length > 0 && record.title[0] == "a" && record.owner.length == 36 && record.tags[0] != "" && record.tags.length > 0 && record.meta.a.b == 1 && record.owner.startsWith("0")',
+    200,
+  ],
+  [
     "req.body.password on an auth entity",
     "users",
     "update",
@@ -87,6 +121,7 @@ forEachDb("rules read only names that exist: gaps", async (t, db) => {
         fields: [
           { name: "title", type: "string" },
           { name: "status", type: "string" },
+          { name: "views", type: "int" },
           { name: "body", type: "text" },
           { name: "owner", type: "relation", foreign_key: { entity: "users" } },
           { name: "meta", type: "json" },

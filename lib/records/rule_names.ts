@@ -52,8 +52,9 @@ export function userNames(
 
 /**
  * The names the rules of `entity` may read, in `world`: `record.<field>`
- * (not `password`), `auth.user.<field>` (see {@link userNames}) and
- * `req.body.<field>` (every field: a body may carry a new `password`).
+ * (not `password`; with the field types, but for views), `auth.user.<field>`
+ * (see {@link userNames}) and `req.body.<field>` (every field: a body may
+ * carry a new `password`).
  */
 export function knownNames(
   world: readonly RuleWorldEntity[],
@@ -64,6 +65,11 @@ export function knownNames(
     record: new Set(readable(entity.fields)),
     user,
     body: new Set(entity.fields.map((f) => f.name)),
+    // A view's row is what its query gives (a PostgreSQL bigint may be a
+    // string): members of its columns are not checked.
+    types: entity.schema.type === "view"
+      ? undefined
+      : new Map(entity.fields.map((f) => [f.name, f.type])),
   };
 }
 

@@ -18,6 +18,7 @@ import { type Token, TokenStream } from "./lexer.ts";
 import {
   AUTH_MEMBERS,
   type KnownNames,
+  memberProblem,
   REQ_MEMBERS,
   unknownName,
 } from "./names.ts";
@@ -258,7 +259,29 @@ class Parser extends TokenStream {
         `${known.prefix}.${property.slice(0, 64)}`,
       );
     }
+    const field = this.#recordField(object);
+    const problem = field &&
+      memberProblem(`record.${field.name}`, field.type, property);
+    if (problem) {
+      throw new RuleSyntaxError(
+        problem,
+        pos,
+        this.#options.mode,
+        `record.${field.name}.${property.slice(0, 64)}`,
+      );
+    }
     return this.node({ type: "member", pos, object, property });
+  }
+
+  /** The field `object` is (`record.<field>`), when `names` gives its type. */
+  #recordField(object: Expr): { name: string; type: string } | undefined {
+    const types = this.#options.names?.types;
+    if (
+      !types || object.type !== "member" || object.object.type !== "root" ||
+      object.object.name !== "record"
+    ) return undefined;
+    const type = types.get(object.property);
+    return type === undefined ? undefined : { name: object.property, type };
   }
 
   /**
