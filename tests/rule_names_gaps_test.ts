@@ -12,7 +12,10 @@
  *   `req.metod == "PATCH"` would refuse everyone;
  * - a member of a field's value that cannot exist is refused: a relation
  *   holds the related record's id (`record.owner.email` reads nothing),
- *   strings have only `.length` and indexes, numbers and booleans nothing.
+ *   strings have only `.length` and indexes, numbers and booleans nothing;
+ * - `auth.user.<name>` reads the fields of auth entities with an API: one
+ *   without is shut out everywhere (its tokens stop working), so switching
+ *   `has_api` off is refused like deleting it when a rule reads its field.
  *
  * One server per database; the steps share the auth entity `users` and the
  * entity `posts`.
@@ -198,6 +201,54 @@ forEachDb("rules read only names that exist: gaps", async (t, db) => {
           r.error,
           /^Cannot change entity posts: its update rule reads req\.body\.status, which would no longer exist; change that rule in the same request$/,
         );
+      },
+    );
+
+    await t.step(
+      "auth.user.<field> of an auth entity without API: refused, and has_api off → 409",
+      async () => {
+        status(
+          await a("POST", "schemas", {
+            name: "staff",
+            type: "auth",
+            fields: [{ name: "badge", type: "string" }],
+          }),
+          201,
+          "staff",
+        );
+        status(
+          await a("POST", "schemas", {
+            name: "badges",
+            type: "base",
+            fields: [{ name: "label", type: "string" }],
+            rules: { list: custom('auth.user.badge == "gold"') },
+          }),
+          201,
+          "badges",
+        );
+        const off = await a("PATCH", "schemas/staff", { has_api: false });
+        status(off, 409, "has_api off");
+        assert.match(
+          off.error,
+          /^Cannot change entity staff: the list rule of badges reads auth\.user\.badge, which would no longer exist; change that rule first$/,
+        );
+        status(
+          await a("PATCH", "schemas/badges", {
+            rules: { list: { mode: "auth", expr: "" } },
+          }),
+          200,
+          "rule changed",
+        );
+        status(
+          await a("PATCH", "schemas/staff", { has_api: false }),
+          200,
+          "has_api off",
+        );
+        const again = await a("PATCH", "schemas/badges", {
+          rules: { list: custom('auth.user.badge == "gold"') },
+        });
+        status(again, 400, "a field only an entity without API has");
+        assert.match(again.error, /unknown name "auth\.user\.badge"/);
       },
     );
   } finally {

@@ -35,15 +35,19 @@ const readable = (fields: readonly FieldDef[]): string[] =>
 
 /**
  * The names `auth.user.<name>` may read: the fields of every auth entity but
- * the system ones (admins pass every rule), their built-ins always, never
- * `password`. The caller may come from any auth entity, so the union.
+ * the system ones (admins pass every rule) and those without an API (their
+ * users are shut out everywhere: lib/auth/sessions.ts), their built-ins
+ * always, never `password`. The caller may come from any auth entity, so the
+ * union.
  */
 export function userNames(
   world: readonly RuleWorldEntity[],
 ): Set<string> {
   const out = new Set(readable(builtinFields("auth")));
   for (const e of world) {
-    if (e.schema.type === "auth" && !e.schema.is_system) {
+    if (
+      e.schema.type === "auth" && !e.schema.is_system && e.schema.has_api
+    ) {
       for (const n of readable(e.fields)) out.add(n);
     }
   }
