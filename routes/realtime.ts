@@ -11,7 +11,7 @@ import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
 import type { Router } from "../lib/http/router.ts";
-import { upgradeWebSocket } from "../lib/http/server.ts";
+import { type SocketUpgrade, upgradeWebSocket } from "../lib/http/server.ts";
 import { type AuthValue, GUEST } from "../lib/caller.ts";
 import type { TokenClaims } from "../lib/auth/jwt.ts";
 import { clientKey } from "../lib/auth/client_key.ts";
@@ -23,7 +23,13 @@ import {
   parseTopics,
   topicsParam,
 } from "../lib/realtime/topics.ts";
-import { parseClientMessage, topicKeys, WsSink } from "../lib/realtime/ws.ts";
+import {
+  MAX_CLIENT_MESSAGE,
+  MAX_WAITING_MESSAGES,
+  parseClientMessage,
+  topicKeys,
+  WsSink,
+} from "../lib/realtime/ws.ts";
 
 /** A caller of a realtime route. */
 interface Caller {
@@ -121,9 +127,13 @@ const ws: Handler<Core> = async (ctx) => {
   // Read before the upgrade: the request is gone after it.
   const ip = ctx.ip;
   const fromToken = fromUrl ? await callerOf(core, fromUrl) : undefined;
-  let upgrade: Deno.WebSocketUpgrade;
+  let upgrade: SocketUpgrade;
   try {
-    upgrade = upgradeWebSocket(ctx.req, { idleTimeout: 30 });
+    // A longer message is refused from its frame header (1009).
+    upgrade = upgradeWebSocket(ctx.req, {
+      idleTimeout: 30,
+      maxMessageBytes: MAX_CLIENT_MESSAGE,
+    });
   } catch {
     throw new MoonbaseError(
       "invalid",
@@ -205,13 +215,29 @@ const ws: Handler<Core> = async (ctx) => {
     }
   };
   // One message at a time, in order; a refused message changes nothing.
+  // A client that sends faster than its messages are handled is read no
+  // further until they are (where the socket cannot pause: closed).
   let chain = Promise.resolve();
+  let waiting = 0;
   socket.onmessage = (e) => {
-    chain = chain.then(() =>
-      handle(e.data).catch((err) => {
+    if (sink.closed) return;
+    if (++waiting >= MAX_WAITING_MESSAGES) {
+      if (!socket.pause) {
+        sink.end(
+          429,
+          `Cannot keep up: more than ${MAX_WAITING_MESSAGES} messages wait to be handled; wait for each reply`,
+        );
+        return;
+      }
+      socket.pause();
+    }
+    chain = chain.then(() => {
+      if (--waiting < MAX_WAITING_MESSAGES / 2) socket.resume?.();
+      if (sink.closed) return;
+      return handle(e.data).catch((err) => {
         if (!sink.closed) sink.error(err);
-      })
-    );
+      });
+    });
   };
   socket.onclose = () => {
     if (sub) rt.hub.leave(sub);

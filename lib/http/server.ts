@@ -30,7 +30,12 @@ import {
 
 export { DEFAULT_LIMITS, type ServerLimits };
 export { type ServeHandler, Server, type ServerLog } from "./accept_server.ts";
-export { upgradeWebSocket } from "./upgrade.ts";
+export {
+  type SocketUpgrade,
+  type UpgradeOptions,
+  upgradeWebSocket,
+} from "./upgrade.ts";
+export type { ServerSocket } from "./websocket.ts";
 
 export interface ListenOptions {
   port?: number;
