@@ -26,16 +26,23 @@ export interface RawEnd {
   bytes: number;
   /** Text messages read. */
   texts: string[];
+  /** Frames read (opcode and payload; the first 100). */
+  frames: { op: number; payload: Uint8Array }[];
 }
 
 /** Upgrades a new connection to `/api/v1/realtime/ws?<query>`; throws unless 101. */
-export async function rawWs(url: string, query = ""): Promise<RawWs> {
+export function rawWs(url: string, query = ""): Promise<RawWs> {
+  return rawUpgrade(url, `/api/v1/realtime/ws${query ? `?${query}` : ""}`);
+}
+
+/** Upgrades a new connection to `path`; throws unless 101. */
+export async function rawUpgrade(url: string, path: string): Promise<RawWs> {
   const conn = await Deno.connect({
     hostname: "127.0.0.1",
     port: Number(new URL(url).port),
   });
   await conn.write(encoder.encode(
-    `GET /api/v1/realtime/ws${query ? `?${query}` : ""} HTTP/1.1\r\n` +
+    `GET ${path} HTTP/1.1\r\n` +
       "Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" +
       "Sec-WebSocket-Version: 13\r\n\r\n",
@@ -84,20 +91,42 @@ export function frameHead(length: number, opcode = 1, fin = true): Uint8Array {
 
 /** A whole masked client text frame. */
 export function textFrame(text: string): Uint8Array {
-  const payload = encoder.encode(text);
-  return concat(frameHead(payload.length), payload);
+  return clientFrame(1, encoder.encode(text));
+}
+
+/** A whole client frame; masked (with a non-zero key) unless told. */
+export function clientFrame(
+  opcode: number,
+  payload: Uint8Array,
+  o: { fin?: boolean; masked?: boolean } = {},
+): Uint8Array {
+  const head = frameHead(payload.length, opcode, o.fin ?? true);
+  if (o.masked === false) {
+    const bare = head.slice(0, head.length - 4);
+    bare[1] &= 0x7f;
+    return concat(bare, payload);
+  }
+  const key = [0x12, 0x34, 0x56, 0x78];
+  head.set(key, head.length - 4);
+  return concat(head, payload.map((b, i) => b ^ key[i & 3]));
 }
 
 /**
- * Reads the server's frames until the connection ends, `ms` pass, or more
- * than `maxBytes` arrived (then `ended` is false).
+ * Reads the server's frames until the connection ends, `ms` pass, more
+ * than `maxBytes` arrived (then `ended` is false), or `stop` says so.
  */
 export async function readToEnd(
   ws: RawWs,
   ms: number,
   maxBytes = 64 * 1024 * 1024,
+  stop: (end: RawEnd) => boolean = () => false,
 ): Promise<RawEnd> {
-  const out: RawEnd = { ended: false, bytes: ws.leftover.length, texts: [] };
+  const out: RawEnd = {
+    ended: false,
+    bytes: ws.leftover.length,
+    texts: [],
+    frames: [],
+  };
   let pending = ws.leftover;
   const deadline = Date.now() + ms;
   const buf = new Uint8Array(1 << 16);
@@ -117,7 +146,8 @@ export async function readToEnd(
         at = 10;
       }
       if (pending.length < at + len) return;
-      const payload = pending.subarray(at, at + len);
+      const payload = pending.slice(at, at + len);
+      if (out.frames.length < 100) out.frames.push({ op, payload });
       if (op === 8 && payload.length >= 2) {
         out.closeCode = (payload[0] << 8) | payload[1];
       } else if (op === 1 && out.texts.length < 100) {
@@ -129,7 +159,7 @@ export async function readToEnd(
   parse();
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    while (Date.now() < deadline && out.bytes <= maxBytes) {
+    while (Date.now() < deadline && out.bytes <= maxBytes && !stop(out)) {
       const n = await Promise.race([
         ws.conn.read(buf),
         new Promise<number>((r) => {
