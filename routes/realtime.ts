@@ -9,6 +9,7 @@
 
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
+import { statusOf } from "../lib/http/envelope.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
 import type { Router } from "../lib/http/router.ts";
 import { type SocketUpgrade, upgradeWebSocket } from "../lib/http/server.ts";
@@ -60,13 +61,20 @@ const FIRST_MESSAGE_MS = 10_000;
 
 const GUEST_CALLER: Caller = { auth: GUEST, claims: undefined };
 
+/** The HTTP status an error answers with (`fallback` when it is no MoonbaseError). */
+function statusOfError(err: unknown, fallback: number): number {
+  return err instanceof MoonbaseError
+    ? err.status ?? statusOf(err.code)
+    : fallback;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 function presented(ctx: Context<Core>): string | null {
   return ctx.req.headers.get("authorization") ??
     ctx.url.searchParams.get("token");
-}
-
-function limitKey(ip: string, c: Caller): string {
-  return c.claims ? `token:${c.claims.jti}` : `guest:${clientKey(ip)}`;
 }
 
 const sse: Handler<Core> = async (ctx) => {
@@ -88,7 +96,7 @@ const sse: Handler<Core> = async (ctx) => {
   const sub = box.sub = new Subscriber(
     caller.auth,
     caller.claims,
-    limitKey(ip, caller),
+    clientKey(ip),
     sink,
   );
   await rt.open(sub, topics);
@@ -149,7 +157,7 @@ const ws: Handler<Core> = async (ctx) => {
     const joined = new Subscriber(
       caller.auth,
       caller.claims,
-      limitKey(ip, caller),
+      clientKey(ip),
       sink,
     );
     rt.hub.join(joined);
@@ -162,13 +170,8 @@ const ws: Handler<Core> = async (ctx) => {
         token === undefined ? GUEST_CALLER : await callerOf(core, token),
       );
     } catch (err) {
-      // No caller, no connection: a bad token (401) or the limit (429).
-      const limited = err instanceof MoonbaseError &&
-        err.code === "rate_limited";
-      sink.end(
-        limited ? 429 : 401,
-        err instanceof Error ? err.message : String(err),
-      );
+      // No caller, no connection: a bad token (401) or a limit (429, 503).
+      sink.end(statusOfError(err, 401), messageOf(err));
       throw err;
     }
   };
@@ -211,7 +214,7 @@ const ws: Handler<Core> = async (ctx) => {
     try {
       sub = join(fromToken);
     } catch (err) {
-      sink.end(429, err instanceof Error ? err.message : String(err));
+      sink.end(statusOfError(err, 429), messageOf(err));
     }
   };
   // One message at a time, in order; a refused message changes nothing.

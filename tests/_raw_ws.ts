@@ -35,8 +35,12 @@ export function rawWs(url: string, query = ""): Promise<RawWs> {
   return rawUpgrade(url, `/api/v1/realtime/ws${query ? `?${query}` : ""}`);
 }
 
-/** Upgrades a new connection to `path`; throws unless 101. */
-export async function rawUpgrade(url: string, path: string): Promise<RawWs> {
+/** Upgrades a new connection to `path` (with extra header lines); throws unless 101. */
+export async function rawUpgrade(
+  url: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<RawWs> {
   const conn = await Deno.connect({
     hostname: "127.0.0.1",
     port: Number(new URL(url).port),
@@ -45,7 +49,9 @@ export async function rawUpgrade(url: string, path: string): Promise<RawWs> {
     `GET ${path} HTTP/1.1\r\n` +
       "Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" +
-      "Sec-WebSocket-Version: 13\r\n\r\n",
+      "Sec-WebSocket-Version: 13\r\n" +
+      Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("") +
+      "\r\n",
   ));
   let got: Uint8Array<ArrayBuffer> = new Uint8Array(0);
   const buf = new Uint8Array(4096);

@@ -11,7 +11,9 @@
  *   whose first write first closes Deno's HTTP server on that connection;
  *   once it is gone (its descriptor closed, the duplicate keeps the TCP
  *   connection open, nothing written) the 101 goes out on the duplicate,
- *   whose stream becomes the WebSocket. Deno's server never reads the
+ *   a node `net.Socket` that Moonbase frames the WebSocket on
+ *   (websocket.ts: messages limited from the frame header; Deno's own
+ *   WebSocket object is never opened). Deno's server never reads the
  *   client's first frames: a client sends none before the 101.
  *
  * Ordinary connections close the duplicate when Deno's server is done.
