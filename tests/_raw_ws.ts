@@ -45,14 +45,17 @@ export async function rawUpgrade(
     hostname: "127.0.0.1",
     port: Number(new URL(url).port),
   });
-  await conn.write(encoder.encode(
-    `GET ${path} HTTP/1.1\r\n` +
-      "Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" +
-      "Sec-WebSocket-Version: 13\r\n" +
-      Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("") +
-      "\r\n",
-  ));
+  await writeAll(
+    conn,
+    encoder.encode(
+      `GET ${path} HTTP/1.1\r\n` +
+        "Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" +
+        "Sec-WebSocket-Version: 13\r\n" +
+        Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("") +
+        "\r\n",
+    ),
+  );
   let got: Uint8Array<ArrayBuffer> = new Uint8Array(0);
   const buf = new Uint8Array(4096);
   for (;;) {
@@ -78,6 +81,16 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array<ArrayBuffer> {
   out.set(a);
   out.set(b, a.length);
   return out;
+}
+
+/** Writes all of `bytes` (`Conn.write` may take only part of them). */
+export async function writeAll(
+  conn: Deno.Conn,
+  bytes: Uint8Array,
+): Promise<void> {
+  for (let at = 0; at < bytes.length;) {
+    at += await conn.write(bytes.subarray(at));
+  }
 }
 
 /** The head of a masked client frame of `length` payload bytes (mask key included). */
@@ -156,7 +169,7 @@ export async function readToEnd(
       if (out.frames.length < 100) out.frames.push({ op, payload });
       if (op === 8 && payload.length >= 2) {
         out.closeCode = (payload[0] << 8) | payload[1];
-      } else if (op === 1 && out.texts.length < 100) {
+      } else if (op === 1 && (out.texts.length < 100 || len < 100)) {
         out.texts.push(new TextDecoder().decode(payload));
       }
       pending = pending.slice(at + len);

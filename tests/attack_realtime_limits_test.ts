@@ -17,6 +17,7 @@ import {
   rawWs,
   readToEnd,
   textFrame,
+  writeAll,
 } from "./_raw_ws.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -73,7 +74,7 @@ Deno.test({
           const flood = (async () => {
             try {
               for (let i = 0; i < 4000; i++) {
-                await ws.conn.write(frame);
+                await writeAll(ws.conn, frame);
                 if (i % 8 === 7) await sleep(1);
               }
             } catch { /* closed by the server: what we want */ }
@@ -106,8 +107,8 @@ Deno.test({
           const chunk = new Uint8Array(1024 * 1024);
           const ends = await Promise.all(conns.map(async (ws) => {
             try {
-              await ws.conn.write(frameHead(60 * 1024 * 1024));
-              await ws.conn.write(chunk);
+              await writeAll(ws.conn, frameHead(60 * 1024 * 1024));
+              await writeAll(ws.conn, chunk);
             } catch { /* closed by the server already */ }
             return await readToEnd(ws, 10_000);
           }));
@@ -118,7 +119,7 @@ Deno.test({
           // A frame of exactly the largest message is read: its answer is
           // an error message, and the connection stays.
           const ws = await rawWs(s.url);
-          await ws.conn.write(textFrame("x".repeat(16 * 1024)));
+          await writeAll(ws.conn, textFrame("x".repeat(16 * 1024)));
           const end = await readToEnd(ws, 1000);
           assert.equal(end.ended, false);
           assert.match(end.texts[0] ?? "", /"status":400/);
@@ -254,7 +255,8 @@ forEachDb(
           const ws = await rawUpgrade(s.url, "/api/v1/realtime/ws", {
             "x-forwarded-for": ip,
           });
-          await ws.conn.write(
+          await writeAll(
+            ws.conn,
             textFrame(JSON.stringify({ type: "subscribe", topics: ["c_any"] })),
           );
           const end = await readToEnd(ws, 5000);

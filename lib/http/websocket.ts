@@ -212,7 +212,9 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
     this.#closeReason = reason;
     if (this.readyState === OPEN) this.readyState = CLOSING;
     this.#sendClose(code, reason);
-    // No close handshake with a client that broke the protocol.
+    // No close handshake with a client that broke the protocol, and
+    // nothing more read from it.
+    this.#socket?.pause();
     this.#socket?.end();
     Deno.unrefTimer(setTimeout(() => this.terminate(), REFUSED_GRACE_MS));
   }

@@ -15,6 +15,7 @@ import {
   type RawEnd,
   rawUpgrade,
   readToEnd,
+  writeAll,
 } from "../../tests/_raw_ws.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -23,6 +24,7 @@ const enc = new TextEncoder();
 /** Echo server: messages come back as `echo:<data>` (binary: its size). */
 function echoServer() {
   return listen((req) => {
+    if (new URL(req.url).pathname === "/count") return countServer(req);
     const { socket, response } = upgradeWebSocket(req, {
       maxMessageBytes: 100,
       idleTimeout: new URL(req.url).pathname === "/idle" ? 0.2 : 30,
@@ -42,6 +44,29 @@ function echoServer() {
   });
 }
 
+/**
+ * `/count`: checks messages `<i>:xxx…` arrive whole and in order, pausing
+ * every ten; "done" answers the tally.
+ */
+function countServer(req: Request): Promise<Response> {
+  const { socket, response } = upgradeWebSocket(req, {
+    maxMessageBytes: 16 * 1024,
+  });
+  let good = 0, bad = 0;
+  socket.onmessage = (e) => {
+    if (e.data === "done") return socket.send(`good:${good} bad:${bad}`);
+    if (e.data === `${good + bad}:${"x".repeat(7000)}`) good++;
+    else bad++;
+    socket.send("y".repeat(7000)); // replies the client reads only later
+    // A handler that falls behind pauses the socket (as realtime does).
+    if ((good + bad) % 10 === 0) {
+      socket.pause?.();
+      setTimeout(() => socket.resume?.(), 1);
+    }
+  };
+  return Promise.resolve(response);
+}
+
 const closeCode = (end: RawEnd) =>
   end.frames.find((f) => f.op === 8)?.payload.reduce(
     (n, b, i) => i < 2 ? n * 256 + b : n,
@@ -59,7 +84,7 @@ Deno.test("framed websocket: a raw client, frame by frame", opts, async (t) => {
     ms = 3000,
   ) => {
     const ws = await rawUpgrade(url, path);
-    for (const f of sent) await ws.conn.write(f);
+    for (const f of sent) await writeAll(ws.conn, f);
     return await readToEnd(ws, ms, 1 << 20, (e) => e.frames.length >= frames);
   };
   try {
@@ -76,6 +101,30 @@ Deno.test("framed websocket: a raw client, frame by frame", opts, async (t) => {
           end.frames.map((f) => [f.op, new TextDecoder().decode(f.payload)]),
           [[10, "p"], [1, "echo:abcdef"]],
         );
+      },
+    );
+
+    await t.step(
+      "frames sent back to back, split across reads anywhere and paused, arrive intact",
+      async () => {
+        // 2 MB: the reads end mid-frame, and bytes wait (while paused, too)
+        // for the next read.
+        const frames = Array.from(
+          { length: 300 },
+          (_, i) => clientFrame(1, enc.encode(`${i}:${"x".repeat(7000)}`)),
+        );
+        frames.push(clientFrame(1, enc.encode("done")));
+        const ws = await rawUpgrade(url, "/count");
+        for (const f of frames) await writeAll(ws.conn, f);
+        const end = await readToEnd(
+          ws,
+          10_000,
+          1 << 24,
+          (e) => e.texts.some((x) => x.startsWith("good")),
+        );
+        assert.deepEqual(end.texts.filter((x) => x.startsWith("good")), [
+          "good:300 bad:0",
+        ]);
       },
     );
 
@@ -149,7 +198,7 @@ Deno.test("framed websocket: a raw client, frame by frame", opts, async (t) => {
         for (const f of e.frames.splice(0)) {
           if (f.op === 9) {
             pongs++;
-            ws.conn.write(clientFrame(10, f.payload)).catch(() => {});
+            writeAll(ws.conn, clientFrame(10, f.payload)).catch(() => {});
           }
         }
         return false;
