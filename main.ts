@@ -58,6 +58,9 @@ Options:
   --realtime <on|off>      realtime subscriptions and their event log (default on)
   --realtimeMaxTopics <n>  topics per realtime connection (default 100)
   --realtimeMaxConnections <n>  realtime connections per token or guest address (default 20)
+  --realtimeMaxPerUser <n>  realtime connections per user, across tokens (default 20)
+  --realtimeMaxPerAddress <n>  realtime connections per client address (default 100);
+                           streams never hold the last tenth of maxConnections
   --realtimeHeartbeat <s>  seconds between SSE heartbeats (default 15)
   --realtimeLogBytes <n>   bytes of events the realtime log keeps (default 64 MiB)
   --realtimeResumeBytes <n>  bytes of missed events a resume replays (default 8 MiB)
@@ -157,6 +160,8 @@ export function parseCli(args: string[]): Cli {
         realtime: { type: "string" },
         realtimeMaxTopics: { type: "string" },
         realtimeMaxConnections: { type: "string" },
+        realtimeMaxPerUser: { type: "string" },
+        realtimeMaxPerAddress: { type: "string" },
         realtimeHeartbeat: { type: "string" },
         realtimeLogBytes: { type: "string" },
         realtimeResumeBytes: { type: "string" },
@@ -223,6 +228,18 @@ export function parseCli(args: string[]): Cli {
       "realtimeMaxConnections",
       1,
       100_000,
+    ),
+    realtimeMaxPerUser: int(
+      v.realtimeMaxPerUser,
+      "realtimeMaxPerUser",
+      1,
+      100_000,
+    ),
+    realtimeMaxPerAddress: int(
+      v.realtimeMaxPerAddress,
+      "realtimeMaxPerAddress",
+      1,
+      1_000_000,
     ),
     realtimeHeartbeat: int(v.realtimeHeartbeat, "realtimeHeartbeat", 1, 30),
     realtimeLogBytes: int(v.realtimeLogBytes, "realtimeLogBytes", 1, 2 ** 50),

@@ -28,7 +28,7 @@ import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
 import { isConnectionLoss } from "./lib/db/connection_loss.ts";
 import { Extensions } from "./lib/extend/runtime.ts";
-import { sweepFiles } from "./lib/files/sweep.ts";
+import { sweepFiles, sweepGraceMs } from "./lib/files/sweep.ts";
 import { inRequest } from "./lib/http/request_scope.ts";
 
 export { Entity } from "./lib/records/entity.ts";
@@ -85,13 +85,14 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
   const core = await createCore(config);
   if ((config.peers?.index ?? 0) === 0) {
     try {
-      // Another instance on the same PostgreSQL may have uploads in flight: spare recent files.
+      // Another server on the same database and directory may have uploads
+      // in flight (either database): spare recent files.
       await sweepFiles(
         core.storage,
         core.schemas,
         core.files,
         core.now,
-        core.storage.dialect.name === "postgres" ? 15 * 60_000 : 0,
+        sweepGraceMs(core.config.bodyDeadline),
       );
     } catch (err) {
       await core.close();

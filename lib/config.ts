@@ -107,6 +107,13 @@ export interface AppConfig {
   realtimeMaxTopics?: number;
   /** Realtime connections per token, or per client address for guests (default 20). */
   realtimeMaxConnections?: number;
+  /** Realtime connections per user, across all their tokens (default 20). */
+  realtimeMaxPerUser?: number;
+  /**
+   * Realtime connections per client address, guests and users together
+   * (default 100; behind `trustProxy`, the forwarded address).
+   */
+  realtimeMaxPerAddress?: number;
   /** Seconds between SSE heartbeats (default 15). */
   realtimeHeartbeat?: number;
   /** Bytes a realtime connection may have waiting before it is dropped as too slow (default 1 MiB). */
@@ -201,6 +208,8 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     realtime: c.realtime ?? true,
     realtimeMaxTopics: c.realtimeMaxTopics ?? 100,
     realtimeMaxConnections: c.realtimeMaxConnections ?? 20,
+    realtimeMaxPerUser: c.realtimeMaxPerUser ?? 20,
+    realtimeMaxPerAddress: c.realtimeMaxPerAddress ?? 100,
     realtimeHeartbeat: c.realtimeHeartbeat ?? 15,
     realtimeBuffer: c.realtimeBuffer ?? 1024 * 1024,
     realtimeLogBytes: c.realtimeLogBytes ?? 64 * 1024 * 1024,

@@ -14,7 +14,11 @@ import {
 import type { Storage } from "./db/storage.ts";
 import { SqliteStorage } from "./db/sqlite.ts";
 import { PostgresStorage } from "./db/postgres.ts";
-import { databaseId, ensureSystemTables } from "./schema/system.ts";
+import {
+  databaseHome,
+  databaseId,
+  ensureSystemTables,
+} from "./schema/system.ts";
 import { Registry } from "./records/registry.ts";
 import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
@@ -50,6 +54,9 @@ import { EVENTS_CHANNEL, Realtime } from "./realtime/service.ts";
 import { announcedJournal, PeerLink } from "./cluster/link.ts";
 import { AnnouncedRevocations } from "./cluster/revocations.ts";
 import { SharedSetupGate } from "./cluster/setup_gate.ts";
+import { SharedStreamCounts } from "./cluster/stream_table.ts";
+import { LocalStreamCounts } from "./realtime/stream_counts.ts";
+import { connectionCap, streamCap } from "./http/limits.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** Moonbase's version (from deno.json). */
@@ -189,6 +196,7 @@ export async function createCore(
         ref,
         await databaseId(storage),
         config.rebindDataDir,
+        await databaseHome(storage),
       );
       if (before) {
         notices.push(
@@ -301,7 +309,17 @@ export async function createCore(
         limits: {
           maxTopics: config.realtimeMaxTopics,
           maxPerToken: config.realtimeMaxConnections,
+          maxPerUser: config.realtimeMaxPerUser,
+          maxPerAddress: config.realtimeMaxPerAddress,
+          // Streams never take the last slots of the connection cap.
+          maxStreams: streamCap(
+            connectionCap(config.maxConnections, config.webSocket),
+          ),
         },
+        // A process's workers count streams together.
+        counts: config.peers
+          ? new SharedStreamCounts(config.peers.streams)
+          : new LocalStreamCounts(),
         heartbeatMs: config.realtimeHeartbeat * 1000,
         bufferBytes: config.realtimeBuffer,
         retainBytes: config.realtimeLogBytes,

@@ -9,9 +9,10 @@
 
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
+import { statusOf } from "../lib/http/envelope.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
 import type { Router } from "../lib/http/router.ts";
-import { upgradeWebSocket } from "../lib/http/server.ts";
+import { type SocketUpgrade, upgradeWebSocket } from "../lib/http/server.ts";
 import { type AuthValue, GUEST } from "../lib/caller.ts";
 import type { TokenClaims } from "../lib/auth/jwt.ts";
 import { clientKey } from "../lib/auth/client_key.ts";
@@ -23,7 +24,13 @@ import {
   parseTopics,
   topicsParam,
 } from "../lib/realtime/topics.ts";
-import { parseClientMessage, topicKeys, WsSink } from "../lib/realtime/ws.ts";
+import {
+  MAX_CLIENT_MESSAGE,
+  MAX_WAITING_MESSAGES,
+  parseClientMessage,
+  topicKeys,
+  WsSink,
+} from "../lib/realtime/ws.ts";
 
 /** A caller of a realtime route. */
 interface Caller {
@@ -54,13 +61,20 @@ const FIRST_MESSAGE_MS = 10_000;
 
 const GUEST_CALLER: Caller = { auth: GUEST, claims: undefined };
 
+/** The HTTP status an error answers with (`fallback` when it is no MoonbaseError). */
+function statusOfError(err: unknown, fallback: number): number {
+  return err instanceof MoonbaseError
+    ? err.status ?? statusOf(err.code)
+    : fallback;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 function presented(ctx: Context<Core>): string | null {
   return ctx.req.headers.get("authorization") ??
     ctx.url.searchParams.get("token");
-}
-
-function limitKey(ip: string, c: Caller): string {
-  return c.claims ? `token:${c.claims.jti}` : `guest:${clientKey(ip)}`;
 }
 
 const sse: Handler<Core> = async (ctx) => {
@@ -82,7 +96,7 @@ const sse: Handler<Core> = async (ctx) => {
   const sub = box.sub = new Subscriber(
     caller.auth,
     caller.claims,
-    limitKey(ip, caller),
+    clientKey(ip),
     sink,
   );
   await rt.open(sub, topics);
@@ -121,9 +135,13 @@ const ws: Handler<Core> = async (ctx) => {
   // Read before the upgrade: the request is gone after it.
   const ip = ctx.ip;
   const fromToken = fromUrl ? await callerOf(core, fromUrl) : undefined;
-  let upgrade: Deno.WebSocketUpgrade;
+  let upgrade: SocketUpgrade;
   try {
-    upgrade = upgradeWebSocket(ctx.req, { idleTimeout: 30 });
+    // A longer message is refused from its frame header (1009).
+    upgrade = upgradeWebSocket(ctx.req, {
+      idleTimeout: 30,
+      maxMessageBytes: MAX_CLIENT_MESSAGE,
+    });
   } catch {
     throw new MoonbaseError(
       "invalid",
@@ -139,7 +157,7 @@ const ws: Handler<Core> = async (ctx) => {
     const joined = new Subscriber(
       caller.auth,
       caller.claims,
-      limitKey(ip, caller),
+      clientKey(ip),
       sink,
     );
     rt.hub.join(joined);
@@ -152,13 +170,8 @@ const ws: Handler<Core> = async (ctx) => {
         token === undefined ? GUEST_CALLER : await callerOf(core, token),
       );
     } catch (err) {
-      // No caller, no connection: a bad token (401) or the limit (429).
-      const limited = err instanceof MoonbaseError &&
-        err.code === "rate_limited";
-      sink.end(
-        limited ? 429 : 401,
-        err instanceof Error ? err.message : String(err),
-      );
+      // No caller, no connection: a bad token (401) or a limit (429, 503).
+      sink.end(statusOfError(err, 401), messageOf(err));
       throw err;
     }
   };
@@ -201,17 +214,33 @@ const ws: Handler<Core> = async (ctx) => {
     try {
       sub = join(fromToken);
     } catch (err) {
-      sink.end(429, err instanceof Error ? err.message : String(err));
+      sink.end(statusOfError(err, 429), messageOf(err));
     }
   };
   // One message at a time, in order; a refused message changes nothing.
+  // A client that sends faster than its messages are handled is read no
+  // further until they are (where the socket cannot pause: closed).
   let chain = Promise.resolve();
+  let waiting = 0;
   socket.onmessage = (e) => {
-    chain = chain.then(() =>
-      handle(e.data).catch((err) => {
+    if (sink.closed) return;
+    if (++waiting >= MAX_WAITING_MESSAGES) {
+      if (!socket.pause) {
+        sink.end(
+          429,
+          `Cannot keep up: more than ${MAX_WAITING_MESSAGES} messages wait to be handled; wait for each reply`,
+        );
+        return;
+      }
+      socket.pause();
+    }
+    chain = chain.then(() => {
+      if (--waiting < MAX_WAITING_MESSAGES / 2) socket.resume?.();
+      if (sink.closed) return;
+      return handle(e.data).catch((err) => {
         if (!sink.closed) sink.error(err);
-      })
-    );
+      });
+    });
   };
   socket.onclose = () => {
     if (sub) rt.hub.leave(sub);

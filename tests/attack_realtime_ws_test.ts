@@ -124,9 +124,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
     await t.step(
       "a garbage first message is refused (400), the connection stays",
       async () => {
-        for (
-          const first of ["{", "[]", '{"type":"nope"}', "x".repeat(20000)]
-        ) {
+        for (const first of ["{", "[]", '{"type":"nope"}']) {
           const ws = await openWs(s);
           ws.send(first);
           const m = await ws.next();
@@ -136,6 +134,10 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
           assertEquals((await ws.next())?.type, "error");
           ws.socket.close();
         }
+        // Longer than a message may be: closed from the frame header.
+        const long = await openWs(s);
+        long.send("x".repeat(20000));
+        assertEquals((await long.closed).code, 1009);
       },
     );
 
@@ -165,8 +167,9 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
             JSON.stringify(bad),
           );
         }
-        ws.send("y".repeat(2 * 1024 * 1024));
-        assertEquals((await ws.next(5000))?.status, 400, "a 2 MiB frame");
+        const big = await openWs(s);
+        big.send("y".repeat(2 * 1024 * 1024));
+        assertEquals((await big.closed).code, 1009, "a 2 MiB frame");
         const many = Array.from({ length: 100 }, (_, i) => `a_ws/r${i}`);
         ws.send({ type: "subscribe", topics: many.slice(0, 99) });
         assertEquals((await ws.next())?.topics?.length, 100);

@@ -441,6 +441,41 @@ browserTest(
     });
     assert.equal(again.status, 200);
     assert.deepEqual(await axeSerious(page), []);
+
+    // A relation whose default is the caller ("@auth"): the new record's
+    // form leaves it empty and says who fills it; an admin's record has none.
+    const memos = await s.request("POST", "/api/v1/schemas", {
+      token,
+      body: {
+        name: "memos",
+        type: "base",
+        fields: [
+          { name: "text", type: "string" },
+          {
+            name: "owner",
+            type: "relation",
+            foreign_key: { entity: "members" },
+            default: "@auth",
+          },
+        ],
+      },
+    });
+    assert.equal(memos.status, 201, memos.text);
+    await page.goto(`${s.url}/mb/entities/memos/records/new`);
+    await page.getByLabel("text").fill("a memo");
+    await page.getByText(
+      "Left empty on a new record, it becomes the members user who creates it",
+    ).waitFor();
+    assert.equal(await page.getByText("Selected:").count(), 0);
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.waitForURL(/\/records\/[0-9a-f-]{36}$/);
+    const memo = (await s.request(
+      "GET",
+      `/api/v1/entities/memos/${page.url().split("/").pop()}`,
+      { token },
+    )).data;
+    assert.equal(memo.text, "a memo");
+    assert.equal(memo.owner, null);
     assert.deepEqual(errors, []);
   },
 );

@@ -33,6 +33,7 @@ export default (app) => {
     requestId: ctx.requestId,
   }));
   app.route("GET", "/api/nothing", () => undefined);
+  app.route("GET", "/mb/export", () => ({ exported: true }));
   app.route("post", "/api/raw/:a/:b", async (ctx) =>
     new Response(ctx.params.a + "+" + ctx.params.b + ":" + await ctx.req.text(), {
       status: 202,
@@ -77,6 +78,39 @@ forEachDb(
         const n = ok(await s.request("GET", "/api/nothing"), 200, "nothing");
         assert.deepEqual(n.body, { status: 200, data: null, error: "" });
       });
+
+      await t.step(
+        "a route under /mb is the script's, not the dashboard's: logged",
+        async () => {
+          const r = ok(
+            await s.request("GET", "/mb/export", {
+              headers: { "x-request-id": "script-under-mb" },
+            }),
+            200,
+            "export",
+          );
+          assert.deepEqual(r.data, { exported: true });
+          // The dashboard's own page next to it stays out of the log.
+          ok(
+            await s.request("GET", "/mb/entities", {
+              headers: { "x-request-id": "dashboard-page" },
+            }),
+            200,
+            "page",
+          );
+          await s.app.log.flush();
+          const l = await s.request(
+            "GET",
+            "/api/v1/sys/logs?type=request&limit=500",
+            { token: await s.adminToken() },
+          );
+          const ids = (l.data.items as { request_id: string }[]).map((e) =>
+            e.request_id
+          );
+          assert.ok(ids.includes("script-under-mb"), "the script's route");
+          assert.ok(!ids.includes("dashboard-page"), "the dashboard's page");
+        },
+      );
 
       await t.step(
         "a Response: as it is (method case-insensitive)",

@@ -177,7 +177,7 @@ forEachDb(
               } finally {
                 c.close();
               }
-              await gone(s, (x) => x.limitKey === `guest:${ip}`, "closed");
+              await gone(s, (x) => x.address === ip, "closed");
             },
 
             "logout ends the stream within 2 s with event: error 401":

@@ -81,7 +81,7 @@ const SAVES: [string, string, string, number, RegExp?, number?][] = [
   [
     "known names: fields, built-ins, any auth entity's fields, nested json, req",
     "delete",
-    'record.author == auth.id && record.title.length > 0 && record.id != "" && record.created != "" && auth.user.role == "editor" && auth.user.badge != "" && auth.user.email.endsWith("@x.io") && auth.user.verified == true && record.meta.any.depth == 1 && req.body.whatever == null && auth.entity == "users" && auth.type == "user"',
+    'record.author == auth.id && record.title.length > 0 && record.id != "" && record.created != "" && auth.user.role == "editor" && auth.user.badge != "" && auth.user.email.endsWith("@x.io") && auth.user.verified == true && record.meta.any.depth == 1 && req.body.title == null && req.query.whatever == null && req.method != "" && auth.entity == "users" && auth.type == "user"',
     201,
   ],
 ];

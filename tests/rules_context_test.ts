@@ -47,7 +47,7 @@ async function articles(s: TestServer, admin: string, name: string) {
         expr: 'auth.id != "" && req.body.title == "magic" && req.body.n >= 2',
       },
       update: { mode: "custom", expr: 'req.body.status != "published"' },
-      delete: { mode: "custom", expr: "req.body.anything == undefined" },
+      delete: { mode: "custom", expr: "req.body.title == undefined" },
     },
   });
 }

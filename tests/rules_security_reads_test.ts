@@ -331,8 +331,8 @@ forEachDb("rules security: odd things a rule reads", async (t, db) => {
             delete: {
               mode: "custom",
               expr:
-                "auth.id.length.toFixed == undefined && req.body.x == undefined && req.query['0'] == undefined && " +
-                "req.body.hasOwnProperty == undefined && auth.user.email.toString == undefined && req.query.valueOf == undefined && auth.user.email.length > 0",
+                "auth.id.length.toFixed == undefined && req.query.x == undefined && req.query['0'] == undefined && " +
+                "req.query.hasOwnProperty == undefined && auth.user.email.toString == undefined && req.query.valueOf == undefined && auth.user.email.length > 0",
             },
           },
         },

@@ -22,6 +22,7 @@
 
 import type { ChangeJournal } from "../records/changes.ts";
 import type { SharedCount } from "../http/connections.ts";
+import { streamTableBytes } from "./stream_table.ts";
 
 /** What one isolate is told of the process it belongs to (structured-cloneable). */
 export interface PeerConfig {
@@ -31,6 +32,8 @@ export interface PeerConfig {
   count: number;
   /** The counters, shared by every isolate of the process. */
   shared: SharedArrayBuffer;
+  /** The process's realtime stream counts (stream_table.ts). */
+  streams: SharedArrayBuffer;
   /** The name of the process's broadcast channel (unique per process and app). */
   channel: string;
   /** The main isolate's one-time setup token (while no admin exists). */
@@ -52,7 +55,8 @@ type News =
   | { kind: "events"; position: number };
 
 /**
- * A new set of counters and a channel name for a process of `count` isolates.
+ * A new set of counters and a channel name for a process of `count`
+ * isolates (its realtime stream counts sized for `maxConnections`).
  *
  * @example
  * ```ts
@@ -73,11 +77,13 @@ type News =
 export function newPeerConfig(
   count: number,
   setupToken: string | undefined,
+  maxConnections = 1024,
 ): PeerConfig {
   return {
     index: 0,
     count,
     shared: new SharedArrayBuffer((SLOTS + 2) * Int32Array.BYTES_PER_ELEMENT),
+    streams: new SharedArrayBuffer(streamTableBytes(maxConnections)),
     channel: `moonbase-peers-${crypto.randomUUID()}`,
     setupToken,
   };

@@ -30,6 +30,8 @@ export interface DatabaseRef {
 interface Marker extends DatabaseRef {
   database_id: string;
   bound: string;
+  /** Where the database lives (`databaseHome`), to tell it from a copy. */
+  home?: string;
 }
 
 const ELSEWHERE = "pass --dataDir <another dir>";
@@ -115,6 +117,9 @@ async function readMarker(dataDir: string): Promise<Marker | undefined> {
         kind: m.kind,
         location: m.location,
         bound: String(m.bound ?? ""),
+        ...(typeof m.home === "string" && m.home !== ""
+          ? { home: m.home }
+          : {}),
       };
     }
   } catch { /* reported below */ }
@@ -175,16 +180,29 @@ export async function checkBeforeOpen(
 }
 
 /**
- * Binds the directory to the database `id` (writes the marker when there
- * is none), or checks it is bound to it. A directory bound to another
- * database is refused, or with `rebind` bound to this one; returns then
- * what it belonged to before (for a notice).
+ * True when two homes (`databaseHome`) name different databases: another
+ * database oid, or (both known) another cluster.
+ */
+function otherHome(a: string, b: string): boolean {
+  const [sa, oa] = a.split("/");
+  const [sb, ob] = b.split("/");
+  return oa !== ob || (sa !== "pg:?" && sb !== "pg:?" && sa !== sb);
+}
+
+/**
+ * Binds the directory to the database `id` living at `home` (writes the
+ * marker when there is none), or checks it is bound to it. A directory
+ * bound to another database is refused, or with `rebind` bound to this
+ * one; returns then what it belonged to before (for a notice). A copy of
+ * the database (the same id at another home: restored from a dump, made
+ * from a template) is another database.
  */
 export async function bindDataDir(
   dataDir: string,
   ref: DatabaseRef,
   id: string,
   rebind: boolean,
+  home?: string,
 ): Promise<string | undefined> {
   let marker: Marker | undefined;
   try {
@@ -192,12 +210,32 @@ export async function bindDataDir(
   } catch (err) {
     if (!rebind) throw err;
   }
-  if (marker?.database_id === id) return undefined;
   const mine: Marker = {
     database_id: id,
     ...ref,
     bound: new Date().toISOString(),
+    ...(home ? { home } : {}),
   };
+  if (marker?.database_id === id) {
+    if (!home || marker.home === home) return undefined;
+    if (!marker.home) {
+      // Bound before markers named homes: name this one, once.
+      await writeMarker(dataDir, { ...marker, home }, true);
+      return undefined;
+    }
+    if (!otherHome(marker.home, home)) return undefined;
+    if (!rebind) {
+      const theirs = describeDatabase(dataDir, marker);
+      const current = describeDatabase(dataDir, ref);
+      throw refused(
+        dataDir,
+        `it belongs to ${theirs} (database id ${id.slice(0, 8)}); ${
+          current === theirs ? "this one" : current
+        } has that id but is a copy of it (restored from a dump or made from it as a template), whose deletions would remove the original's files`,
+        `${ELSEWHERE}, or --rebindDataDir if the original is gone and this copy takes its place (e.g. after moving the database to another server)`,
+      );
+    }
+  }
   if (rebind) {
     await writeMarker(dataDir, mine, true);
     return marker
@@ -209,7 +247,7 @@ export async function bindDataDir(
   if (!marker) {
     if (await writeMarker(dataDir, mine, false)) return undefined;
     // Another start bound it first: check against what it wrote.
-    return await bindDataDir(dataDir, ref, id, false);
+    return await bindDataDir(dataDir, ref, id, false, home);
   }
   let theirs = describeDatabase(dataDir, marker);
   let current = describeDatabase(dataDir, ref);

@@ -21,6 +21,26 @@ import type { FileStore } from "./store.ts";
 /** The `mb_meta` key set once the files on disk have been adopted. */
 const ADOPTED = "files_adopted";
 
+/**
+ * How old a recorded file must be before a start-up sweep may remove it:
+ * another server on the same database and data directory (several
+ * processes on one SQLite file, several instances on one PostgreSQL, or a
+ * second start by mistake) may still be receiving it. An upload's body
+ * takes at most `bodyDeadline` seconds, then its record is written: the
+ * grace is that plus five minutes, and at least fifteen.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sweepGraceMs } from "moonbase/lib/files/sweep.ts";
+ * assert.equal(sweepGraceMs(600), 15 * 60_000);
+ * assert.equal(sweepGraceMs(3600), 65 * 60_000);
+ * ```
+ */
+export function sweepGraceMs(bodyDeadline: number): number {
+  return Math.max(15 * 60_000, (bodyDeadline + 300) * 1000);
+}
+
 /** The stored names an entity's records reference. */
 async function referencedBy(entity: Entity): Promise<Set<string>> {
   const referenced = new Set<string>();

@@ -166,7 +166,7 @@ export function createHandler<A extends HttpHost>(
     const level = status >= 500 ? "error" : status >= 400 ? "warn" : "info";
     if (
       core.log.enabled(level) &&
-      (status >= 400 || core.config.logDashboard ||
+      (status >= 400 || core.config.logDashboard || !ctx.builtinRoute ||
         !dashboardOwn(req.method, path, requestId))
     ) {
       core.log.request(
@@ -214,10 +214,12 @@ const DASHBOARD_POLL = "mbtail-";
 /**
  * True for a request the dashboard makes of itself: its pages and assets
  * (`GET /mb…`), and its logs page's polls (`GET /api/v1/sys/logs…` tagged
- * with its request id prefix). Answered without an error, they are left out
- * of the request log unless `logDashboard` is set: an open logs page would
- * otherwise fill the log with its own polling. A tag alone hides nothing
- * else (other paths, errors), so a client cannot use it to go unlogged.
+ * with its request id prefix). Answered without an error by the built-in
+ * route, they are left out of the request log unless `logDashboard` is set:
+ * an open logs page would otherwise fill the log with its own polling. A tag
+ * alone hides nothing else (other paths, errors, a script's route or
+ * middleware answering under `/mb`), so a client cannot use it to go
+ * unlogged.
  *
  * @example
  * ```ts
@@ -293,6 +295,8 @@ function dispatch<A extends HttpHost>(
     : builtin;
   if (match.kind === "found") {
     ctx.params = match.params;
+    // A script's route under /mb is no dashboard request: it is logged.
+    ctx.builtinRoute = match === builtin;
     return match.handler(ctx);
   }
   if (match.kind === "not_found" && own?.kind === "method_not_allowed") {

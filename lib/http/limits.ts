@@ -89,3 +89,37 @@ export function defaultMaxConnections(): number {
     return DEFAULT_LIMITS.maxConnections;
   }
 }
+
+/**
+ * The connection cap a server enforces: `maxConnections`, and with
+ * WebSockets (two descriptors a connection) at most half of what the
+ * open-file limit holds when that limit is below the default.
+ */
+export function connectionCap(
+  maxConnections: number,
+  webSockets: boolean,
+): number {
+  if (!webSockets) return maxConnections;
+  const fds = defaultMaxConnections();
+  if (fds >= DEFAULT_LIMITS.maxConnections) return maxConnections;
+  return Math.min(maxConnections, Math.max(16, Math.floor(fds / 2)));
+}
+
+/**
+ * How many of a server's `cap` connections realtime streams may hold: the
+ * rest (a tenth, at least one) is kept for ordinary requests, so streams
+ * never take the last slots.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { streamCap } from "moonbase/lib/http/limits.ts";
+ * assert.equal(streamCap(1024), 921);
+ * assert.equal(streamCap(120), 108);
+ * assert.equal(streamCap(4), 3);
+ * assert.equal(streamCap(1), 0);
+ * ```
+ */
+export function streamCap(cap: number): number {
+  return Math.max(0, cap - Math.max(1, Math.ceil(cap / 10)));
+}

@@ -61,6 +61,8 @@ export class RequestContext<A extends HttpHost> implements Context<A> {
   seen: AuthValue | undefined;
   /** The error text the client was answered with (for the request log). */
   error: string | undefined;
+  /** A built-in route answered (not a script's route or middleware). */
+  builtinRoute = false;
   /**
    * The last response `json()` made: it carries the request id and CORS
    * headers from the start, so the pipeline leaves its headers alone.

@@ -22,15 +22,16 @@ import {
 } from "./accept_server.ts";
 import type { BodyDeadlines } from "./deadlines.ts";
 import type { SharedCount } from "./connections.ts";
-import {
-  DEFAULT_LIMITS,
-  defaultMaxConnections,
-  type ServerLimits,
-} from "./limits.ts";
+import { connectionCap, DEFAULT_LIMITS, type ServerLimits } from "./limits.ts";
 
 export { DEFAULT_LIMITS, type ServerLimits };
 export { type ServeHandler, Server, type ServerLog } from "./accept_server.ts";
-export { upgradeWebSocket } from "./upgrade.ts";
+export {
+  type SocketUpgrade,
+  type UpgradeOptions,
+  upgradeWebSocket,
+} from "./upgrade.ts";
+export type { ServerSocket } from "./websocket.ts";
 
 export interface ListenOptions {
   port?: number;
@@ -127,16 +128,7 @@ export function listen(
     }, handler);
   }
   const webSockets = options.webSockets === true;
-  if (webSockets) {
-    // Two descriptors a connection: the open-file limit holds half as many.
-    const fds = defaultMaxConnections();
-    if (fds < DEFAULT_LIMITS.maxConnections) {
-      limits.maxConnections = Math.min(
-        limits.maxConnections,
-        Math.max(16, Math.floor(fds / 2)),
-      );
-    }
-  }
+  limits.maxConnections = connectionCap(limits.maxConnections, webSockets);
   const listener = Deno.listen({
     port,
     hostname,

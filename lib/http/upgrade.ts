@@ -11,7 +11,9 @@
  *   whose first write first closes Deno's HTTP server on that connection;
  *   once it is gone (its descriptor closed, the duplicate keeps the TCP
  *   connection open, nothing written) the 101 goes out on the duplicate,
- *   whose stream becomes the WebSocket. Deno's server never reads the
+ *   a node `net.Socket` that Moonbase frames the WebSocket on
+ *   (websocket.ts: messages limited from the frame header; Deno's own
+ *   WebSocket object is never opened). Deno's server never reads the
  *   client's first frames: a client sends none before the 101.
  *
  * Ordinary connections close the duplicate when Deno's server is done.
@@ -22,6 +24,7 @@
 import process from "node:process";
 import net from "node:net";
 import { Connection } from "./connections.ts";
+import { FramedWebSocket, type ServerSocket } from "./websocket.ts";
 
 /** The node TCP handle (internal binding) this module uses. */
 interface TcpHandle {
@@ -73,7 +76,7 @@ export class UpgradableConnection extends Connection {
   /** The request being served last (the one an upgrade is for). */
   req: Request | undefined;
   /** Set once upgraded: the WebSocket now on this connection. */
-  socket: WebSocket | undefined;
+  socket: ServerSocket | undefined;
   /** Resolves once Deno's HTTP server on it is done (set by the server). */
   served: Promise<void> | undefined;
   /** Called once the WebSocket (or the failed upgrade) is gone. */
@@ -124,22 +127,55 @@ function connectionOf(req: Request): UpgradableConnection | undefined {
   return undefined;
 }
 
+/** Options of `upgradeWebSocket`. */
+export interface UpgradeOptions {
+  /** Seconds of client silence before a ping, and after it before a close (default 30). */
+  idleTimeout?: number;
+  /** The subprotocol to answer with (one the client offered). */
+  protocol?: string;
+  /**
+   * Longest message a client may send, in bytes (default 1 MiB): a frame
+   * that would pass it closes the connection with 1009 from its header.
+   */
+  maxMessageBytes?: number;
+}
+
+/** A WebSocket upgrade: the 101 to return, and the socket. */
+export interface SocketUpgrade {
+  response: Response;
+  socket: ServerSocket;
+}
+
+/** Default `maxMessageBytes`. */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
 /**
- * `Deno.upgradeWebSocket` that also works on the hardened server (on
- * `Deno.serve` it is `Deno.upgradeWebSocket`). Validates the request the
- * same way and throws the same errors, before anything is written.
+ * `Deno.upgradeWebSocket` that also works on the hardened server, where
+ * Moonbase frames the WebSocket itself (websocket.ts: messages limited
+ * from the frame header). Validates the request as Deno does and throws
+ * the same errors, before anything is written. On `Deno.serve` it is
+ * `Deno.upgradeWebSocket` (Deno frames, up to 64 MiB a message).
  */
 export function upgradeWebSocket(
   req: Request,
-  options: Deno.UpgradeWebSocketOptions = {},
-): Deno.WebSocketUpgrade {
+  options: UpgradeOptions = {},
+): SocketUpgrade {
+  const denoOptions = {
+    ...(options.idleTimeout !== undefined &&
+      { idleTimeout: options.idleTimeout }),
+    ...(options.protocol !== undefined && { protocol: options.protocol }),
+  };
   const c = connectionOf(req);
-  if (!c) return Deno.upgradeWebSocket(req, options);
+  if (!c) return Deno.upgradeWebSocket(req, denoOptions);
   const h = c.handle;
   if (!h || c.socket || !c.served) {
     throw new TypeError("Cannot upgrade this connection to a WebSocket");
   }
   const plain = new Request(req.url, { headers: req.headers });
+  const ws = new FramedWebSocket({
+    maxMessageBytes: options.maxMessageBytes ?? MAX_MESSAGE_BYTES,
+    idleTimeout: options.idleTimeout ?? 30,
+  });
   let written = false;
   let cancelled = false;
   c.cancelUpgrade = () => {
@@ -147,28 +183,30 @@ export function upgradeWebSocket(
   };
   const fail = () => {
     c.release();
+    ws.fail();
     c.onSocketGone?.();
   };
-  // What Deno's node:http upgrade path uses of a net.Socket: it writes the
-  // 101 (only once the request is valid), then takes the stream.
+  // What Deno's node:http upgrade path uses of a net.Socket: it validates
+  // the request and builds the 101, then writes it. The 101 goes out on
+  // the duplicate, which becomes the framed socket; Deno's own WebSocket
+  // object is told the write failed and is never used.
   const shim = {
     destroyed: false,
     _handle: {
       readStop: () => 0,
       takeStream: () => {
-        const rid = h.takeStream();
-        c.release();
-        return rid;
+        throw new TypeError("Cannot take the stream: Moonbase frames it");
       },
     },
     write(head: string, cb: (err?: Error | null) => void): boolean {
       if (written) throw new TypeError("Already upgraded");
       written = true;
       c.closer.close(); // Deno's server on it: closed, writes nothing more
+      const taken = new Error("Moonbase frames this WebSocket");
       c.served!.then(() => {
         if (cancelled) {
           fail();
-          cb(new Error("Cannot upgrade: the handler failed"));
+          cb(taken);
           return;
         }
         const s = new net.Socket(
@@ -177,23 +215,26 @@ export function upgradeWebSocket(
             pauseOnCreate: true,
           } as unknown as net.SocketConstructorOpts,
         );
+        c.handle = undefined; // the socket owns the duplicate now
         s.write(head, (err?: Error | null) => {
-          (s as unknown as { _handle: unknown })._handle = null;
-          if (err) fail();
-          cb(err);
+          if (err) {
+            s.destroy();
+            fail();
+          } else ws.attach(s);
+          cb(taken);
         });
       }, fail);
       return true;
     },
   };
   const up = Deno.upgradeWebSocket(plain, {
-    ...options,
+    ...denoOptions,
     socket: shim as unknown as Deno.UpgradeWebSocketOptions["socket"],
   });
-  c.socket = up.socket;
-  up.socket.addEventListener("close", () => c.onSocketGone?.());
-  closeWithin(up.socket, CLOSE_GRACE_MS, () => c.onSocketGone?.());
-  return up;
+  c.socket = ws;
+  ws.addEventListener("close", () => c.onSocketGone?.());
+  closeWithin(ws, CLOSE_GRACE_MS, () => c.onSocketGone?.());
+  return { response: up.response, socket: ws };
 }
 
 /** How long a closing WebSocket waits for its client's close frame (ms). */
@@ -204,7 +245,11 @@ export const CLOSE_GRACE_MS = 2000;
  * for the client's close frame for ever once closing): its resource is
  * closed. False when this Deno does not let us.
  */
-export function terminate(ws: WebSocket): boolean {
+export function terminate(ws: ServerSocket): boolean {
+  if (ws instanceof FramedWebSocket) {
+    ws.terminate();
+    return true;
+  }
   const d = Deno as unknown as Record<symbol | string, unknown>;
   const core = (d[d.internal as symbol] as Record<string, unknown> | undefined)
     ?.core as { tryClose?: (rid: number) => void } | undefined;
@@ -226,7 +271,11 @@ export function terminate(ws: WebSocket): boolean {
  * `ms` (and `gone` runs), so it cannot hold a descriptor and a connection
  * slot, or a server's stop, for ever.
  */
-function closeWithin(ws: WebSocket, ms: number, gone: () => void): void {
+function closeWithin(
+  ws: ServerSocket,
+  ms: number,
+  gone: () => void,
+): void {
   const close = ws.close.bind(ws);
   ws.close = (code?: number, reason?: string) => {
     close(code, reason);

@@ -17,6 +17,7 @@ import { Frame } from "./frames.ts";
 import type { Subscriber } from "./subscriber.ts";
 import type { Topic } from "./topics.ts";
 import type { EventFeed } from "./feed.ts";
+import type { Quota, StreamCounts } from "./stream_counts.ts";
 
 /** Limits of realtime connections. */
 export interface RealtimeLimits {
@@ -24,6 +25,12 @@ export interface RealtimeLimits {
   maxTopics: number;
   /** Connections per token (guests: per client address). */
   maxPerToken: number;
+  /** Connections per user, across all their tokens. */
+  maxPerUser: number;
+  /** Connections per client address, guests and users together. */
+  maxPerAddress: number;
+  /** Connections in all (the rest of the connection cap is kept for requests). */
+  maxStreams: number;
 }
 
 /** Whether a caller sees a record through an operation (RecordService.sees). */
@@ -34,6 +41,28 @@ export type Sees = (
   auth: AuthValue,
   record: RecordData,
 ) => boolean;
+
+/** Why a connection over `quota` is refused. */
+function refusal(quota: Quota): MoonbaseError {
+  const kind = quota.key.slice(0, quota.key.indexOf(":") + 1);
+  if (quota.key === "all") {
+    return MoonbaseError.withStatus(
+      503,
+      `Cannot open a realtime connection: the server holds its most (${quota.limit}; the rest of its connections are kept for requests); try again later`,
+    );
+  }
+  const per = kind === "token:"
+    ? "token"
+    : kind === "user:"
+    ? "user (across all their tokens)"
+    : kind === "guest:"
+    ? "client address for guests"
+    : "client address";
+  return new MoonbaseError(
+    "rate_limited",
+    `Cannot open a realtime connection: at most ${quota.limit} per ${per}; close one first`,
+  );
+}
 
 function callerKey(auth: AuthValue): string {
   return auth.type === "guest" ? "" : `${auth.entity}\0${auth.id}`;
@@ -48,17 +77,24 @@ export class Hub {
   /** Entity → subscribers with any topic of it. */
   readonly #byEntity = new Map<string, Set<Subscriber>>();
   readonly subscribers: Set<Subscriber> = new Set();
-  readonly #perKey = new Map<string, number>();
+  /** Open connections by limit key (the process's, with several workers). */
+  readonly #counts: StreamCounts;
   /** Per event being fanned out: decisions by caller and operation. */
   #seen = new Map<string, boolean>();
   #frames = new Map<string, Frame>();
   /** The event the caches above are about. */
   #cached = -1;
 
-  constructor(log: EventLog, sees: Sees, limits: RealtimeLimits) {
+  constructor(
+    log: EventLog,
+    sees: Sees,
+    limits: RealtimeLimits,
+    counts: StreamCounts,
+  ) {
     this.#log = log;
     this.#sees = sees;
     this.limits = limits;
+    this.#counts = counts;
   }
 
   /** Attaches the feed (it calls `dispatch`). */
@@ -66,18 +102,27 @@ export class Hub {
     this.#feed = feed;
   }
 
-  /** Registers a connection; 429 past the per-token limit. */
+  /**
+   * Registers a connection: 429 past a limit per token (guests: per
+   * address), per user or per client address; 503 when streams hold
+   * their share of the connection cap.
+   */
   join(sub: Subscriber): void {
-    const n = this.#perKey.get(sub.limitKey) ?? 0;
-    if (n >= this.limits.maxPerToken) {
-      throw new MoonbaseError(
-        "rate_limited",
-        `Cannot open a realtime connection: at most ${this.limits.maxPerToken} per ${
-          sub.claims ? "token" : "client address"
-        }; close one first`,
-      );
+    const l = this.limits;
+    const quotas: Quota[] = [
+      { key: "all", limit: l.maxStreams },
+      { key: `address:${sub.address}`, limit: l.maxPerAddress },
+      sub.claims
+        ? { key: `token:${sub.claims.jti}`, limit: l.maxPerToken }
+        : { key: `guest:${sub.address}`, limit: l.maxPerToken },
+    ];
+    if (sub.claims) {
+      const { entity, id } = sub.auth;
+      quotas.push({ key: `user:${entity}\0${id}`, limit: l.maxPerUser });
     }
-    this.#perKey.set(sub.limitKey, n + 1);
+    const full = this.#counts.take(quotas);
+    if (full) throw refusal(full);
+    sub.counted = quotas.map((q) => q.key);
     this.subscribers.add(sub);
   }
 
@@ -85,9 +130,8 @@ export class Hub {
   leave(sub: Subscriber): void {
     if (!this.subscribers.delete(sub)) return;
     sub.closed = true;
-    const n = (this.#perKey.get(sub.limitKey) ?? 1) - 1;
-    if (n > 0) this.#perKey.set(sub.limitKey, n);
-    else this.#perKey.delete(sub.limitKey);
+    this.#counts.give(sub.counted);
+    sub.counted = [];
     for (const e of sub.followed()) this.#byEntity.get(e)?.delete(sub);
     if (this.subscribers.size === 0) this.#feed?.stop();
   }

@@ -19,6 +19,7 @@ import { Hub, type RealtimeLimits, type Sees } from "./hub.ts";
 import { Watchdog } from "./watchdog.ts";
 import type { Subscriber } from "./subscriber.ts";
 import type { Topic } from "./topics.ts";
+import type { StreamCounts } from "./stream_counts.ts";
 
 /** The NOTIFY channel of new events. */
 export const EVENTS_CHANNEL = "mb_events";
@@ -34,6 +35,8 @@ export interface RealtimeEnv {
   /** True while notifications from other instances arrive. */
   listening(): boolean;
   limits: RealtimeLimits;
+  /** Open connections by limit key (shared by a process's workers). */
+  counts: StreamCounts;
   /** SSE heartbeat period (ms). */
   heartbeatMs: number;
   /** Bytes an SSE stream may have waiting before it is dropped as too slow. */
@@ -67,7 +70,7 @@ export class Realtime {
       schemas: env.schemas,
       onError: env.onError,
     });
-    this.hub = new Hub(this.log, env.sees, env.limits);
+    this.hub = new Hub(this.log, env.sees, env.limits, env.counts);
     this.feed = new EventFeed(
       this.log,
       (events) => this.hub.dispatch(events),

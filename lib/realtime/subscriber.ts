@@ -39,8 +39,10 @@ export class Subscriber {
   auth: AuthValue;
   /** The token's claims (none for guests). */
   readonly claims: TokenClaims | undefined;
-  /** What limits count it under: the token id, or the guest's address. */
-  readonly limitKey: string;
+  /** The client address it counts under (`clientKey` of the address). */
+  readonly address: string;
+  /** The limit keys it is counted under while it is open (hub.ts). */
+  counted: string[] = [];
   readonly sink: Sink;
   /** Topic key → topic. */
   readonly topics: Map<string, Topic> = new Map();
@@ -57,12 +59,12 @@ export class Subscriber {
   constructor(
     auth: AuthValue,
     claims: TokenClaims | undefined,
-    limitKey: string,
+    address: string,
     sink: Sink,
   ) {
     this.auth = auth;
     this.claims = claims;
-    this.limitKey = limitKey;
+    this.address = address;
     this.sink = sink;
   }
 

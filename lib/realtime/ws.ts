@@ -7,6 +7,13 @@
  * and `{"type":"error","status","code","error"}`; a refused subscribe
  * changes nothing, and the connection stays open unless its token ends.
  *
+ * Every message the server sends (ready, error, event) counts against the
+ * connection's backlog (backlog.ts): a client that does not read its
+ * replies is closed (4503) like one that does not read its events. While
+ * `MAX_WAITING_MESSAGES` of a client's messages wait to be handled, it is
+ * read no further. So neither what it is sent nor what it sends is
+ * buffered without bound.
+ *
  * @module
  */
 
@@ -15,13 +22,19 @@ import { statusOf } from "../http/envelope.ts";
 import type { Frame } from "./frames.ts";
 import type { Sink, Subscriber } from "./subscriber.ts";
 import { Backlog } from "./backlog.ts";
+import type { ServerSocket } from "../http/websocket.ts";
 
 /** Largest message a client may send (bytes). */
 export const MAX_CLIENT_MESSAGE = 16 * 1024;
 
+/** Client messages that may wait to be handled (one is handled at a time). */
+export const MAX_WAITING_MESSAGES = 64;
+
+const TOO_SLOW = "Cannot keep up: the client reads too slowly";
+
 /** The WebSocket side of a subscriber. */
 export class WsSink implements Sink {
-  readonly #socket: WebSocket;
+  readonly #socket: ServerSocket;
   readonly #backlog: Backlog;
   readonly #limit: number;
   #onClose: () => void;
@@ -29,13 +42,14 @@ export class WsSink implements Sink {
 
   /** `limit`: bytes that may wait unsent before the client counts as too slow. */
   /** `onClose` runs once when it ends (the hub forgets it at once). */
-  constructor(socket: WebSocket, limit: number, onClose: () => void) {
+  constructor(socket: ServerSocket, limit: number, onClose: () => void) {
     this.#socket = socket;
     this.#limit = limit;
     this.#onClose = onClose;
     this.#backlog = new Backlog(limit);
   }
 
+  /** Sends a message; false when the client is now too far behind. */
   #send(text: string): boolean {
     if (this.#closed || this.#socket.readyState !== WebSocket.OPEN) {
       return false;
@@ -44,12 +58,17 @@ export class WsSink implements Sink {
     return this.#backlog.ok(this.#socket.bufferedAmount);
   }
 
+  /** Sends a reply; a client too far behind is closed (as for events). */
+  #reply(text: string): void {
+    if (!this.#send(text) && !this.#closed) this.end(503, TOO_SLOW);
+  }
+
   event(frame: Frame): boolean {
     return this.#send(frame.ws);
   }
 
   ready(topics: string[], reset: boolean): void {
-    this.#send(
+    this.#reply(
       JSON.stringify({ type: "ready", topics, ...(reset && { reset }) }),
     );
   }
@@ -70,7 +89,7 @@ export class WsSink implements Sink {
     const e = err instanceof MoonbaseError
       ? err
       : new MoonbaseError("invalid", "Cannot handle the message");
-    this.#send(JSON.stringify({
+    this.#reply(JSON.stringify({
       type: "error",
       status: e.status ?? statusOf(e.code),
       code: e.code,
@@ -80,12 +99,15 @@ export class WsSink implements Sink {
 
   end(status: number, message: string): void {
     if (this.#closed) return;
-    this.#send(JSON.stringify({
-      type: "error",
-      status,
-      code: status === 401 ? "unauthenticated" : "unavailable",
-      error: message,
-    }));
+    // A client already too far behind is not sent one more message.
+    if (this.#socket.bufferedAmount <= this.#limit) {
+      this.#send(JSON.stringify({
+        type: "error",
+        status,
+        code: MoonbaseError.withStatus(status, message).code,
+        error: message,
+      }));
+    }
     this.#closed = true;
     // A client that never reads may never complete the close: forget it now.
     this.#onClose();

@@ -235,6 +235,11 @@ async function scanPage(
   keep: Keep,
 ): Promise<Found> {
   const items: RecordData[] = [];
+  // The reads of one scan are separate statements and writes land between
+  // them (the scan's turns, PostgreSQL's round trips): a shown record whose
+  // sort key a write moved past the scan's position is met again. Once is
+  // enough.
+  const shown = new Set<unknown>();
   let lastShown: Row | undefined;
   let examined = 0;
   let pos = start;
@@ -244,11 +249,13 @@ async function scanPage(
     const rows = await reader.rows(pos, n);
     for (const row of rows) {
       await pace.step();
-      const record = reader.decode(row);
       examined++;
+      if (shown.has(row.id)) continue;
+      const record = reader.decode(row);
       if (!(await keep(record))) continue;
       if (items.length === limit) return { items, next: { row: lastShown! } };
       items.push(record);
+      shown.add(row.id);
       lastShown = row;
     }
     if (rows.length < n) return { items }; // the end of the list

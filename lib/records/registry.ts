@@ -290,13 +290,6 @@ export class Registry {
       if (type === "view") {
         schema.fields = await guardView(tx, this.#store.dialect, world, schema);
       }
-      refuseBrokenRules(
-        this.#world(),
-        this.#world(schema),
-        { action: "create", subject: name },
-        schema.id,
-        this.#checkExpr,
-      );
       await tx.run(
         `INSERT INTO "mb_tables" ("id", "name", "lname", "type", "schema", "created", "updated") VALUES (?, ?, ?, ?, ?, ?, ?)`,
         [
@@ -309,7 +302,16 @@ export class Registry {
           now,
         ],
       );
-      if (before) await this.#audit(tx, schema, "create", before, world);
+      const moved = before
+        ? await this.#audit(tx, schema, "create", before, world)
+        : [];
+      refuseBrokenRules(
+        this.#world(),
+        this.#world(schema, moved),
+        { action: "create", subject: name },
+        schema.id,
+        this.#checkExpr,
+      );
     }, version);
     return this.get(schema.id)!;
   }
@@ -367,10 +369,15 @@ export class Registry {
             plan.schema,
           );
         }
-        if (before) await this.#audit(tx, plan.schema, "change", before, world);
+        // Views whose columns moved with this change (SQLite's `SELECT *`
+        // follows a renamed or dropped field) are checked with their new
+        // columns: their rules may read a column that is gone.
+        const moved = before
+          ? await this.#audit(tx, plan.schema, "change", before, world)
+          : [];
         refuseBrokenRules(
           this.#world(),
-          this.#world(plan.schema),
+          this.#world(plan.schema, moved),
           { action: "change", subject: current.name },
           current.id,
           this.#checkExpr,
@@ -481,23 +488,35 @@ export class Registry {
     return entity;
   }
 
-  /** Every entity as views see it; `changed` replaces (or adds) its own entry. */
-  #world(changed?: EntitySchema): ViewWorldEntity[] {
+  /**
+   * Every entity as views see it; `changed` and the views whose columns
+   * `moved` replace (or add) their own entries.
+   */
+  #world(
+    changed?: EntitySchema,
+    moved: readonly EntitySchema[] = [],
+  ): ViewWorldEntity[] {
+    const replaced = new Set(moved.map((m) => m.id));
+    if (changed) replaced.add(changed.id);
     const out: ViewWorldEntity[] = this.all()
-      .filter((e) => e.id !== changed?.id)
+      .filter((e) => !replaced.has(e.id))
       .map((e) => ({ schema: e.schema, fields: e.fields }));
+    for (const m of moved) out.push({ schema: m, fields: allFields(m) });
     if (changed) out.push({ schema: changed, fields: allFields(changed) });
     return out;
   }
 
-  /** Checks the other views after a change's statements; saves views whose columns moved. */
+  /**
+   * Checks the other views after a change's statements; saves views whose
+   * columns moved, and returns them.
+   */
   async #audit(
     tx: Queryable,
     schema: EntitySchema,
     action: string,
     before: Awaited<ReturnType<typeof snapshotViews>>,
     world: ViewWorldEntity[],
-  ): Promise<void> {
+  ): Promise<EntitySchema[]> {
     const moved = await auditViews(tx, this.#store.dialect, world, {
       id: schema.id,
       name: schema.name,
@@ -505,6 +524,7 @@ export class Registry {
       after: action === "delete" ? undefined : schema.name,
     }, before);
     for (const v of moved) await saveSchema(tx, v);
+    return moved;
   }
 
   async #write(

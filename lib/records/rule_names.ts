@@ -35,28 +35,46 @@ const readable = (fields: readonly FieldDef[]): string[] =>
 
 /**
  * The names `auth.user.<name>` may read: the fields of every auth entity but
- * the system ones (admins pass every rule), their built-ins always, never
- * `password`. The caller may come from any auth entity, so the union.
+ * the system ones (admins pass every rule) and those without an API (their
+ * users are shut out everywhere: lib/auth/sessions.ts), their built-ins
+ * always, never `password`. The caller may come from any auth entity, so the
+ * union.
  */
 export function userNames(
   world: readonly RuleWorldEntity[],
 ): Set<string> {
   const out = new Set(readable(builtinFields("auth")));
   for (const e of world) {
-    if (e.schema.type === "auth" && !e.schema.is_system) {
+    if (
+      e.schema.type === "auth" && !e.schema.is_system && e.schema.has_api
+    ) {
       for (const n of readable(e.fields)) out.add(n);
     }
   }
   return out;
 }
 
-/** The names the rules of `entity` may read, in `world`. */
+/**
+ * The names the rules of `entity` may read, in `world`: `record.<field>`
+ * (not `password`; with the field types, but for views), `auth.user.<field>`
+ * (see {@link userNames}) and `req.body.<field>` (every field: a body may
+ * carry a new `password`).
+ */
 export function knownNames(
   world: readonly RuleWorldEntity[],
   entity: RuleWorldEntity,
   user: ReadonlySet<string> = userNames(world),
 ): KnownNames {
-  return { record: new Set(readable(entity.fields)), user };
+  return {
+    record: new Set(readable(entity.fields)),
+    user,
+    body: new Set(entity.fields.map((f) => f.name)),
+    // A view's row is what its query gives (a PostgreSQL bigint may be a
+    // string): members of its columns are not checked.
+    types: entity.schema.type === "view"
+      ? undefined
+      : new Map(entity.fields.map((f) => [f.name, f.type])),
+  };
 }
 
 /** One stored custom rule that reads a name that does not exist. */

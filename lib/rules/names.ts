@@ -1,5 +1,5 @@
 /**
- * The names a rule may read under `record.` and `auth.`, and the message for
+ * The names a rule may read under `record.`, `auth.` and `req.`, and the message for
  * one it may not: the parser refuses `record.autor` when the entity has no
  * field `autor`, naming the closest existing name. One home for the
  * suggestion, used by rules and by the list `filter` (bare field names).
@@ -32,7 +32,75 @@
 export interface KnownNames {
   record: ReadonlySet<string>;
   user: ReadonlySet<string>;
+  /**
+   * The names `req.body.<name>` may read: the entity's fields (`password`
+   * included). A body with any other key is refused (400) before it is
+   * written, so another name always reads `undefined` — under `!=` a typo
+   * would let every write through. Absent: not checked.
+   */
+  body?: ReadonlySet<string>;
+  /**
+   * The field type of each `record.<field>` (absent: members of fields are
+   * not checked): a member of a field's value is refused when the value
+   * cannot have it (see {@link memberProblem}).
+   */
+  types?: ReadonlyMap<string, string>;
 }
+
+/**
+ * Why `<name>.<property>` reads nothing when `name` holds a field of `type`
+ * (`record.owner.email`: a relation holds the related record's id, not the
+ * record), or undefined when it may read something: anything in `json` and
+ * `files`; `.length` and an index in the strings (text fields, `select`,
+ * `relation`, `file`, `date`); nothing in numbers and booleans.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { memberProblem } from "moonbase/lib/rules/names.ts";
+ * assert.equal(memberProblem("record.meta", "json", "any"), undefined);
+ * assert.equal(memberProblem("record.title", "string", "length"), undefined);
+ * assert.equal(memberProblem("record.title", "string", "0"), undefined);
+ * assert.equal(
+ *   memberProblem("record.owner", "relation", "email"),
+ *   '"record.owner.email" reads nothing: record.owner is a relation, whose value is the related record\'s id (rules cannot read that record\'s fields)',
+ * );
+ * assert.equal(
+ *   memberProblem("record.n", "int", "length"),
+ *   '"record.n.length" reads nothing: record.n is a number (it has no members)',
+ * );
+ * ```
+ */
+export function memberProblem(
+  name: string,
+  type: string,
+  property: string,
+): string | undefined {
+  const head = `${
+    JSON.stringify(`${name}.${property.slice(0, 64)}`)
+  } reads nothing: ${name}`;
+  switch (type) {
+    case "json":
+    case "files":
+      return undefined;
+    case "int":
+    case "double":
+      return `${head} is a number (it has no members)`;
+    case "bool":
+      return `${head} is a boolean (it has no members)`;
+  }
+  if (property === "length" || /^[0-9]+$/.test(property)) return undefined;
+  return type === "relation"
+    ? `${head} is a relation, whose value is the related record's id (rules cannot read that record's fields)`
+    : `${head} is a string (only .length and [index] read into it)`;
+}
+
+/** The members of `req` (README "Access rules"). */
+export const REQ_MEMBERS: ReadonlySet<string> = new Set([
+  "body",
+  "query",
+  "method",
+]);
 
 /** The members of `auth` (README "Access rules"). */
 export const AUTH_MEMBERS: ReadonlySet<string> = new Set([

@@ -15,7 +15,13 @@ import {
   RuleSyntaxError,
 } from "./ast.ts";
 import { type Token, TokenStream } from "./lexer.ts";
-import { AUTH_MEMBERS, type KnownNames, unknownName } from "./names.ts";
+import {
+  AUTH_MEMBERS,
+  type KnownNames,
+  memberProblem,
+  REQ_MEMBERS,
+  unknownName,
+} from "./names.ts";
 
 /**
  * How to parse: `mode: "rule"` knows the roots `auth`, `req`, `record`;
@@ -253,10 +259,35 @@ class Parser extends TokenStream {
         `${known.prefix}.${property.slice(0, 64)}`,
       );
     }
+    const field = this.#recordField(object);
+    const problem = field &&
+      memberProblem(`record.${field.name}`, field.type, property);
+    if (problem) {
+      throw new RuleSyntaxError(
+        problem,
+        pos,
+        this.#options.mode,
+        `record.${field.name}.${property.slice(0, 64)}`,
+      );
+    }
     return this.node({ type: "member", pos, object, property });
   }
 
-  /** The members `object` may have, when `names` says (`record`, `auth`, `auth.user`). */
+  /** The field `object` is (`record.<field>`), when `names` gives its type. */
+  #recordField(object: Expr): { name: string; type: string } | undefined {
+    const types = this.#options.names?.types;
+    if (
+      !types || object.type !== "member" || object.object.type !== "root" ||
+      object.object.name !== "record"
+    ) return undefined;
+    const type = types.get(object.property);
+    return type === undefined ? undefined : { name: object.property, type };
+  }
+
+  /**
+   * The members `object` may have, when `names` says (`record`, `auth`,
+   * `auth.user`, `req`, `req.body`).
+   */
   #knownMembers(
     object: Expr,
   ): { prefix: string; names: ReadonlySet<string> } | undefined {
@@ -269,12 +300,18 @@ class Parser extends TokenStream {
       if (object.name === "auth") {
         return { prefix: "auth", names: AUTH_MEMBERS };
       }
+      return { prefix: "req", names: REQ_MEMBERS };
+    }
+    if (object.type !== "member" || object.object.type !== "root") {
       return undefined;
     }
-    if (
-      object.type === "member" && object.property === "user" &&
-      object.object.type === "root" && object.object.name === "auth"
-    ) return { prefix: "auth.user", names: names.user };
+    const root = object.object.name;
+    if (root === "auth" && object.property === "user") {
+      return { prefix: "auth.user", names: names.user };
+    }
+    if (root === "req" && object.property === "body" && names.body) {
+      return { prefix: "req.body", names: names.body };
+    }
     return undefined;
   }
 

@@ -147,3 +147,28 @@ export async function databaseId(store: Storage): Promise<string> {
   );
   return String(rows[0].value);
 }
+
+/**
+ * Where this database lives, to tell it from a copy that carries the same
+ * `database_id` (a PostgreSQL database restored from a dump or made from
+ * it as a template): `pg:<cluster's system identifier>/<database oid>`
+ * (`?` for an identifier the role may not read). Undefined on SQLite,
+ * whose file lives in its data directory: a copy is another directory.
+ * A copy of the whole cluster's files (a physical backup) keeps both.
+ */
+export async function databaseHome(
+  store: Storage,
+): Promise<string | undefined> {
+  if (store.dialect.name !== "postgres") return undefined;
+  const oid = await store.query(
+    `SELECT "oid"::text AS "oid" FROM "pg_database" WHERE "datname" = current_database()`,
+  );
+  let system = "?";
+  try {
+    const rows = await store.query(
+      `SELECT "system_identifier"::text AS "id" FROM pg_control_system()`,
+    );
+    system = String(rows[0]?.id ?? "?");
+  } catch { /* not readable by this role: the oid alone tells copies apart */ }
+  return `pg:${system}/${String(oid[0]?.oid ?? "?")}`;
+}

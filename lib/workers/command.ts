@@ -18,6 +18,7 @@ import { type AppConfig, workerCount } from "../config.ts";
 import { commandFor } from "../cli_hint.ts";
 import { newPeerConfig } from "../cluster/link.ts";
 import { randomToken } from "../ids.ts";
+import { defaultMaxConnections } from "../http/limits.ts";
 import { keepServing, needReusePort, serveIsolate } from "./serve.ts";
 import { Workers } from "./supervisor.ts";
 
@@ -32,7 +33,13 @@ export async function serveCommand(
   // same user) listens on, splitting its traffic: make sure it is free.
   if (count > 1) needReusePort();
   if (count > 1 && port !== 0) portFree(port, host);
-  const peers = count > 1 ? newPeerConfig(count, randomToken(24)) : undefined;
+  const peers = count > 1
+    ? newPeerConfig(
+      count,
+      randomToken(24),
+      config.maxConnections ?? defaultMaxConnections(),
+    )
+    : undefined;
   const app = await createApp({ ...config, peers });
   keepServing(app);
   for (const n of app.notices) console.error(n);

@@ -10,6 +10,7 @@
  * @module
  */
 
+import { CALLER_DEFAULT } from "../../../lib/schema/types.ts";
 import type { EntitySchema, FieldDef } from "../schemas.ts";
 import { isoToLocal, localToIso } from "./inputs/datetime_input.tsx";
 import type { FileState } from "./inputs/file_input.tsx";
@@ -56,14 +57,27 @@ function toForm(f: FieldDef, v: unknown): FormValue {
   }
 }
 
-/** The form of a record (or of a new one, with the fields' defaults). */
+/**
+ * True for a relation whose default is the caller (`"default": "@auth"`):
+ * the server fills it with the user who creates the record, so a new
+ * record's form leaves it empty (the text `@auth` is no record id).
+ */
+export function isCallerDefault(f: FieldDef): boolean {
+  return f.type === "relation" && f.default === CALLER_DEFAULT;
+}
+
+/**
+ * The form of a record (or of a new one, with the fields' defaults; a
+ * caller default stays empty: see {@link isCallerDefault}).
+ */
 export function formOf(
   schema: EntitySchema,
   record: Record<string, unknown> | null,
 ): FormValues {
   const out: FormValues = {};
   for (const f of editableFields(schema)) {
-    out[f.name] = toForm(f, record ? record[f.name] : f.default);
+    const start = isCallerDefault(f) ? undefined : f.default;
+    out[f.name] = toForm(f, record ? record[f.name] : start);
   }
   return out;
 }

@@ -12,6 +12,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type Page, type RecordData, seg } from "../../api.ts";
 import { displayField, literal } from "../records_query.ts";
 import { type FieldDef, schemaOf } from "../../schemas.ts";
+import { isCallerDefault } from "../record_form.ts";
 import { recordHref } from "../record_table.tsx";
 import { describedBy, FieldBox, type InputProps } from "./field_box.tsx";
 
@@ -101,7 +102,11 @@ export function RelationPicker(
       label={props.label}
       required={props.required}
       error={fieldError}
-      hint={`Search ${target} by ${display}`}
+      hint={`Search ${target} by ${display}${
+        isCallerDefault(props.field)
+          ? `. Left empty on a new record, it becomes the ${target} user who creates it (an admin's stays empty)`
+          : ""
+      }`}
       class="relation-field"
     >
       <div class="combo">
