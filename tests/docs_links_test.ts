@@ -156,3 +156,36 @@ Deno.test("docs links: docs/README.md links every page of docs/", () => {
   assert.ok(pages.length > 10, "the docs pages are gone");
   assert.deepEqual(pages.filter((f) => !linked.has(f)), []);
 });
+
+/** The .ts and .tsx files under `dir`, as paths from the root. */
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of Deno.readDirSync(join(ROOT, dir))) {
+    if (e.name.startsWith(".") || SKIP.has(e.name)) continue;
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory) out.push(...sourceFiles(path));
+    else if (/\.tsx?$/.test(e.name)) out.push(path);
+  }
+  return out;
+}
+
+Deno.test("docs links: source files cite docs pages that exist, not README sections", () => {
+  const files = ["main.ts", "mod.ts"];
+  for (const d of ["lib", "routes", "tests", "dashboard/src", "bench"]) {
+    files.push(...sourceFiles(d));
+  }
+  const problems: string[] = [];
+  for (const f of files) {
+    if (f === "tests/docs_links_test.ts") continue;
+    Deno.readTextFileSync(join(ROOT, f)).split("\n").forEach((line, i) => {
+      for (const [path] of line.matchAll(/\bdocs\/[\w./-]+\.md\b/g)) {
+        if (!existsInCheckout(path)) problems.push(`${f}:${i + 1}: ${path}`);
+      }
+      // The manual left README.md: a section of it is cited by its page.
+      if (/README,? "/.test(line)) {
+        problems.push(`${f}:${i + 1}: ${line.trim()}`);
+      }
+    });
+  }
+  assert.deepEqual(problems, []);
+});

@@ -2,7 +2,7 @@
  * Issue 28 item 7, a decision: records and realtime tell an existing
  * admin-only entity (401 for a guest, 403 for a user) from a missing one
  * (404 on records, 400 "no entity" for a realtime topic). DESIGN.md fixes those statuses for admin-only rules, so entity
- * names are not secret on these routes (the README's Security section says
+ * names are not secret on these routes (docs/operations/security.md says
  * so). The auth routes, where the specification asks it, answer 404 for
  * every entity they do not serve, so they reveal nothing. This file pins
  * the decision.
