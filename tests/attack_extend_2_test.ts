@@ -63,7 +63,7 @@ export default (app) => {
 // `hooks.after` as soon as their statement returns), while the outer write
 // is still open. When the outer write is then refused, the nested row rolls
 // back but its after-hooks already ran (webhooks sent, emails, counters,
-// app.log lines, files removed): the README's "a rejected write leaves
+// app.log lines, files removed): the docs' "a rejected write leaves
 // nothing: no side effect of the hook" does not hold. Fix: inside a write
 // scope (lib/records/write_scope.ts), queue nested after-hooks (and the
 // nested file removals / revocations, see below) on the scope and run them
@@ -293,7 +293,7 @@ export default (app) => {
 
 // Found in review (low, fixed; the test fails without the fix): on create, before-hooks run before the entity's add rule
 // when that rule reads the record (lib/records/crud.ts insertRecord: the
-// `before` step, then `opts.check`, the rule). The README says hooks run
+// `before` step, then `opts.check`, the rule). The docs said hooks run
 // "after validation and the access rule". So a caller the rule refuses
 // still runs the hooks: their side effects outside the database (a sent
 // mail, a webhook, an in-memory counter, a log line) happen, and a hook's

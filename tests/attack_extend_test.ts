@@ -32,7 +32,7 @@ export default (app) => {
 // lib/extend/script_app.ts refuses only routes of the very same shape. So
 // `GET /*` (the usual SPA fallback) answers `/api/v1/health`, every record
 // list and the dashboard; `GET /:slug` answers `/mb`; and
-// `POST /api/v1/sys/admins/:action` takes the admin login. The README says
+// `POST /api/v1/sys/admins/:action` takes the admin login. The docs say
 // a script "may not replace a built-in route" and "never changes how
 // built-in routes answer". Fix: in dispatch(), take a built-in "found"
 // first, and only then the extension match (a script can only own a
@@ -81,14 +81,14 @@ export default (app) => {
 };
 `;
 
-// Found in review (low, not fixed, documented in the README): a CORS preflight (OPTIONS with Access-Control-Request-Method)
+// Found in review (low, not fixed, documented in docs/guide/extending.md): a CORS preflight (OPTIONS with Access-Control-Request-Method)
 // is answered in lib/http/handler.ts before the middleware run, so
-// `app.use` does not "wrap every request" as the README says: a middleware
+// `app.use` does not "wrap every request" as the docs say: a middleware
 // that refuses clients (IP block, maintenance mode) or adds headers is
 // skipped for preflights, and a script cannot let browsers send its own
 // headers or PUT to its routes (the preflight lists fixed methods and
 // headers). Fix: run the preflight answer as the innermost step of the
-// middleware chain (or document the exception in the README).
+// middleware chain (or document the exception in the docs).
 forEachDb(
   "attack: middleware wraps every request, whatever its method or fate",
   async (t, db) => {

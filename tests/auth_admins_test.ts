@@ -1,5 +1,5 @@
 /**
- * Admins (README "Admins"): the `/api/v1/sys/admins` routes (admins only),
+ * Admins (docs/reference/admins.md): the `/api/v1/sys/admins` routes (admins only),
  * admin refresh and logout, password changes that revoke that admin's other
  * tokens, deleting admins (never the last one), and first-admin setup with
  * the setup token.

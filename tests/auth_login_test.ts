@@ -1,5 +1,5 @@
 /**
- * Logins (README "Auth"): `POST /api/v1/auth/<entity>/login`, the legacy
+ * Logins (docs/reference/auth.md): `POST /api/v1/auth/<entity>/login`, the legacy
  * `POST /api/v1/auth/login` with the entity in the body, and the admin login
  * `POST /api/v1/sys/admins/login`; refused credentials answer one identical
  * 401, malformed bodies a 400 naming the field. Auth routes of entities that

@@ -1,5 +1,5 @@
 /**
- * Records of auth entities (README "Users: auth entities"): sign-up
+ * Records of auth entities (docs/guide/users-and-auth.md): sign-up
  * validation, lower-cased unique emails, the write-only password, password
  * and email changes through PATCH, and who may set `verified`.
  *

@@ -1,5 +1,5 @@
 /**
- * The `auth` value in custom rules (README "Rules"): `auth.type`,
+ * The `auth` value in custom rules (docs/reference/rule-language.md): `auth.type`,
  * `auth.id`, `auth.entity` and `auth.user.<field>` as each kind of caller
  * sees them, for every operation of a notes entity.
  *

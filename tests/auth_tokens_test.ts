@@ -1,5 +1,6 @@
 /**
- * Tokens and sessions (README "Auth" and "Security"): HS256 claims and
+ * Tokens and sessions (docs/reference/auth.md and
+ * docs/operations/security.md): HS256 claims and
  * lifetime, the `tokenTtl` setting, expiry, forged and tampered tokens, file
  * tokens, tokens of logged-out or deleted users; refresh and logout, scoped
  * (`/api/v1/auth/<entity>/refresh|logout`) and legacy (the entity taken from

@@ -2,8 +2,8 @@
  * Issue 28 item 7, a decision: records and realtime tell an existing
  * admin-only entity (401 for a guest, 403 for a user) from a missing one
  * (404 on records, 400 "no entity" for a realtime topic). The admin-only
- * rule's statuses are fixed (README, Access rules), so entity names are not
- * secret on these routes (the README's Security section says
+ * rule's statuses are fixed (docs/guide/rules.md), so entity
+ * names are not secret on these routes (docs/operations/security.md says
  * so). The auth routes, where the specification asks it, answer 404 for
  * every entity they do not serve, so they reveal nothing. This file pins
  * the decision.

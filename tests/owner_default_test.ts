@@ -290,28 +290,31 @@ forEachDb(
         },
       );
 
-      await t.step("the README's owner example works as written", async () => {
-        const readme = await Deno.readTextFile(
-          new URL("../README.md", import.meta.url),
-        );
-        const after = readme.split("**The owner of a new record.**")[1];
-        const block = after.split("```json\n")[1].split("```")[0];
-        status(
-          await a("POST", "schemas", JSON.parse(block)),
-          201,
-          "README posts",
-        );
-        const mine = await s.request("POST", "/api/v1/entities/posts", {
-          token: w.tAlice,
-          body: { title: "from the README" },
-        });
-        status(mine, 201, "a user's post");
-        assert.equal(mine.data.owner, w.alice.id);
-        const guest = await s.request("POST", "/api/v1/entities/posts", {
-          body: { title: "anonymous" },
-        });
-        status(guest, 401, "a guest's post");
-      });
+      await t.step(
+        "the rules guide's owner example works as written",
+        async () => {
+          const readme = await Deno.readTextFile(
+            new URL("../docs/guide/rules.md", import.meta.url),
+          );
+          const after = readme.split("**The owner of a new record.**")[1];
+          const block = after.split("```json\n")[1].split("```")[0];
+          status(
+            await a("POST", "schemas", JSON.parse(block)),
+            201,
+            "README posts",
+          );
+          const mine = await s.request("POST", "/api/v1/entities/posts", {
+            token: w.tAlice,
+            body: { title: "from the README" },
+          });
+          status(mine, 201, "a user's post");
+          assert.equal(mine.data.owner, w.alice.id);
+          const guest = await s.request("POST", "/api/v1/entities/posts", {
+            body: { title: "anonymous" },
+          });
+          status(guest, 401, "a guest's post");
+        },
+      );
 
       await t.step(
         "rules may call helpers; the names they read are checked",

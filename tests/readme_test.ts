@@ -1,9 +1,13 @@
 /**
- * The README's examples, run as a new user would run them: in order, with
- * bash, against a fresh server.
+ * The examples of README.md and of every page under docs/, run as a new user
+ * would run them: in order, with bash, against a fresh server. The README's
+ * five-minute tour runs first; then each docs page that has examples runs its
+ * blocks in order, starting from what the tour made (its variables, such as
+ * `$TOKEN`, and its entities), never from another page's.
  *
- * Convention (documented here and in the README's walkthrough): a ```sh or
- * ```bash block is run when the line before it (blank lines aside) is
+ * Convention (documented here, in the README's tour and in
+ * docs/internals/development.md): a ```sh or ```bash block is run when the
+ * line before it (blank lines aside) is
  *
  *     <!-- readme-test -->            every HTTP answer must be 2xx
  *     <!-- readme-test: 201 200 -->   the block's HTTP answers, in order
@@ -33,28 +37,54 @@ import { fileURLToPath } from "node:url";
 import { forEachDb, startServer } from "./_server.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const README = await Deno.readTextFile(`${ROOT}/README.md`);
 
-/** A runnable README block. */
+/** A Markdown page of the checkout: its path from the root, and its text. */
+interface Page {
+  path: string;
+  text: string;
+}
+
+/** The Markdown files under `dir` (a path from the root), in path order. */
+function docsPages(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of Deno.readDirSync(`${ROOT}/${dir}`)) {
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory) out.push(...docsPages(path));
+    else if (e.isFile && e.name.endsWith(".md")) out.push(path);
+  }
+  return out.sort();
+}
+
+/** README.md first, then every page under docs/. */
+const PAGES: Page[] = ["README.md", ...docsPages("docs")].map((path) => ({
+  path,
+  text: Deno.readTextFileSync(`${ROOT}/${path}`),
+}));
+const README = PAGES[0].text;
+
+/** A runnable block of a page. */
 interface Block {
+  /** The page's path from the checkout's root. */
+  page: string;
   line: number;
   code: string;
   /** Expected statuses in order, or undefined: every answer 2xx. */
   statuses?: number[];
 }
 
-/** The README's fenced shell blocks, with their marks. */
-function shellBlocks(md: string): (Block & { marked: boolean })[] {
-  const lines = md.split("\n");
+/** A page's fenced shell blocks, with their marks. */
+function shellBlocks(page: Page): (Block & { marked: boolean })[] {
+  const lines = page.text.split("\n");
   const out: (Block & { marked: boolean })[] = [];
   for (let i = 0; i < lines.length; i++) {
     if (!/^```(sh|bash)\s*$/.test(lines[i])) continue;
     const end = lines.indexOf("```", i + 1);
-    assert.ok(end > i, `unclosed block at README line ${i + 1}`);
+    assert.ok(end > i, `unclosed block at ${page.path}:${i + 1}`);
     let j = i - 1;
     while (j >= 0 && lines[j].trim() === "") j--;
     const mark = lines[j]?.match(/^<!-- readme-test(?::([\d\s]*))? -->$/);
     out.push({
+      page: page.path,
       line: i + 1,
       code: lines.slice(i + 1, end).join("\n"),
       marked: mark !== null && mark !== undefined,
@@ -76,18 +106,31 @@ function which(cmd: string): boolean {
   return false;
 }
 
+/** Every page's shell blocks, README.md first. */
+function allBlocks(): (Block & { marked: boolean })[] {
+  return PAGES.flatMap(shellBlocks);
+}
+
 Deno.test("readme: every example block that calls curl is run", () => {
-  const blocks = shellBlocks(README);
+  const blocks = allBlocks();
   const unmarked = blocks.filter((b) => !b.marked && /\bcurl\b/.test(b.code));
-  assert.deepEqual(unmarked.map((b) => `README.md:${b.line}`), []);
+  assert.deepEqual(unmarked.map((b) => `${b.page}:${b.line}`), []);
   assert.ok(blocks.filter((b) => b.marked).length >= 10, "marks are gone");
+  assert.ok(
+    shellBlocks(PAGES[0]).filter((b) => b.marked).length >= 5,
+    "the README's tour lost its marks",
+  );
+  assert.ok(
+    blocks.some((b) => b.marked && b.page.startsWith("docs/")),
+    "no example of docs/ is run",
+  );
   // The first lines stay: the two commands to run and to test.
   assert.match(README, /```sh\ndeno task start .*\ndeno task test .*\n```/);
 });
 
 Deno.test("readme: example blocks write files to a temp directory only", () => {
   const problems: string[] = [];
-  for (const b of shellBlocks(README).filter((b) => b.marked)) {
+  for (const b of allBlocks().filter((b) => b.marked)) {
     // Targets of `>`, `-o` and `--output`: a variable ($SAMPLES/…, made by
     // mktemp) or /dev/null, never a name relative to the checkout.
     for (
@@ -95,7 +138,7 @@ Deno.test("readme: example blocks write files to a temp directory only", () => {
     ) {
       const target = m[2];
       if (!/^(\$\w+|\$\{\w+\}|\/dev\/null$)/.test(target)) {
-        problems.push(`README.md:${b.line}: writes ${target}`);
+        problems.push(`${b.page}:${b.line}: writes ${target}`);
       }
     }
   }
@@ -103,11 +146,11 @@ Deno.test("readme: example blocks write files to a temp directory only", () => {
 });
 
 Deno.test("readme: the extension example imports a path that exists", async () => {
-  const blocks = [
-    ...README.matchAll(
+  const blocks = PAGES.flatMap((p) => [
+    ...p.text.matchAll(
       /```ts[^\n]*\n\/\/ (scripts\/\S+)[^\n]*\n([\s\S]*?)```/g,
     ),
-  ];
+  ]);
   assert.ok(blocks.length > 0, "the scripts/ example is gone");
   let checked = 0;
   for (const [, file, code] of blocks) {
@@ -187,8 +230,20 @@ forEachDb(
         NO_COLOR: "1",
       };
       delete env.MB_JWT_SECRET;
-      for (const block of shellBlocks(README).filter((b) => b.marked)) {
-        await t.step(`README.md:${block.line}`, async () => {
+      // What the README's tour leaves behind (its variables): every docs page
+      // starts from it, so a page's examples depend on the tour and on that
+      // page's earlier blocks only.
+      let afterTour: string | undefined;
+      const runs = PAGES.map((p) => shellBlocks(p).filter((b) => b.marked))
+        .filter((blocks) => blocks.length > 0);
+      assert.equal(runs[0]?.[0]?.page, "README.md", "the tour runs first");
+      const blocks = runs.flat();
+      for (const [i, block] of blocks.entries()) {
+        if (i > 0 && block.page !== blocks[i - 1].page) {
+          afterTour ??= await Deno.readTextFile(state);
+          await Deno.writeTextFile(state, afterTour);
+        }
+        await t.step(`${block.page}:${block.line}`, async () => {
           const code = block.code.replaceAll("localhost:7070", host)
             .replaceAll("deno task moonbase", `${deno} task moonbase${options}`)
             .replaceAll(

@@ -1,5 +1,5 @@
 /**
- * The rule-mode table (README "Access rules"): every operation
+ * The rule-mode table (docs/guide/rules.md): every operation
  * (list, get, add, update, delete) under every mode (public, auth, "" =
  * admin-only, custom `true`, custom `false`, and the cookbook's custom
  * `auth.entity == "<the self caller's entity>"`) for every kind of caller
@@ -52,7 +52,7 @@ const CALLERS: readonly Caller[] = ["guest", "self", "other", "admin"];
 const KINDS: readonly Kind[] = ["base", "auth"];
 const PASSWORD = "password-123";
 
-/** The status policy of README "Access rules": 0 means "allowed". */
+/** The status policy of docs/guide/rules.md: 0 means "allowed". */
 function expectedDenial(mode: RuleMode, caller: Caller): 0 | 401 | 403 {
   if (caller === "admin") return 0;
   switch (mode.label) {

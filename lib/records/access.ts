@@ -1,6 +1,6 @@
 /**
  * The one home of access decisions on records: which entities the API
- * exposes, the rule modes (README "Access rules"), the refusal, and the
+ * exposes, the rule modes (docs/guide/rules.md), the refusal, and the
  * read-only views. Admins pass every rule; system entities are admin-only
  * whatever their rules say.
  *

@@ -260,7 +260,7 @@ export class Registry {
     return out;
   }
 
-  /** Creates an entity from a schema object (README "Schemas"). */
+  /** Creates an entity from a schema object (docs/reference/schemas.md). */
   create(input: Record<string, unknown>): Promise<Entity> {
     return this.#change((version) => this.#create(input, version));
   }

@@ -8,7 +8,7 @@
  */
 
 /**
- * Names known to a rule of one entity (README "Access rules"): `record` =
+ * Names known to a rule of one entity (docs/reference/rule-language.md): `record` =
  * the entity's field names (built-ins included, `password` never); `user` =
  * the fields any auth entity's records have (their union, built-ins
  * included, `password` never): the caller may come from any auth entity.
@@ -95,14 +95,14 @@ export function memberProblem(
     : `${head} is a string (only .length and [index] read into it)`;
 }
 
-/** The members of `req` (README "Access rules"). */
+/** The members of `req` (docs/reference/rule-language.md). */
 export const REQ_MEMBERS: ReadonlySet<string> = new Set([
   "body",
   "query",
   "method",
 ]);
 
-/** The members of `auth` (README "Access rules"). */
+/** The members of `auth` (docs/reference/rule-language.md). */
 export const AUTH_MEMBERS: ReadonlySet<string> = new Set([
   "id",
   "entity",

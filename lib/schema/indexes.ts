@@ -1,5 +1,5 @@
 /**
- * Entity-level indexes (`indexes: [{fields, unique}]`, README "Schemas"):
+ * Entity-level indexes (`indexes: [{fields, unique}]`, docs/guide/entities.md):
  * checking the list against an entity's fields, planning what a PATCH
  * drops and creates, and the 409 a unique one answers for a duplicate
  * combination of values.

@@ -1,6 +1,6 @@
 /**
- * Types of the schema objects: entities, fields and rules (README "Schemas"
- * and "Access rules").
+ * Types of the schema objects: entities, fields and rules (docs/reference/schemas.md,
+ * docs/guide/entities.md and docs/guide/rules.md).
  *
  * @module
  */
@@ -50,8 +50,8 @@ export interface FieldDef {
 }
 
 /**
- * An entity-level index over one or more fields, in order (README
- * "Schemas"). `id` is assigned by the server and names the index in the
+ * An entity-level index over one or more fields, in order
+ * (docs/guide/entities.md, "Indexes"). `id` is assigned by the server and names the index in the
  * database; `fields` are field names (a rename rewrites them).
  */
 export interface IndexDef {
@@ -63,7 +63,7 @@ export interface IndexDef {
 /**
  * The `default` of a relation field to an auth entity that stands for the
  * caller: a record created by a user of that entity without a value gets
- * the user's id, before the add rule runs (README "Schemas").
+ * the user's id, before the add rule runs (docs/guide/entities.md).
  */
 export const CALLER_DEFAULT = "@auth";
 

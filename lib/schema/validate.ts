@@ -42,7 +42,7 @@ function fail(message: string): never {
 
 /**
  * Checks an entity or field name (1–64 characters of `a-z A-Z 0-9 _`,
- * reserved prefixes refused; README "Schemas").
+ * reserved prefixes refused; docs/reference/schemas.md).
  *
  * @example
  * ```ts

@@ -133,7 +133,7 @@ export function AboutPage(_props: Record<string, never>): JSX.Element {
         </dl>
         <p>
           The full API reference (entities, records, rules, files, auth, logs,
-          admins) is the <code>README.md</code> shipped with Moonbase{" "}
+          admins) is in <code>docs/reference/</code> shipped with Moonbase{" "}
           {h?.version ?? ""}; this server does not serve it. Every response is
           an envelope <code>{`{status, data, error}`}</code>.
         </p>

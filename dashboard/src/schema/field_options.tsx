@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /**
- * The options of one field that apply to its type (README "A field"):
+ * The options of one field that apply to its type (docs/guide/entities.md "Fields"):
  * min/max (length, value or file count), pattern, select values, relation
  * target and on_delete, MIME types, and a default typed for the field.
  *

@@ -31,7 +31,7 @@ export const FIELD_TYPE_LIST: readonly FieldType[] = [
   "files",
 ];
 
-/** Which options a type takes (README, "A field"). */
+/** Which options a type takes (docs/guide/entities.md, "Fields"). */
 export interface TypeOptions {
   /** What min/max bound, or null when the type has none. */
   range: "length" | "value" | "count" | null;
