@@ -222,8 +222,19 @@ export class Hub {
     const only = new Set(topics.map((t) => t.key));
     const entities = [...new Set(topics.map((t) => t.entity))];
     let after = from;
+    let reset = false;
     while (!sub.closed && after < position) {
-      const events = await this.#log.read(after, position, 100, entities);
+      const { events, pruned } = await this.#log.read(
+        after,
+        position,
+        100,
+        entities,
+      );
+      // Pruned while it resumed: what is left is sent after a reset.
+      if (pruned && !reset && !sub.closed) {
+        reset = true;
+        sub.sink.ready([...sub.topics.keys()], true);
+      }
       if (events.length === 0) break;
       for (const ev of events) {
         // Paced by the client: nothing more while its queue is full.
@@ -233,6 +244,19 @@ export class Hub {
         sub.send(this.frameFor(sub, ev, only));
       }
       after = events[events.length - 1].id;
+    }
+  }
+
+  /**
+   * Events after the feed's position were pruned before it read them:
+   * every subscriber is reset now, one resuming once its replay is over
+   * (before the live events it holds).
+   */
+  lost(): void {
+    for (const sub of this.subscribers) {
+      if (sub.closed || sub.topics.size === 0) continue;
+      if (sub.pending) sub.resetDue = true;
+      else sub.sink.ready([...sub.topics.keys()], true);
     }
   }
 
