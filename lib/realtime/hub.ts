@@ -105,13 +105,13 @@ export class Hub {
   /**
    * Registers a connection: 429 past a limit per token (guests: per
    * address), per user or per client address; 503 when streams hold
-   * their share of the connection cap.
+   * their share of the connection cap. `admitted`: the keys `admit`
+   * counted it under already (they are not counted again).
    */
-  join(sub: Subscriber): void {
+  join(sub: Subscriber, admitted: readonly string[] = []): void {
     const l = this.limits;
     const quotas: Quota[] = [
-      { key: "all", limit: l.maxStreams },
-      { key: `address:${sub.address}`, limit: l.maxPerAddress },
+      ...this.#connectionQuotas(sub.address),
       sub.claims
         ? { key: `token:${sub.claims.jti}`, limit: l.maxPerToken }
         : { key: `guest:${sub.address}`, limit: l.maxPerToken },
@@ -120,10 +120,36 @@ export class Hub {
       const { entity, id } = sub.auth;
       quotas.push({ key: `user:${entity}\0${id}`, limit: l.maxPerUser });
     }
+    const fresh = quotas.filter((q) => !admitted.includes(q.key));
+    const full = this.#counts.take(fresh);
+    if (full) throw refusal(full);
+    sub.counted = [...admitted, ...fresh.map((q) => q.key)];
+    this.subscribers.add(sub);
+  }
+
+  /**
+   * Counts a connection whose caller is not known yet (a WebSocket before
+   * its first message) under its client address and the streams in all,
+   * so unidentified connections cannot take the slots kept for requests:
+   * 429 or 503 as `join`. Returns the keys, for `join` (or `release`).
+   */
+  admit(address: string): string[] {
+    const quotas = this.#connectionQuotas(address);
     const full = this.#counts.take(quotas);
     if (full) throw refusal(full);
-    sub.counted = quotas.map((q) => q.key);
-    this.subscribers.add(sub);
+    return quotas.map((q) => q.key);
+  }
+
+  /** Uncounts what `admit` counted (the connection never joined). */
+  release(keys: readonly string[]): void {
+    this.#counts.give(keys);
+  }
+
+  #connectionQuotas(address: string): Quota[] {
+    return [
+      { key: "all", limit: this.limits.maxStreams },
+      { key: `address:${address}`, limit: this.limits.maxPerAddress },
+    ];
   }
 
   /** Forgets a connection. */
