@@ -346,6 +346,10 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
     let code = 1005, reason = "";
     if (payload.length >= 2) {
       code = (payload[0] << 8) | payload[1];
+      // Codes a close frame may carry (RFC 6455 7.4): never 1005, 1006 or
+      // 1015 (they are not sent), nor an unassigned one; such a close
+      // would otherwise be echoed back.
+      if (!sendable(code)) return this.#refuse(1002, "Bad close code");
       try {
         reason = decoder.decode(payload.subarray(2));
       } catch {
@@ -442,4 +446,10 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
       }),
     );
   }
+}
+
+/** Whether a close frame may carry `code` (RFC 6455 7.4.1, 7.4.2; IANA). */
+function sendable(code: number): boolean {
+  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) ||
+    (code >= 3000 && code <= 4999);
 }

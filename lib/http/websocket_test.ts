@@ -188,6 +188,28 @@ Deno.test("framed websocket: a raw client, frame by frame", opts, async (t) => {
         1002,
       ],
       ["a frame over the limit, from its header", [frameHead(101)], 1009],
+      // Found and fixed: these codes were echoed back (1006 and 1015 must
+      // never be sent in a close frame).
+      [
+        "a close with code 1006",
+        [clientFrame(8, new Uint8Array([3, 238]))],
+        1002,
+      ],
+      [
+        "a close with code 1015",
+        [clientFrame(8, new Uint8Array([3, 247]))],
+        1002,
+      ],
+      [
+        "a close with code 999",
+        [clientFrame(8, new Uint8Array([3, 231]))],
+        1002,
+      ],
+      [
+        "a close with code 5000",
+        [clientFrame(8, new Uint8Array([19, 136]))],
+        1002,
+      ],
       ["a 60 MiB frame, from its header", [frameHead(60 * 1024 * 1024)], 1009],
       [
         "fragments together over the limit",
