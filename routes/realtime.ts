@@ -135,6 +135,13 @@ const ws: Handler<Core> = async (ctx) => {
   // Read before the upgrade: the request is gone after it.
   const ip = ctx.ip;
   const fromToken = fromUrl ? await callerOf(core, fromUrl) : undefined;
+  // Counted from the upgrade on (address, streams in all), not only once
+  // its caller is known: a silent socket holds a connection slot too.
+  let admitted = rt.hub.admit(clientKey(ip));
+  const release = () => {
+    rt.hub.release(admitted);
+    admitted = [];
+  };
   let upgrade: SocketUpgrade;
   try {
     // A longer message is refused from its frame header (1009).
@@ -143,6 +150,7 @@ const ws: Handler<Core> = async (ctx) => {
       maxMessageBytes: MAX_CLIENT_MESSAGE,
     });
   } catch {
+    release();
     throw new MoonbaseError(
       "invalid",
       "Cannot open a WebSocket: the upgrade request is incomplete (Connection: Upgrade and Sec-WebSocket-Key/Version are required)",
@@ -160,7 +168,9 @@ const ws: Handler<Core> = async (ctx) => {
       clientKey(ip),
       sink,
     );
-    rt.hub.join(joined);
+    // The admitted keys now belong to the subscriber (`leave` gives them).
+    rt.hub.join(joined, admitted);
+    admitted = [];
     return joined;
   };
   /** The connection's caller: from the URL, else the first valid message. */
@@ -244,6 +254,7 @@ const ws: Handler<Core> = async (ctx) => {
   };
   socket.onclose = () => {
     if (sub) rt.hub.leave(sub);
+    release();
   };
   return response;
 };

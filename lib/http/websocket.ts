@@ -48,7 +48,10 @@ export interface ServerSocket extends EventTarget {
 const CONNECTING = 0, OPEN = 1, CLOSING = 2, CLOSED = 3;
 const TEXT = 1, BINARY = 2, CONTINUATION = 0, CLOSE = 8, PING = 9, PONG = 10;
 
-/** How long a refused client's connection lingers for the close frame (ms). */
+/**
+ * How long a refused or closed client's connection lingers for the close
+ * frame to leave and the client to end its side (ms).
+ */
 const REFUSED_GRACE_MS = 1000;
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -66,9 +69,14 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
   /** Bytes received and not parsed yet. */
   #input: Uint8Array[] = [];
   #inputBytes = 0;
-  /** The message being received (fragments so far). */
-  #parts: Uint8Array[] = [];
+  /**
+   * The message being received: its fragments so far, copied into one
+   * buffer (grown up to `maxMessageBytes`), so a client sending many tiny
+   * or empty fragments holds no more memory than one message.
+   */
+  #parts: Uint8Array = new Uint8Array(0);
   #partsBytes = 0;
+  /** The opcode of the message being received (0: none). */
   #partsOp = 0;
   /** Nothing more is read (refused or closing). */
   #deaf = false;
@@ -80,6 +88,9 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
   #pinged = false;
   #idleTimer: ReturnType<typeof setInterval> | undefined;
   #paused = false;
+  /** A pong waits to be taken by the kernel; the ping to answer after it. */
+  #pongWaiting = false;
+  #nextPong: Uint8Array | undefined;
 
   constructor(options: FramedOptions) {
     super();
@@ -182,7 +193,7 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
     this.#write(CLOSE, payload);
   }
 
-  #write(op: number, payload: Uint8Array): void {
+  #write(op: number, payload: Uint8Array, done?: () => void): void {
     const s = this.#socket;
     if (!s || s.destroyed) return;
     const n = payload.length;
@@ -199,7 +210,27 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
       new DataView(frame.buffer).setBigUint64(2, BigInt(n));
     }
     frame.set(payload, head);
-    s.write(frame);
+    s.write(frame, done && (() => done()));
+  }
+
+  /**
+   * Answers a ping. One pong is buffered at a time: pings that come while
+   * it waits to be taken by the kernel are answered by one pong, for the
+   * latest of them (RFC 6455 5.5.3 allows it), so a client that sends pings
+   * and never reads cannot grow the server's buffer.
+   */
+  #pong(payload: Uint8Array): void {
+    if (this.#pongWaiting) {
+      this.#nextPong = payload;
+      return;
+    }
+    this.#pongWaiting = true;
+    this.#write(PONG, payload, () => {
+      this.#pongWaiting = false;
+      const next = this.#nextPong;
+      this.#nextPong = undefined;
+      if (next && this.readyState === OPEN) this.#pong(next);
+    });
   }
 
   /** Refuses the connection (a protocol error, a message too big). */
@@ -207,7 +238,7 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
     this.#deaf = true;
     this.#input = [];
     this.#inputBytes = 0;
-    this.#parts = [];
+    this.#dropMessage();
     this.#closeCode = code;
     this.#closeReason = reason;
     if (this.readyState === OPEN) this.readyState = CLOSING;
@@ -282,7 +313,7 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
         len = v > BigInt(Number.MAX_SAFE_INTEGER) ? Infinity : Number(v);
       }
       if (!control) {
-        if ((op === CONTINUATION) !== (this.#parts.length > 0)) {
+        if ((op === CONTINUATION) !== (this.#partsOp !== 0)) {
           return this.#refuse(1002, "Unexpected continuation");
         }
         // Refused from the header: the payload is never read.
@@ -307,7 +338,7 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
 
   #control(op: number, payload: Uint8Array): void {
     if (op === PING) {
-      if (this.readyState === OPEN) this.#write(PONG, payload);
+      if (this.readyState === OPEN) this.#pong(payload);
       return;
     }
     if (op !== CLOSE) return; // a pong: the client is there (noted on receive)
@@ -315,6 +346,10 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
     let code = 1005, reason = "";
     if (payload.length >= 2) {
       code = (payload[0] << 8) | payload[1];
+      // Codes a close frame may carry (RFC 6455 7.4): never 1005, 1006 or
+      // 1015 (they are not sent), nor an unassigned one; such a close
+      // would otherwise be echoed back.
+      if (!sendable(code)) return this.#refuse(1002, "Bad close code");
       try {
         reason = decoder.decode(payload.subarray(2));
       } catch {
@@ -326,21 +361,23 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
     this.#clean = true;
     this.#deaf = true;
     if (this.readyState === OPEN) this.readyState = CLOSING;
-    // Answer the close (echoing its code), then end the connection.
+    // Answer the close (echoing its code), then end the connection; a
+    // client that never ends its side is cut off (it holds a connection).
     this.#sendClose(code === 1005 ? 1000 : code, "");
     this.#socket?.end();
+    Deno.unrefTimer(setTimeout(() => this.terminate(), REFUSED_GRACE_MS));
   }
 
   #data(op: number, fin: boolean, payload: Uint8Array): void {
     if (op !== CONTINUATION) this.#partsOp = op;
-    this.#parts.push(payload);
-    this.#partsBytes += payload.length;
-    if (!fin) return;
-    const parts = this.#parts, kind = this.#partsOp;
-    const bytes = parts.length === 1 ? parts[0] : join(parts, this.#partsBytes);
-    this.#parts = [];
-    this.#partsBytes = 0;
-    this.#partsOp = 0;
+    let bytes = payload;
+    if (!fin || this.#partsBytes > 0) {
+      this.#append(payload);
+      if (!fin) return;
+      bytes = this.#parts.subarray(0, this.#partsBytes);
+    }
+    const kind = this.#partsOp;
+    this.#dropMessage();
     if (this.readyState !== OPEN) return;
     let data: string | ArrayBuffer;
     if (kind === TEXT) {
@@ -356,6 +393,29 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
       ) as ArrayBuffer;
     }
     this.#emit("message", new MessageEvent("message", { data }));
+  }
+
+  /** Adds a fragment to the message being received. */
+  #append(payload: Uint8Array): void {
+    const need = this.#partsBytes + payload.length;
+    if (need > this.#parts.length) {
+      const grown = new Uint8Array(
+        Math.min(
+          this.#options.maxMessageBytes,
+          Math.max(need, 2 * this.#parts.length, 256),
+        ),
+      );
+      grown.set(this.#parts.subarray(0, this.#partsBytes));
+      this.#parts = grown;
+    }
+    this.#parts.set(payload, this.#partsBytes);
+    this.#partsBytes = need;
+  }
+
+  #dropMessage(): void {
+    this.#parts = new Uint8Array(0);
+    this.#partsBytes = 0;
+    this.#partsOp = 0;
   }
 
   #checkIdle(idle: number): void {
@@ -376,7 +436,7 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
     this.readyState = CLOSED;
     clearInterval(this.#idleTimer);
     this.#input = [];
-    this.#parts = [];
+    this.#dropMessage();
     this.#emit(
       "close",
       new CloseEvent("close", {
@@ -388,12 +448,8 @@ export class FramedWebSocket extends EventTarget implements ServerSocket {
   }
 }
 
-function join(parts: Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+/** Whether a close frame may carry `code` (RFC 6455 7.4.1, 7.4.2; IANA). */
+function sendable(code: number): boolean {
+  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) ||
+    (code >= 3000 && code <= 4999);
 }

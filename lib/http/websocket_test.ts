@@ -9,6 +9,7 @@
 
 import assert from "node:assert/strict";
 import { listen, upgradeWebSocket } from "./server.ts";
+import type { ServerSocket } from "./websocket.ts";
 import {
   clientFrame,
   frameHead,
@@ -21,6 +22,10 @@ import {
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const enc = new TextEncoder();
 
+/** The sockets the echo server opened, and how many of them closed. */
+const opened: ServerSocket[] = [];
+let closedSockets = 0;
+
 /** Echo server: messages come back as `echo:<data>` (binary: its size). */
 function echoServer() {
   return listen((req) => {
@@ -29,6 +34,8 @@ function echoServer() {
       maxMessageBytes: 100,
       idleTimeout: new URL(req.url).pathname === "/idle" ? 0.2 : 30,
     });
+    opened.push(socket);
+    socket.addEventListener("close", () => closedSockets++);
     socket.onmessage = (e) =>
       socket.send(
         typeof e.data === "string"
@@ -65,6 +72,21 @@ function countServer(req: Request): Promise<Response> {
     }
   };
   return Promise.resolve(response);
+}
+
+function until(pred: () => boolean, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  return new Promise((resolve, reject) => {
+    const t = setInterval(() => {
+      if (pred()) {
+        clearInterval(t);
+        resolve();
+      } else if (Date.now() > deadline) {
+        clearInterval(t);
+        reject(new Error("Timed out"));
+      }
+    }, 5);
+  });
 }
 
 const closeCode = (end: RawEnd) =>
@@ -166,6 +188,28 @@ Deno.test("framed websocket: a raw client, frame by frame", opts, async (t) => {
         1002,
       ],
       ["a frame over the limit, from its header", [frameHead(101)], 1009],
+      // Found and fixed: these codes were echoed back (1006 and 1015 must
+      // never be sent in a close frame).
+      [
+        "a close with code 1006",
+        [clientFrame(8, new Uint8Array([3, 238]))],
+        1002,
+      ],
+      [
+        "a close with code 1015",
+        [clientFrame(8, new Uint8Array([3, 247]))],
+        1002,
+      ],
+      [
+        "a close with code 999",
+        [clientFrame(8, new Uint8Array([3, 231]))],
+        1002,
+      ],
+      [
+        "a close with code 5000",
+        [clientFrame(8, new Uint8Array([19, 136]))],
+        1002,
+      ],
       ["a 60 MiB frame, from its header", [frameHead(60 * 1024 * 1024)], 1009],
       [
         "fragments together over the limit",
@@ -206,6 +250,83 @@ Deno.test("framed websocket: a raw client, frame by frame", opts, async (t) => {
       assert.equal(end.ended, false, "still open after five idle periods");
       assert.ok(pongs >= 2, `${pongs} pings answered`);
     });
+
+    await t.step(
+      "found and fixed: a client that closes and never ends its side is cut off (its connection freed)",
+      async () => {
+        const ws = await rawUpgrade(url, "/ws");
+        await until(() => opened.length > 0 && opened.at(-1)!.readyState === 1);
+        const socket = opened.at(-1)!;
+        const before = closedSockets;
+        // The close handshake, then the TCP connection left open, unread.
+        await writeAll(ws.conn, clientFrame(8, new Uint8Array([3, 232])));
+        try {
+          await until(() => closedSockets > before, 10_000);
+          assert.equal(socket.readyState, 3);
+        } finally {
+          ws.conn.close();
+        }
+      },
+    );
+
+    await t.step(
+      "found and fixed: empty fragments hold no memory (one message's worth at most)",
+      async () => {
+        const ws = await rawUpgrade(url, "/ws");
+        const empty = clientFrame(0, new Uint8Array(0), { fin: false });
+        const burst = new Uint8Array(empty.length * 50_000);
+        for (let i = 0; i < 50_000; i++) burst.set(empty, i * empty.length);
+        await writeAll(
+          ws.conn,
+          clientFrame(1, enc.encode("a"), { fin: false }),
+        );
+        const heap = Deno.memoryUsage().heapUsed;
+        let grown = 0;
+        // 1.2 M empty continuation frames (7 MB sent): on main each was
+        // kept (~100 bytes of heap apiece).
+        for (let i = 0; i < 24; i++) {
+          await writeAll(ws.conn, burst);
+          grown = Math.max(grown, Deno.memoryUsage().heapUsed - heap);
+        }
+        await writeAll(ws.conn, clientFrame(0, enc.encode("b")));
+        const end = await readToEnd(
+          ws,
+          10_000,
+          1 << 20,
+          (e) => e.texts.length > 0,
+        );
+        grown = Math.max(grown, Deno.memoryUsage().heapUsed - heap);
+        assert.deepEqual(end.texts, ["echo:ab"], "the message arrives whole");
+        assert.ok(grown < 48 * 1024 * 1024, `heap grew by ${grown} bytes`);
+      },
+    );
+
+    await t.step(
+      "found and fixed: pings from a client that never reads buffer one pong at most",
+      async () => {
+        const ws = await rawUpgrade(url, "/ws");
+        await until(() => opened.length > 0 && opened.at(-1)!.readyState === 1);
+        const socket = opened.at(-1)!;
+        const ping = clientFrame(9, new Uint8Array(125).fill(7));
+        const burst = new Uint8Array(ping.length * 10_000);
+        for (let i = 0; i < 10_000; i++) burst.set(ping, i * ping.length);
+        let most = 0;
+        // 26 MB of pings, no byte read back (the kernel's buffers hold a
+        // few MB of pongs; on main the rest waited in the server's memory).
+        for (let i = 0; i < 20; i++) {
+          await writeAll(ws.conn, burst);
+          most = Math.max(most, socket.bufferedAmount);
+        }
+        // A message after the pings: once it is handled, so are they.
+        let handled = false;
+        socket.addEventListener("message", () => handled = true);
+        await writeAll(ws.conn, clientFrame(1, enc.encode("z")));
+        await until(() => handled, 20_000);
+        most = Math.max(most, socket.bufferedAmount);
+        ws.conn.close();
+        assert.ok(most < 64 * 1024, `${most} bytes waited to be sent`);
+      },
+    );
   } finally {
     await server.shutdown();
   }

@@ -15,7 +15,14 @@
  * kept, as long as they fit in `retainBytes` (each row stores its size: the
  * bytes of its bodies); a write that takes the log past a quarter of that
  * since the last prune prunes at once. The oldest row kept marks what can
- * still be resumed (ids only grow: pruning always keeps the newest row).
+ * still be resumed (ids only grow: pruning always keeps the newest row), and
+ * so does the prune mark: each prune stores, in its own transaction, the id
+ * it deleted below (`mb_meta` key `events_pruned_below`; on PostgreSQL a
+ * write committing late may leave an older row behind a prune). Every read
+ * returns the mark too, in the same statement: a read that finds ids
+ * missing below it says events were pruned before they were read
+ * (`LogRead.pruned`), so a reader behind a prune resets its clients instead
+ * of skipping those events silently.
  *
  * Reads are bounded by bytes as well as rows (`READ_BYTES`, at least one
  * event), and an event's bodies are parsed only when first used (an event
@@ -89,6 +96,22 @@ const COLUMNS = ["id", "entity", "entity_id", "record_id", "action", "at"]
 /** The stored schema version, read with the events (one lookup per statement). */
 const VERSION =
   `(SELECT "value" FROM "mb_meta" WHERE "key" = 'schema_version') AS "mb_schema"`;
+/** The `mb_meta` key of the prune mark: every id below it may have been deleted. */
+const PRUNED_KEY = "events_pruned_below";
+/** The prune mark, read with the events. */
+const PRUNED =
+  `(SELECT "value" FROM "mb_meta" WHERE "key" = '${PRUNED_KEY}') AS "mb_pruned"`;
+
+/** What a read of the log found. */
+export interface LogRead {
+  /** The events, oldest first. */
+  events: StoredEvent[];
+  /**
+   * Events after the read's start that it should have returned were pruned
+   * before it (they are gone): whoever was to get them must be reset.
+   */
+  pruned: boolean;
+}
 
 function isId(v: unknown): boolean {
   return v !== null && v !== undefined;
@@ -248,23 +271,35 @@ export class EventLog {
 
   /**
    * Events with `after < id <= upTo`, oldest first, at most `limit`, and
-   * at most `READ_BYTES` of bodies (at least one event).
+   * at most `READ_BYTES` of bodies (at least one event); `pruned` when
+   * some of them were pruned before the read (with `entities`: when any
+   * event after `after` was).
    */
   async read(
     after: number,
     upTo = Number.MAX_SAFE_INTEGER,
     limit = 500,
     entities?: readonly string[],
-  ): Promise<StoredEvent[]> {
+  ): Promise<LogRead> {
     const only = entities?.length
       ? ` AND "entity" IN (${entities.map(() => "?").join(", ")})`
       : "";
-    return await this.#events(
-      await this.#store.query(
-        this.#select(`"id" > ? AND "id" <= ?${only}`, limit),
-        [after, upTo, ...(entities ?? []), READ_BYTES],
-      ),
+    const rows = await this.#store.query(
+      this.#select(`"id" > ? AND "id" <= ?${only}`, limit),
+      [after, upTo, ...(entities ?? []), READ_BYTES],
     );
+    const events = await this.#events(rows);
+    let mark: number;
+    if (rows.length > 0) mark = pruneMark(rows[0]);
+    else if (upTo > after && upTo < Number.MAX_SAFE_INTEGER) {
+      // Nothing in a closed range: read the mark now (it only grows, and
+      // every id in the range was missing already).
+      mark = pruneMark(
+        (await this.#store.query(`SELECT ${PRUNED}`))[0] ?? {},
+      );
+    } else return { events, pruned: false };
+    const hole = entities?.length ? after + 1 : firstHole(after, events, upTo);
+    return { events, pruned: hole !== undefined && hole < mark };
   }
 
   /**
@@ -273,7 +308,7 @@ export class EventLog {
    * fit), with the stored schema version.
    */
   #select(where: string, limit: number): string {
-    return `SELECT ${COLUMNS}, ${VERSION} FROM (SELECT "id", SUM("size") OVER (ORDER BY "id") - "size" AS "before" FROM (SELECT "id", "size" FROM "mb_events" WHERE ${where} ORDER BY "id" LIMIT ${
+    return `SELECT ${COLUMNS}, ${VERSION}, ${PRUNED} FROM (SELECT "id", SUM("size") OVER (ORDER BY "id") - "size" AS "before" FROM (SELECT "id", "size" FROM "mb_events" WHERE ${where} ORDER BY "id" LIMIT ${
       Math.trunc(limit)
     }) AS "l") AS "w" JOIN "mb_events" AS "e" ON "e"."id" = "w"."id" WHERE "w"."before" < ? ORDER BY "e"."id"`;
   }
@@ -303,12 +338,13 @@ export class EventLog {
     after: number,
     limit = 500,
     wait = false,
-  ): Promise<{ events: StoredEvent[]; max: number } | undefined> {
+  ): Promise<(LogRead & { max: number }) | undefined> {
     if (!this.#pg) {
-      const events = await this.read(after, undefined, limit);
+      const { events, pruned } = await this.read(after, undefined, limit);
       const last = events.at(-1)?.id;
       return {
         events,
+        pruned,
         max: last === undefined || events.length === limit
           ? (await this.bounds()).max
           : last,
@@ -339,8 +375,11 @@ export class EventLog {
       // Every id up to the last row read is settled; past it only when all
       // rows up to `max` fit in this read.
       const last = events.at(-1)?.id;
+      const hole = firstHole(after, events, Number.MAX_SAFE_INTEGER);
       return {
         events,
+        pruned: hole !== undefined && got.rows.length > 0 &&
+          hole < pruneMark(got.rows[0]),
         max: last === undefined || events.length === limit ? got.max : last,
       };
     } catch (err) {
@@ -381,11 +420,13 @@ export class EventLog {
       ? ` AND "entity" IN (${entities.map(() => "?").join(", ")})`
       : "";
     const rows = await this.#store.query(
-      `SELECT COALESCE((SELECT MIN("id") FROM "mb_events"), 0) AS "min", (SELECT COALESCE(SUM("size"), 0) FROM "mb_events" WHERE "id" > ? AND "id" <= ?${only}) AS "bytes"`,
+      `SELECT COALESCE((SELECT MIN("id") FROM "mb_events"), 0) AS "min", (SELECT COALESCE(SUM("size"), 0) FROM "mb_events" WHERE "id" > ? AND "id" <= ?${only}) AS "bytes", ${PRUNED}`,
       [from, upTo, ...entities],
     );
     const min = Number(rows[0].min);
     if (!(min > 0 ? from >= min : from === 0)) return false;
+    // A row committed late may be older than what a prune deleted.
+    if (from + 1 < pruneMark(rows[0])) return false;
     return Number(rows[0].bytes) <= this.resumeBytes;
   }
 
@@ -425,8 +466,40 @@ export class EventLog {
     if (isId(fits)) below = Math.max(below, Number(fits));
     this.#kept = Number(b?.bytes ?? b?.newest ?? 0);
     if (below === 0) return 0;
-    return await this.#store.run(`DELETE FROM "mb_events" WHERE "id" < ?`, [
-      below,
-    ]);
+    // The mark with the rows it deleted: a reader sees both or neither.
+    return await this.#store.transaction(async (tx) => {
+      const n = await tx.run(`DELETE FROM "mb_events" WHERE "id" < ?`, [
+        below,
+      ]);
+      await tx.run(
+        `INSERT INTO "mb_meta" ("key", "value") VALUES ('${PRUNED_KEY}', ?) ON CONFLICT ("key") DO UPDATE SET "value" = "excluded"."value" WHERE CAST("mb_meta"."value" AS BIGINT) < CAST("excluded"."value" AS BIGINT)`,
+        [String(below)],
+      );
+      return n;
+    });
   }
+}
+
+/** The prune mark a row carries (0: nothing was ever pruned). */
+function pruneMark(row: Row): number {
+  const v = Number(row.mb_pruned ?? 0);
+  return Number.isFinite(v) ? v : 0;
+}
+
+/**
+ * The first id after `after` missing from `events` (read in id order, none
+ * left out between them), or undefined when none is known to be missing:
+ * for an empty read, `after + 1` when the range up to `upTo` held ids.
+ */
+function firstHole(
+  after: number,
+  events: readonly StoredEvent[],
+  upTo: number,
+): number | undefined {
+  let next = after + 1;
+  for (const ev of events) {
+    if (ev.id > next) return next;
+    next = ev.id + 1;
+  }
+  return events.length === 0 && upTo > after ? next : undefined;
 }

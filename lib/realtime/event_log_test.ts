@@ -73,11 +73,13 @@ for (const db of DATABASES) {
           );
         }
         await t.step("a read stops at its byte bound", async () => {
-          const first = await log.read(0);
+          const first = (await log.read(0)).events;
           assert(first.length > 0 && first.length < 6, `${first.length}`);
           assert((first.length - 1) * BIG < READ_BYTES);
           const all: StoredEvent[] = [...first];
-          while (all.length < 6) all.push(...await log.read(all.at(-1)!.id));
+          while (all.length < 6) {
+            all.push(...(await log.read(all.at(-1)!.id)).events);
+          }
           assertEquals(all.map((e) => e.id), ids);
           assertEquals(all.map((e) => e.record.id), ids.map((_, i) => `b${i}`));
         });
@@ -99,7 +101,7 @@ for (const db of DATABASES) {
           await store.run(
             `INSERT INTO "mb_events" ("entity", "entity_id", "record_id", "action", "at", "record") VALUES ('posts', 'posts', 'bad', 'create', 0, '{not json')`,
           );
-          const [ev] = await log.read(ids.at(-1)!);
+          const [ev] = (await log.read(ids.at(-1)!)).events;
           assertEquals(ev.recordId, "bad");
           let threw = false;
           try {

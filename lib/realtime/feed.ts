@@ -13,11 +13,16 @@
  *   gap in the ids may be a transaction still committing, so events after a
  *   gap wait; a gap that stays is settled by `EventLog.final`.
  *
+ * Events pruned before the feed read them (it lagged behind a prune by
+ * bytes, or another instance's) are never skipped silently: `lost` runs
+ * before the events after them are delivered (the hub resets its
+ * subscribers).
+ *
  * @module
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { EventLog, StoredEvent } from "./event_log.ts";
+import type { EventLog, LogRead, StoredEvent } from "./event_log.ts";
 
 /** How long a gap may stay before the feed settles it (ms). */
 const GAP_WAIT_MS = 40;
@@ -47,21 +52,25 @@ export class EventFeed {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #poll: ReturnType<typeof setInterval> | undefined;
   #onError: (err: unknown) => void;
+  readonly #lost: () => void;
 
   /**
    * `deliver` gets events in id order; `listening` tells whether
-   * notifications from other instances arrive (PostgreSQL).
+   * notifications from other instances arrive (PostgreSQL); `lost` runs
+   * when events after the position were pruned before they were read.
    */
   constructor(
     log: EventLog,
     deliver: (events: StoredEvent[]) => void,
     listening: () => boolean = () => false,
     onError: (err: unknown) => void = () => {},
+    lost: () => void = () => {},
   ) {
     this.#log = log;
     this.#deliver = deliver;
     this.#listening = listening;
     this.#onError = onError;
+    this.#lost = lost;
   }
 
   /**
@@ -161,7 +170,12 @@ export class EventFeed {
   async #step(): Promise<boolean> {
     if (!this.#log.concurrent) {
       if (this.#committed <= this.#cursor) return false;
-      const events = await this.#log.read(this.#cursor, this.#committed, BATCH);
+      const { events, pruned } = await this.#log.read(
+        this.#cursor,
+        this.#committed,
+        BATCH,
+      );
+      if (pruned) this.#lost();
       if (events.length === 0) {
         this.#cursor = this.#committed;
         return false;
@@ -171,7 +185,8 @@ export class EventFeed {
       // A read stops at BATCH rows or at its byte bound: read on.
       return last < this.#committed;
     }
-    const events = await this.#log.read(this.#cursor, undefined, BATCH);
+    // Only its run of ids right after the cursor is used: a gap waits.
+    const { events } = await this.#log.read(this.#cursor, undefined, BATCH);
     if (events.length === 0) return false;
     let n = 0;
     while (n < events.length && events[n].id === this.#cursor + n + 1) n++;
@@ -199,6 +214,7 @@ export class EventFeed {
     }
     this.#gapSince = 0;
     if (!this.#running) return false;
+    if (settled.pruned) this.#lost();
     if (settled.events.length === 0) {
       this.#cursor = Math.max(this.#cursor, settled.max);
       return false;
@@ -216,7 +232,7 @@ export class EventFeed {
     after: number,
     limit: number,
     ms: number,
-  ): Promise<{ events: StoredEvent[]; max: number }> {
+  ): Promise<LogRead & { max: number }> {
     const started = performance.now();
     for (let pause = 5;; pause = Math.min(pause * 2, 100)) {
       const spent = performance.now() - started;

@@ -105,13 +105,13 @@ export class Hub {
   /**
    * Registers a connection: 429 past a limit per token (guests: per
    * address), per user or per client address; 503 when streams hold
-   * their share of the connection cap.
+   * their share of the connection cap. `admitted`: the keys `admit`
+   * counted it under already (they are not counted again).
    */
-  join(sub: Subscriber): void {
+  join(sub: Subscriber, admitted: readonly string[] = []): void {
     const l = this.limits;
     const quotas: Quota[] = [
-      { key: "all", limit: l.maxStreams },
-      { key: `address:${sub.address}`, limit: l.maxPerAddress },
+      ...this.#connectionQuotas(sub.address),
       sub.claims
         ? { key: `token:${sub.claims.jti}`, limit: l.maxPerToken }
         : { key: `guest:${sub.address}`, limit: l.maxPerToken },
@@ -120,10 +120,36 @@ export class Hub {
       const { entity, id } = sub.auth;
       quotas.push({ key: `user:${entity}\0${id}`, limit: l.maxPerUser });
     }
+    const fresh = quotas.filter((q) => !admitted.includes(q.key));
+    const full = this.#counts.take(fresh);
+    if (full) throw refusal(full);
+    sub.counted = [...admitted, ...fresh.map((q) => q.key)];
+    this.subscribers.add(sub);
+  }
+
+  /**
+   * Counts a connection whose caller is not known yet (a WebSocket before
+   * its first message) under its client address and the streams in all,
+   * so unidentified connections cannot take the slots kept for requests:
+   * 429 or 503 as `join`. Returns the keys, for `join` (or `release`).
+   */
+  admit(address: string): string[] {
+    const quotas = this.#connectionQuotas(address);
     const full = this.#counts.take(quotas);
     if (full) throw refusal(full);
-    sub.counted = quotas.map((q) => q.key);
-    this.subscribers.add(sub);
+    return quotas.map((q) => q.key);
+  }
+
+  /** Uncounts what `admit` counted (the connection never joined). */
+  release(keys: readonly string[]): void {
+    this.#counts.give(keys);
+  }
+
+  #connectionQuotas(address: string): Quota[] {
+    return [
+      { key: "all", limit: this.limits.maxStreams },
+      { key: `address:${address}`, limit: this.limits.maxPerAddress },
+    ];
   }
 
   /** Forgets a connection. */
@@ -222,8 +248,19 @@ export class Hub {
     const only = new Set(topics.map((t) => t.key));
     const entities = [...new Set(topics.map((t) => t.entity))];
     let after = from;
+    let reset = false;
     while (!sub.closed && after < position) {
-      const events = await this.#log.read(after, position, 100, entities);
+      const { events, pruned } = await this.#log.read(
+        after,
+        position,
+        100,
+        entities,
+      );
+      // Pruned while it resumed: what is left is sent after a reset.
+      if (pruned && !reset && !sub.closed) {
+        reset = true;
+        sub.sink.ready([...sub.topics.keys()], true);
+      }
       if (events.length === 0) break;
       for (const ev of events) {
         // Paced by the client: nothing more while its queue is full.
@@ -233,6 +270,19 @@ export class Hub {
         sub.send(this.frameFor(sub, ev, only));
       }
       after = events[events.length - 1].id;
+    }
+  }
+
+  /**
+   * Events after the feed's position were pruned before it read them:
+   * every subscriber is reset now, one resuming once its replay is over
+   * (before the live events it holds).
+   */
+  lost(): void {
+    for (const sub of this.subscribers) {
+      if (sub.closed || sub.topics.size === 0) continue;
+      if (sub.pending) sub.resetDue = true;
+      else sub.sink.ready([...sub.topics.keys()], true);
     }
   }
 

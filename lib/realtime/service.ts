@@ -76,6 +76,7 @@ export class Realtime {
       (events) => this.hub.dispatch(events),
       env.listening,
       env.onError,
+      () => this.hub.lost(),
     );
     this.hub.feed = this.feed;
     this.#watchdog = new Watchdog(this.hub, {

@@ -52,6 +52,8 @@ export class Subscriber {
   lastId = 0;
   /** Resuming: live events wait here. */
   pending: StoredEvent[] | undefined;
+  /** Resuming: some live events were pruned unread; reset at `flush`. */
+  resetDue = false;
   closed = false;
   /** Serializes subscription changes (WebSocket messages). */
   chain: Promise<void> = Promise.resolve();
@@ -131,6 +133,10 @@ export class Subscriber {
     const queued = this.pending ?? [];
     this.pending = undefined;
     this.lastId = Math.max(this.lastId, upTo);
+    if (this.resetDue) {
+      this.resetDue = false;
+      this.sink.ready([...this.topics.keys()], true);
+    }
     for (const ev of queued) this.offer(ev, frame);
   }
 }
