@@ -388,7 +388,7 @@ export async function createCore(
         peers?.close();
         clock.close();
         clearInterval(pruner);
-        await apiKeys.close();
+        await apiKeys.settled();
         log.info("stopped");
         await log.close();
         logs.close();

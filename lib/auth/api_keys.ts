@@ -467,8 +467,8 @@ export class ApiKeys {
     write.finally(() => this.#pending.delete(write));
   }
 
-  /** Waits for the `last_used` writes in flight (before the storage closes). */
-  async close(): Promise<void> {
+  /** Resolves once the `last_used` writes in flight are done (before the storage closes). */
+  async settled(): Promise<void> {
     await Promise.all(this.#pending);
   }
 }
