@@ -482,7 +482,7 @@ forEachDb("api keys and impersonation", async (t, db) => {
     });
 
     await t.step("forged, altered and malformed keys → 401", async () => {
-      const { key, id } = await makeKey(s, f.admin, {
+      const { key } = await makeKey(s, f.admin, {
         entity: "members",
         user_id: f.alice,
       });
@@ -506,7 +506,6 @@ forEachDb("api keys and impersonation", async (t, db) => {
         await s.request("GET", "/api/v1/entities/notes", { token: key }),
         200,
       );
-      assert(id);
     });
 
     await t.step("an expired key → 401", async () => {
