@@ -74,11 +74,16 @@ export function isActiveType(type: string): boolean {
   return ACTIVE.test(type);
 }
 
-/** True when `type` matches one of `allowed` (`image/*` style wildcards allowed, SVG/HTML only by name). */
+/**
+ * True when `type` matches one of `allowed` (`image/*` style wildcards
+ * allowed, SVG/HTML only by name; case does not matter).
+ */
 export function typeAllowed(type: string, allowed: readonly string[]): boolean {
+  const t = type.toLowerCase();
   // Wildcards never admit types a browser would run (image/* does not admit SVG).
-  return allowed.some((a) =>
-    a === type ||
-    (a.endsWith("/*") && type.startsWith(a.slice(0, -1)) && !isActiveType(type))
-  );
+  return allowed.some((entry) => {
+    const a = entry.toLowerCase();
+    return a === t ||
+      (a.endsWith("/*") && t.startsWith(a.slice(0, -1)) && !isActiveType(t));
+  });
 }
