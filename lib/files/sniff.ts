@@ -65,9 +65,13 @@ export function sniff(head: Uint8Array): string {
   return "text/plain";
 }
 
-/** Types a browser would execute or render as a document: always served as attachments. */
+/**
+ * Types a browser would execute, render as a document or apply to a page
+ * (a stylesheet of the same origin can read a page through its selectors):
+ * always served as attachments.
+ */
 const ACTIVE =
-  /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|application\/xml|text\/xml|text\/javascript|application\/javascript)/;
+  /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|application\/xml|text\/xml|text\/javascript|application\/javascript|text\/css)/;
 
 /** True for content types a browser would run. */
 export function isActiveType(type: string): boolean {
