@@ -189,6 +189,8 @@ export async function createCore(
   let sync: InstanceSync | undefined;
   let dbClock: DbClock | undefined;
   let realtime: Realtime | undefined;
+  let logs: LogStore | undefined;
+  let pruner: ReturnType<typeof setInterval> | undefined;
   try {
     const notices: string[] = [];
     if (first) {
@@ -215,23 +217,25 @@ export async function createCore(
     logStorage = storage.dialect.name === "sqlite"
       ? new SqliteStorage(join(config.dataDir, "logs.db"))
       : await openLogConnection(config);
-    const logs = new LogStore(
+    const logStore = logs = new LogStore(
       logStorage,
       logStorage.dialect.name === "sqlite"
         ? join(config.dataDir, "logs.db")
         : undefined,
     );
-    await logs.init();
+    await logStore.init();
     const log = new Logger(
-      logs,
+      logStore,
       config.logLevel,
       config.quiet ? "off" : config.dev ? "pretty" : "json",
     );
     const prune = () =>
-      logs.prune(config.logRetentionDays, config.logMaxRows).catch(() => {});
+      logStore.prune(config.logRetentionDays, config.logMaxRows).catch(
+        () => {}, // the next round tries again
+      );
     const pruning = first && role === "server";
     if (pruning) await prune();
-    const pruner = pruning ? setInterval(prune, 60_000) : undefined;
+    pruner = pruning ? setInterval(prune, 60_000) : undefined;
     const helpers = new Map<string, (...args: unknown[]) => unknown>();
     // One time base for every instance on the database: its clock.
     const clock = dbClock = new DbClock(storage, config.clock);
@@ -366,7 +370,7 @@ export async function createCore(
       sync: instanceSync,
       files,
       log,
-      logs,
+      logs: logStore,
       realtime,
       helpers,
       records,
@@ -391,7 +395,7 @@ export async function createCore(
         await apiKeys.settled();
         log.info("stopped");
         await log.close();
-        logs.close();
+        logStore.close();
         await logStorage?.close();
         await storage.close();
       },
@@ -401,6 +405,9 @@ export async function createCore(
     await sync?.close();
     peers?.close();
     dbClock?.close();
+    // A start that failed leaves nothing running (the process could not exit).
+    clearInterval(pruner);
+    logs?.close();
     await logStorage?.close().catch(() => {});
     await storage.close().catch(() => {});
     throw err;
