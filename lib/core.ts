@@ -216,8 +216,13 @@ export async function createCore(
       config.logLevel,
       config.quiet ? "off" : config.dev ? "pretty" : "json",
     );
+    // A failed prune is retried a minute later; the operator sees each one.
     const prune = () =>
-      logs.prune(config.logRetentionDays, config.logMaxRows).catch(() => {});
+      logs.prune(config.logRetentionDays, config.logMaxRows).catch((err) =>
+        log.warn("cannot prune the logs", {
+          error: err instanceof Error ? err.message : String(err),
+        })
+      );
     const pruning = first && role === "server";
     if (pruning) await prune();
     const pruner = pruning ? setInterval(prune, 60_000) : undefined;
@@ -249,6 +254,7 @@ export async function createCore(
       storage,
       (expr, names) => ruleProblem(expr, new Set(helpers.keys()), names),
       entityEnv,
+      (message, data) => log.warn(message, data),
     );
     await schemas.load();
     for (const v of schemas.refusedViews()) {
@@ -370,6 +376,8 @@ export async function createCore(
     await sync?.close();
     peers?.close();
     dbClock?.close();
+    // Start-up failed: `err` is what the caller must see; a failure to
+    // close what was opened would only hide it.
     await logStorage?.close().catch(() => {});
     await storage.close().catch(() => {});
     throw err;

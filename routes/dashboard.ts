@@ -41,6 +41,7 @@ class DashboardFiles {
     let hit = this.#cache.get(file);
     if (!hit) {
       hit = Deno.readFile(new URL(`../dashboard/${file}`, import.meta.url))
+        // A file the build did not make: the route answers 404.
         .catch(() => undefined);
       this.#cache.set(file, hit);
     }

@@ -275,6 +275,8 @@ export class ExpressionRules implements RuleEngine {
         try {
           return test(ast, { ...record, auth }, this.#helpers);
         } catch {
+          // `test` answers false on an evaluation error already; a row that
+          // cannot even be read as a scope does not match either.
           return false;
         }
       },

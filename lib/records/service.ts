@@ -261,7 +261,7 @@ export class RecordService {
     try {
       d = authorize(entity, op, auth);
     } catch {
-      return false;
+      return false; // the rule mode denies this caller: the event is not shown
     }
     return d.kind === "allow" ||
       this.#rules.allows(d.expr, auth, EVENT_REQUEST, record);
