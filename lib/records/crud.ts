@@ -28,22 +28,17 @@ import {
 } from "./codec.ts";
 import { allFields } from "../schema/builtin.ts";
 import type { Where } from "./list_query.ts";
+import type { Access } from "./caller_access.ts";
 import type { CursorContext } from "./list_cursor.ts";
 import type { FusedWrite, RecordChange, SqlStatement } from "./changes.ts";
 import { updateStatement } from "./update_sql.ts";
 
-/** Hooks an operation may carry. */
-export interface OpOptions {
-  /** Only rows matching this condition are visible. */
-  where?: Where;
-  /** Rows that match `where` in SQL may still be rejected by this per-row test. */
-  keep?: (record: RecordData) => boolean | Promise<boolean>;
+/** What an operation may carry besides the caller's `Access`. */
+export interface OpOptions extends Access {
   /** The list `filter` parameter was already applied by the caller. */
   filtered?: boolean;
   /** Lists: the caller and key list cursors are sealed with (default: library). */
   cursor?: CursorContext;
-  /** Throws to refuse a write given the record as it would be stored (or, on delete, as it was). */
-  check?: (next: RecordData, tx: Queryable) => void | Promise<void>;
   /** Files uploaded with this write (field → stored names). */
   uploads?: Uploads;
   /** Filled by a write: stored names the record no longer references. */

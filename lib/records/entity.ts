@@ -24,7 +24,7 @@ import {
 } from "./crud.ts";
 import { listRecords, type ListResult } from "./list.ts";
 import { parseListOptions } from "./list_query.ts";
-import { both } from "./hooks.ts";
+import { both } from "./caller_access.ts";
 import { ExpressionRules } from "./rule_engine.ts";
 
 import { columnOf, tableOf } from "../schema/ddl.ts";
@@ -38,8 +38,8 @@ import type {
 
 import type { CallerAccess, EntityEnv } from "./entity_env.ts";
 import {
+  afterCommit,
   PROGRAM,
-  settle,
   type WriteHooks,
   writeHooks,
 } from "./entity_hooks.ts";
@@ -242,7 +242,7 @@ export class Entity {
       changed: journal?.changed,
       fuse: journal?.fuse,
     });
-    await settle(this.#base, hooks, () => {
+    await afterCommit(this.#base, hooks, () => {
       journal?.committed();
       return hooks?.after(rec);
     });
@@ -310,7 +310,7 @@ export class Entity {
     });
     if (!rec) return rec;
     newPassword ||= hooks?.passwordSet ?? false;
-    await settle(this.#base, hooks, async () => {
+    await afterCommit(this.#base, hooks, async () => {
       journal?.committed();
       await hooks?.after(rec);
       if (newPassword) {
@@ -344,7 +344,7 @@ export class Entity {
       },
     );
     if (!rec) return rec;
-    await settle(this.#base, hooks, async () => {
+    await afterCommit(this.#base, hooks, async () => {
       journal?.committed();
       await hooks?.after(rec);
       for (const d of deleted) {

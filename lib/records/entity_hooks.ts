@@ -133,7 +133,7 @@ async function recheck(
  * (this write joined it, nothing is committed yet), all of it waits for that
  * write instead.
  */
-export async function settle(
+export async function afterCommit(
   base: Storage,
   hooks: WriteHooks | undefined,
   work: () => Promise<void> | undefined,

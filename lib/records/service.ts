@@ -24,7 +24,7 @@ import { currentRequest, type RequestOrigin } from "../http/request_scope.ts";
 import type { RecordData } from "./codec.ts";
 import type { OpOptions } from "./crud.ts";
 import type { ListResult } from "./list.ts";
-import { both } from "./hooks.ts";
+import { both } from "./caller_access.ts";
 import { callerOf, type CursorKey } from "./list_cursor.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
@@ -103,7 +103,8 @@ export class RecordService {
     return e;
   }
 
-  #hooks(
+  /** What `auth` may see and write through `op` (throws a denial). */
+  #access(
     entity: Entity,
     op: Operation,
     auth: AuthValue,
@@ -113,7 +114,7 @@ export class RecordService {
     const d = authorize(entity, op, auth);
     return d.kind === "allow"
       ? { caller: auth }
-      : { ...this.#rules.hooks(entity, op, d.expr, auth, req), caller: auth };
+      : { ...this.#rules.access(entity, op, d.expr, auth, req), caller: auth };
   }
 
   /**
@@ -224,7 +225,7 @@ export class RecordService {
     req: RuleRequest,
   ): Promise<ListResult> {
     const cursor = { key: this.#cursorKey, caller: callerOf(auth) };
-    const hooks = this.#hooks(entity, "list", auth, req);
+    const hooks = this.#access(entity, "list", auth, req);
     if (hooks.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
     const filter = query.get("filter");
     if (filter === null || filter.trim() === "") {
@@ -275,7 +276,7 @@ export class RecordService {
     req: RuleRequest,
   ): Promise<RecordData> {
     return await this.#read(entity, async (e) => {
-      const rec = await e.read(id, this.#hooks(e, "get", auth, req));
+      const rec = await e.read(id, this.#access(e, "get", auth, req));
       if (!rec) throw notFound(e);
       return rec;
     });
@@ -319,7 +320,7 @@ export class RecordService {
     let headers = admitted?.headers;
     try {
       entity = await this.#writing(entity, write);
-      const hooks = this.#hooks(entity, "add", auth, req);
+      const hooks = this.#access(entity, "add", auth, req);
       if (!admitted) headers = await this.#checks.signup(entity, auth, origin);
       return await entity.create(writable(entity, write.body, auth), {
         ...hooks,
@@ -356,7 +357,7 @@ export class RecordService {
         // Rules see the body without `oldPassword`.
         if (body !== write.body) req = withBody(req, body);
       }
-      const hooks = this.#hooks(entity, "update", auth, req);
+      const hooks = this.#access(entity, "update", auth, req);
       rec = await entity.update(id, writable(entity, body, auth), {
         ...hooks,
         uploads: write.uploads,
@@ -382,7 +383,7 @@ export class RecordService {
     entity = await this.#writing(entity);
     const rec = await entity.remove(
       id,
-      this.#hooks(entity, "delete", auth, req),
+      this.#access(entity, "delete", auth, req),
     );
     if (!rec) throw notFound(entity);
     return rec;
