@@ -15,16 +15,13 @@ import {
 } from "./codec.ts";
 import { allFields } from "../schema/builtin.ts";
 import { deleteRecord } from "./delete.ts";
-import {
-  insertRecord,
-  type OpOptions,
-  readRow,
-  type RefsOf,
-  updateRecord,
-} from "./crud.ts";
+import { insertRecord, readRow, type RefsOf, updateRecord } from "./crud.ts";
 import { listRecords, type ListResult } from "./list.ts";
 import { parseListOptions } from "./list_query.ts";
-import { both } from "./caller_access.ts";
+import { type Access, both } from "./caller_access.ts";
+import type { Uploads } from "./file_values.ts";
+import type { CursorContext } from "./list_cursor.ts";
+import type { AuthValue } from "../caller.ts";
 import { ExpressionRules } from "./rule_engine.ts";
 
 import { columnOf, tableOf } from "../schema/ddl.ts";
@@ -49,6 +46,36 @@ import { current } from "./write_scope.ts";
 import { assertWritable } from "./access.ts";
 
 const libraryRules = new ExpressionRules();
+
+/** A read: as a caller (`as`, by the entity's rules), or within `access`. */
+export interface ReadOptions {
+  /** Run as this caller, under the entity's rules, as the HTTP API would. */
+  as?: AuthValue;
+  /** What the caller may see (none: every record). */
+  access?: Access;
+}
+
+/** A list: `ReadOptions`, and how its cursors are sealed. */
+export interface ListAccess extends ReadOptions {
+  /** The list `filter` parameter is applied in `access` already. */
+  filtered?: boolean;
+  /** The caller and key list cursors are sealed with (default: library). */
+  cursor?: CursorContext;
+}
+
+/** A create, update or delete. */
+export interface WriteOptions extends ReadOptions {
+  /** Files uploaded with this write (field → stored names). */
+  uploads?: Uploads;
+  /**
+   * The caller of the write: record hooks see it as `e.auth` (default: the
+   * program itself, as admin), and when it changes its own password its own
+   * session stays valid (unless `keepSession` names another).
+   */
+  caller?: AuthValue;
+  /** Update of a password: the session (token id) that stays valid. */
+  keepSession?: string;
+}
 
 /**
  * An entity (table) with its schema and record operations.
@@ -227,21 +254,23 @@ export class Entity {
    */
   async create(
     data: Record<string, unknown>,
-    opts?: OpOptions,
+    opts: WriteOptions = {},
   ): Promise<RecordData> {
-    if (opts?.as) return await this.#access().create(this.name, data, opts.as);
+    if (opts.as) return await this.#access().create(this.name, data, opts.as);
     assertWritable(this, "add");
     // The caller default ("@auth") is set here, before the add rule runs.
-    const values = checkInput(this.#schema, data, "create", opts?.caller);
+    const values = checkInput(this.#schema, data, "create", opts.caller);
     await this.#hash(values);
-    const hooks = this.#hooks("Create", opts, values);
+    const hooks = this.#hooks("Create", opts.caller, values);
     const journal = this.#journal();
-    const rec = await insertRecord(this.#store, this.#schema, values, {
-      ...opts,
-      before: hooks?.before ?? opts?.before,
-      changed: journal?.changed,
-      fuse: journal?.fuse,
-    });
+    const rec = await insertRecord(
+      this.#store,
+      this.#schema,
+      values,
+      opts.access,
+      opts.uploads,
+      { before: hooks?.before, changed: journal?.changed, fuse: journal?.fuse },
+    );
     await afterCommit(this.#base, hooks, () => {
       journal?.committed();
       return hooks?.after(rec);
@@ -251,25 +280,34 @@ export class Entity {
   /** Lists records; `query` takes the list parameters of the records API. */
   async list(
     query: URLSearchParams | string = "",
-    opts?: OpOptions,
+    opts: ListAccess = {},
   ): Promise<ListResult> {
     const q = typeof query === "string" ? new URLSearchParams(query) : query;
-    if (opts?.as) return await this.#access().list(this.name, q, opts.as);
+    if (opts.as) return await this.#access().list(this.name, q, opts.as);
     const options = parseListOptions(this.#schema, q);
-    let hooks = opts ?? {};
-    if (options.filter !== undefined && !hooks.filtered) {
+    let access = opts.access ?? {};
+    if (options.filter !== undefined && !opts.filtered) {
       // Library callers: the filter runs as an admin would run it.
       const req = { body: {}, query: Object.fromEntries(q), method: "GET" };
-      hooks = both(
-        hooks,
+      access = both(
+        access,
         libraryRules.filter(this, options.filter, PROGRAM, req),
       );
     }
-    return await listRecords(this.#store, this.#schema, options, hooks);
+    return await listRecords(
+      this.#store,
+      this.#schema,
+      options,
+      access,
+      opts.cursor,
+    );
   }
   /** Reads a record by id; undefined when it does not exist. */
-  async read(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
-    if (opts?.as) {
+  async read(
+    id: string,
+    opts: ReadOptions = {},
+  ): Promise<RecordData | undefined> {
+    if (opts.as) {
       return await this.#access().get(this.name, id, opts.as).catch((err) => {
         if (err instanceof MoonbaseError && err.code === "not_found") {
           return undefined;
@@ -277,10 +315,11 @@ export class Entity {
         throw err;
       });
     }
-    const row = await readRow(this.#store, this.#schema, id, opts?.where);
+    const { where, keep } = opts.access ?? {};
+    const row = await readRow(this.#store, this.#schema, id, where);
     if (!row) return undefined;
     const record = decodeRow(this.#schema, row, this.#store.dialect);
-    if (opts?.keep && !(await opts.keep(record))) return undefined;
+    if (keep && !(await keep(record))) return undefined;
     return record;
   }
   /**
@@ -291,59 +330,63 @@ export class Entity {
   async update(
     id: string,
     data: Record<string, unknown>,
-    opts?: OpOptions,
+    opts: WriteOptions = {},
   ): Promise<RecordData | undefined> {
-    if (opts?.as) {
+    if (opts.as) {
       return await this.#access().update(this.name, id, data, opts.as);
     }
     assertWritable(this, "update");
     const values = checkInput(this.#schema, data, "update");
     let newPassword = await this.#hash(values);
-    const removed: string[] = [];
-    const hooks = this.#hooks("Update", opts, values);
+    const hooks = this.#hooks("Update", opts.caller, values);
     const journal = this.#journal();
-    const rec = await updateRecord(this.#store, this.#schema, id, values, {
-      ...opts,
-      before: hooks?.before ?? opts?.before,
-      removedFiles: removed,
-      changed: journal?.changed,
-    });
-    if (!rec) return rec;
+    const updated = await updateRecord(
+      this.#store,
+      this.#schema,
+      id,
+      values,
+      opts.access,
+      opts.uploads,
+      { before: hooks?.before, changed: journal?.changed },
+    );
+    if (!updated) return undefined;
+    const { record: rec, removedFiles } = updated;
     newPassword ||= hooks?.passwordSet ?? false;
     await afterCommit(this.#base, hooks, async () => {
       journal?.committed();
       await hooks?.after(rec);
       if (newPassword) {
         // The one place a password change ends the user's other sessions.
-        const own = opts?.caller?.entity === this.name &&
+        const own = opts.caller?.entity === this.name &&
           opts.caller.id === id;
-        const keep = opts?.keepSession ?? (own ? opts?.caller?.session : "");
+        const keep = opts.keepSession ?? (own ? opts.caller?.session : "");
         await this.#env.passwordChanged(this.name, id, keep ?? "");
       }
-      if (removed.length > 0) await this.#env.files?.remove(this.id, removed);
+      if (removedFiles.length > 0) {
+        await this.#env.files?.remove(this.id, removedFiles);
+      }
     });
     return rec;
   }
   /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
-  async remove(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
-    if (opts?.as) return await this.#access().remove(this.name, id, opts.as);
+  async remove(
+    id: string,
+    opts: WriteOptions = {},
+  ): Promise<RecordData | undefined> {
+    if (opts.as) return await this.#access().remove(this.name, id, opts.as);
     assertWritable(this, "delete");
-    const deleted: { schema: EntitySchema; record: RecordData }[] = [];
-    const hooks = this.#hooks("Delete", opts, undefined);
+    const hooks = this.#hooks("Delete", opts.caller, undefined);
     const journal = this.#journal();
-    const rec = await deleteRecord(
+    const gone = await deleteRecord(
       this.#store,
       this.#schema,
       id,
       this.#refsOf,
-      {
-        ...opts,
-        before: hooks?.before ?? opts?.before,
-        deleted,
-        changed: journal?.changed,
-      },
+      opts.access,
+      { before: hooks?.before, changed: journal?.changed },
     );
-    if (!rec) return rec;
+    if (!gone) return undefined;
+    const { record: rec, deleted } = gone;
     await afterCommit(this.#base, hooks, async () => {
       journal?.committed();
       await hooks?.after(rec);
@@ -359,7 +402,7 @@ export class Entity {
 
   #hooks(
     op: "Create" | "Update" | "Delete",
-    opts: OpOptions | undefined,
+    caller: AuthValue | undefined,
     values: CheckedInput | undefined,
   ): WriteHooks | undefined {
     return writeHooks(
@@ -367,7 +410,7 @@ export class Entity {
       this.#env,
       this.#base,
       op,
-      opts,
+      caller,
       values,
       (v) => this.#hash(v),
     );

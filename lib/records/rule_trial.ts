@@ -235,8 +235,7 @@ export async function runTrial(
       }
     } else if (readsRows) {
       const seen = await t.entity.read(id, {
-        where: access.where,
-        keep: access.keep,
+        access: { where: access.where, keep: access.keep },
       });
       if (!seen) {
         item.allowed = false;

@@ -22,9 +22,8 @@ import type { AccountChecks } from "./write_checks.ts";
 import { currentRequest, type RequestOrigin } from "../http/request_scope.ts";
 
 import type { RecordData } from "./codec.ts";
-import type { OpOptions } from "./crud.ts";
 import type { ListResult } from "./list.ts";
-import { both } from "./caller_access.ts";
+import { type Access, both } from "./caller_access.ts";
 import { callerOf, type CursorKey } from "./list_cursor.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
@@ -109,12 +108,12 @@ export class RecordService {
     op: Operation,
     auth: AuthValue,
     req: RuleRequest,
-  ): OpOptions {
+  ): Access {
     assertWritable(entity, op);
     const d = authorize(entity, op, auth);
     return d.kind === "allow"
-      ? { caller: auth }
-      : { ...this.#rules.access(entity, op, d.expr, auth, req), caller: auth };
+      ? {}
+      : this.#rules.access(entity, op, d.expr, auth, req);
   }
 
   /**
@@ -225,21 +224,21 @@ export class RecordService {
     req: RuleRequest,
   ): Promise<ListResult> {
     const cursor = { key: this.#cursorKey, caller: callerOf(auth) };
-    const hooks = this.#access(entity, "list", auth, req);
-    if (hooks.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
+    const access = this.#access(entity, "list", auth, req);
+    if (access.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
     const filter = query.get("filter");
     if (filter === null || filter.trim() === "") {
-      return entity.list(query, { ...hooks, cursor });
+      return entity.list(query, { access, cursor });
     }
     // Under a per-row rule the filter runs per row too, after the rule: a
     // filter in SQL would choose which hidden rows use up the scan budget
     // (has_more, count's 400), an oracle on the values of hidden rows.
-    const perRow = hooks.keep !== undefined;
+    const perRow = access.keep !== undefined;
     const filtered = both(
-      hooks,
+      access,
       this.#rules.filter(entity, filter, auth, req, perRow),
     );
-    return entity.list(query, { ...filtered, filtered: true, cursor });
+    return entity.list(query, { access: filtered, filtered: true, cursor });
   }
 
   /**
@@ -276,7 +275,9 @@ export class RecordService {
     req: RuleRequest,
   ): Promise<RecordData> {
     return await this.#read(entity, async (e) => {
-      const rec = await e.read(id, this.#access(e, "get", auth, req));
+      const rec = await e.read(id, {
+        access: this.#access(e, "get", auth, req),
+      });
       if (!rec) throw notFound(e);
       return rec;
     });
@@ -320,10 +321,11 @@ export class RecordService {
     let headers = admitted?.headers;
     try {
       entity = await this.#writing(entity, write);
-      const hooks = this.#access(entity, "add", auth, req);
+      const access = this.#access(entity, "add", auth, req);
       if (!admitted) headers = await this.#checks.signup(entity, auth, origin);
       return await entity.create(writable(entity, write.body, auth), {
-        ...hooks,
+        access,
+        caller: auth,
         uploads: write.uploads,
       });
     } catch (err) {
@@ -357,9 +359,10 @@ export class RecordService {
         // Rules see the body without `oldPassword`.
         if (body !== write.body) req = withBody(req, body);
       }
-      const hooks = this.#access(entity, "update", auth, req);
+      const access = this.#access(entity, "update", auth, req);
       rec = await entity.update(id, writable(entity, body, auth), {
-        ...hooks,
+        access,
+        caller: auth,
         uploads: write.uploads,
       });
     } catch (err) {
@@ -381,10 +384,10 @@ export class RecordService {
     req: RuleRequest,
   ): Promise<RecordData> {
     entity = await this.#writing(entity);
-    const rec = await entity.remove(
-      id,
-      this.#access(entity, "delete", auth, req),
-    );
+    const rec = await entity.remove(id, {
+      access: this.#access(entity, "delete", auth, req),
+      caller: auth,
+    });
     if (!rec) throw notFound(entity);
     return rec;
   }
