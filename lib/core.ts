@@ -44,6 +44,8 @@ import { ruleProblem } from "./rules/check.ts";
 import { RecordService } from "./records/service.ts";
 import { ExpressionRules } from "./records/rule_engine.ts";
 import type { EntityEnv } from "./records/entity_env.ts";
+import { RecordHooks } from "./records/events.ts";
+import { JournalRelay } from "./records/changes.ts";
 import type { HttpExtensions } from "./http/middleware.ts";
 import type { RuleHelpers } from "./rules/evaluate.ts";
 import { EVENTS_CHANNEL, Realtime } from "./realtime/service.ts";
@@ -79,8 +81,8 @@ export interface Core {
   readonly helpers: Map<string, (...args: unknown[]) => unknown>;
   /** Rule-checked record operations (the records API, `{ as }` calls). */
   readonly records: RecordService;
-  /** What entities need from above; its `events` are the scripts' record hooks. */
-  readonly entityEnv: EntityEnv;
+  /** The scripts' record hooks (entities hold it; a reload replaces its generation). */
+  readonly hooks: RecordHooks;
   /** Routes and middleware of the extension scripts (replaced on reload). */
   extensions: HttpExtensions<Core> | undefined;
   readonly logs: LogStore;
@@ -238,8 +240,16 @@ export async function createCore(
       ? new AnnouncedRevocations(storage, clock.now, peers)
       : new Revocations(storage, clock.now);
     await revocations.start();
+    const hooks = new RecordHooks();
+    // Realtime reads the registry and the registry's entities write to its
+    // journal: the env holds a relay, bound below before anything is served.
+    const journal = config.realtime
+      ? new JournalRelay(storage.dialect.name === "postgres")
+      : undefined;
     const entityEnv: EntityEnv = {
       files,
+      hooks,
+      changes: journal,
       hashPassword,
       passwordChanged: (entity, id, keep) =>
         revocations.revokeUser(entity, id, keep),
@@ -318,9 +328,7 @@ export async function createCore(
           }),
       });
       await rt.start();
-      entityEnv.changes = peers
-        ? announcedJournal(rt.journal, peers)
-        : rt.journal;
+      journal?.bind(peers ? announcedJournal(rt.journal, peers) : rt.journal);
       // Another isolate's commit: on SQLite every id up to it is final.
       peers?.onEvents((position) => rt.feed.committed(position));
       instanceSync.on(EVENTS_CHANNEL, () => rt.notified());
@@ -346,7 +354,7 @@ export async function createCore(
       realtime,
       helpers,
       records,
-      entityEnv,
+      hooks,
       extensions: undefined,
       startedAt: Date.now(),
       now: clock.now,

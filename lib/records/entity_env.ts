@@ -9,7 +9,7 @@
 
 import type { AuthValue } from "../caller.ts";
 import type { RecordData } from "./codec.ts";
-import type { HookFailure, RecordEvents } from "./events.ts";
+import type { HookFailure, RecordHooks } from "./events.ts";
 import type { ListResult } from "./list.ts";
 import type { ChangeJournal } from "./changes.ts";
 
@@ -49,10 +49,14 @@ export interface CallerAccess {
   remove(name: string, id: string, as: AuthValue): Promise<RecordData>;
 }
 
-/** The services an entity calls outside the records layer. */
+/**
+ * The services an entity calls outside the records layer: fixed when the
+ * app builds the registry, the same object for the life of the app (script
+ * reloads change the generation `hooks` hands out, never a field here).
+ */
 export interface EntityEnv {
   /** Where uploaded files live (none: records have no files to remove). */
-  files?: FileCleaner;
+  readonly files?: FileCleaner;
   /** Hashes the new password of an auth entity's user before it is stored. */
   hashPassword(plain: string): Promise<string>;
   /**
@@ -60,12 +64,12 @@ export interface EntityEnv {
    * session of that user except `keep` (a session id, "" for none).
    */
   passwordChanged(entity: string, userId: string, keep: string): Promise<void>;
-  /** Hooks of extension scripts on record writes (none: no hooks). */
-  events?: RecordEvents;
+  /** Hooks of extension scripts on record writes. */
+  readonly hooks: RecordHooks;
   /** Reports an after-hook that threw (the write stands). */
-  hookFailed?: HookFailure;
+  readonly hookFailed: HookFailure;
   /** Runs operations as a caller (set once the record service exists). */
   access?: CallerAccess;
   /** Where record changes go for realtime subscribers (none: not kept). */
-  changes?: ChangeJournal;
+  readonly changes?: ChangeJournal;
 }

@@ -55,12 +55,12 @@ export function writeHooks(
   values: CheckedInput | undefined,
   hash: (values: CheckedInput) => Promise<boolean>,
 ): WriteHooks | undefined {
-  const events = env.events;
+  const events = env.hooks.current();
   const beforeName = `before${op}` as RecordEventName;
   const afterName = `after${op}` as RecordEventName;
-  const hasBefore = events?.has(beforeName, schema.name) ?? false;
-  const hasAfter = events?.has(afterName, schema.name) ?? false;
-  if (!events || (!hasBefore && !hasAfter)) return undefined;
+  const hasBefore = events.has(beforeName, schema.name);
+  const hasAfter = events.has(afterName, schema.name);
+  if (!hasBefore && !hasAfter) return undefined;
   const auth = caller ?? PROGRAM;
   let previous: RecordData | undefined;
   const scope = new WriteScope(db);
@@ -94,7 +94,7 @@ export function writeHooks(
         previous,
         auth,
         db,
-      }, env.hookFailed ?? (() => {}));
+      }, env.hookFailed);
     },
   };
   return out;
