@@ -43,7 +43,7 @@ import { LogStore } from "./logs/store.ts";
 import { ruleProblem } from "./rules/check.ts";
 import { RecordService } from "./records/service.ts";
 import { ExpressionRules } from "./records/rule_engine.ts";
-import type { EntityEnv } from "./records/entity_env.ts";
+import { CallerRelay, type EntityEnv } from "./records/entity_env.ts";
 import { RecordHooks } from "./records/events.ts";
 import { JournalRelay } from "./records/changes.ts";
 import type { HttpExtensions } from "./http/middleware.ts";
@@ -246,10 +246,14 @@ export async function createCore(
     const journal = config.realtime
       ? new JournalRelay(storage.dialect.name === "postgres")
       : undefined;
+    // The record service reads the registry whose entities act `{ as }`
+    // through it: bound below, once it exists.
+    const callers = new CallerRelay();
     const entityEnv: EntityEnv = {
       files,
       hooks,
       changes: journal,
+      callers,
       hashPassword,
       passwordChanged: (entity, id, keep) =>
         revocations.revokeUser(entity, id, keep),
@@ -304,7 +308,7 @@ export async function createCore(
       cursorKey,
       accountChecks(limiter, log),
     );
-    entityEnv.access = records.asCaller();
+    callers.bind(records.asCaller());
     if (config.realtime) {
       const rt = realtime = new Realtime({
         storage,

@@ -21,7 +21,7 @@ export async function removeAdmin(
   admins: Entity,
   id: string,
 ): Promise<boolean> {
-  const removed = await admins.remove(id, {
+  const removed = await admins.records.remove(id, {
     access: {
       check: async (_record, tx) => {
         const rows = await tx.query(

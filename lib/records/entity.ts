@@ -1,29 +1,20 @@
 /**
- * An entity: accessors over its schema plus record
- * operations that bypass access rules (for programs embedding Moonbase).
+ * An entity as programs and the rest of Moonbase see it: accessors over its
+ * schema, and the one facade of its record operations — as the program
+ * (below any rule: `records`, lib/records/entity_records.ts) or, with
+ * `{ as }`, as a caller through the record service (`EntityEnv.callers`),
+ * which runs the rule and then `records` itself, never `Entity` again.
  *
  * @module
  */
 
 import type { Dialect, Storage } from "../db/storage.ts";
 import { MoonbaseError } from "../errors.ts";
-import {
-  type CheckedInput,
-  checkInput,
-  decodeRow,
-  type RecordData,
-} from "./codec.ts";
+import { decodeRow, type RecordData } from "./codec.ts";
 import { allFields } from "../schema/builtin.ts";
-import { deleteRecord } from "./delete.ts";
-import { insertRecord, readRow, type RefsOf, updateRecord } from "./crud.ts";
-import { listRecords, type ListResult } from "./list.ts";
-import { parseListOptions } from "./list_query.ts";
-import { type Access, both } from "./caller_access.ts";
-import type { Uploads } from "./file_values.ts";
-import type { CursorContext } from "./list_cursor.ts";
+import { readRow, type RefsOf } from "./crud.ts";
+import type { ListResult } from "./list.ts";
 import type { AuthValue } from "../caller.ts";
-import { ExpressionRules } from "./rule_engine.ts";
-
 import { columnOf, tableOf } from "../schema/ddl.ts";
 import type {
   EntitySchema,
@@ -32,44 +23,21 @@ import type {
   Rule,
   Rules,
 } from "../schema/types.ts";
-
-import type { CallerAccess, EntityEnv } from "./entity_env.ts";
-import {
-  afterCommit,
-  PROGRAM,
-  type WriteHooks,
-  writeHooks,
-} from "./entity_hooks.ts";
-import { fileNames } from "./file_values.ts";
-import { type WriteJournal, writeJournal } from "./changes.ts";
+import type { EntityEnv } from "./entity_env.ts";
 import { current } from "./write_scope.ts";
-import { assertWritable } from "./access.ts";
+import { EntityRecords } from "./entity_records.ts";
 
-const libraryRules = new ExpressionRules();
-
-/** A read: as a caller (`as`, by the entity's rules), or within `access`. */
-export interface ReadOptions {
+/** A library read: as the program, or as a caller (`as`, by the entity's rules). */
+export interface LibraryRead {
   /** Run as this caller, under the entity's rules, as the HTTP API would. */
   as?: AuthValue;
-  /** What the caller may see (none: every record). */
-  access?: Access;
 }
 
-/** A list: `ReadOptions`, and how its cursors are sealed. */
-export interface ListAccess extends ReadOptions {
-  /** The list `filter` parameter is applied in `access` already. */
-  filtered?: boolean;
-  /** The caller and key list cursors are sealed with (default: library). */
-  cursor?: CursorContext;
-}
-
-/** A create, update or delete. */
-export interface WriteOptions extends ReadOptions {
-  /** Files uploaded with this write (field → stored names). */
-  uploads?: Uploads;
+/** A library write (`as`: by the entity's rules, as the HTTP API would). */
+export interface LibraryWrite extends LibraryRead {
   /**
-   * The caller of the write: record hooks see it as `e.auth` (default: the
-   * program itself, as admin), and when it changes its own password its own
+   * Without `as`: the caller record hooks see as `e.auth` (default: the
+   * program itself, as admin); when it changes its own password, its own
    * session stays valid (unless `keepSession` names another).
    */
   caller?: AuthValue;
@@ -98,8 +66,9 @@ export interface WriteOptions extends ReadOptions {
 export class Entity {
   readonly #schema: EntitySchema;
   readonly #base: Storage;
-  readonly #refsOf: RefsOf;
   readonly #env: EntityEnv;
+  /** The record operations below any rule (what the record service runs). */
+  readonly records: EntityRecords;
   readonly #rules: Readonly<Rules>;
   readonly #fields: FieldDef[];
 
@@ -113,7 +82,7 @@ export class Entity {
     this.#env = env;
     this.#schema = schema;
     this.#base = store;
-    this.#refsOf = refsOf;
+    this.records = new EntityRecords(this, schema, store, refsOf, env);
     this.#rules = deepFreeze(structuredClone(schema.rules));
     this.#fields = schema.type === "view"
       ? [...schema.fields]
@@ -252,191 +221,59 @@ export class Entity {
    * Creates a record: no access rules, or those of `opts.as` (then as the
    * HTTP API would for that caller). Record hooks run either way.
    */
-  async create(
+  create(
     data: Record<string, unknown>,
-    opts: WriteOptions = {},
+    opts: LibraryWrite = {},
   ): Promise<RecordData> {
-    if (opts.as) return await this.#access().create(this.name, data, opts.as);
-    assertWritable(this, "add");
-    // The caller default ("@auth") is set here, before the add rule runs.
-    const values = checkInput(this.#schema, data, "create", opts.caller);
-    await this.#hash(values);
-    const hooks = this.#hooks("Create", opts.caller, values);
-    const journal = this.#journal();
-    const rec = await insertRecord(
-      this.#store,
-      this.#schema,
-      values,
-      opts.access,
-      opts.uploads,
-      { before: hooks?.before, changed: journal?.changed, fuse: journal?.fuse },
-    );
-    await afterCommit(this.#base, hooks, () => {
-      journal?.committed();
-      return hooks?.after(rec);
-    });
-    return rec;
+    const { as, ...write } = opts;
+    return as
+      ? this.#env.callers.create(this.name, data, as)
+      : this.records.create(data, write);
   }
   /** Lists records; `query` takes the list parameters of the records API. */
-  async list(
+  list(
     query: URLSearchParams | string = "",
-    opts: ListAccess = {},
+    opts: LibraryRead = {},
   ): Promise<ListResult> {
     const q = typeof query === "string" ? new URLSearchParams(query) : query;
-    if (opts.as) return await this.#access().list(this.name, q, opts.as);
-    const options = parseListOptions(this.#schema, q);
-    let access = opts.access ?? {};
-    if (options.filter !== undefined && !opts.filtered) {
-      // Library callers: the filter runs as an admin would run it.
-      const req = { body: {}, query: Object.fromEntries(q), method: "GET" };
-      access = both(
-        access,
-        libraryRules.filter(this, options.filter, PROGRAM, req),
-      );
-    }
-    return await listRecords(
-      this.#store,
-      this.#schema,
-      options,
-      access,
-      opts.cursor,
-    );
+    return opts.as
+      ? this.#env.callers.list(this.name, q, opts.as)
+      : this.records.list(q);
   }
-  /** Reads a record by id; undefined when it does not exist. */
+  /** Reads a record by id; undefined when it does not exist (or `opts.as` may not see it). */
   async read(
     id: string,
-    opts: ReadOptions = {},
+    opts: LibraryRead = {},
   ): Promise<RecordData | undefined> {
-    if (opts.as) {
-      return await this.#access().get(this.name, id, opts.as).catch((err) => {
-        if (err instanceof MoonbaseError && err.code === "not_found") {
-          return undefined;
-        }
-        throw err;
-      });
-    }
-    const { where, keep } = opts.access ?? {};
-    const row = await readRow(this.#store, this.#schema, id, where);
-    if (!row) return undefined;
-    const record = decodeRow(this.#schema, row, this.#store.dialect);
-    if (keep && !(await keep(record))) return undefined;
-    return record;
+    if (!opts.as) return await this.records.read(id);
+    return await this.#env.callers.get(this.name, id, opts.as).catch((err) => {
+      if (err instanceof MoonbaseError && err.code === "not_found") {
+        return undefined;
+      }
+      throw err;
+    });
   }
   /**
    * Updates a record; undefined when it does not exist. A new password of an
    * auth entity's user ends the user's sessions, except `opts.keepSession`
    * or, when the caller (`opts.caller`) changes its own, its own session.
    */
-  async update(
+  update(
     id: string,
     data: Record<string, unknown>,
-    opts: WriteOptions = {},
+    opts: LibraryWrite = {},
   ): Promise<RecordData | undefined> {
-    if (opts.as) {
-      return await this.#access().update(this.name, id, data, opts.as);
-    }
-    assertWritable(this, "update");
-    const values = checkInput(this.#schema, data, "update");
-    let newPassword = await this.#hash(values);
-    const hooks = this.#hooks("Update", opts.caller, values);
-    const journal = this.#journal();
-    const updated = await updateRecord(
-      this.#store,
-      this.#schema,
-      id,
-      values,
-      opts.access,
-      opts.uploads,
-      { before: hooks?.before, changed: journal?.changed },
-    );
-    if (!updated) return undefined;
-    const { record: rec, removedFiles } = updated;
-    newPassword ||= hooks?.passwordSet ?? false;
-    await afterCommit(this.#base, hooks, async () => {
-      journal?.committed();
-      await hooks?.after(rec);
-      if (newPassword) {
-        // The one place a password change ends the user's other sessions.
-        const own = opts.caller?.entity === this.name &&
-          opts.caller.id === id;
-        const keep = opts.keepSession ?? (own ? opts.caller?.session : "");
-        await this.#env.passwordChanged(this.name, id, keep ?? "");
-      }
-      if (removedFiles.length > 0) {
-        await this.#env.files?.remove(this.id, removedFiles);
-      }
-    });
-    return rec;
+    const { as, ...write } = opts;
+    return as
+      ? this.#env.callers.update(this.name, id, data, as)
+      : this.records.update(id, data, write);
   }
   /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
-  async remove(
-    id: string,
-    opts: WriteOptions = {},
-  ): Promise<RecordData | undefined> {
-    if (opts.as) return await this.#access().remove(this.name, id, opts.as);
-    assertWritable(this, "delete");
-    const hooks = this.#hooks("Delete", opts.caller, undefined);
-    const journal = this.#journal();
-    const gone = await deleteRecord(
-      this.#store,
-      this.#schema,
-      id,
-      this.#refsOf,
-      opts.access,
-      { before: hooks?.before, changed: journal?.changed },
-    );
-    if (!gone) return undefined;
-    const { record: rec, deleted } = gone;
-    await afterCommit(this.#base, hooks, async () => {
-      journal?.committed();
-      await hooks?.after(rec);
-      for (const d of deleted) {
-        await this.#env.files?.remove(
-          d.schema.id,
-          fileNames(d.schema, d.record),
-        );
-      }
-    });
-    return rec;
-  }
-
-  #hooks(
-    op: "Create" | "Update" | "Delete",
-    caller: AuthValue | undefined,
-    values: CheckedInput | undefined,
-  ): WriteHooks | undefined {
-    return writeHooks(
-      this.#schema,
-      this.#env,
-      this.#base,
-      op,
-      caller,
-      values,
-      (v) => this.#hash(v),
-    );
-  }
-
-  /** The change journal of one write (none for system entities). */
-  #journal(): WriteJournal | undefined {
-    return this.isSystem ? undefined : writeJournal(this.#env.changes);
-  }
-
-  #access(): CallerAccess {
-    if (!this.#env.access) {
-      throw new MoonbaseError(
-        "unavailable",
-        `Cannot act as a caller on ${this.name}: no record service`,
-      );
-    }
-    return this.#env.access;
-  }
-
-  /** Hashes a new password in place; true when the write sets one. */
-  async #hash(values: Map<string, unknown>): Promise<boolean> {
-    const pw = values.get("password");
-    if (this.type !== "auth" || typeof pw !== "string") return false;
-    values.set("password", await this.#env.hashPassword(pw));
-    return true;
+  remove(id: string, opts: LibraryWrite = {}): Promise<RecordData | undefined> {
+    const { as, ...write } = opts;
+    return as
+      ? this.#env.callers.remove(this.name, id, as)
+      : this.records.remove(id, write);
   }
 }
 

@@ -8,6 +8,7 @@
  */
 
 import type { AuthValue } from "../caller.ts";
+import { MoonbaseError } from "../errors.ts";
 import type { RecordData } from "./codec.ts";
 import type { HookFailure, RecordHooks } from "./events.ts";
 import type { ListResult } from "./list.ts";
@@ -68,8 +69,71 @@ export interface EntityEnv {
   readonly hooks: RecordHooks;
   /** Reports an after-hook that threw (the write stands). */
   readonly hookFailed: HookFailure;
-  /** Runs operations as a caller (set once the record service exists). */
-  access?: CallerAccess;
+  /** Runs operations as a caller: the record service (`Entity`'s `{ as }`). */
+  readonly callers: CallerAccess;
   /** Where record changes go for realtime subscribers (none: not kept). */
   readonly changes?: ChangeJournal;
+}
+
+/**
+ * `CallerAccess` forwarding to the record service, bound once: the service
+ * reads the registry, whose entities hold the env, so the app builds the env
+ * with this and binds the service before anything is served (lib/core.ts).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { CallerRelay } from "moonbase/lib/records/entity_env.ts";
+ * const relay = new CallerRelay();
+ * await assert.rejects(() => relay.get("posts", "1", { type: "guest" } as never));
+ * ```
+ */
+export class CallerRelay implements CallerAccess {
+  #to: CallerAccess | undefined;
+
+  /** Binds the record service's operations (once). */
+  bind(to: CallerAccess): void {
+    if (this.#to) {
+      throw new Error("Cannot bind the record service: bound already");
+    }
+    this.#to = to;
+  }
+
+  list(
+    name: string,
+    query: URLSearchParams,
+    as: AuthValue,
+  ): Promise<ListResult> {
+    return this.#bound().then((to) => to.list(name, query, as));
+  }
+  get(name: string, id: string, as: AuthValue): Promise<RecordData> {
+    return this.#bound().then((to) => to.get(name, id, as));
+  }
+  create(
+    name: string,
+    data: Record<string, unknown>,
+    as: AuthValue,
+  ): Promise<RecordData> {
+    return this.#bound().then((to) => to.create(name, data, as));
+  }
+  update(
+    name: string,
+    id: string,
+    data: Record<string, unknown>,
+    as: AuthValue,
+  ): Promise<RecordData> {
+    return this.#bound().then((to) => to.update(name, id, data, as));
+  }
+  remove(name: string, id: string, as: AuthValue): Promise<RecordData> {
+    return this.#bound().then((to) => to.remove(name, id, as));
+  }
+
+  #bound(): Promise<CallerAccess> {
+    return this.#to ? Promise.resolve(this.#to) : Promise.reject(
+      new MoonbaseError(
+        "unavailable",
+        "Cannot act as a caller: no record service yet",
+      ),
+    );
+  }
 }

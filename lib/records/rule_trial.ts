@@ -234,7 +234,7 @@ export async function runTrial(
         item.allowed = false;
       }
     } else if (readsRows) {
-      const seen = await t.entity.read(id, {
+      const seen = await t.entity.records.read(id, {
         access: { where: access.where, keep: access.keep },
       });
       if (!seen) {

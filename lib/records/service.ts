@@ -228,7 +228,7 @@ export class RecordService {
     if (access.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
     const filter = query.get("filter");
     if (filter === null || filter.trim() === "") {
-      return entity.list(query, { access, cursor });
+      return entity.records.list(query, { access, cursor });
     }
     // Under a per-row rule the filter runs per row too, after the rule: a
     // filter in SQL would choose which hidden rows use up the scan budget
@@ -238,7 +238,11 @@ export class RecordService {
       access,
       this.#rules.filter(entity, filter, auth, req, perRow),
     );
-    return entity.list(query, { access: filtered, filtered: true, cursor });
+    return entity.records.list(query, {
+      access: filtered,
+      filtered: true,
+      cursor,
+    });
   }
 
   /**
@@ -275,7 +279,7 @@ export class RecordService {
     req: RuleRequest,
   ): Promise<RecordData> {
     return await this.#read(entity, async (e) => {
-      const rec = await e.read(id, {
+      const rec = await e.records.read(id, {
         access: this.#access(e, "get", auth, req),
       });
       if (!rec) throw notFound(e);
@@ -323,7 +327,7 @@ export class RecordService {
       entity = await this.#writing(entity, write);
       const access = this.#access(entity, "add", auth, req);
       if (!admitted) headers = await this.#checks.signup(entity, auth, origin);
-      return await entity.create(writable(entity, write.body, auth), {
+      return await entity.records.create(writable(entity, write.body, auth), {
         access,
         caller: auth,
         uploads: write.uploads,
@@ -360,7 +364,7 @@ export class RecordService {
         if (body !== write.body) req = withBody(req, body);
       }
       const access = this.#access(entity, "update", auth, req);
-      rec = await entity.update(id, writable(entity, body, auth), {
+      rec = await entity.records.update(id, writable(entity, body, auth), {
         access,
         caller: auth,
         uploads: write.uploads,
@@ -384,7 +388,7 @@ export class RecordService {
     req: RuleRequest,
   ): Promise<RecordData> {
     entity = await this.#writing(entity);
-    const rec = await entity.remove(id, {
+    const rec = await entity.records.remove(id, {
       access: this.#access(entity, "delete", auth, req),
       caller: auth,
     });
