@@ -6,7 +6,6 @@
 
 import { type Core, hasAdmin } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { readJsonObject } from "../lib/http/body.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
@@ -40,11 +39,7 @@ export async function setupAdmin(ctx: Context<Core>): Promise<Response> {
         "Cannot set up: the setup token printed at start is required",
       );
     }
-    const body = await readJsonObject(
-      ctx.req,
-      core.config.maxBodySize,
-      core.bodies,
-    );
+    const body = await ctx.body();
     const { email, password } = body;
     const user = await admins(core).create({ email, password });
     core.setupToken = undefined;
@@ -56,11 +51,7 @@ export async function setupAdmin(ctx: Context<Core>): Promise<Response> {
 /** `POST /api/v1/sys/admins/login` (rate-limited like every login). */
 export function loginAdmin(ctx: Context<Core>): Promise<Response> {
   return limitedLogin(ctx, async () => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     return await ctx.app.sessions.login(admins(ctx.app), body);
   }, "mb_admins");
 }
@@ -104,11 +95,7 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
     return json(200, await admins(ctx.app).list(ctx.url.searchParams));
   });
   admin.add("POST", "/api/v1/sys/admins", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     return json(
       201,
       await admins(ctx.app).create(body, { caller: await ctx.auth() }),
@@ -120,11 +107,7 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
     return json(200, rec);
   });
   admin.add("PATCH", "/api/v1/sys/admins/:id", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     const entity = admins(ctx.app);
     // A new password ends the admin's sessions, but the caller's own.
     const rec = await entity.update(ctx.params.id, body, {

@@ -7,7 +7,6 @@
 
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { readJsonObject } from "../lib/http/body.ts";
 import type { Handler } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
@@ -50,11 +49,7 @@ export function authRoutes(r: Router<Handler<Core>>): void {
     (ctx) =>
       limitedLogin(ctx, async () => {
         const entity = authEntity(ctx.app, ctx.params.entity);
-        const body = await readJsonObject(
-          ctx.req,
-          ctx.app.config.maxBodySize,
-          ctx.app.bodies,
-        );
+        const body = await ctx.body();
         return await ctx.app.sessions.login(entity, body);
       }, ctx.params.entity),
   );
@@ -76,11 +71,7 @@ export function authRoutes(r: Router<Handler<Core>>): void {
   // Legacy non-scoped forms: the entity comes from the body or the token.
   r.add("POST", "/api/v1/auth/login", (ctx) =>
     limitedLogin(ctx, async () => {
-      const body = await readJsonObject(
-        ctx.req,
-        ctx.app.config.maxBodySize,
-        ctx.app.bodies,
-      );
+      const body = await ctx.body();
       const { entity: name, ...credentials } = body;
       return await ctx.app.sessions.login(
         authEntity(ctx.app, name),

@@ -6,7 +6,7 @@
 
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { mediaType, readJsonObject } from "../lib/http/body.ts";
+import { mediaType } from "../lib/http/body.ts";
 import { readMultipartWrite } from "../lib/files/upload.ts";
 import type { Entity } from "../lib/records/entity.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
@@ -55,11 +55,7 @@ async function readWrite(
       ctx.app.bodies,
     );
   }
-  const body = await readJsonObject(
-    ctx.req,
-    ctx.app.config.maxBodySize,
-    ctx.app.bodies,
-  );
+  const body = await ctx.body();
   return { body, uploads: new Map(), cleanup: () => Promise.resolve() };
 }
 

@@ -7,7 +7,6 @@
 
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { readJsonObject } from "../lib/http/body.ts";
 import type { Handler } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
@@ -52,11 +51,7 @@ function str(v: unknown, name: string, action: string): string {
 export function ruleRoutes(r: Router<Handler<Core>>): void {
   const admin = guarded(r, requireAdmin);
   admin.add("POST", "/api/v1/sys/rules/check", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     const action = "check rule";
     onlyKeys(body, ["entity", "expr", "kind", "completions"], action);
     const entity = ruleEntity(ctx.app.schemas, body.entity);
@@ -95,11 +90,7 @@ export function ruleRoutes(r: Router<Handler<Core>>): void {
   });
 
   admin.add("POST", "/api/v1/sys/rules/test", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     const action = "test rule";
     onlyKeys(body, ["entity", "op", "rule", "as", "limit"], action);
     const entity = ruleEntity(ctx.app.schemas, body.entity);

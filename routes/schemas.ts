@@ -6,7 +6,6 @@
 
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { readJsonObject } from "../lib/http/body.ts";
 import type { Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
@@ -50,21 +49,13 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
     return json(200, shown(e.schema));
   });
   admin.add("POST", "/api/v1/schemas", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     const e = await ctx.app.schemas.create(body);
     ctx.app.log.info("schema created", { entity: e.name, id: e.id });
     return json(201, shown(e.schema));
   });
   admin.add("PATCH", "/api/v1/schemas/:id", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     const e = await ctx.app.schemas.update(ctx.params.id, body);
     ctx.app.log.info("schema changed", { entity: e.name, id: e.id });
     return json(200, shown(e.schema));
