@@ -5,15 +5,16 @@
  * @module
  */
 
-import type { Core } from "../lib/core.ts";
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import type { Handler } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
-import type { Router } from "../lib/http/router.ts";
 import { isExposed } from "../lib/records/access.ts";
 import type { Entity } from "../lib/records/entity.ts";
-import { setupAdmin } from "./admins.ts";
+import { type AdminsHost, setupAdmin } from "./admins.ts";
 import { limitedLogin } from "./login_limit.ts";
+
+/** What these routes read of the app: auth entities and sessions (and first-admin setup). */
+export type AuthHost = AdminsHost;
 
 /** The one answer for an auth route whose entity cannot be used (no probing). */
 function routeNotFound(): MoonbaseError {
@@ -21,7 +22,7 @@ function routeNotFound(): MoonbaseError {
 }
 
 /** The auth entity named in a path, or the identical 404. */
-export function authEntity(core: Core, name: unknown): Entity {
+export function authEntity(core: AuthHost, name: unknown): Entity {
   const e = typeof name === "string" ? core.schemas.byName(name) : undefined;
   if (!isExposed(e, name, "auth")) throw routeNotFound();
   return e;
@@ -34,7 +35,7 @@ export function authEntity(core: Core, name: unknown): Entity {
  * (admins use `/api/v1/sys/admins/refresh|logout`).
  */
 async function legacyEntity(
-  core: Core,
+  core: AuthHost,
   header: string | null,
 ): Promise<Entity> {
   const { entity } = await core.sessions.session(header);
@@ -42,7 +43,7 @@ async function legacyEntity(
 }
 
 /** Registers the auth routes. */
-export function authRoutes(r: Router<Handler<Core>>): void {
+export function authRoutes(r: RouteTarget<AuthHost>): void {
   r.add(
     "POST",
     "/api/v1/auth/:entity/login",

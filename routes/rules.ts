@@ -5,11 +5,10 @@
  * @module
  */
 
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import type { Handler } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
-import type { Router } from "../lib/http/router.ts";
 import { ExpressionRules } from "../lib/records/rule_engine.ts";
 import {
   checkExpression,
@@ -24,6 +23,9 @@ import {
 } from "../lib/schema/types.ts";
 import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
+
+/** What these routes read of the app: the entities and the scripts' rule helpers. */
+export type RulesHost = Pick<Core, "helpers" | "schemas">;
 
 const invalid = (action: string, why: string): never => {
   throw new MoonbaseError("invalid", `Cannot ${action}: ${why}`);
@@ -48,7 +50,7 @@ function str(v: unknown, name: string, action: string): string {
 }
 
 /** Registers `/api/v1/sys/rules/{check,vocabulary,test}`. */
-export function ruleRoutes(r: Router<Handler<Core>>): void {
+export function ruleRoutes(r: RouteTarget<RulesHost>): void {
   const admin = guarded(r, requireAdmin);
   admin.add("POST", "/api/v1/sys/rules/check", async (ctx) => {
     const body = await ctx.body();
