@@ -221,59 +221,61 @@ export class Entity {
    * Creates a record: no access rules, or those of `opts.as` (then as the
    * HTTP API would for that caller). Record hooks run either way.
    */
-  create(
+  async create(
     data: Record<string, unknown>,
     opts: LibraryWrite = {},
   ): Promise<RecordData> {
     const { as, ...write } = opts;
     return as
-      ? this.#env.callers.create(this.name, data, as)
-      : this.records.create(data, write);
+      ? await this.#env.callers.create(this.name, data, as)
+      : await this.records.create(data, write);
   }
   /** Lists records; `query` takes the list parameters of the records API. */
-  list(
+  async list(
     query: URLSearchParams | string = "",
     opts: LibraryRead = {},
   ): Promise<ListResult> {
     const q = typeof query === "string" ? new URLSearchParams(query) : query;
     return opts.as
-      ? this.#env.callers.list(this.name, q, opts.as)
-      : this.records.list(q);
+      ? await this.#env.callers.list(this.name, q, opts.as)
+      : await this.records.list(q);
   }
-  /** Reads a record by id; undefined when it does not exist (or `opts.as` may not see it). */
+  /**
+   * Reads a record by id; undefined when it does not exist (with `opts.as`:
+   * or the caller may not see it).
+   */
   async read(
     id: string,
     opts: LibraryRead = {},
   ): Promise<RecordData | undefined> {
-    if (!opts.as) return await this.records.read(id);
-    return await this.#env.callers.get(this.name, id, opts.as).catch((err) => {
-      if (err instanceof MoonbaseError && err.code === "not_found") {
-        return undefined;
-      }
-      throw err;
-    });
+    return opts.as
+      ? await this.#env.callers.read(this.name, id, opts.as)
+      : await this.records.read(id);
   }
   /**
    * Updates a record; undefined when it does not exist. A new password of an
    * auth entity's user ends the user's sessions, except `opts.keepSession`
    * or, when the caller (`opts.caller`) changes its own, its own session.
    */
-  update(
+  async update(
     id: string,
     data: Record<string, unknown>,
     opts: LibraryWrite = {},
   ): Promise<RecordData | undefined> {
     const { as, ...write } = opts;
     return as
-      ? this.#env.callers.update(this.name, id, data, as)
-      : this.records.update(id, data, write);
+      ? await this.#env.callers.update(this.name, id, data, as)
+      : await this.records.update(id, data, write);
   }
   /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
-  remove(id: string, opts: LibraryWrite = {}): Promise<RecordData | undefined> {
+  async remove(
+    id: string,
+    opts: LibraryWrite = {},
+  ): Promise<RecordData | undefined> {
     const { as, ...write } = opts;
     return as
-      ? this.#env.callers.remove(this.name, id, as)
-      : this.records.remove(id, write);
+      ? await this.#env.callers.remove(this.name, id, as)
+      : await this.records.remove(id, write);
   }
 }
 

@@ -35,7 +35,15 @@ export interface CallerAccess {
     query: URLSearchParams,
     as: AuthValue,
   ): Promise<ListResult>;
-  get(name: string, id: string, as: AuthValue): Promise<RecordData>;
+  /**
+   * A record the caller may see; undefined when it may not (or there is
+   * none). An entity the API does not serve is an error (404).
+   */
+  read(
+    name: string,
+    id: string,
+    as: AuthValue,
+  ): Promise<RecordData | undefined>;
   create(
     name: string,
     data: Record<string, unknown>,
@@ -85,7 +93,7 @@ export interface EntityEnv {
  * import assert from "node:assert/strict";
  * import { CallerRelay } from "moonbase/lib/records/entity_env.ts";
  * const relay = new CallerRelay();
- * await assert.rejects(() => relay.get("posts", "1", { type: "guest" } as never));
+ * assert.throws(() => relay.read("posts", "1", { type: "guest" } as never));
  * ```
  */
 export class CallerRelay implements CallerAccess {
@@ -104,17 +112,21 @@ export class CallerRelay implements CallerAccess {
     query: URLSearchParams,
     as: AuthValue,
   ): Promise<ListResult> {
-    return this.#bound().then((to) => to.list(name, query, as));
+    return this.#bound().list(name, query, as);
   }
-  get(name: string, id: string, as: AuthValue): Promise<RecordData> {
-    return this.#bound().then((to) => to.get(name, id, as));
+  read(
+    name: string,
+    id: string,
+    as: AuthValue,
+  ): Promise<RecordData | undefined> {
+    return this.#bound().read(name, id, as);
   }
   create(
     name: string,
     data: Record<string, unknown>,
     as: AuthValue,
   ): Promise<RecordData> {
-    return this.#bound().then((to) => to.create(name, data, as));
+    return this.#bound().create(name, data, as);
   }
   update(
     name: string,
@@ -122,18 +134,19 @@ export class CallerRelay implements CallerAccess {
     data: Record<string, unknown>,
     as: AuthValue,
   ): Promise<RecordData> {
-    return this.#bound().then((to) => to.update(name, id, data, as));
+    return this.#bound().update(name, id, data, as);
   }
   remove(name: string, id: string, as: AuthValue): Promise<RecordData> {
-    return this.#bound().then((to) => to.remove(name, id, as));
+    return this.#bound().remove(name, id, as);
   }
 
-  #bound(): Promise<CallerAccess> {
-    return this.#to ? Promise.resolve(this.#to) : Promise.reject(
-      new MoonbaseError(
+  #bound(): CallerAccess {
+    if (!this.#to) {
+      throw new MoonbaseError(
         "unavailable",
         "Cannot act as a caller: no record service yet",
-      ),
-    );
+      );
+    }
+    return this.#to;
   }
 }

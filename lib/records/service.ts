@@ -142,8 +142,17 @@ export class RecordService {
           auth,
           req("GET", {}, Object.fromEntries(query)),
         ),
-      get: (name, id, auth) =>
-        this.get(this.entity(name), id, auth, req("GET")),
+      read: (name, id, auth) => {
+        // An entity the API does not serve throws; a record the caller may
+        // not see reads as undefined.
+        const entity = this.entity(name);
+        return this.get(entity, id, auth, req("GET")).catch((err) => {
+          if (err instanceof MoonbaseError && err.code === "not_found") {
+            return undefined;
+          }
+          throw err;
+        });
+      },
       create: (name, data, auth) =>
         this.create(
           this.entity(name),
