@@ -1,21 +1,15 @@
 /**
- * Record operations on one entity's table, below any access rule. Rules
- * arrive as an extra `Where` (rows a caller may touch) and a `check` on the
- * record as it would be after an update.
+ * Record reads and writes on one entity's table, below any access rule.
+ * What the caller may touch arrives as an `Access` (an extra `Where`, a
+ * per-row `keep`, a `check` on the record as it would be stored); what the
+ * entity runs around the statement as `WriteSteps`; what a write produced is
+ * returned.
  *
  * @module
  */
 
-import { MoonbaseError } from "../errors.ts";
-import {
-  physicalName,
-  type Queryable,
-  type Row,
-  type SqlValue,
-  type Storage,
-} from "../db/storage.ts";
-import { columnOf, tableOf, uniqueIndexOf } from "../schema/ddl.ts";
-import { indexConflict } from "../schema/indexes.ts";
+import type { Queryable, Row, SqlValue, Storage } from "../db/storage.ts";
+import { columnOf, tableOf } from "../schema/ddl.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { uuidv7 } from "../ids.ts";
 import { mergeFiles, type Uploads } from "./file_values.ts";
@@ -30,6 +24,11 @@ import type { Where } from "./list_query.ts";
 import type { Access } from "./caller_access.ts";
 import type { FusedWrite, RecordChange, SqlStatement } from "./changes.ts";
 import { updateStatement } from "./update_sql.ts";
+import {
+  checkRelations,
+  constraintError,
+  hasRelationValue,
+} from "./constraints.ts";
 
 /**
  * What an entity runs in a write's transaction around the statement itself
@@ -124,87 +123,6 @@ export async function readRow(
     ...(where?.params ?? []),
   ]);
   return rows[0];
-}
-
-/** Maps a constraint failure to a 409/400 naming the field. */
-export function constraintError(
-  store: Storage,
-  schema: EntitySchema,
-  err: unknown,
-): unknown {
-  const failure = store.dialect.constraintFailure(err);
-  if (!failure) return err;
-  if (failure.kind === "unique") {
-    const composite = indexConflict(schema, failure);
-    if (composite) return composite;
-    const field = allFields(schema).find((f) =>
-      failure.column?.split(".").pop() === physicalName(f.name) ||
-      failure.constraint === uniqueIndexOf(schema, f)
-    );
-    const name = field?.name ?? "record";
-    return new MoonbaseError(
-      "conflict",
-      `Cannot save record: ${name} must be unique`,
-      {
-        fields: { [name]: { code: "unique", message: "Value must be unique" } },
-      },
-    );
-  }
-  if (failure.kind === "foreign_key") {
-    return new MoonbaseError(
-      "conflict",
-      "Cannot save record: a relation points to a missing record, or other records still reference it",
-    );
-  }
-  if (failure.kind === "too_long") {
-    return new MoonbaseError(
-      "invalid",
-      "Cannot save record: a value is too long for an index (keep indexed text under 2 kB)",
-    );
-  }
-  return new MoonbaseError(
-    "invalid",
-    "Cannot save record: a value violates a constraint",
-  );
-}
-
-async function checkRelations(
-  tx: Queryable,
-  dialect: string,
-  schema: EntitySchema,
-  values: CheckedInput,
-): Promise<void> {
-  const errors: Record<string, { code: string; message: string }> = {};
-  for (const f of schema.fields) {
-    const v = values.get(f.name);
-    if (f.type !== "relation" || !f.foreign_key || typeof v !== "string") {
-      continue;
-    }
-    const lock = dialect === "postgres" ? " FOR SHARE" : "";
-    const rows = await tx.query(
-      `SELECT 1 AS ok FROM ${
-        tableOf(f.foreign_key.entity)
-      } WHERE "id" = ?${lock}`,
-      [v],
-    );
-    if (rows.length === 0) {
-      errors[f.name] = { code: "invalid_reference", message: "No such record" };
-    }
-  }
-  if (Object.keys(errors).length > 0) {
-    throw new MoonbaseError(
-      "invalid",
-      "Cannot save record: relation to a missing record",
-      { fields: errors },
-    );
-  }
-}
-
-/** True when a write sets a relation (checked inside a transaction). */
-function hasRelationValue(schema: EntitySchema, values: CheckedInput): boolean {
-  return schema.fields.some((f) =>
-    f.type === "relation" && typeof values.get(f.name) === "string"
-  );
 }
 
 /**

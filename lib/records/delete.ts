@@ -10,13 +10,8 @@ import type { Queryable, Storage } from "../db/storage.ts";
 import { columnOf, tableOf } from "../schema/ddl.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
-import {
-  constraintError,
-  readRow,
-  type RefsOf,
-  selectList,
-  type WriteSteps,
-} from "./crud.ts";
+import { readRow, type RefsOf, selectList, type WriteSteps } from "./crud.ts";
+import { constraintError } from "./constraints.ts";
 import type { Access } from "./caller_access.ts";
 
 /** One record a delete removed. */
