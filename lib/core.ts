@@ -42,6 +42,7 @@ import { Logger } from "./logs/logger.ts";
 import { LogStore } from "./logs/store.ts";
 import { ruleProblem } from "./rules/check.ts";
 import { RecordService } from "./records/service.ts";
+import { callerAccess } from "./records/as_caller.ts";
 import { ExpressionRules } from "./records/rule_engine.ts";
 import { CallerRelay, type EntityEnv } from "./records/entity_env.ts";
 import { RecordHooks } from "./records/events.ts";
@@ -308,7 +309,7 @@ export async function createCore(
       cursorKey,
       accountChecks(limiter, log),
     );
-    callers.bind(records.asCaller());
+    callers.bind(callerAccess(records));
     if (config.realtime) {
       const rt = realtime = new Realtime({
         storage,

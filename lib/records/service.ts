@@ -17,14 +17,14 @@ import {
   isExposed,
 } from "./access.ts";
 import type { RuleEngine, RuleRequest } from "./rule_types.ts";
-import type { CallerAccess } from "./entity_env.ts";
 import type { AccountChecks } from "./write_checks.ts";
-import { currentRequest, type RequestOrigin } from "../http/request_scope.ts";
+import type { RequestOrigin } from "../http/request_scope.ts";
 
 import type { RecordData } from "./codec.ts";
 import type { ListResult } from "./list.ts";
 import { type Access, both } from "./caller_access.ts";
 import { callerOf, type CursorKey } from "./list_cursor.ts";
+import { sortUnderPerRowRule, writable } from "./caller_limits.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
 export interface RecordWrite {
@@ -39,23 +39,6 @@ export interface RecordWrite {
  */
 export interface Admission {
   readonly headers: Record<string, string> | undefined;
-}
-
-/**
- * Only admins may set `verified` on an auth entity's records; for anyone
- * else the key is ignored like the other read-only keys, and a new `email`
- * makes the account unverified (an unchanged one was already dropped by
- * `lib/auth/account.ts`).
- */
-function writable(
-  entity: Entity,
-  body: Record<string, unknown>,
-  auth: AuthValue,
-): Record<string, unknown> {
-  if (entity.type !== "auth" || auth.type === "admin") return body;
-  const { verified: _ignored, ...rest } = body;
-  if (Object.hasOwn(rest, "email")) rest.verified = false;
-  return rest;
 }
 
 function notFound(entity: Entity): MoonbaseError {
@@ -114,65 +97,6 @@ export class RecordService {
     return d.kind === "allow"
       ? {}
       : this.#rules.access(entity, op, d.expr, auth, req);
-  }
-
-  /**
-   * Record operations as a given caller, by entity name, for the library's
-   * `{ as }` option (`Entity.list(query, { as })` and the others): the same
-   * rules, exposure, 404s and account checks as the HTTP API. Inside a
-   * request (a script route) the sign-up throttle counts the request's
-   * client address.
-   */
-  asCaller(): CallerAccess {
-    const req = (
-      method: string,
-      body: Record<string, unknown> = {},
-      query: Record<string, string> = {},
-    ) => ({ body, query, method });
-    const write = (body: Record<string, unknown>): RecordWrite => ({
-      body,
-      uploads: new Map(),
-      cleanup: () => Promise.resolve(),
-    });
-    return {
-      list: (name, query, auth) =>
-        this.list(
-          this.entity(name),
-          query,
-          auth,
-          req("GET", {}, Object.fromEntries(query)),
-        ),
-      read: (name, id, auth) => {
-        // An entity the API does not serve throws; a record the caller may
-        // not see reads as undefined.
-        const entity = this.entity(name);
-        return this.get(entity, id, auth, req("GET")).catch((err) => {
-          if (err instanceof MoonbaseError && err.code === "not_found") {
-            return undefined;
-          }
-          throw err;
-        });
-      },
-      create: (name, data, auth) =>
-        this.create(
-          this.entity(name),
-          write(data),
-          auth,
-          req("POST", data),
-          currentRequest(),
-        ),
-      update: (name, id, data, auth) =>
-        this.update(
-          this.entity(name),
-          id,
-          write(data),
-          auth,
-          req("PATCH", data),
-          currentRequest(),
-        ),
-      remove: (name, id, auth) =>
-        this.remove(this.entity(name), id, auth, req("DELETE")),
-    };
   }
 
   /**
@@ -426,28 +350,3 @@ const EVENT_REQUEST: RuleRequest = Object.freeze({
   query: Object.freeze({}),
   method: "GET",
 }) as RuleRequest;
-
-/** Sort keys allowed under a list rule checked row by row. */
-const PER_ROW_SORTS = new Set(["id", "created", "updated"]);
-
-/**
- * Under a per-row list rule, sorting by a field the caller can set would
- * turn the scan budget into an oracle: whether the caller's own row shows up
- * after a cursor tells how many hidden rows lie between two chosen values.
- * Only `id`, `created` and `updated` (which no client chooses) may order
- * such a list.
- */
-function sortUnderPerRowRule(sort: string | null): void {
-  if (sort === null) return;
-  for (const part of sort.split(",")) {
-    const name = part.trim().replace(/^[-+]/, "");
-    if (name !== "" && !PER_ROW_SORTS.has(name)) {
-      throw new MoonbaseError(
-        "invalid",
-        `Cannot sort by ${
-          name.slice(0, 64)
-        }: the list rule is checked row by row (not compiled to SQL); sort by id, created or updated, or write a rule that compiles to SQL`,
-      );
-    }
-  }
-}
