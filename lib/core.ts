@@ -2,6 +2,10 @@
  * The services of one Moonbase instance: storage, schemas, sessions.
  * Routes are attached on top (see `mod.ts`).
  *
+ * Over 350 lines on purpose: `createCore` is the one place the services are
+ * built, in order, and closed in reverse; reading it top to bottom is the
+ * wiring (lib/core.ts is a layer of its own in _tools/check_cycles.ts).
+ *
  * @module
  */
 

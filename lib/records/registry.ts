@@ -4,6 +4,10 @@
  * each. With several instances on one database, a schema version in
  * `mb_meta` tells the others to reload.
  *
+ * Over 350 lines: loading and the schema changes share the maps of
+ * entities, the version and the queue of changes; a split into two classes
+ * is left for when the change planning (create/update/remove) moves out.
+ *
  * @module
  */
 
