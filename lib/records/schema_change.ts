@@ -80,6 +80,8 @@ export async function runSchemaChange(
       );
     }
     if (isViewDependency(err)) {
+      // Naming the views is a courtesy: when that read fails too, the
+      // conflict below still says what to do.
       const names = await readers().catch(() => []);
       throw new MoonbaseError(
         "conflict",
