@@ -17,6 +17,7 @@ import { recordRoutes } from "./records.ts";
 import { ruleRoutes } from "./rules.ts";
 import { realtimeRoutes } from "./realtime.ts";
 import { schemaRoutes } from "./schemas.ts";
+import { settingsRoutes } from "./settings.ts";
 
 /**
  * Builds the router with all built-in routes.
@@ -39,5 +40,6 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   logRoutes(r);
   ruleRoutes(r);
   realtimeRoutes(r);
+  settingsRoutes(r);
   return r;
 }
