@@ -13,6 +13,8 @@
 import type { FieldErrors } from "../errors.ts";
 import { type Checked, checkValue } from "./field_types.ts";
 
+export type { Checked };
+
 /** One value's check: the normalized value, or why it is wrong. */
 export type Check = (value: unknown) => Checked;
 
