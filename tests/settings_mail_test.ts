@@ -314,6 +314,37 @@ forEachDb("settings and mail", async (t, db) => {
       },
     );
 
+    await t.step(
+      "outbox: a change of the mail settings sends at once",
+      async () => {
+        const before = smtp.received.length;
+        await smtp.down();
+        const id = await s.app.outbox.enqueue({
+          to: "late@example.com",
+          purpose: "verification",
+          entity: "members",
+          template: TEMPLATE,
+          vars: { TOKEN: "late-token" },
+        });
+        await until("a failed attempt", async () => {
+          const rows = await s.app.storage.query(
+            `SELECT "attempts" FROM "mb_outbox" WHERE "id" = ?`,
+            [id],
+          );
+          return Number(rows[0].attempts) >= 1;
+        });
+        // As after many failures: the next attempt an hour away.
+        await s.app.storage.run(
+          `UPDATE "mb_outbox" SET "next_at" = "next_at" + 3600000 WHERE "id" = ?`,
+          [id],
+        );
+        await smtp.up();
+        await useSmtp(s, smtp);
+        const all = await smtp.waitFor(before + 1);
+        assertEquals(all[before].to, ["late@example.com"]);
+      },
+    );
+
     await t.step("outbox: each send logged without its token", async () => {
       await s.app.log.flush();
       const r = await s.request(

@@ -184,6 +184,18 @@ export class Outbox {
     );
   }
 
+  /**
+   * Makes every waiting message due now (the mail settings changed: a
+   * message backing off after an outage or a wrong password goes at once).
+   */
+  async hurry(): Promise<void> {
+    await this.#storage.run(
+      `UPDATE "mb_outbox" SET "next_at" = ? WHERE "status" = 'queued' AND "next_at" > ?`,
+      [this.#now(), this.#now()],
+    );
+    this.onQueued?.();
+  }
+
   /** Removes failed messages older than `ageMs`. */
   async prune(ageMs: number): Promise<void> {
     await this.#storage.run(
