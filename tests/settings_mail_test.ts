@@ -20,6 +20,7 @@ import {
 import { startPostgres } from "./_pg.ts";
 import { startSmtp, type TestSmtp } from "./_smtp.ts";
 import type { MailTemplate } from "../lib/mail/template.ts";
+import type { Queryable } from "../lib/db/storage.ts";
 
 const FAST = { pace: { pollMs: 50, firstMs: 100, maxMs: 400 } };
 
@@ -311,6 +312,34 @@ forEachDb("settings and mail", async (t, db) => {
           ),
           m.html,
         );
+      },
+    );
+
+    await t.step(
+      "outbox: queued inside a transaction, sent once it commits",
+      async () => {
+        const before = smtp.received.length;
+        const queue = (tx: Queryable, to: string) =>
+          s.app.outbox.enqueue({
+            to,
+            purpose: "verification",
+            entity: "members",
+            template: TEMPLATE,
+            vars: { TOKEN: "tx-token" },
+          }, tx);
+        // A stale settings cache read inside the transaction must not wait
+        // for the transaction's end (one connection on SQLite).
+        s.app.settings.invalidate();
+        await s.app.storage.transaction((tx) => queue(tx, "tx@example.com"));
+        s.app.settings.invalidate();
+        await s.app.storage.transaction(async (tx) => {
+          await queue(tx, "rolled-back@example.com");
+          throw new Error("roll back");
+        }).catch(() => {});
+        const [mail] = (await smtp.waitFor(before + 1)).slice(before);
+        assertEquals(mail.to, ["tx@example.com"]);
+        await new Promise((r) => setTimeout(r, 300));
+        assertEquals(smtp.received.length, before + 1, "the rolled back one");
       },
     );
 

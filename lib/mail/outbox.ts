@@ -108,7 +108,7 @@ export class Outbox {
         "Cannot queue mail: the recipient is not a valid email address",
       );
     }
-    const settings = await this.#settings.current();
+    const settings = await this.#settings.current(q);
     const mail = renderTemplate(req.template, {
       EMAIL: req.to,
       ENTITY: req.entity,
