@@ -15,6 +15,7 @@ import { authRoutes } from "./auth.ts";
 import { dashboardRoutes } from "./dashboard.ts";
 import { fileRoutes } from "./files.ts";
 import { logRoutes } from "./logs.ts";
+import { oidcDiscoveryRoutes } from "./oidc_discovery.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
 import { ruleRoutes } from "./rules.ts";
@@ -47,5 +48,6 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   ruleRoutes(r);
   realtimeRoutes(r);
   settingsRoutes(r);
+  oidcDiscoveryRoutes(r);
   return r;
 }
