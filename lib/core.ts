@@ -62,6 +62,11 @@ import { SETTINGS_CHANNEL, SettingsStore } from "./settings/store.ts";
 import { Outbox } from "./mail/outbox.ts";
 import { MailSender } from "./mail/sender.ts";
 import { SEND_LIMITS, type SendMail, smtpSender } from "./mail/transport.ts";
+import { deriveKey } from "./auth/code_hash.ts";
+import { OtpCodes } from "./auth/otp.ts";
+import { MfaChallenges } from "./auth/mfa.ts";
+import { TotpEnrollments } from "./auth/totp_enrollment.ts";
+import { ensureSignInTables } from "./auth/sign_in_tables.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** Moonbase's version (from deno.json). */
@@ -117,6 +122,12 @@ export interface Core {
   readonly outbox: Outbox;
   /** Sends one message now, through the SMTP server of the settings (test mail). */
   readonly sendMail: SendMail;
+  /** Mailed sign-in codes (`request-otp`, `login-otp`). */
+  readonly otp: OtpCodes;
+  /** First logins waiting for a second factor (`mfa_id`). */
+  readonly mfa: MfaChallenges;
+  /** TOTP enrolments (secrets sealed with a key derived from the JWT secret). */
+  readonly totp: TotpEnrollments;
   close(): Promise<void>;
 }
 
@@ -204,6 +215,7 @@ export async function createCore(
     const notices: string[] = [];
     if (first) {
       await ensureSystemTables(storage);
+      await ensureSignInTables(storage);
       // Nothing is written into the data directory before it is ours.
       const before = await bindDataDir(
         config.dataDir,
@@ -378,6 +390,22 @@ export async function createCore(
       revocations,
       apiKeys,
     );
+    const otp = new OtpCodes(
+      storage,
+      deriveKey(secret.value, "otp"),
+      clock.now,
+      outbox,
+      (err) =>
+        log.error("sign-in code not queued", {
+          error: err instanceof Error ? err.message : String(err),
+        }),
+    );
+    const mfa = new MfaChallenges(storage, clock.now);
+    const totp = new TotpEnrollments(
+      storage,
+      deriveKey(secret.value, "totp"),
+      clock.now,
+    );
     const setupToken = (await hasAdmin(storage))
       ? undefined
       : config.peers?.setupToken ?? randomToken(24);
@@ -412,6 +440,9 @@ export async function createCore(
       settings,
       outbox,
       sendMail,
+      otp,
+      mfa,
+      totp,
       async close() {
         await mailer?.close();
         realtime?.close();

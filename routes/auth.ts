@@ -14,6 +14,7 @@ import type { Router } from "../lib/http/router.ts";
 import { isExposed } from "../lib/records/access.ts";
 import type { Entity } from "../lib/records/entity.ts";
 import { authMethods } from "../lib/auth/methods.ts";
+import { passwordLogin } from "../lib/auth/sign_in.ts";
 import { setupAdmin } from "./admins.ts";
 import { limitedLogin } from "./login_limit.ts";
 
@@ -60,7 +61,7 @@ export function authRoutes(r: Router<Handler<Core>>): void {
           ctx.app.config.maxBodySize,
           ctx.app.bodies,
         );
-        return await ctx.app.sessions.login(entity, body);
+        return await passwordLogin(ctx.app, entity, body);
       }, ctx.params.entity),
   );
   r.add("POST", "/api/v1/auth/:entity/refresh", async (ctx) => {
@@ -87,7 +88,8 @@ export function authRoutes(r: Router<Handler<Core>>): void {
         ctx.app.bodies,
       );
       const { entity: name, ...credentials } = body;
-      return await ctx.app.sessions.login(
+      return await passwordLogin(
+        ctx.app,
         authEntity(ctx.app, name),
         credentials,
       );

@@ -21,6 +21,7 @@ import { ruleRoutes } from "./rules.ts";
 import { realtimeRoutes } from "./realtime.ts";
 import { schemaRoutes } from "./schemas.ts";
 import { settingsRoutes } from "./settings.ts";
+import { signInRoutes } from "./sign_in.ts";
 
 /**
  * Builds the router with all built-in routes.
@@ -37,6 +38,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   adminRoutes(r);
   apiKeyRoutes(r);
   authRoutes(r);
+  signInRoutes(r);
   impersonationRoutes(r);
   dashboardRoutes(r);
   schemaRoutes(r);
