@@ -11,12 +11,15 @@ import type { Context } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
 import { rateHeaders, rateLimited } from "../lib/auth/rate_limit.ts";
 
+/** What these routes read of the app: the login throttle and the log. */
+export type LoginHost = Pick<Core, "limiter" | "log">;
+
 /**
  * Counts one attempt of the client address against the login limit: the
  * `X-RateLimit-*` headers, or the 429.
  */
 async function countAttempt(
-  ctx: Context<Core>,
+  ctx: Context<LoginHost>,
   entity: string,
 ): Promise<Record<string, string>> {
   const state = await ctx.app.limiter.hit(`login:${ctx.ip}`);
@@ -51,7 +54,7 @@ function withHeaders(
  * login rate limit: it answers 200 with `result`.
  */
 export async function limitedRequest(
-  ctx: Context<Core>,
+  ctx: Context<LoginHost>,
   step: () => Promise<Record<string, unknown>>,
 ): Promise<Response> {
   const headers = await countAttempt(ctx, String(ctx.params.entity));
@@ -65,7 +68,7 @@ export async function limitedRequest(
 
 /** Runs a login under the rate limit; every answer carries the X-RateLimit headers. */
 export async function limitedLogin(
-  ctx: Context<Core>,
+  ctx: Context<LoginHost>,
   login: () => Promise<{ user: Record<string, unknown> }>,
   entity: string,
 ): Promise<Response> {

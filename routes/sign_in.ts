@@ -11,24 +11,22 @@
 
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { readJsonObject } from "../lib/http/body.ts";
-import type { Context, Handler } from "../lib/http/context.ts";
+import type { Context } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
-import type { Router } from "../lib/http/router.ts";
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import type { Entity } from "../lib/records/entity.ts";
 import { otpLogin, totpLogin } from "../lib/auth/sign_in.ts";
 import { rateLimited } from "../lib/auth/rate_limit.ts";
 import { authOptions } from "../lib/schema/auth_options.ts";
-import { authEntity } from "./auth.ts";
+import { authEntity, type AuthHost } from "./auth.ts";
 import { limitedLogin, limitedRequest } from "./login_limit.ts";
 
-function body(ctx: Context<Core>): Promise<Record<string, unknown>> {
-  return readJsonObject(ctx.req, ctx.app.config.maxBodySize, ctx.app.bodies);
-}
+/** What these routes read of the app: the auth routes' and the settings (the TOTP issuer). */
+export type SignInHost = AuthHost & Pick<Core, "settings">;
 
 /** The caller as a user of `entity` (401 for a guest, 403 for anyone else). */
 async function ownUser(
-  ctx: Context<Core>,
+  ctx: Context<SignInHost>,
   entity: Entity,
   action: string,
 ): Promise<{ id: string; email: string }> {
@@ -56,7 +54,7 @@ async function ownUser(
 
 /** Counts one TOTP confirmation or disable of a user (5 a minute). */
 async function limitTotp(
-  ctx: Context<Core>,
+  ctx: Context<SignInHost>,
   entity: Entity,
   userId: string,
   action: string,
@@ -66,14 +64,14 @@ async function limitTotp(
 }
 
 /** Registers the routes. */
-export function signInRoutes(r: Router<Handler<Core>>): void {
+export function signInRoutes(r: RouteTarget<SignInHost>): void {
   r.add(
     "POST",
     "/api/v1/auth/:entity/request-otp",
     (ctx) =>
       limitedRequest(ctx, async () => {
         const entity = authEntity(ctx.app, ctx.params.entity);
-        const { email } = await body(ctx);
+        const { email } = await ctx.body();
         return { otp_id: await ctx.app.otp.request(entity, email) };
       }),
   );
@@ -83,7 +81,7 @@ export function signInRoutes(r: Router<Handler<Core>>): void {
     (ctx) =>
       limitedLogin(ctx, async () => {
         const entity = authEntity(ctx.app, ctx.params.entity);
-        return await otpLogin(ctx.app, entity, await body(ctx));
+        return await otpLogin(ctx.app, entity, await ctx.body());
       }, ctx.params.entity),
   );
   r.add(
@@ -92,7 +90,7 @@ export function signInRoutes(r: Router<Handler<Core>>): void {
     (ctx) =>
       limitedLogin(ctx, async () => {
         const entity = authEntity(ctx.app, ctx.params.entity);
-        return await totpLogin(ctx.app, entity, await body(ctx));
+        return await totpLogin(ctx.app, entity, await ctx.body());
       }, ctx.params.entity),
   );
   r.add("POST", "/api/v1/auth/:entity/totp/setup", async (ctx) => {
@@ -107,7 +105,7 @@ export function signInRoutes(r: Router<Handler<Core>>): void {
   r.add("POST", "/api/v1/auth/:entity/totp/confirm", async (ctx) => {
     const entity = authEntity(ctx.app, ctx.params.entity);
     const user = await ownUser(ctx, entity, "confirm TOTP");
-    const { code } = await body(ctx);
+    const { code } = await ctx.body();
     await limitTotp(ctx, entity, user.id, "confirm TOTP");
     await ctx.app.totp.confirm(entity, user.id, code);
     ctx.app.log.info("totp enabled", { entity: entity.name, user: user.id });
@@ -116,7 +114,7 @@ export function signInRoutes(r: Router<Handler<Core>>): void {
   r.add("POST", "/api/v1/auth/:entity/totp/disable", async (ctx) => {
     const entity = authEntity(ctx.app, ctx.params.entity);
     const user = await ownUser(ctx, entity, "disable TOTP");
-    const { code } = await body(ctx);
+    const { code } = await ctx.body();
     await limitTotp(ctx, entity, user.id, "disable TOTP");
     await ctx.app.totp.disable(entity, user.id, code);
     ctx.app.log.info("totp disabled", { entity: entity.name, user: user.id });
