@@ -343,6 +343,55 @@ forEachDb("sign-in by code, MFA and TOTP", async (t, db) => {
       },
     );
 
+    await t.step(
+      "require_verified: a password login of an unverified user 403, a mailed code verifies; password.enabled off 403",
+      async () => {
+        await createSchema(s, admin, {
+          name: "checked",
+          type: "auth",
+          auth: {
+            require_verified: true,
+            password: { enabled: false },
+            otp: { enabled: true },
+          },
+        });
+        await fastUser(s, "checked", { email: "lou@example.com" });
+        const off = await post(s, "checked", "login", {
+          identity: "lou@example.com",
+          password: USER_PW,
+        });
+        assertStatus(off, 403, "password sign-in off");
+        assertStatus(
+          await s.request("PATCH", "/api/v1/schemas/checked", {
+            token: admin,
+            body: { auth: { password: { enabled: true } } },
+          }),
+          200,
+        );
+        const unverified = await post(s, "checked", "login", {
+          identity: "lou@example.com",
+          password: USER_PW,
+        });
+        assertStatus(unverified, 403);
+        assertEquals(unverified.error, "Cannot log in: email not verified");
+        const otp = await post(s, "checked", "request-otp", {
+          email: "lou@example.com",
+        });
+        const code = await codeFor(smtp, "lou@example.com");
+        const byCode = await post(s, "checked", "login-otp", {
+          otp_id: otp.data.otp_id,
+          code,
+        });
+        assertStatus(byCode, 200, "the code proves the email");
+        assertEquals(byCode.data.user.verified, true);
+        const now = await post(s, "checked", "login", {
+          identity: "lou@example.com",
+          password: USER_PW,
+        });
+        assertStatus(now, 200, "verified since");
+      },
+    );
+
     await createSchema(s, admin, {
       name: "staff",
       type: "auth",
@@ -416,6 +465,26 @@ forEachDb("sign-in by code, MFA and TOTP", async (t, db) => {
         assertStatus(other, 401);
       },
     );
+
+    await t.step("MFA with mfa.enabled: OTP, then password", async () => {
+      const max = await fastUser(s, "staff", { email: "max@example.com" });
+      const otp = await post(s, "staff", "request-otp", {
+        email: "max@example.com",
+      });
+      const code = await codeFor(smtp, "max@example.com");
+      const first = await post(s, "staff", "login-otp", {
+        otp_id: otp.data.otp_id,
+        code,
+      });
+      assertStatus(first, 401);
+      const second = await post(s, "staff", "login", {
+        identity: "max@example.com",
+        password: USER_PW,
+        mfa_id: first.data.mfa_id,
+      });
+      assertStatus(second, 200);
+      assertEquals(second.data.user.id, max.id);
+    });
 
     await t.step("MFA: 5 failed second logins end an mfa_id", async () => {
       await fastUser(s, "staff", { email: "jon@example.com" });
