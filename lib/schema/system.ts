@@ -5,7 +5,9 @@
  * (login attempt counters shared by every instance), `mb_cron_runs` (the
  * cron ticks claimed, one instance each), `mb_events` (record changes for
  * realtime subscribers: lib/realtime/event_log.ts), `mb_files` (the ledger
- * of the files this database's uploads wrote: lib/files/ledger.ts).
+ * of the files this database's uploads wrote: lib/files/ledger.ts),
+ * `mb_oauth2_spent` and `mb_oauth2_links` (OAuth2 sign-in: used code
+ * verifiers, and provider identities linked to users: lib/auth/oauth2).
  *
  * @module
  */
@@ -97,6 +99,12 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
       // Before the bodies: SQLite reads it without walking their overflow pages.
       EVENT_SIZE_COLUMN} "record" ${text} NOT NULL, "previous" ${text})`,
     `CREATE TABLE IF NOT EXISTS "mb_files" ("entity_id" ${text} NOT NULL, "name" ${text} NOT NULL, "created" ${int} NOT NULL, PRIMARY KEY ("entity_id", "name"))`,
+    // OAuth2 sign-in (lib/auth/oauth2): the code verifiers used (kept until
+    // they expire: a replay is refused), and which user an issuer's subject is.
+    `CREATE TABLE IF NOT EXISTS "mb_oauth2_spent" ("id" ${text} PRIMARY KEY, "expires" ${int} NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS "mb_oauth2_spent_expires" ON "mb_oauth2_spent" ("expires")`,
+    `CREATE TABLE IF NOT EXISTS "mb_oauth2_links" ("entity_id" ${text} NOT NULL, "issuer" ${text} NOT NULL, "subject" ${text} NOT NULL, "provider" ${text} NOT NULL, "user_id" ${text} NOT NULL, "created" ${int} NOT NULL, "last_login" ${int} NOT NULL, PRIMARY KEY ("entity_id", "issuer", "subject"))`,
+    `CREATE INDEX IF NOT EXISTS "mb_oauth2_links_user" ON "mb_oauth2_links" ("entity_id", "user_id")`,
     ...createSql(ADMIN_SCHEMA, d).map((s) =>
       s.replace(/^CREATE (UNIQUE )?(TABLE|INDEX)/, "CREATE $1$2 IF NOT EXISTS")
     ),
