@@ -28,6 +28,11 @@ export interface AuthValue {
    * password change keeps this session and ends the user's others.
    */
   session?: string;
+  /**
+   * Id of the API key the caller presented (`Authorization: Bearer mbk_…`),
+   * when it was one: account changes refuse it (lib/auth/api_keys.ts).
+   */
+  key?: string;
 }
 
 /** The caller without a token. */

@@ -23,6 +23,7 @@ import { Registry } from "./records/registry.ts";
 import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
 import { Sessions } from "./auth/sessions.ts";
+import { ApiKeys } from "./auth/api_keys.ts";
 import { hashPassword } from "./auth/password.ts";
 import { Revocations } from "./auth/revocation.ts";
 import { InstanceSync } from "./sync.ts";
@@ -68,6 +69,8 @@ export interface Core {
   readonly storage: Storage;
   readonly schemas: Registry;
   readonly sessions: Sessions;
+  /** API keys (`mb_api_keys`): made, listed and deleted by admins. */
+  readonly apiKeys: ApiKeys;
   readonly signer: TokenSigner;
   /** Seals list cursors (derived from the JWT secret). */
   readonly cursorKey: CursorKey;
@@ -339,7 +342,15 @@ export async function createCore(
     }
     await instanceSync.start(config.connection);
     const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
-    const sessions = new Sessions(signer, schemas, storage, revocations);
+    const apiKeys = new ApiKeys(storage, schemas, revocations, clock.now);
+    await apiKeys.start();
+    const sessions = new Sessions(
+      signer,
+      schemas,
+      storage,
+      revocations,
+      apiKeys,
+    );
     const setupToken = (await hasAdmin(storage))
       ? undefined
       : config.peers?.setupToken ?? randomToken(24);
@@ -348,6 +359,7 @@ export async function createCore(
       storage,
       schemas,
       sessions,
+      apiKeys,
       signer,
       cursorKey,
       limiter,
@@ -376,6 +388,7 @@ export async function createCore(
         peers?.close();
         clock.close();
         clearInterval(pruner);
+        await apiKeys.settled();
         log.info("stopped");
         await log.close();
         logs.close();

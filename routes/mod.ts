@@ -6,8 +6,11 @@
 
 import type { Core } from "../lib/core.ts";
 import type { Handler } from "../lib/http/context.ts";
-import { Router } from "../lib/http/router.ts";
+import type { Router } from "../lib/http/router.ts";
 import { adminRoutes } from "./admins.ts";
+import { apiKeyRoutes } from "./api_keys.ts";
+import { impersonationRoutes } from "./impersonation.ts";
+import { KeyAwareRouter } from "./key_refusal.ts";
 import { authRoutes } from "./auth.ts";
 import { dashboardRoutes } from "./dashboard.ts";
 import { fileRoutes } from "./files.ts";
@@ -27,10 +30,13 @@ import { schemaRoutes } from "./schemas.ts";
  * ```
  */
 export function buildRouter(core: Core): Router<Handler<Core>> {
-  const r = new Router<Handler<Core>>();
+  // Routes that refuse API keys refuse them first (routes/key_refusal.ts).
+  const r = new KeyAwareRouter();
   healthRoutes(r);
   adminRoutes(r);
+  apiKeyRoutes(r);
   authRoutes(r);
+  impersonationRoutes(r);
   dashboardRoutes(r);
   schemaRoutes(r);
   const records = core.records;

@@ -8,7 +8,9 @@
  *   verification, so a wrong password costs what a right one does;
  * - `oldPassword` never reaches validation or storage;
  * - an unchanged `email` is dropped from the write, so only a new email
- *   resets `verified` (the reset itself: `lib/records/service.ts`).
+ *   resets `verified` (the reset itself: `lib/records/service.ts`);
+ * - a user's API key cannot change the user's own `password` or `email`
+ *   (403, lib/auth/api_keys.ts).
  *
  * @module
  */
@@ -17,6 +19,7 @@ import { invalidFields } from "../errors.ts";
 import type { Entity } from "../records/entity.ts";
 import type { AuthValue } from "../caller.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
+import { apiKeyRefused } from "./api_keys.ts";
 
 /** The key that carries the current password. */
 export const OLD_PASSWORD = "oldPassword";
@@ -78,6 +81,13 @@ export async function checkAccountChange(
     if (!changesPassword) return rest;
   }
   if (!isOwnRecord(entity, id, auth)) return rest; // the rule decides
+  if (auth.key !== undefined) {
+    // A key is no login: it never changes the credentials it acts for.
+    throw apiKeyRefused(
+      "change password or email",
+      "log in as the user and use that token",
+    );
+  }
   if (typeof old !== "string" || old === "" || old.length > 1024) {
     throw invalidFields({
       [OLD_PASSWORD]: {

@@ -23,6 +23,11 @@ export interface TokenClaims {
   scope?: string;
   /** The user's password generation when issued (absent in tokens from before generations). */
   gen?: number;
+  /**
+   * The id of the admin who impersonated the user (impersonation tokens
+   * only, lib/auth/impersonation.ts): such a token cannot be refreshed.
+   */
+  imp?: string;
 }
 
 const CACHE_MAX = 10_000;
@@ -78,7 +83,7 @@ export class TokenSigner {
   async sign(
     sub: string,
     entity: string,
-    options: { ttl?: number; scope?: string; gen?: number } = {},
+    options: { ttl?: number; scope?: string; gen?: number; imp?: string } = {},
   ): Promise<{ token: string; claims: TokenClaims }> {
     const ms = this.#now();
     const iat = Math.floor(ms / 1000);
@@ -92,6 +97,7 @@ export class TokenSigner {
     const extra: Record<string, string | number> = { entity };
     if (options.scope) extra.scope = claims.scope = options.scope;
     if (options.gen !== undefined) extra.gen = claims.gen = options.gen;
+    if (options.imp !== undefined) extra.imp = claims.imp = options.imp;
     const token = await new SignJWT(extra)
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(sub)
@@ -119,19 +125,21 @@ export class TokenSigner {
         requiredClaims: ["sub", "jti", "iat", "exp"],
         currentDate: new Date(ms),
       });
-      const { sub, entity, jti, iat, exp, scope, gen } = payload;
+      const { sub, entity, jti, iat, exp, scope, gen, imp } = payload;
       if (
         typeof sub !== "string" || typeof entity !== "string" ||
         typeof jti !== "string" ||
         typeof iat !== "number" || typeof exp !== "number"
       ) return undefined;
       if (scope !== undefined && typeof scope !== "string") return undefined;
+      if (imp !== undefined && typeof imp !== "string") return undefined;
       if (
         gen !== undefined && !(Number.isSafeInteger(gen) && Number(gen) >= 0)
       ) return undefined;
       const claims: TokenClaims = { sub, entity, jti, iat, exp };
       if (scope) claims.scope = scope;
       if (gen !== undefined) claims.gen = gen as number;
+      if (imp !== undefined) claims.imp = imp;
       if (this.#cache.size >= CACHE_MAX) this.#cache.clear();
       this.#cache.set(token, claims);
       return claims;

@@ -16,6 +16,7 @@ import type { Storage } from "../db/storage.ts";
 import type { TokenClaims, TokenSigner } from "./jwt.ts";
 import { endsToken, type Revocations } from "./revocation.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
+import { apiKeyRefused, type ApiKeys, isApiKeyHeader } from "./api_keys.ts";
 
 /** A login result: `{token, user}`. */
 export interface LoginResult {
@@ -31,18 +32,21 @@ export class Sessions {
   #registry: Registry;
   #store: Storage;
   #revoked: Revocations;
+  #keys: ApiKeys | undefined;
 
-  /** Builds the session service. */
+  /** Builds the session service (`keys`: API keys are accepted as callers). */
   constructor(
     signer: TokenSigner,
     registry: Registry,
     store: Storage,
     revoked: Revocations,
+    keys?: ApiKeys,
   ) {
     this.#signer = signer;
     this.#registry = registry;
     this.#store = store;
     this.#revoked = revoked;
+    this.#keys = keys;
   }
 
   /** Verifies identity (email or id) and password; one 401 message for every failure. */
@@ -104,11 +108,19 @@ export class Sessions {
     return { token, user };
   }
 
-  /** Signs a token for a user record, in the user's current password generation. */
-  async issue(entity: Entity, user: RecordData): Promise<LoginResult> {
+  /**
+   * Signs a token for a user record, in the user's current password
+   * generation (`ttl`: its lifetime in seconds; `imp`: the impersonating
+   * admin's id, which makes it an impersonation token).
+   */
+  async issue(
+    entity: Entity,
+    user: RecordData,
+    options: { ttl?: number; imp?: string } = {},
+  ): Promise<LoginResult> {
     const id = String(user.id);
     const gen = (await this.#revoked.current(entity.name, id))?.gen ?? 0;
-    const { token } = await this.#sign(entity, user, gen);
+    const { token } = await this.#sign(entity, user, gen, options);
     return { token, user };
   }
 
@@ -116,8 +128,12 @@ export class Sessions {
     entity: Entity,
     user: RecordData,
     gen: number,
+    options: { ttl?: number; imp?: string } = {},
   ): Promise<{ token: string; claims: TokenClaims }> {
-    return this.#signer.sign(String(user.id), entity.name, { gen });
+    return this.#signer.sign(String(user.id), entity.name, {
+      gen,
+      ...options,
+    });
   }
 
   /** Verifies a bearer header into claims plus the user; throws 401 on anything wrong. */
@@ -135,6 +151,11 @@ export class Sessions {
       );
     }
     const claims = await this.#signer.verify(m[1]);
+    if (!claims && isApiKeyHeader(header)) {
+      // Routes refuse keys before this (routes/key_refusal.ts); a caller
+      // reaching here with one wanted a session.
+      throw apiKeyRefused("use a session route", "a key is no session");
+    }
     if (!claims || this.#revoked.isRevoked(claims)) throw invalidToken();
     // A file token opens files only; an API token also opens files.
     if (claims.scope !== undefined && claims.scope !== scope) {
@@ -170,6 +191,8 @@ export class Sessions {
     if (header === null || header === "") {
       return { auth: GUEST, claims: undefined };
     }
+    // An API key (any route: records, files, realtime) opens what its user may.
+    if (this.#keys && isApiKeyHeader(header)) return this.#keys.caller(header);
     const { claims, entity, user } = await this.session(header, scope);
     return {
       auth: {
@@ -211,6 +234,12 @@ export class Sessions {
   ): Promise<LoginResult> {
     const s = await this.session(header);
     if (expected && s.entity.id !== expected.id) throw invalidToken();
+    if (s.claims.imp !== undefined) {
+      throw new MoonbaseError(
+        "forbidden",
+        "Cannot refresh: an impersonation token cannot be refreshed; an admin impersonates the user again when it expires",
+      );
+    }
     // Spent once: of parallel refreshes (or a racing logout) one wins.
     const first = await this.#revoked.revoke(s.claims);
     this.#signer.forget(s.token);

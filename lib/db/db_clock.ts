@@ -63,7 +63,11 @@ export class DbClock {
   async start(): Promise<void> {
     if (this.#store.dialect.name !== "postgres") return;
     await this.measure();
-    const timer = setInterval(() => this.measure().catch(() => {}), EVERY);
+    const timer = setInterval(() => {
+      // Ignored: a failed measurement keeps the last offset, and a database
+      // that does not answer is reported by health and by every request.
+      this.measure().catch(() => {});
+    }, EVERY);
     Deno.unrefTimer(timer);
     this.#timer = timer;
   }

@@ -192,6 +192,16 @@ export function queryable(sql: Sql | postgres.TransactionSql): Queryable {
 }
 
 /**
+ * Ends a client being dropped, waiting at most `timeout` seconds for what
+ * runs on it. A failure to end it is ignored: the client is discarded either
+ * way (its connection closed or already gone), and a statement that ran on
+ * it has failed to its own caller.
+ */
+export function endClient(sql: postgres.Sql, timeout: number): Promise<void> {
+  return sql.end({ timeout }).catch(() => {});
+}
+
+/**
  * A postgres.js client of one connection; `statementTimeoutMs` (0: none)
  * cancels any statement running longer (PostgreSQL's `statement_timeout`).
  */

@@ -12,6 +12,7 @@
 // deno-lint-ignore no-import-prefix
 import postgres from "npm:postgres@3.4.7";
 import type { Queryable } from "./storage.ts";
+import { endClient } from "./pg_client.ts";
 
 /** A channel name: lower-case letters and `_` only (never quoted input). */
 const CHANNEL = /^[a-z_]{1,63}$/;
@@ -74,7 +75,10 @@ export class PgListener {
       onnotify: (channel: string, payload: string) => {
         try {
           this.#handlers.get(channel)?.(payload);
-        } catch { /* a bad payload is ignored: the poll is the safety net */ }
+        } catch {
+          // Ignored: a payload its handler cannot use is dropped; the poll
+          // of the tables is the safety net for whatever it announced.
+        }
       },
       onclose: () => {
         this.#live = false;
@@ -100,6 +104,8 @@ export class PgListener {
       await this.#listenAll();
       return true;
     } catch {
+      // Not ignored: the caller learns it from `false`, and listening is
+      // tried again in the background.
       this.#schedule();
       return false;
     }
@@ -121,7 +127,7 @@ export class PgListener {
       try {
         await this.#listenAll();
       } catch {
-        this.#schedule();
+        this.#schedule(); // not ignored: tried again (postgres.js paces it)
       }
     }, 0);
   }
@@ -131,6 +137,6 @@ export class PgListener {
     this.#closed = true;
     if (this.#retry !== undefined) clearTimeout(this.#retry);
     this.#live = false;
-    await this.#sql.end({ timeout: 1 }).catch(() => {});
+    await endClient(this.#sql, 1);
   }
 }

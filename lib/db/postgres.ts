@@ -21,6 +21,7 @@ import { Breaker, BREAKER_TIMES } from "./pg_breaker.ts";
 import {
   client,
   clientError,
+  endClient,
   lost,
   queryable,
   unreachable,
@@ -116,7 +117,7 @@ export class PostgresStorage implements Storage {
     }
     // A fresh client next time: this one may be stuck or backing off.
     this.#probe = undefined;
-    sql.end({ timeout: 0 }).catch(() => {});
+    endClient(sql, 0);
     return false;
   }
 
@@ -140,7 +141,7 @@ export class PostgresStorage implements Storage {
   #dropConnections(): void {
     const old = this.#lanes;
     this.#lanes = old.map(() => openLane(this.#url, this.#statementTimeoutMs));
-    for (const l of old) l.sql.end({ timeout: 0 }).catch(() => {});
+    for (const l of old) endClient(l.sql, 0);
     this.#wake();
   }
 
@@ -200,7 +201,7 @@ export class PostgresStorage implements Storage {
       );
     } catch (err) {
       this.#breaker.stop();
-      await this.#probe?.end({ timeout: 0 }).catch(() => {});
+      if (this.#probe) await endClient(this.#probe, 0);
       await this.#end(0);
       const msg = err instanceof Error ? err.message : String(err);
       throw new StorageUnavailableError(`Cannot connect to PostgreSQL: ${msg}`);
@@ -250,19 +251,19 @@ export class PostgresStorage implements Storage {
       await this.ping();
       return "ok";
     } catch {
-      return "unavailable";
+      return "unavailable"; // not ignored: the failure is the answer
     }
   }
 
   async #end(timeout: number): Promise<void> {
     await Promise.all(
-      this.#lanes.map((l) => l.sql.end({ timeout }).catch(() => {})),
+      this.#lanes.map((l) => endClient(l.sql, timeout)),
     );
   }
 
   async close(): Promise<void> {
     this.#breaker.stop();
-    await this.#probe?.end({ timeout: 0 }).catch(() => {});
+    if (this.#probe) await endClient(this.#probe, 0);
     await this.#end(5);
   }
 }

@@ -26,11 +26,16 @@ export function ownerOnly(path: string): void {
   try {
     Deno.openSync(path, { create: true, append: true, mode: 0o600 }).close();
   } catch {
+    // Ignored: SQLite opens the file next and reports why it cannot (a
+    // missing directory, no permission) in the error the caller sees.
     return;
   }
   for (const p of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) {
     try {
       Deno.chmodSync(p, 0o600);
-    } catch { /* absent, or a system without modes */ }
+    } catch {
+      // Ignored: the file is absent (no WAL yet), or the system has no
+      // modes; nothing is left readable that could have been narrowed.
+    }
   }
 }

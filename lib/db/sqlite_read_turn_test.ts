@@ -1,14 +1,90 @@
 /**
  * The reads of one event-loop turn share one read transaction: it never
  * outlives the turn, ends before any write of this connection, and leaves
- * nothing open that would keep the WAL from being checkpointed.
+ * nothing open that would keep the WAL from being checkpointed. First
+ * `ReadTurn` (sqlite_read_turn.ts) on its own, then through `SqliteStorage`.
  */
 
 import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import { SqliteStorage } from "./sqlite.ts";
+import { SqliteConnection } from "./sqlite_statements.ts";
+import { ReadTurn } from "./sqlite_read_turn.ts";
 
 const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+
+/** A `ReadTurn` on a file with one row, and a plain connection that writes. */
+function readTurnTest(
+  name: string,
+  fn: (
+    t: { conn: SqliteConnection; reads: ReadTurn; other: DatabaseSync },
+  ) => Promise<void> | void,
+): void {
+  Deno.test(`sqlite read turn, unit: ${name}`, async () => {
+    const dir = await Deno.makeTempDir({ prefix: "mb_read_turn_" });
+    const conn = new SqliteConnection(`${dir}/db.sqlite`);
+    conn.db.exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`);
+    conn.db.exec(`INSERT INTO t (id, v) VALUES (1, 'old')`);
+    const other = new DatabaseSync(`${dir}/db.sqlite`);
+    try {
+      await fn({ conn, reads: new ReadTurn(conn), other });
+    } finally {
+      other.close();
+      conn.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
+
+const read = (conn: SqliteConnection) =>
+  conn.all(`SELECT v FROM t WHERE id = 1`)[0]?.v;
+
+readTurnTest("the snapshot is released at the end of the turn", async (t) => {
+  const { conn, reads, other } = t;
+  assert.equal(reads.open, false);
+  reads.begin();
+  assert.equal(reads.open, true);
+  assert.equal(conn.db.isTransaction, true, "a read transaction is open");
+  assert.equal(read(conn), "old");
+  other.exec(`UPDATE t SET v = 'new' WHERE id = 1`);
+  reads.begin(); // the turn's second read shares the snapshot
+  assert.equal(read(conn), "old");
+  await nextTurn();
+  assert.equal(reads.open, false);
+  assert.equal(conn.db.isTransaction, false, "released with the turn");
+  assert.equal(read(conn), "new");
+});
+
+readTurnTest("end() releases it before the turn ends", (t) => {
+  const { conn, reads, other } = t;
+  reads.begin();
+  assert.equal(read(conn), "old");
+  other.exec(`UPDATE t SET v = 'new' WHERE id = 1`);
+  reads.end();
+  assert.equal(conn.db.isTransaction, false);
+  reads.begin(); // a new snapshot in the same turn
+  assert.equal(read(conn), "new");
+  reads.end();
+  reads.end(); // ending twice is harmless
+  assert.equal(conn.db.isTransaction, false);
+});
+
+readTurnTest(
+  "inside another transaction it neither opens nor ends one",
+  async (t) => {
+    const { conn, reads } = t;
+    conn.db.exec("BEGIN IMMEDIATE");
+    conn.db.exec(`UPDATE t SET v = 'mine' WHERE id = 1`);
+    reads.begin();
+    assert.equal(reads.open, false, "the reads share the open transaction");
+    reads.end();
+    await nextTurn();
+    assert.equal(conn.db.isTransaction, true, "not committed by the read turn");
+    conn.db.exec("ROLLBACK");
+    assert.equal(read(conn), "old");
+  },
+);
 
 async function pair(): Promise<
   { a: SqliteStorage; b: SqliteStorage; close: () => Promise<void> }
