@@ -7,6 +7,7 @@
 import { MoonbaseError } from "./errors.ts";
 import { defaultMaxConnections } from "./http/limits.ts";
 import type { PeerConfig } from "./cluster/link.ts";
+import type { OAuth2Tuning } from "./auth/oauth2/service.ts";
 
 /** Options of `createApp` (every CLI option has one). */
 export interface AppConfig {
@@ -141,6 +142,11 @@ export interface AppConfig {
    * in the process. Not a CLI option.
    */
   peers?: PeerConfig;
+  /**
+   * Internal (tests): the time and size bounds of requests to OAuth2
+   * providers, and preset endpoints replaced. Not a CLI option.
+   */
+  oauth2?: OAuth2Tuning;
 }
 
 /** Config with every default applied. */
@@ -154,10 +160,12 @@ export type ResolvedConfig =
       | "clock"
       | "scriptLoader"
       | "peers"
+      | "oauth2"
     >
   >
   & {
     peers?: PeerConfig;
+    oauth2?: OAuth2Tuning;
     clock?: () => number;
     scriptLoader?: "file" | "source";
     connection?: string;
@@ -217,6 +225,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     webSocket: c.webSocket ?? false,
     workers: workerCount(c.workers),
     peers: c.peers,
+    oauth2: c.oauth2,
   };
 }
 

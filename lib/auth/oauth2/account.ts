@@ -28,7 +28,7 @@ import { GUEST } from "../../caller.ts";
 import type { Storage } from "../../db/storage.ts";
 import type { RecordData } from "../../records/codec.ts";
 import type { Entity } from "../../records/entity.ts";
-import { link, type LinkKey, linkedUser, touchLink, unlink } from "./links.ts";
+import { link, linkedUser, type LinkKey, touchLink, unlink } from "./links.ts";
 import type { Identity, OAuth2Options } from "./types.ts";
 
 /** The user of a sign-in, and whether it was created by it. */
@@ -124,7 +124,9 @@ function mappedFields(
   const out: Record<string, unknown> = {};
   const put = (field: string | null, value: string, types: string[]) => {
     if (field === null || value === "") return;
-    const f = cx.entity.schema.fields.find((f) => !f.system && f.name === field);
+    const f = cx.entity.schema.fields.find((f) =>
+      !f.system && f.name === field
+    );
     // A file field would need the image downloaded: not done (README).
     if (!f || !types.includes(f.type)) return;
     out[field] = typeof f.max === "number" && f.max > 0

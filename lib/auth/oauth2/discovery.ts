@@ -154,7 +154,9 @@ async function fetchDiscovery(
       throw providerFailed(name, `${what} has no valid ${key} (an https URL)`);
     }
   }
-  if (doc.userinfo_endpoint !== undefined && !isProviderUrl(doc.userinfo_endpoint)) {
+  if (
+    doc.userinfo_endpoint !== undefined && !isProviderUrl(doc.userinfo_endpoint)
+  ) {
     throw providerFailed(name, `${what} has an invalid userinfo_endpoint`);
   }
   const methods = Array.isArray(doc.token_endpoint_auth_methods_supported)

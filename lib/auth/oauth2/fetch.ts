@@ -19,7 +19,10 @@ export interface FetchLimits {
 }
 
 /** Default bounds: 5 s, 256 KiB (discovery documents and key sets are a few KiB). */
-export const FETCH_LIMITS: FetchLimits = { timeoutMs: 5_000, maxBytes: 262_144 };
+export const FETCH_LIMITS: FetchLimits = {
+  timeoutMs: 5_000,
+  maxBytes: 262_144,
+};
 
 /** A provider's JSON answer with its status (error answers are JSON too). */
 export interface JsonAnswer {
@@ -28,7 +31,10 @@ export interface JsonAnswer {
 }
 
 /** The 502 for a provider that failed. */
-export function providerFailed(provider: string, reason: string): MoonbaseError {
+export function providerFailed(
+  provider: string,
+  reason: string,
+): MoonbaseError {
   return new MoonbaseError(
     "bad_gateway",
     `Cannot log in with ${provider}: ${reason}; try again later, or ask the administrator to check the provider's settings`,

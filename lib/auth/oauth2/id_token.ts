@@ -157,7 +157,9 @@ export async function verifyIdToken(
       "the id token is invalid (azp is not this client)",
     );
   }
-  if (typeof payload.nonce !== "string" || !sameText(payload.nonce, check.nonce)) {
+  if (
+    typeof payload.nonce !== "string" || !sameText(payload.nonce, check.nonce)
+  ) {
     throw refusedLogin(
       provider,
       "the id token is invalid (its nonce is not this sign-in's)",
@@ -169,7 +171,9 @@ export async function verifyIdToken(
 function reason(err: InstanceType<typeof joseErrors.JOSEError>): string {
   if (err instanceof joseErrors.JWTExpired) return "expired";
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
-    return `${err.claim}: ${err.reason === "check_failed" ? "mismatch" : err.reason}`;
+    return `${err.claim}: ${
+      err.reason === "check_failed" ? "mismatch" : err.reason
+    }`;
   }
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) {
     return "bad signature";

@@ -140,7 +140,12 @@ async function githubIdentity(
   cx: IdentityContext,
 ): Promise<Identity> {
   const api = cx.endpoints.api ?? "https://api.github.com";
-  const user = await getJson(`${api}/user`, accessToken, cx, "GitHub's user API");
+  const user = await getJson(
+    `${api}/user`,
+    accessToken,
+    cx,
+    "GitHub's user API",
+  );
   const u = asObject(user.body);
   if (user.status !== 200 || !u || u.id === undefined) {
     throw providerFailed(
@@ -179,7 +184,12 @@ async function discordIdentity(
   cx: IdentityContext,
 ): Promise<Identity> {
   const api = cx.endpoints.api ?? "https://discord.com/api";
-  const me = await getJson(`${api}/users/@me`, accessToken, cx, "Discord's user API");
+  const me = await getJson(
+    `${api}/users/@me`,
+    accessToken,
+    cx,
+    "Discord's user API",
+  );
   const u = asObject(me.body);
   if (me.status !== 200 || !u || str(u.id) === "") {
     throw providerFailed(

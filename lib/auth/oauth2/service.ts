@@ -20,7 +20,7 @@
 import { invalidFields, MoonbaseError } from "../../errors.ts";
 import type { Storage } from "../../db/storage.ts";
 import type { Entity } from "../../records/entity.ts";
-import { signedInUser, type SignedIn } from "./account.ts";
+import { type SignedIn, signedInUser } from "./account.ts";
 import { ProviderResolver } from "./discovery.ts";
 import { exchangeCode, refusedLogin } from "./exchange.ts";
 import { FETCH_LIMITS, type FetchLimits } from "./fetch.ts";
@@ -48,8 +48,16 @@ export interface ProviderLink {
   code_challenge_method: string;
 }
 
+/** Bounds and endpoints tests change (`AppConfig.oauth2`). */
+export interface OAuth2Tuning {
+  /** Outbound bounds (default 5 s, 256 KiB). */
+  limits?: Partial<FetchLimits>;
+  /** Preset endpoints replaced (tests point GitHub and Discord at a local server). */
+  presets?: Partial<Record<PresetName, OidcPreset | Endpoints>>;
+}
+
 /** What the app hands the service. */
-export interface OAuth2Deps {
+export interface OAuth2Deps extends OAuth2Tuning {
   store: Storage;
   /** The server's secret (the verifiers' sealing key is derived from it). */
   secret: string;
@@ -57,10 +65,6 @@ export interface OAuth2Deps {
   now: () => number;
   /** Reports a provider left out of `methods` (its issuer failed). */
   warn: (message: string, data: Record<string, unknown>) => void;
-  /** Outbound bounds (tests shorten them). */
-  limits?: Partial<FetchLimits>;
-  /** Preset endpoints replaced (tests point GitHub and Discord at a local server). */
-  presets?: Partial<Record<PresetName, OidcPreset | Endpoints>>;
 }
 
 /** The body of `login-oauth2`. */
@@ -188,7 +192,9 @@ export class OAuth2 {
     const flow = this.#open(entity, input);
     const endpoints = await this.#resolver.resolve(config);
     const now = this.#deps.now();
-    if (!(await spendFlow(this.#deps.store, flow.id, flow.expires, now / 1000))) {
+    if (
+      !(await spendFlow(this.#deps.store, flow.id, flow.expires, now / 1000))
+    ) {
       throw refusedLogin(
         config.name,
         "this sign-in (its code_verifier) was already used",
@@ -220,9 +226,11 @@ export class OAuth2 {
     const now = this.#deps.now();
     const bound = { entityId: entity.id, provider: input.provider };
     // Made for this redirect URL, or by a `methods` call that named none.
-    const flow =
-      this.#seal.open(input.code_verifier, { ...bound, redirect: input.redirect_url }, now) ??
-        this.#seal.open(input.code_verifier, { ...bound, redirect: "" }, now);
+    const flow = this.#seal.open(input.code_verifier, {
+      ...bound,
+      redirect: input.redirect_url,
+    }, now) ??
+      this.#seal.open(input.code_verifier, { ...bound, redirect: "" }, now);
     if (!flow) {
       throw refusedLogin(
         input.provider,

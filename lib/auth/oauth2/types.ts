@@ -35,7 +35,10 @@ export interface OAuth2Options {
   readonly enabled: boolean;
   readonly providers: readonly ProviderConfig[];
   /** The entity's fields that take the provider's name and avatar URL. */
-  readonly fields: { readonly name: string | null; readonly avatar: string | null };
+  readonly fields: {
+    readonly name: string | null;
+    readonly avatar: string | null;
+  };
 }
 
 /**
