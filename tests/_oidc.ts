@@ -220,6 +220,9 @@ async function walk(authUrl: string, account: string): Promise<Authorized> {
 export interface Mirror {
   /** Its issuer URL (its discovery document names it). */
   readonly issuer: string;
+  /** Set: token requests get no answer (until `close`). */
+  hang: boolean;
+  /** Stops it (again: nothing). */
   close(): Promise<void>;
 }
 
@@ -236,6 +239,9 @@ export async function startMirror(
   const doc = await (await fetch(`${real}/.well-known/openid-configuration`))
     .json() as Record<string, unknown>;
   let issuer = "";
+  let release = () => {};
+  const held = new Promise<void>((r) => release = r);
+  const mirror = { hang: false };
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
     async (req) => {
@@ -248,6 +254,10 @@ export async function startMirror(
         });
       }
       if (path === "/token") {
+        if (mirror.hang) {
+          await held;
+          return new Response("stopped", { status: 503 });
+        }
         const form = new URLSearchParams(await req.text());
         const headers: Record<string, string> = {
           "content-type": "application/x-www-form-urlencoded",
@@ -276,5 +286,13 @@ export async function startMirror(
     },
   );
   issuer = `http://127.0.0.1:${server.addr.port}`;
-  return { issuer, close: () => server.shutdown() };
+  let closing: Promise<void> | undefined;
+  return Object.assign(mirror, {
+    issuer,
+    close() {
+      release();
+      closing ??= server.shutdown();
+      return closing;
+    },
+  });
 }

@@ -111,6 +111,14 @@ export class OAuth2 {
     redirect = "",
   ): Promise<ProviderLink[]> {
     if (!options.enabled) return [];
+    if (redirect !== "" && !isRedirectUrl(redirect)) {
+      throw invalidFields({
+        redirect_url: {
+          code: "invalid_url",
+          message: "Must be an absolute URL of at most 2000 characters",
+        },
+      }, "Cannot list sign-in methods: invalid redirect_url");
+    }
     const all = await Promise.all(options.providers.map(async (p) => {
       try {
         return this.#link(entity, p, await this.#resolver.resolve(p), redirect);
@@ -247,6 +255,11 @@ export class OAuth2 {
   }
 }
 
+/** An absolute URL (an app's own scheme too), at most 2000 characters. */
+function isRedirectUrl(v: string): boolean {
+  return v.length <= 2000 && /^[a-z][a-z0-9+.-]*:\S+$/i.test(v);
+}
+
 function checkBody(body: Record<string, unknown>): OAuth2Login {
   const fields: Record<string, { code: string; message: string }> = {};
   const text = (key: string, max: number, min = 1): string => {
@@ -264,7 +277,7 @@ function checkBody(body: Record<string, unknown>): OAuth2Login {
   const code = text("code", 4096);
   const code_verifier = text("code_verifier", 128, 43);
   const redirect_url = text("redirect_url", 2000);
-  if (!fields.redirect_url && !/^[a-z][a-z0-9+.-]*:\S+$/i.test(redirect_url)) {
+  if (!fields.redirect_url && !isRedirectUrl(redirect_url)) {
     fields.redirect_url = {
       code: "invalid_url",
       message: "Must be the absolute URL the provider redirected to",
