@@ -14,13 +14,9 @@
  * @module
  */
 
-import {
-  createLocalJWKSet,
-  errors as joseErrors,
-  type JSONWebKeySet,
-  type JWTPayload,
-  jwtVerify,
-} from "jose";
+// Full specifier, not the import map: embedders import mod.ts without it.
+// deno-lint-ignore no-import-prefix
+import * as jose from "npm:jose@6.2.17";
 import { sameText } from "./flow.ts";
 import { refusedLogin } from "./exchange.ts";
 import { fetchJson, type FetchLimits, providerFailed } from "./fetch.ts";
@@ -29,7 +25,7 @@ import type { Endpoints } from "./types.ts";
 /** How long a key set is kept, and the least time between two fetches. */
 export const JWKS_TTL_MS = 3_600_000, JWKS_COOLDOWN_MS = 60_000;
 
-type KeyLookup = ReturnType<typeof createLocalJWKSet>;
+type KeyLookup = ReturnType<typeof jose.createLocalJWKSet>;
 
 interface CachedKeys {
   at: number;
@@ -80,7 +76,7 @@ async function fetchKeys(
     throw providerFailed(provider, `${what} answered no keys (HTTP ${status})`);
   }
   try {
-    return createLocalJWKSet(body as JSONWebKeySet);
+    return jose.createLocalJWKSet(body as jose.JSONWebKeySet);
   } catch {
     throw providerFailed(provider, `${what} is not a valid JWKS`);
   }
@@ -104,11 +100,11 @@ export async function verifyIdToken(
   token: string,
   check: IdTokenCheck,
   keySets: KeySets,
-): Promise<JWTPayload> {
+): Promise<jose.JWTPayload> {
   const { endpoints, provider } = check;
   if (!endpoints.jwks) throw providerFailed(provider, "it has no key set");
   const verify = async (fresh: boolean) =>
-    await jwtVerify(
+    await jose.jwtVerify(
       token,
       await keySets.keys(provider, endpoints.jwks!, fresh),
       {
@@ -121,17 +117,17 @@ export async function verifyIdToken(
         requiredClaims: ["iss", "sub", "aud", "exp", "iat"],
       },
     );
-  let payload: JWTPayload;
+  let payload: jose.JWTPayload;
   try {
     try {
       payload = (await verify(false)).payload;
     } catch (err) {
       // A key the cached set lacks: the issuer may have rotated its keys.
-      if (!(err instanceof joseErrors.JWKSNoMatchingKey)) throw err;
+      if (!(err instanceof jose.errors.JWKSNoMatchingKey)) throw err;
       payload = (await verify(true)).payload;
     }
   } catch (err) {
-    if (err instanceof joseErrors.JOSEError) {
+    if (err instanceof jose.errors.JOSEError) {
       throw refusedLogin(provider, `the id token is invalid (${reason(err)})`);
     }
     throw err;
@@ -168,20 +164,20 @@ export async function verifyIdToken(
   return payload;
 }
 
-function reason(err: InstanceType<typeof joseErrors.JOSEError>): string {
-  if (err instanceof joseErrors.JWTExpired) return "expired";
-  if (err instanceof joseErrors.JWTClaimValidationFailed) {
+function reason(err: InstanceType<typeof jose.errors.JOSEError>): string {
+  if (err instanceof jose.errors.JWTExpired) return "expired";
+  if (err instanceof jose.errors.JWTClaimValidationFailed) {
     return `${err.claim}: ${
       err.reason === "check_failed" ? "mismatch" : err.reason
     }`;
   }
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) {
+  if (err instanceof jose.errors.JWSSignatureVerificationFailed) {
     return "bad signature";
   }
-  if (err instanceof joseErrors.JWKSNoMatchingKey) {
+  if (err instanceof jose.errors.JWKSNoMatchingKey) {
     return "signed by a key the issuer does not publish";
   }
-  if (err instanceof joseErrors.JOSEAlgNotAllowed) {
+  if (err instanceof jose.errors.JOSEAlgNotAllowed) {
     return "signature algorithm not allowed";
   }
   return err.code;

@@ -14,7 +14,9 @@
  * @module
  */
 
-import type { JWTPayload } from "jose";
+// Full specifier, not the import map: embedders import mod.ts without it.
+// deno-lint-ignore no-import-prefix
+import type { JWTPayload } from "npm:jose@6.2.17";
 import { fetchJson, type FetchLimits, providerFailed } from "./fetch.ts";
 import type { TokenAnswer } from "./exchange.ts";
 import { type KeySets, verifyIdToken } from "./id_token.ts";

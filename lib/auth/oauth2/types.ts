@@ -6,7 +6,7 @@
  * @module
  */
 
-/** The presets (README "OAuth2 and OpenID Connect"). */
+/** The presets (docs/guide/accounts-oauth2.md). */
 export type PresetName =
   | "google"
   | "github"
