@@ -8,6 +8,8 @@ import { MoonbaseError } from "./errors.ts";
 import { defaultMaxConnections } from "./http/limits.ts";
 import type { PeerConfig } from "./cluster/link.ts";
 import type { OAuth2Tuning } from "./auth/oauth2/service.ts";
+import type { SenderPace } from "./mail/sender.ts";
+import type { SendLimits } from "./mail/transport.ts";
 
 /** Options of `createApp` (every CLI option has one). */
 export interface AppConfig {
@@ -147,6 +149,11 @@ export interface AppConfig {
    * providers, and preset endpoints replaced. Not a CLI option.
    */
   oauth2?: OAuth2Tuning;
+  /**
+   * Internal (tests): the mail sender's pace (retries, polls, leases) and
+   * the time limits of one SMTP send. Not a CLI option.
+   */
+  mail?: { pace?: Partial<SenderPace>; limits?: Partial<SendLimits> };
 }
 
 /** Config with every default applied. */
@@ -161,11 +168,13 @@ export type ResolvedConfig =
       | "scriptLoader"
       | "peers"
       | "oauth2"
+      | "mail"
     >
   >
   & {
     peers?: PeerConfig;
     oauth2?: OAuth2Tuning;
+    mail?: AppConfig["mail"];
     clock?: () => number;
     scriptLoader?: "file" | "source";
     connection?: string;
@@ -226,6 +235,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     workers: workerCount(c.workers),
     peers: c.peers,
     oauth2: c.oauth2,
+    mail: c.mail,
   };
 }
 

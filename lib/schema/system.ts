@@ -8,6 +8,9 @@
  * of the files this database's uploads wrote: lib/files/ledger.ts),
  * `mb_oauth2_spent` and `mb_oauth2_links` (OAuth2 sign-in: used code
  * verifiers, and provider identities linked to users: lib/auth/oauth2).
+ * `mb_settings` (the app's settings, shared by every instance:
+ * lib/settings/store.ts), `mb_outbox` (mail waiting to be sent:
+ * lib/mail/outbox.ts).
  *
  * @module
  */
@@ -105,6 +108,11 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
     `CREATE INDEX IF NOT EXISTS "mb_oauth2_spent_expires" ON "mb_oauth2_spent" ("expires")`,
     `CREATE TABLE IF NOT EXISTS "mb_oauth2_links" ("entity_id" ${text} NOT NULL, "issuer" ${text} NOT NULL, "subject" ${text} NOT NULL, "provider" ${text} NOT NULL, "user_id" ${text} NOT NULL, "created" ${int} NOT NULL, "last_login" ${int} NOT NULL, PRIMARY KEY ("entity_id", "issuer", "subject"))`,
     `CREATE INDEX IF NOT EXISTS "mb_oauth2_links_user" ON "mb_oauth2_links" ("entity_id", "user_id")`,
+    `CREATE TABLE IF NOT EXISTS "mb_settings" ("key" ${text} PRIMARY KEY, "value" ${text} NOT NULL, "updated" ${int} NOT NULL)`,
+    // One row per message until it is delivered (then deleted) or given up
+    // (status 'failed', its text wiped: it may hold a token).
+    `CREATE TABLE IF NOT EXISTS "mb_outbox" ("id" ${text} PRIMARY KEY, "purpose" ${text} NOT NULL, "entity" ${text} NOT NULL, "recipient" ${text} NOT NULL, "subject" ${text} NOT NULL, "text_body" ${text} NOT NULL, "html_body" ${text} NOT NULL, "status" ${text} NOT NULL, "attempts" ${int} NOT NULL, "next_at" ${int} NOT NULL, "claimed_until" ${int} NOT NULL, "last_error" ${text} NOT NULL, "created" ${int} NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS "mb_outbox_due" ON "mb_outbox" ("status", "next_at")`,
     ...createSql(ADMIN_SCHEMA, d).map((s) =>
       s.replace(/^CREATE (UNIQUE )?(TABLE|INDEX)/, "CREATE $1$2 IF NOT EXISTS")
     ),
