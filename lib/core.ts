@@ -28,6 +28,7 @@ import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
 import { Sessions } from "./auth/sessions.ts";
 import { ApiKeys } from "./auth/api_keys.ts";
+import { OAuth2 } from "./auth/oauth2/service.ts";
 import { hashPassword } from "./auth/password.ts";
 import { Revocations } from "./auth/revocation.ts";
 import { InstanceSync } from "./sync.ts";
@@ -87,6 +88,8 @@ export interface Core {
   readonly sessions: Sessions;
   /** API keys (`mb_api_keys`): made, listed and deleted by admins. */
   readonly apiKeys: ApiKeys;
+  /** OAuth2 / OpenID Connect sign-in (provider links for `methods`, `login-oauth2`). */
+  readonly oauth2: OAuth2;
   readonly signer: TokenSigner;
   /** Seals list cursors (derived from the JWT secret). */
   readonly cursorKey: CursorKey;
@@ -440,6 +443,13 @@ export async function createCore(
       schemas,
       sessions,
       apiKeys,
+      oauth2: new OAuth2({
+        store: storage,
+        secret: secret.value,
+        now: clock.now,
+        warn: (message, data) => log.warn(message, data),
+        ...config.oauth2,
+      }),
       signer,
       cursorKey,
       limiter,

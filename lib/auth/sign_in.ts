@@ -30,7 +30,7 @@ export async function passwordLogin(
 ): Promise<LoginResult> {
   refuseDisabled(entity, "password");
   const mfaId = mfaIdOf(body);
-  const checked = await counted(
+  const checked = await countingMfa(
     services,
     entity,
     mfaId,
@@ -49,7 +49,7 @@ export async function otpLogin(
   body: Record<string, unknown>,
 ): Promise<LoginResult> {
   const mfaId = mfaIdOf(body);
-  const user = await counted(services, entity, mfaId, async () => {
+  const user = await countingMfa(services, entity, mfaId, async () => {
     const used = await services.otp.use(entity, body.otp_id, body.code);
     const user = await entity.read(used.userId);
     // Dead after an email or password change (or the user's deletion).
@@ -83,7 +83,7 @@ export async function totpLogin(
     );
   }
   const code = codeOf(body.code);
-  const user = await counted(services, entity, mfaId, async () => {
+  const user = await countingMfa(services, entity, mfaId, async () => {
     const first = await services.mfa.pending(entity, mfaId);
     const user = await entity.read(first.userId);
     if (!user || !await services.totp.accept(entity, first.userId, code)) {
@@ -97,8 +97,11 @@ export async function totpLogin(
   return await completeLogin(services, entity, user, "totp", { mfaId });
 }
 
-/** Runs a credential check; a 401 of one that carries an `mfa_id` counts against it. */
-async function counted<T>(
+/**
+ * Runs a credential check; a 401 of one that carries an `mfa_id` counts
+ * against it (every method's check: the OAuth2 sign-in's too).
+ */
+export async function countingMfa<T>(
   services: SignInServices,
   entity: Entity,
   mfaId: string | undefined,
