@@ -19,7 +19,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { nextIp } from "./_auth_fixtures.ts";
+import { fastUser, nextIp, USER_PW } from "./_auth_fixtures.ts";
 import { type OidcServer, startMirror, startOidc } from "./_oidc.ts";
 
 const REDIRECT = "http://127.0.0.1:9/callback";
@@ -526,6 +526,82 @@ forEachDb("oauth2: sign-in with a real OpenID provider", async (t, db) => {
         refused(await login(s, "plain", {}), 403, /does not offer it/);
         const nf = await login(s, "nosuch", {});
         assertEquals([nf.status, nf.error], [404, "Route Not Found"]);
+      },
+    );
+
+    await t.step(
+      "MFA: OAuth2 is a first login (401 {mfa_id}) and a second one (with mfa_id)",
+      async () => {
+        const r = await s.request("POST", "/api/v1/schemas", {
+          token: admin,
+          body: {
+            name: "secure",
+            type: "auth",
+            fields: [],
+            auth: {
+              mfa: { enabled: true },
+              oauth2: {
+                enabled: true,
+                providers: [provider("idp", idp.issuer)],
+              },
+            },
+          },
+        });
+        assertStatus(r, 201);
+        const passwordLogin = (identity: string, mfaId?: string) =>
+          s.request("POST", "/api/v1/auth/secure/login", {
+            body: { identity, password: USER_PW, mfa_id: mfaId },
+            headers: { "x-forwarded-for": nextIp() },
+          });
+        const oauthBody = async (account: string) => {
+          const l = await link(s, "secure", "idp");
+          const back = await idp.authorize(l.auth_url, account);
+          return {
+            provider: "idp",
+            code: back.code,
+            code_verifier: l.code_verifier,
+            redirect_url: REDIRECT,
+            state: back.state,
+          };
+        };
+        // A verified user: password first, OAuth2 second, and back.
+        const alice = await fastUser(s, "secure", {
+          email: "alice2@example.com",
+        });
+        assertStatus(
+          await s.request("PATCH", `/api/v1/entities/secure/${alice.id}`, {
+            token: admin,
+            body: { verified: true },
+          }),
+          200,
+        );
+        const first = await passwordLogin("alice2@example.com");
+        assertStatus(first, 401);
+        const second = await login(s, "secure", {
+          ...await oauthBody("alice2"),
+          mfa_id: first.data.mfa_id,
+        });
+        assertStatus(second, 200);
+        assertEquals(second.data.user.id, alice.id);
+        const again = await signIn(s, idp, "secure", "idp", "alice2");
+        assertStatus(again.reply, 401);
+        assertEquals(Object.keys(again.reply.data), ["mfa_id"]);
+        const done = await passwordLogin(
+          "alice2@example.com",
+          again.reply.data.mfa_id,
+        );
+        assertStatus(done, 200);
+        assertEquals(done.data.user.id, alice.id);
+        // An unverified user: linking replaces the password the first login
+        // proved, so that first login no longer counts.
+        await fastUser(s, "secure", { email: "gina@example.com" });
+        const byPassword = await passwordLogin("gina@example.com");
+        assertStatus(byPassword, 401);
+        const linked = await login(s, "secure", {
+          ...await oauthBody("gina"),
+          mfa_id: byPassword.data.mfa_id,
+        });
+        refused(linked, 401, /the password changed since the first login/);
       },
     );
 
