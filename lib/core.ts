@@ -32,6 +32,7 @@ import { OAuth2 } from "./auth/oauth2/service.ts";
 import { hashPassword } from "./auth/password.ts";
 import { Revocations } from "./auth/revocation.ts";
 import { InstanceSync } from "./sync.ts";
+import { RepeatedFailure } from "./logs/failure.ts";
 import { DbClock } from "./db/db_clock.ts";
 import { LoginLimiter } from "./auth/rate_limit.ts";
 import { accountChecks } from "./auth/account_checks.ts";
@@ -262,13 +263,12 @@ export async function createCore(
       config.logLevel,
       config.quiet ? "off" : config.dev ? "pretty" : "json",
     );
-    // A failed prune is retried a minute later; the operator sees each one.
+    // A failed prune is retried a minute later; at most one line in ten
+    // minutes says so (a broken database must not write one a minute).
+    const pruneFailed = new RepeatedFailure(log, "Cannot prune logs");
     const prune = () =>
-      logStore.prune(config.logRetentionDays, config.logMaxRows).catch((err) =>
-        log.warn("cannot prune the logs", {
-          error: err instanceof Error ? err.message : String(err),
-        })
-      );
+      logStore.prune(config.logRetentionDays, config.logMaxRows)
+        .catch((err) => pruneFailed.report(err));
     const pruning = first && role === "server";
     if (pruning) await prune();
     pruner = pruning ? setInterval(prune, 60_000) : undefined;
@@ -336,6 +336,7 @@ export async function createCore(
       schemas,
       revocations,
       peers,
+      log,
     );
     const rules = new ExpressionRules(
       helpers as RuleHelpers,
