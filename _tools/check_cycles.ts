@@ -24,7 +24,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["lib/db"],
   ["lib/schema"],
   ["lib/records"],
-  ["lib/auth", "lib/files", "lib/logs"],
+  ["lib/auth", "lib/files", "lib/logs", "lib/settings", "lib/mail"],
   ["lib/config.ts", "lib/sync.ts", "lib/realtime", "lib/cluster"],
   ["lib/core.ts"],
   ["lib/extend"],

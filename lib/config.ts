@@ -7,6 +7,8 @@
 import { MoonbaseError } from "./errors.ts";
 import { defaultMaxConnections } from "./http/limits.ts";
 import type { PeerConfig } from "./cluster/link.ts";
+import type { SenderPace } from "./mail/sender.ts";
+import type { SendLimits } from "./mail/transport.ts";
 
 /** Options of `createApp` (every CLI option has one). */
 export interface AppConfig {
@@ -141,6 +143,11 @@ export interface AppConfig {
    * in the process. Not a CLI option.
    */
   peers?: PeerConfig;
+  /**
+   * Internal (tests): the mail sender's pace (retries, polls, leases) and
+   * the time limits of one SMTP send. Not a CLI option.
+   */
+  mail?: { pace?: Partial<SenderPace>; limits?: Partial<SendLimits> };
 }
 
 /** Config with every default applied. */
@@ -154,10 +161,12 @@ export type ResolvedConfig =
       | "clock"
       | "scriptLoader"
       | "peers"
+      | "mail"
     >
   >
   & {
     peers?: PeerConfig;
+    mail?: AppConfig["mail"];
     clock?: () => number;
     scriptLoader?: "file" | "source";
     connection?: string;
@@ -217,6 +226,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     webSocket: c.webSocket ?? false,
     workers: workerCount(c.workers),
     peers: c.peers,
+    mail: c.mail,
   };
 }
 

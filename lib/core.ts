@@ -58,6 +58,10 @@ import { SharedSetupGate } from "./cluster/setup_gate.ts";
 import { SharedStreamCounts } from "./cluster/stream_table.ts";
 import { LocalStreamCounts } from "./realtime/stream_counts.ts";
 import { connectionCap, streamCap } from "./http/limits.ts";
+import { SETTINGS_CHANNEL, SettingsStore } from "./settings/store.ts";
+import { Outbox } from "./mail/outbox.ts";
+import { MailSender } from "./mail/sender.ts";
+import { SEND_LIMITS, type SendMail, smtpSender } from "./mail/transport.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** Moonbase's version (from deno.json). */
@@ -107,6 +111,12 @@ export interface Core {
   readonly bodies: BodyDeadlines;
   /** Messages for the operator (secret warnings, setup link). */
   readonly notices: string[];
+  /** The app's settings, shared by every instance (`mb_settings`). */
+  readonly settings: SettingsStore;
+  /** Mail waiting to be sent (`outbox.enqueue`: README "Settings and mail"). */
+  readonly outbox: Outbox;
+  /** Sends one message now, through the SMTP server of the settings (test mail). */
+  readonly sendMail: SendMail;
   close(): Promise<void>;
 }
 
@@ -189,6 +199,7 @@ export async function createCore(
   let sync: InstanceSync | undefined;
   let dbClock: DbClock | undefined;
   let realtime: Realtime | undefined;
+  let mailer: MailSender | undefined;
   try {
     const notices: string[] = [];
     if (first) {
@@ -340,7 +351,23 @@ export async function createCore(
       peers?.onEvents((position) => rt.feed.committed(position));
       instanceSync.on(EVENTS_CHANNEL, () => rt.notified());
     }
+    const settings = new SettingsStore(storage);
+    instanceSync.on(SETTINGS_CHANNEL, () => settings.invalidate());
+    const outbox = new Outbox(storage, settings, clock.now);
+    const sendMail = smtpSender({ ...SEND_LIMITS, ...config.mail?.limits });
+    // One sender per server process (isolate 0); a claim is a lease, so
+    // the senders of several instances deliver each message once.
+    if (first && role === "server") {
+      mailer = new MailSender(
+        outbox,
+        settings,
+        log,
+        sendMail,
+        config.mail?.pace,
+      );
+    }
     await instanceSync.start(config.connection);
+    mailer?.start();
     const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
     const apiKeys = new ApiKeys(storage, schemas, revocations, clock.now);
     await apiKeys.start();
@@ -382,7 +409,11 @@ export async function createCore(
         minRate: config.bodyMinRate,
       }),
       notices,
+      settings,
+      outbox,
+      sendMail,
       async close() {
+        await mailer?.close();
         realtime?.close();
         await instanceSync.close();
         peers?.close();
@@ -397,6 +428,7 @@ export async function createCore(
       },
     };
   } catch (err) {
+    await mailer?.close();
     realtime?.close();
     await sync?.close();
     peers?.close();

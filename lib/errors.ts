@@ -18,7 +18,9 @@ export type ErrorCode =
   | "unsupported_media_type"
   | "rate_limited"
   | "unavailable"
-  | "insufficient_storage";
+  | "insufficient_storage"
+  /** A server Moonbase relies on (SMTP) refused or could not be reached. */
+  | "bad_gateway";
 
 /** Per-field validation detail: `{name: {code, message}}`. */
 export type FieldErrors = Record<string, { code: string; message: string }>;
@@ -116,6 +118,7 @@ const CODE_OF: Record<number, ErrorCode> = {
   413: "too_large",
   415: "unsupported_media_type",
   429: "rate_limited",
+  502: "bad_gateway",
   503: "unavailable",
   507: "insufficient_storage",
 };

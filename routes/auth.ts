@@ -13,6 +13,7 @@ import { json } from "../lib/http/envelope.ts";
 import type { Router } from "../lib/http/router.ts";
 import { isExposed } from "../lib/records/access.ts";
 import type { Entity } from "../lib/records/entity.ts";
+import { authMethods } from "../lib/auth/methods.ts";
 import { setupAdmin } from "./admins.ts";
 import { limitedLogin } from "./login_limit.ts";
 
@@ -44,6 +45,10 @@ async function legacyEntity(
 
 /** Registers the auth routes. */
 export function authRoutes(r: Router<Handler<Core>>): void {
+  r.add("GET", "/api/v1/auth/:entity/methods", async (ctx) => {
+    const entity = authEntity(ctx.app, ctx.params.entity);
+    return json(200, await authMethods(entity));
+  });
   r.add(
     "POST",
     "/api/v1/auth/:entity/login",

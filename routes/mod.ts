@@ -20,6 +20,7 @@ import { recordRoutes } from "./records.ts";
 import { ruleRoutes } from "./rules.ts";
 import { realtimeRoutes } from "./realtime.ts";
 import { schemaRoutes } from "./schemas.ts";
+import { settingsRoutes } from "./settings.ts";
 
 /**
  * Builds the router with all built-in routes.
@@ -45,5 +46,6 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   logRoutes(r);
   ruleRoutes(r);
   realtimeRoutes(r);
+  settingsRoutes(r);
   return r;
 }

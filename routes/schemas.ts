@@ -14,11 +14,18 @@ import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
 import { recordCounts } from "../lib/schema/counts.ts";
 import type { EntitySchema } from "../lib/schema/types.ts";
+import { authOptions, publicAuthOptions } from "../lib/schema/auth_options.ts";
 
-/** A schema as the API shows it: base and auth entities always list `indexes`. */
+/**
+ * A schema as the API shows it: base and auth entities always list
+ * `indexes`; auth entities their `auth` object, client secrets blanked.
+ */
 function shown(schema: EntitySchema): EntitySchema {
-  if (schema.type === "view" || schema.indexes) return schema;
-  return { ...schema, indexes: [] };
+  const out = schema.type === "view" || schema.indexes
+    ? schema
+    : { ...schema, indexes: [] };
+  if (schema.type !== "auth" || schema.is_system) return out;
+  return { ...out, auth: publicAuthOptions(authOptions(schema)) };
 }
 
 function notFound(id: string): MoonbaseError {

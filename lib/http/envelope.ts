@@ -24,6 +24,7 @@ const STATUS: Record<ErrorCode, number> = {
   rate_limited: 429,
   unavailable: 503,
   insufficient_storage: 507,
+  bad_gateway: 502,
 };
 
 /** The content type of every JSON envelope. */

@@ -15,6 +15,7 @@ export const WRITABLE_SCHEMA_KEYS: ReadonlySet<string> = new Set([
   "indexes",
   "view_query",
   "rules",
+  "auth",
   "has_api",
 ]);
 

@@ -29,6 +29,11 @@ import {
 } from "./validate.ts";
 import { checkSchemaKeys } from "./keys.ts";
 import { checkIndexes, planIndexes } from "./indexes.ts";
+import {
+  type AuthOptions,
+  authOptions,
+  checkAuthOptions,
+} from "./auth_options.ts";
 import { CALLER_DEFAULT, type EntitySchema, type FieldDef } from "./types.ts";
 
 /** What a PATCH will do. */
@@ -58,6 +63,9 @@ export function planPatch(
   checkSchemaKeys(input, "change");
   if (input.type !== undefined && input.type !== current.type) {
     bad("Cannot change entity: type cannot change");
+  }
+  if (input.auth !== undefined && current.type !== "auth") {
+    bad("Cannot change entity: only auth entities have auth");
   }
   const schema: EntitySchema = structuredClone({
     ...current,
@@ -126,7 +134,34 @@ export function planPatch(
   const indexes = planIndexes(current, schema, input.indexes, dialect);
   schema.indexes = indexes.indexes;
   statements.push(...indexes.drop, ...fieldStatements, ...indexes.create);
+  if (current.type === "auth") {
+    schema.auth = checkAuthOptions(
+      input.auth ?? {},
+      followRenames(authOptions(current), current.fields, schema.fields),
+      schema.fields,
+    );
+  }
   return { schema, statements, fills };
+}
+
+/** The `auth` object with its field names after the fields' renames (by field id). */
+function followRenames(
+  options: AuthOptions,
+  before: readonly FieldDef[],
+  after: readonly FieldDef[],
+): AuthOptions {
+  const renamed = (name: string | null) => {
+    const id = before.find((f) => f.name === name)?.id;
+    return after.find((f) => f.id === id)?.name ?? name;
+  };
+  const { name, avatar } = options.oauth2.fields;
+  return {
+    ...options,
+    oauth2: {
+      ...options.oauth2,
+      fields: { name: renamed(name), avatar: renamed(avatar) },
+    },
+  };
 }
 
 function planFields(

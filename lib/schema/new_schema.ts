@@ -17,6 +17,7 @@ import {
 import type { EntitySchema } from "./types.ts";
 import { checkSchemaKeys } from "./keys.ts";
 import { checkIndexes, newIndexes } from "./indexes.ts";
+import { checkAuthOptions, defaultAuthOptions } from "./auth_options.ts";
 
 function bad(message: string): never {
   throw new MoonbaseError("invalid", message);
@@ -70,6 +71,9 @@ export function newSchema(
     created: now,
     updated: now,
   };
+  if (type !== "auth" && input.auth !== undefined) {
+    bad("Cannot create entity: only auth entities have auth");
+  }
   if (type === "view") {
     if (Array.isArray(input.fields) && input.fields.length > 0) {
       bad("Cannot create entity: a view has no fields");
@@ -99,5 +103,12 @@ export function newSchema(
     schema.fields.push(f);
   }
   schema.indexes = newIndexes(input.indexes, schema);
+  if (type === "auth") {
+    schema.auth = checkAuthOptions(
+      input.auth ?? {},
+      defaultAuthOptions(),
+      schema.fields,
+    );
+  }
   return schema;
 }

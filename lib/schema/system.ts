@@ -5,7 +5,10 @@
  * (login attempt counters shared by every instance), `mb_cron_runs` (the
  * cron ticks claimed, one instance each), `mb_events` (record changes for
  * realtime subscribers: lib/realtime/event_log.ts), `mb_files` (the ledger
- * of the files this database's uploads wrote: lib/files/ledger.ts).
+ * of the files this database's uploads wrote: lib/files/ledger.ts),
+ * `mb_settings` (the app's settings, shared by every instance:
+ * lib/settings/store.ts), `mb_outbox` (mail waiting to be sent:
+ * lib/mail/outbox.ts).
  *
  * @module
  */
@@ -97,6 +100,11 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
       // Before the bodies: SQLite reads it without walking their overflow pages.
       EVENT_SIZE_COLUMN} "record" ${text} NOT NULL, "previous" ${text})`,
     `CREATE TABLE IF NOT EXISTS "mb_files" ("entity_id" ${text} NOT NULL, "name" ${text} NOT NULL, "created" ${int} NOT NULL, PRIMARY KEY ("entity_id", "name"))`,
+    `CREATE TABLE IF NOT EXISTS "mb_settings" ("key" ${text} PRIMARY KEY, "value" ${text} NOT NULL, "updated" ${int} NOT NULL)`,
+    // One row per message until it is delivered (then deleted) or given up
+    // (status 'failed', its text wiped: it may hold a token).
+    `CREATE TABLE IF NOT EXISTS "mb_outbox" ("id" ${text} PRIMARY KEY, "purpose" ${text} NOT NULL, "entity" ${text} NOT NULL, "recipient" ${text} NOT NULL, "subject" ${text} NOT NULL, "text_body" ${text} NOT NULL, "html_body" ${text} NOT NULL, "status" ${text} NOT NULL, "attempts" ${int} NOT NULL, "next_at" ${int} NOT NULL, "claimed_until" ${int} NOT NULL, "last_error" ${text} NOT NULL, "created" ${int} NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS "mb_outbox_due" ON "mb_outbox" ("status", "next_at")`,
     ...createSql(ADMIN_SCHEMA, d).map((s) =>
       s.replace(/^CREATE (UNIQUE )?(TABLE|INDEX)/, "CREATE $1$2 IF NOT EXISTS")
     ),

@@ -5,6 +5,8 @@
  * @module
  */
 
+import type { AuthOptions } from "./auth_types.ts";
+
 /** Field types. */
 export type FieldType =
   | "string"
@@ -85,6 +87,13 @@ export type Operation = "list" | "get" | "add" | "update" | "delete";
 /** The five rules. */
 export type Rules = Record<Operation, Rule>;
 
+/**
+ * An auth entity's `auth` object, as stored (lib/schema/auth_options.ts
+ * `AuthOptions`; read it through `authOptions(entity)`, which fills the
+ * defaults).
+ */
+export type StoredAuthOptions = AuthOptions;
+
 /** A stored schema (what the schemas API returns). */
 export interface EntitySchema {
   id: string;
@@ -95,6 +104,8 @@ export interface EntitySchema {
   indexes?: IndexDef[];
   view_query: string;
   rules: Rules;
+  /** Auth entities: sign-in methods and mail templates (absent on older schemas). */
+  auth?: StoredAuthOptions;
   has_api: boolean;
   is_system: boolean;
   created: string;
