@@ -62,6 +62,8 @@ import { SETTINGS_CHANNEL, SettingsStore } from "./settings/store.ts";
 import { Outbox } from "./mail/outbox.ts";
 import { MailSender } from "./mail/sender.ts";
 import { SEND_LIMITS, type SendMail, smtpSender } from "./mail/transport.ts";
+import { AccountTokens } from "./auth/account_tokens.ts";
+import { AccountFlows } from "./auth/account_mail.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** Moonbase's version (from deno.json). */
@@ -117,6 +119,8 @@ export interface Core {
   readonly outbox: Outbox;
   /** Sends one message now, through the SMTP server of the settings (test mail). */
   readonly sendMail: SendMail;
+  /** Verification, password reset and email change by mailed links. */
+  readonly accounts: AccountFlows;
   close(): Promise<void>;
 }
 
@@ -366,6 +370,16 @@ export async function createCore(
         config.mail?.pace,
       );
     }
+    const accountTokens = new AccountTokens(storage, clock.now);
+    await accountTokens.start();
+    const accounts = new AccountFlows({
+      storage,
+      tokens: accountTokens,
+      outbox,
+      log,
+      now: clock.now,
+      endSessions: (entity, id) => revocations.revokeUser(entity, id),
+    });
     await instanceSync.start(config.connection);
     mailer?.start();
     const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
@@ -412,7 +426,9 @@ export async function createCore(
       settings,
       outbox,
       sendMail,
+      accounts,
       async close() {
+        await accounts.close();
         await mailer?.close();
         realtime?.close();
         await instanceSync.close();

@@ -21,6 +21,7 @@ import { ruleRoutes } from "./rules.ts";
 import { realtimeRoutes } from "./realtime.ts";
 import { schemaRoutes } from "./schemas.ts";
 import { settingsRoutes } from "./settings.ts";
+import { accountRoutes } from "./account.ts";
 
 /**
  * Builds the router with all built-in routes.
@@ -47,5 +48,6 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   ruleRoutes(r);
   realtimeRoutes(r);
   settingsRoutes(r);
+  accountRoutes(r);
   return r;
 }

@@ -17,6 +17,7 @@ import type { TokenClaims, TokenSigner } from "./jwt.ts";
 import { endsToken, type Revocations } from "./revocation.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
 import { apiKeyRefused, type ApiKeys, isApiKeyHeader } from "./api_keys.ts";
+import { assertMayLogIn } from "./verified.ts";
 
 /** A login result: `{token, user}`. */
 export interface LoginResult {
@@ -100,6 +101,8 @@ export class Sessions {
       throw new MoonbaseError("unauthenticated", BAD_LOGIN);
     }
     const user = decodeRow(entity.schema, row, this.#store.dialect);
+    // Only now that the password matched (`auth.require_verified`).
+    assertMayLogIn(entity, user);
     const { token, claims } = await this.#sign(entity, user, gen);
     // A password change this instance already knows of ended it.
     if (this.#revoked.isRevoked(claims)) {
