@@ -21,8 +21,30 @@ export const FAST_MAIL: AppConfig["mail"] = {
 export const APP_NAME = "Moonbase Test";
 
 /**
+ * Points the settings at `smtp`, with `app.url` the server itself (so the
+ * links can be opened).
+ */
+export async function useSmtp(
+  s: TestServer,
+  admin: string,
+  smtp: TestSmtp,
+): Promise<void> {
+  const r = await s.request("PATCH", "/api/v1/sys/settings", {
+    token: admin,
+    body: {
+      app: { name: APP_NAME, url: s.url },
+      mail: {
+        from: { name: "Accounts", address: "noreply@example.com" },
+        smtp: { host: "127.0.0.1", port: smtp.port, security: "none" },
+      },
+    },
+  });
+  assert(r.status === 200, `settings: ${r.status} ${r.text}`);
+}
+
+/**
  * Runs `fn` on a fresh auth server (withAuthServer) with its settings on a
- * fresh SMTP server (`app.url`: the server itself, so links can be opened).
+ * fresh SMTP server (`useSmtp`).
  */
 export async function withMailServer(
   db: "sqlite" | "postgres",
@@ -31,17 +53,7 @@ export async function withMailServer(
   const smtp = await startSmtp();
   try {
     await withAuthServer(db, async (s, admin) => {
-      const r = await s.request("PATCH", "/api/v1/sys/settings", {
-        token: admin,
-        body: {
-          app: { name: APP_NAME, url: s.url },
-          mail: {
-            from: { name: "Accounts", address: "noreply@example.com" },
-            smtp: { host: "127.0.0.1", port: smtp.port, security: "none" },
-          },
-        },
-      });
-      assert(r.status === 200, `settings: ${r.status} ${r.text}`);
+      await useSmtp(s, admin, smtp);
       await fn(s, admin, smtp);
     }, { mail: FAST_MAIL });
   } finally {

@@ -415,6 +415,73 @@ forEachDb(
       });
 
       await t.step(
+        "the link pages: no admin login, strict headers, everything escaped, no inline script",
+        async () => {
+          const name = `<script>alert("x")</script>&'`;
+          const set = (app: string) =>
+            s.request("PATCH", "/api/v1/sys/settings", {
+              token: admin,
+              body: { app: { name: app } },
+            });
+          assertStatus(await set(name), 200);
+          try {
+            for (
+              const page of [
+                "confirm-verification",
+                "reset-password",
+                "confirm-email-change",
+              ]
+            ) {
+              const r = await fetch(`${s.url}/mb/auth/users/${page}?token=x`);
+              const html = await r.text();
+              assertEquals(r.status, 200, page);
+              assertEquals(
+                r.headers.get("content-type"),
+                "text/html; charset=utf-8",
+              );
+              assertEquals(r.headers.get("referrer-policy"), "no-referrer");
+              assertEquals(r.headers.get("x-frame-options"), "DENY");
+              assertEquals(r.headers.get("cache-control"), "no-store");
+              const csp = r.headers.get("content-security-policy") ?? "";
+              assert(/script-src 'self'/.test(csp), csp);
+              assert(!/unsafe-inline/.test(csp), csp);
+              assert(/frame-ancestors 'none'/.test(csp), csp);
+              assert(!html.includes(name), "the app name is not escaped");
+              assert(
+                html.includes("&lt;script&gt;alert(&quot;x&quot;)"),
+                html,
+              );
+              // Scripts only from the server, none inline.
+              const scripts = [...html.matchAll(/<script[^>]*>/g)].map((m) =>
+                m[0]
+              );
+              assertEquals(scripts, [
+                '<script src="/mb/assets/account.js" defer>',
+              ]);
+            }
+          } finally {
+            assertStatus(await set(APP_NAME), 200);
+          }
+          for (
+            const [path, type] of [
+              ["/mb/assets/account.js", "text/javascript; charset=utf-8"],
+              ["/mb/assets/account.css", "text/css; charset=utf-8"],
+            ]
+          ) {
+            const r = await fetch(s.url + path);
+            await r.body?.cancel();
+            assertEquals([r.status, r.headers.get("content-type")], [
+              200,
+              type,
+            ]);
+          }
+          const other = await fetch(`${s.url}/mb/auth/users/other-page`);
+          await other.body?.cancel();
+          assertEquals(other.status, 404);
+        },
+      );
+
+      await t.step(
         "Route Not Found for every entity that is not a served auth entity",
         async () => {
           for (const entity of ["posts", "hidden", "mb_admins", "missing"]) {

@@ -205,6 +205,7 @@ body { margin: 0; padding: 2rem 1rem; background: Canvas; color: CanvasText; }
 main { max-width: 26rem; margin: 0 auto; }
 .app { font-weight: 600; opacity: 0.8; margin: 0; }
 h1 { font-size: 1.5rem; margin: 0.25rem 0 1rem; }
+[hidden] { display: none !important; }
 form { display: grid; gap: 0.5rem; margin: 1.5rem 0 1rem; }
 label { font-weight: 600; }
 input { font: inherit; padding: 0.5rem; border: 1px solid GrayText; border-radius: 4px; }
