@@ -32,6 +32,7 @@ import { sweepFiles, sweepGraceMs } from "./lib/files/sweep.ts";
 import { inRequest } from "./lib/http/request_scope.ts";
 
 export { Entity } from "./lib/records/entity.ts";
+export type { LibraryRead, LibraryWrite } from "./lib/records/entity.ts";
 export { MoonbaseError } from "./lib/errors.ts";
 export { json, noContent } from "./lib/http/envelope.ts";
 export type { AppConfig } from "./lib/config.ts";

@@ -2,6 +2,10 @@
  * The services of one Moonbase instance: storage, schemas, sessions.
  * Routes are attached on top (see `mod.ts`).
  *
+ * Over 350 lines on purpose: `createCore` is the one place the services are
+ * built, in order, and closed in reverse; reading it top to bottom is the
+ * wiring (lib/core.ts is a layer of its own in _tools/check_cycles.ts).
+ *
  * @module
  */
 
@@ -47,8 +51,11 @@ import { Logger } from "./logs/logger.ts";
 import { LogStore } from "./logs/store.ts";
 import { ruleProblem } from "./rules/check.ts";
 import { RecordService } from "./records/service.ts";
+import { callerAccess } from "./records/as_caller.ts";
 import { ExpressionRules } from "./records/rule_engine.ts";
-import type { EntityEnv } from "./records/entity_env.ts";
+import { CallerRelay, type EntityEnv } from "./records/entity_env.ts";
+import { RecordHooks } from "./records/events.ts";
+import { JournalRelay } from "./records/changes.ts";
 import type { HttpExtensions } from "./http/middleware.ts";
 import type { RuleHelpers } from "./rules/evaluate.ts";
 import { EVENTS_CHANNEL, Realtime } from "./realtime/service.ts";
@@ -95,8 +102,8 @@ export interface Core {
   readonly helpers: Map<string, (...args: unknown[]) => unknown>;
   /** Rule-checked record operations (the records API, `{ as }` calls). */
   readonly records: RecordService;
-  /** What entities need from above; its `events` are the scripts' record hooks. */
-  readonly entityEnv: EntityEnv;
+  /** The scripts' record hooks (entities hold it; a reload replaces its generation). */
+  readonly hooks: RecordHooks;
   /** Routes and middleware of the extension scripts (replaced on reload). */
   extensions: HttpExtensions<Core> | undefined;
   readonly logs: LogStore;
@@ -115,7 +122,7 @@ export interface Core {
   readonly notices: string[];
   /** The app's settings, shared by every instance (`mb_settings`). */
   readonly settings: SettingsStore;
-  /** Mail waiting to be sent (`outbox.enqueue`: README "Settings and mail"). */
+  /** Mail waiting to be sent (`outbox.enqueue`: docs/guide/settings-and-mail.md). */
   readonly outbox: Outbox;
   /** Sends one message now, through the SMTP server of the settings (test mail). */
   readonly sendMail: SendMail;
@@ -203,6 +210,8 @@ export async function createCore(
   let sync: InstanceSync | undefined;
   let dbClock: DbClock | undefined;
   let realtime: Realtime | undefined;
+  let logs: LogStore | undefined;
+  let pruner: ReturnType<typeof setInterval> | undefined;
   let mailer: MailSender | undefined;
   try {
     const notices: string[] = [];
@@ -230,23 +239,28 @@ export async function createCore(
     logStorage = storage.dialect.name === "sqlite"
       ? new SqliteStorage(join(config.dataDir, "logs.db"))
       : await openLogConnection(config);
-    const logs = new LogStore(
+    const logStore = logs = new LogStore(
       logStorage,
       logStorage.dialect.name === "sqlite"
         ? join(config.dataDir, "logs.db")
         : undefined,
     );
-    await logs.init();
+    await logStore.init();
     const log = new Logger(
-      logs,
+      logStore,
       config.logLevel,
       config.quiet ? "off" : config.dev ? "pretty" : "json",
     );
+    // A failed prune is retried a minute later; the operator sees each one.
     const prune = () =>
-      logs.prune(config.logRetentionDays, config.logMaxRows).catch(() => {});
+      logStore.prune(config.logRetentionDays, config.logMaxRows).catch((err) =>
+        log.warn("cannot prune the logs", {
+          error: err instanceof Error ? err.message : String(err),
+        })
+      );
     const pruning = first && role === "server";
     if (pruning) await prune();
-    const pruner = pruning ? setInterval(prune, 60_000) : undefined;
+    pruner = pruning ? setInterval(prune, 60_000) : undefined;
     const helpers = new Map<string, (...args: unknown[]) => unknown>();
     // One time base for every instance on the database: its clock.
     const clock = dbClock = new DbClock(storage, config.clock);
@@ -259,8 +273,20 @@ export async function createCore(
       ? new AnnouncedRevocations(storage, clock.now, peers)
       : new Revocations(storage, clock.now);
     await revocations.start();
+    const hooks = new RecordHooks();
+    // Realtime reads the registry and the registry's entities write to its
+    // journal: the env holds a relay, bound below before anything is served.
+    const journal = config.realtime
+      ? new JournalRelay(storage.dialect.name === "postgres")
+      : undefined;
+    // The record service reads the registry whose entities act `{ as }`
+    // through it: bound below, once it exists.
+    const callers = new CallerRelay();
     const entityEnv: EntityEnv = {
       files,
+      hooks,
+      changes: journal,
+      callers,
       hashPassword,
       passwordChanged: (entity, id, keep) =>
         revocations.revokeUser(entity, id, keep),
@@ -275,6 +301,7 @@ export async function createCore(
       storage,
       (expr, names) => ruleProblem(expr, new Set(helpers.keys()), names),
       entityEnv,
+      (message, data) => log.warn(message, data),
     );
     await schemas.load();
     for (const v of schemas.refusedViews()) {
@@ -314,7 +341,7 @@ export async function createCore(
       cursorKey,
       accountChecks(limiter, log),
     );
-    entityEnv.access = records.asCaller();
+    callers.bind(callerAccess(records));
     if (config.realtime) {
       const rt = realtime = new Realtime({
         storage,
@@ -348,9 +375,7 @@ export async function createCore(
           }),
       });
       await rt.start();
-      entityEnv.changes = peers
-        ? announcedJournal(rt.journal, peers)
-        : rt.journal;
+      journal?.bind(peers ? announcedJournal(rt.journal, peers) : rt.journal);
       // Another isolate's commit: on SQLite every id up to it is final.
       peers?.onEvents((position) => rt.feed.committed(position));
       instanceSync.on(EVENTS_CHANNEL, () => rt.notified());
@@ -407,11 +432,11 @@ export async function createCore(
       sync: instanceSync,
       files,
       log,
-      logs,
+      logs: logStore,
       realtime,
       helpers,
       records,
-      entityEnv,
+      hooks,
       extensions: undefined,
       startedAt: Date.now(),
       now: clock.now,
@@ -438,7 +463,7 @@ export async function createCore(
         await apiKeys.settled();
         log.info("stopped");
         await log.close();
-        logs.close();
+        logStore.close();
         await logStorage?.close();
         await storage.close();
       },
@@ -449,6 +474,11 @@ export async function createCore(
     await sync?.close();
     peers?.close();
     dbClock?.close();
+    // A start that failed leaves nothing running (the process could not exit).
+    clearInterval(pruner);
+    logs?.close();
+    // Start-up failed: `err` is what the caller must see; a failure to
+    // close what was opened would only hide it.
     await logStorage?.close().catch(() => {});
     await storage.close().catch(() => {});
     throw err;

@@ -4,24 +4,35 @@
  * @module
  */
 
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import { type Core, hasAdmin } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { readJsonObject } from "../lib/http/body.ts";
-import type { Context, Handler } from "../lib/http/context.ts";
+import type { Context } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
-import type { Router } from "../lib/http/router.ts";
 import type { Entity } from "../lib/records/entity.ts";
 import { removeAdmin } from "../lib/auth/admins.ts";
 import { limitedLogin } from "./login_limit.ts";
 import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
 
-function admins(core: Core): Entity {
+/** What these routes read of the app: the admin accounts, their sessions and first-admin setup. */
+export type AdminsHost = Pick<
+  Core,
+  | "schemas"
+  | "sessions"
+  | "setupGate"
+  | "setupToken"
+  | "storage"
+  | "limiter"
+  | "log"
+>;
+
+function admins(core: AdminsHost): Entity {
   return core.schemas.get("mb_admins")!;
 }
 
 /** `POST /api/v1/sys/admins/setup`: only while no admin exists, with the setup token. */
-export async function setupAdmin(ctx: Context<Core>): Promise<Response> {
+export async function setupAdmin(ctx: Context<AdminsHost>): Promise<Response> {
   const core = ctx.app;
   const run = core.setupGate.run(async () => {
     if (await hasAdmin(core.storage)) {
@@ -40,11 +51,7 @@ export async function setupAdmin(ctx: Context<Core>): Promise<Response> {
         "Cannot set up: the setup token printed at start is required",
       );
     }
-    const body = await readJsonObject(
-      ctx.req,
-      core.config.maxBodySize,
-      core.bodies,
-    );
+    const body = await ctx.body();
     const { email, password } = body;
     const user = await admins(core).create({ email, password });
     core.setupToken = undefined;
@@ -54,13 +61,9 @@ export async function setupAdmin(ctx: Context<Core>): Promise<Response> {
 }
 
 /** `POST /api/v1/sys/admins/login` (rate-limited like every login). */
-export function loginAdmin(ctx: Context<Core>): Promise<Response> {
+export function loginAdmin(ctx: Context<AdminsHost>): Promise<Response> {
   return limitedLogin(ctx, async () => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     return await ctx.app.sessions.login(admins(ctx.app), body);
   }, "mb_admins");
 }
@@ -73,7 +76,7 @@ function adminNotFound(id: string): MoonbaseError {
 }
 
 /** Registers admin routes. */
-export function adminRoutes(r: Router<Handler<Core>>): void {
+export function adminRoutes(r: RouteTarget<AdminsHost>): void {
   const admin = guarded(r, requireAdmin);
   r.add("POST", "/api/v1/sys/admins/setup", setupAdmin);
   // Public: whether the server still waits for its first admin (the
@@ -104,11 +107,7 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
     return json(200, await admins(ctx.app).list(ctx.url.searchParams));
   });
   admin.add("POST", "/api/v1/sys/admins", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     return json(
       201,
       await admins(ctx.app).create(body, { caller: await ctx.auth() }),
@@ -120,11 +119,7 @@ export function adminRoutes(r: Router<Handler<Core>>): void {
     return json(200, rec);
   });
   admin.add("PATCH", "/api/v1/sys/admins/:id", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     const entity = admins(ctx.app);
     // A new password ends the admin's sessions, but the caller's own.
     const rec = await entity.update(ctx.params.id, body, {

@@ -5,17 +5,17 @@
  * @module
  */
 
-import type { Core } from "../lib/core.ts";
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { readJsonObject } from "../lib/http/body.ts";
-import type { Handler } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
-import type { Router } from "../lib/http/router.ts";
 import { isExposed } from "../lib/records/access.ts";
 import type { Entity } from "../lib/records/entity.ts";
 import { authMethods } from "../lib/auth/methods.ts";
-import { setupAdmin } from "./admins.ts";
+import { type AdminsHost, setupAdmin } from "./admins.ts";
 import { limitedLogin } from "./login_limit.ts";
+
+/** What these routes read of the app: auth entities and sessions (and first-admin setup). */
+export type AuthHost = AdminsHost;
 
 /** The one answer for an auth route whose entity cannot be used (no probing). */
 function routeNotFound(): MoonbaseError {
@@ -23,7 +23,7 @@ function routeNotFound(): MoonbaseError {
 }
 
 /** The auth entity named in a path, or the identical 404. */
-export function authEntity(core: Core, name: unknown): Entity {
+export function authEntity(core: AuthHost, name: unknown): Entity {
   const e = typeof name === "string" ? core.schemas.byName(name) : undefined;
   if (!isExposed(e, name, "auth")) throw routeNotFound();
   return e;
@@ -36,7 +36,7 @@ export function authEntity(core: Core, name: unknown): Entity {
  * (admins use `/api/v1/sys/admins/refresh|logout`).
  */
 async function legacyEntity(
-  core: Core,
+  core: AuthHost,
   header: string | null,
 ): Promise<Entity> {
   const { entity } = await core.sessions.session(header);
@@ -44,7 +44,7 @@ async function legacyEntity(
 }
 
 /** Registers the auth routes. */
-export function authRoutes(r: Router<Handler<Core>>): void {
+export function authRoutes(r: RouteTarget<AuthHost>): void {
   r.add("GET", "/api/v1/auth/:entity/methods", async (ctx) => {
     const entity = authEntity(ctx.app, ctx.params.entity);
     return json(200, await authMethods(entity));
@@ -55,11 +55,7 @@ export function authRoutes(r: Router<Handler<Core>>): void {
     (ctx) =>
       limitedLogin(ctx, async () => {
         const entity = authEntity(ctx.app, ctx.params.entity);
-        const body = await readJsonObject(
-          ctx.req,
-          ctx.app.config.maxBodySize,
-          ctx.app.bodies,
-        );
+        const body = await ctx.body();
         return await ctx.app.sessions.login(entity, body);
       }, ctx.params.entity),
   );
@@ -81,11 +77,7 @@ export function authRoutes(r: Router<Handler<Core>>): void {
   // Legacy non-scoped forms: the entity comes from the body or the token.
   r.add("POST", "/api/v1/auth/login", (ctx) =>
     limitedLogin(ctx, async () => {
-      const body = await readJsonObject(
-        ctx.req,
-        ctx.app.config.maxBodySize,
-        ctx.app.bodies,
-      );
+      const body = await ctx.body();
       const { entity: name, ...credentials } = body;
       return await ctx.app.sessions.login(
         authEntity(ctx.app, name),

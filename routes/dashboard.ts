@@ -7,9 +7,7 @@
  * @module
  */
 
-import type { Core } from "../lib/core.ts";
-import type { Handler } from "../lib/http/context.ts";
-import type { Router } from "../lib/http/router.ts";
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import { contentTypeOf } from "../lib/http/static.ts";
 
 /** Asset name → file, relative to `dashboard/`. */
@@ -41,6 +39,7 @@ class DashboardFiles {
     let hit = this.#cache.get(file);
     if (!hit) {
       hit = Deno.readFile(new URL(`../dashboard/${file}`, import.meta.url))
+        // A file the build did not make: the route answers 404.
         .catch(() => undefined);
       this.#cache.set(file, hit);
     }
@@ -49,7 +48,7 @@ class DashboardFiles {
 }
 
 /** Registers the dashboard routes. */
-export function dashboardRoutes(r: Router<Handler<Core>>): void {
+export function dashboardRoutes(r: RouteTarget<unknown>): void {
   const files = new DashboardFiles();
   const page = async (): Promise<Response> => {
     const [html, js] = await Promise.all([

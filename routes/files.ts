@@ -6,23 +6,29 @@
  * @module
  */
 
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import type { Context, Handler } from "../lib/http/context.ts";
+import type { Context } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
-import type { Router } from "../lib/http/router.ts";
 import { fileOwner } from "../lib/files/owner.ts";
 import { serveFile } from "../lib/files/serve.ts";
 import type { RecordService } from "../lib/records/service.ts";
 import { isExposed } from "../lib/records/access.ts";
 import type { AuthValue } from "../lib/caller.ts";
 
+/** What these routes read of the app: the file store and the caller's file tokens. */
+export type FilesHost = Pick<
+  Core,
+  "files" | "schemas" | "sessions" | "storage"
+>;
+
 function notFound(): MoonbaseError {
   return new MoonbaseError("not_found", "Cannot find file");
 }
 
 async function download(
-  ctx: Context<Core>,
+  ctx: Context<FilesHost>,
   records: RecordService,
 ): Promise<Response> {
   const core = ctx.app;
@@ -71,7 +77,7 @@ async function download(
 
 /** Registers the file routes. */
 export function fileRoutes(
-  r: Router<Handler<Core>>,
+  r: RouteTarget<FilesHost>,
   records: RecordService,
 ): void {
   for (const prefix of ["/api/files", "/api/v1/files"]) {

@@ -7,10 +7,13 @@
  * @module
  */
 
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import { type Core, VERSION } from "../lib/core.ts";
 import type { DatabaseState } from "../lib/db/storage.ts";
-import type { Context, Handler } from "../lib/http/context.ts";
-import type { Router } from "../lib/http/router.ts";
+import type { Context } from "../lib/http/context.ts";
+
+/** What these routes read of the app: the database and uptime. */
+export type HealthHost = Pick<Core, "startedAt" | "storage">;
 
 const PROBLEM: Record<DatabaseState, string> = {
   ok: "",
@@ -19,13 +22,15 @@ const PROBLEM: Record<DatabaseState, string> = {
 };
 
 /** The database's state, within a second (SQLite with no transaction open: at once). */
-function databaseState(core: Core): DatabaseState | Promise<DatabaseState> {
+function databaseState(
+  core: HealthHost,
+): DatabaseState | Promise<DatabaseState> {
   const now = core.storage.stateNow?.();
   if (now !== undefined) return now;
   return timed(core);
 }
 
-async function timed(core: Core): Promise<DatabaseState> {
+async function timed(core: HealthHost): Promise<DatabaseState> {
   const state = core.storage.state().catch((): DatabaseState => "unavailable");
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<DatabaseState>((r) =>
@@ -38,7 +43,7 @@ async function timed(core: Core): Promise<DatabaseState> {
   }
 }
 
-function answer(ctx: Context<Core>, database: DatabaseState): Response {
+function answer(ctx: Context<HealthHost>, database: DatabaseState): Response {
   const { app } = ctx;
   const up = database === "ok";
   const data = {
@@ -58,7 +63,7 @@ const NO_STORE = { "cache-control": "no-store" };
 const DOWN = { "cache-control": "no-store", "retry-after": "2" };
 
 /** Registers the health route. */
-export function healthRoutes(r: Router<Handler<Core>>): void {
+export function healthRoutes(r: RouteTarget<HealthHost>): void {
   r.add("GET", "/api/v1/health", (ctx) => {
     const state = databaseState(ctx.app);
     return typeof state === "string"

@@ -11,9 +11,12 @@ import type { Context } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
 import { rateHeaders, rateLimited } from "../lib/auth/rate_limit.ts";
 
+/** What these routes read of the app: the login throttle and the log. */
+export type LoginHost = Pick<Core, "limiter" | "log">;
+
 /** Runs a login under the rate limit; every answer carries the X-RateLimit headers. */
 export async function limitedLogin(
-  ctx: Context<Core>,
+  ctx: Context<LoginHost>,
   login: () => Promise<{ user: Record<string, unknown> }>,
   entity: string,
 ): Promise<Response> {

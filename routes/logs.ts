@@ -5,10 +5,9 @@
  * @module
  */
 
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import type { Core } from "../lib/core.ts";
-import type { Handler } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
-import type { Router } from "../lib/http/router.ts";
 import { parseLogQuery } from "../lib/logs/store.ts";
 import {
   logEntryById,
@@ -18,8 +17,11 @@ import {
 import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
 
+/** What these routes read of the app: the log store. */
+export type LogsHost = Pick<Core, "log" | "logs">;
+
 /** Registers the logs route. */
-export function logRoutes(r: Router<Handler<Core>>): void {
+export function logRoutes(r: RouteTarget<LogsHost>): void {
   const admin = guarded(r, requireAdmin);
   admin.add("GET", "/api/v1/sys/logs", async (ctx) => {
     const q = parseLogQuery(ctx.url.searchParams);

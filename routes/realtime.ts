@@ -7,11 +7,11 @@
  * @module
  */
 
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
 import { statusOf } from "../lib/http/envelope.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
-import type { Router } from "../lib/http/router.ts";
 import { type SocketUpgrade, upgradeWebSocket } from "../lib/http/server.ts";
 import { type AuthValue, GUEST } from "../lib/caller.ts";
 import type { TokenClaims } from "../lib/auth/jwt.ts";
@@ -32,13 +32,19 @@ import {
   WsSink,
 } from "../lib/realtime/ws.ts";
 
+/** What these routes read of the app: realtime, callers and the instance sync. */
+export type RealtimeHost = Pick<
+  Core,
+  "config" | "realtime" | "schemas" | "sessions" | "sync"
+>;
+
 /** A caller of a realtime route. */
 interface Caller {
   auth: AuthValue;
   claims: TokenClaims | undefined;
 }
 
-function realtimeOf(core: Core): Realtime {
+function realtimeOf(core: RealtimeHost): Realtime {
   if (!core.realtime) {
     throw new MoonbaseError(
       "not_found",
@@ -49,7 +55,7 @@ function realtimeOf(core: Core): Realtime {
 }
 
 /** Resolves a token (header, `?token=`, or a WebSocket message's) into a caller. */
-function callerOf(core: Core, token: string | null): Promise<Caller> {
+function callerOf(core: RealtimeHost, token: string | null): Promise<Caller> {
   if (token === null || token === "") return Promise.resolve(GUEST_CALLER);
   return core.sessions.caller(
     /^Bearer\s/i.test(token) ? token : `Bearer ${token}`,
@@ -72,12 +78,12 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function presented(ctx: Context<Core>): string | null {
+function presented(ctx: Context<RealtimeHost>): string | null {
   return ctx.req.headers.get("authorization") ??
     ctx.url.searchParams.get("token");
 }
 
-const sse: Handler<Core> = async (ctx) => {
+const sse: Handler<RealtimeHost> = async (ctx) => {
   const core = ctx.app;
   const rt = realtimeOf(core);
   const caller = await callerOf(core, presented(ctx));
@@ -115,7 +121,7 @@ const sse: Handler<Core> = async (ctx) => {
   });
 };
 
-const ws: Handler<Core> = async (ctx) => {
+const ws: Handler<RealtimeHost> = async (ctx) => {
   const core = ctx.app;
   const rt = realtimeOf(core);
   if (!core.config.webSocket) {
@@ -260,7 +266,7 @@ const ws: Handler<Core> = async (ctx) => {
 };
 
 /** Registers the realtime routes. */
-export function realtimeRoutes(r: Router<Handler<Core>>): void {
+export function realtimeRoutes(r: RouteTarget<RealtimeHost>): void {
   r.add("GET", "/api/v1/realtime", sse);
   r.add("GET", "/api/v1/realtime/ws", ws);
 }

@@ -4,26 +4,29 @@
  * @module
  */
 
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { mediaType, readJsonObject } from "../lib/http/body.ts";
+import { mediaType } from "../lib/http/body.ts";
 import { readMultipartWrite } from "../lib/files/upload.ts";
 import type { Entity } from "../lib/records/entity.ts";
-import type { Context, Handler } from "../lib/http/context.ts";
+import type { Context } from "../lib/http/context.ts";
 import { noContent } from "../lib/http/envelope.ts";
 import { checkedPerRow, PER_ROW_HEADERS } from "../lib/records/list.ts";
-import type { Router } from "../lib/http/router.ts";
 import type { RecordService, RecordWrite } from "../lib/records/service.ts";
 import type { RuleRequest } from "../lib/records/rule_types.ts";
+
+/** What these routes read of the app: body limits, uploads and the instance sync (records come as `RecordService`). */
+export type RecordsHost = Pick<Core, "bodies" | "config" | "files" | "sync">;
 
 /** The request as rules see it; `query` is built only if a rule reads it. */
 class LazyRuleRequest implements RuleRequest {
   readonly body: Record<string, unknown>;
   readonly method: string;
-  #ctx: Context<Core>;
+  #ctx: Context<RecordsHost>;
   #query: Record<string, string> | undefined;
 
-  constructor(ctx: Context<Core>, body: Record<string, unknown>) {
+  constructor(ctx: Context<RecordsHost>, body: Record<string, unknown>) {
     this.#ctx = ctx;
     this.body = body;
     this.method = ctx.req.method;
@@ -35,7 +38,7 @@ class LazyRuleRequest implements RuleRequest {
 }
 
 function ruleRequest(
-  ctx: Context<Core>,
+  ctx: Context<RecordsHost>,
   body: Record<string, unknown> = {},
 ): RuleRequest {
   return new LazyRuleRequest(ctx, body);
@@ -43,7 +46,7 @@ function ruleRequest(
 
 /** Reads a JSON or multipart write body. */
 async function readWrite(
-  ctx: Context<Core>,
+  ctx: Context<RecordsHost>,
   entity: Entity,
 ): Promise<RecordWrite> {
   if (mediaType(ctx.req) === "multipart/form-data" && entity.type !== "view") {
@@ -55,11 +58,7 @@ async function readWrite(
       ctx.app.bodies,
     );
   }
-  const body = await readJsonObject(
-    ctx.req,
-    ctx.app.config.maxBodySize,
-    ctx.app.bodies,
-  );
+  const body = await ctx.body();
   return { body, uploads: new Map(), cleanup: () => Promise.resolve() };
 }
 
@@ -70,7 +69,7 @@ async function readWrite(
  * stored under what an admin has just replaced (409: send it again).
  */
 async function readFresh(
-  ctx: Context<Core>,
+  ctx: Context<RecordsHost>,
   records: RecordService,
   entity: Entity,
 ): Promise<RecordWrite> {
@@ -92,7 +91,7 @@ async function readFresh(
 
 /** Registers the record routes. */
 export function recordRoutes(
-  r: Router<Handler<Core>>,
+  r: RouteTarget<RecordsHost>,
   records: RecordService,
 ): void {
   const base = "/api/v1/entities/:entity";

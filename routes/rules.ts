@@ -5,12 +5,10 @@
  * @module
  */
 
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { readJsonObject } from "../lib/http/body.ts";
-import type { Handler } from "../lib/http/context.ts";
 import { json } from "../lib/http/envelope.ts";
-import type { Router } from "../lib/http/router.ts";
 import { ExpressionRules } from "../lib/records/rule_engine.ts";
 import {
   checkExpression,
@@ -25,6 +23,9 @@ import {
 } from "../lib/schema/types.ts";
 import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
+
+/** What these routes read of the app: the entities and the scripts' rule helpers. */
+export type RulesHost = Pick<Core, "helpers" | "schemas">;
 
 const invalid = (action: string, why: string): never => {
   throw new MoonbaseError("invalid", `Cannot ${action}: ${why}`);
@@ -49,14 +50,10 @@ function str(v: unknown, name: string, action: string): string {
 }
 
 /** Registers `/api/v1/sys/rules/{check,vocabulary,test}`. */
-export function ruleRoutes(r: Router<Handler<Core>>): void {
+export function ruleRoutes(r: RouteTarget<RulesHost>): void {
   const admin = guarded(r, requireAdmin);
   admin.add("POST", "/api/v1/sys/rules/check", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     const action = "check rule";
     onlyKeys(body, ["entity", "expr", "kind", "completions"], action);
     const entity = ruleEntity(ctx.app.schemas, body.entity);
@@ -95,11 +92,7 @@ export function ruleRoutes(r: Router<Handler<Core>>): void {
   });
 
   admin.add("POST", "/api/v1/sys/rules/test", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     const action = "test rule";
     onlyKeys(body, ["entity", "op", "rule", "as", "limit"], action);
     const entity = ruleEntity(ctx.app.schemas, body.entity);

@@ -4,17 +4,18 @@
  * @module
  */
 
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { readJsonObject } from "../lib/http/body.ts";
-import type { Handler } from "../lib/http/context.ts";
 import { json, noContent } from "../lib/http/envelope.ts";
-import type { Router } from "../lib/http/router.ts";
 import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
 import { recordCounts } from "../lib/schema/counts.ts";
 import type { EntitySchema } from "../lib/schema/types.ts";
 import { authOptions, publicAuthOptions } from "../lib/schema/auth_options.ts";
+
+/** What these routes read of the app: the entity registry. */
+export type SchemasHost = Pick<Core, "log" | "schemas" | "storage">;
 
 /**
  * A schema as the API shows it: base and auth entities always list
@@ -36,7 +37,7 @@ function notFound(id: string): MoonbaseError {
 }
 
 /** Registers the schema routes. */
-export function schemaRoutes(r: Router<Handler<Core>>): void {
+export function schemaRoutes(r: RouteTarget<SchemasHost>): void {
   const admin = guarded(r, requireAdmin);
   admin.add(
     "GET",
@@ -57,21 +58,13 @@ export function schemaRoutes(r: Router<Handler<Core>>): void {
     return json(200, shown(e.schema));
   });
   admin.add("POST", "/api/v1/schemas", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     const e = await ctx.app.schemas.create(body);
     ctx.app.log.info("schema created", { entity: e.name, id: e.id });
     return json(201, shown(e.schema));
   });
   admin.add("PATCH", "/api/v1/schemas/:id", async (ctx) => {
-    const body = await readJsonObject(
-      ctx.req,
-      ctx.app.config.maxBodySize,
-      ctx.app.bodies,
-    );
+    const body = await ctx.body();
     const e = await ctx.app.schemas.update(ctx.params.id, body);
     ctx.app.log.info("schema changed", { entity: e.name, id: e.id });
     return json(200, shown(e.schema));

@@ -27,12 +27,13 @@ export function settingsRoutes(r: Router<Handler<Core>>): void {
     "/api/v1/sys/settings",
     async (ctx) => json(200, publicSettings(await ctx.app.settings.read())),
   );
-  admin.add(
-    "PATCH",
-    "/api/v1/sys/settings",
-    async (ctx) =>
-      json(200, publicSettings(await ctx.app.settings.update(await body(ctx)))),
-  );
+  admin.add("PATCH", "/api/v1/sys/settings", async (ctx) => {
+    const input = await body(ctx);
+    const settings = await ctx.app.settings.update(input);
+    // Mail waiting out a backoff goes with the new mail settings at once.
+    if (input.mail !== undefined) await ctx.app.outbox.hurry();
+    return json(200, publicSettings(settings));
+  });
   admin.add("POST", "/api/v1/sys/settings/test-mail", async (ctx) => {
     const input = await body(ctx);
     await sendTestMail(

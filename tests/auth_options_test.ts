@@ -1,5 +1,5 @@
 /**
- * An auth entity's `auth` object in its schema (README "Settings and mail"):
+ * An auth entity's `auth` object in its schema (docs/guide/settings-and-mail.md):
  * defaults, partial changes, unknown keys and bad values (400 with
  * `data.fields`), only on auth entities, write-only provider secrets,
  * `oauth2.fields` following field renames; and `GET /api/v1/auth/<entity>/methods`

@@ -490,3 +490,81 @@ forEachDb("files: a data dir belongs to one database", async (t, db) => {
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
 });
+
+forEachDb(
+  "files: a .jwt_secret or database.json that is a directory stops start-up with one line",
+  async (t, db) => {
+    const own: Database = db === "sqlite"
+      ? sqliteDb
+      : await postgresDb("PostgreSQL");
+    const cases: [string, boolean, RegExp][] = [
+      [
+        ".jwt_secret",
+        false,
+        /^Cannot read the JWT secret in .*\/\.jwt_secret: it is a directory, not a file; move it away .*or set MB_JWT_SECRET$/,
+      ],
+      [
+        "database.json",
+        false,
+        /^Cannot use data dir .*: .*\/database\.json is a directory, not the file naming its database; move it away, or pass --dataDir <another dir>$/,
+      ],
+      [
+        "database.json",
+        true,
+        /^Cannot use data dir .*: .*\/database\.json is a directory, not the file naming its database; move it away, or pass --dataDir <another dir>$/,
+      ],
+    ];
+    for (const [name, rebind, expected] of cases) {
+      await t.step(
+        `${name}${rebind ? " with --rebindDataDir" : ""}`,
+        async () => {
+          const dataDir = await Deno.makeTempDir({ prefix: "mb_datadir_" });
+          try {
+            await Deno.mkdir(join(dataDir, name));
+            let message = "";
+            try {
+              await (await createApp({
+                quiet: true,
+                dataDir,
+                rebindDataDir: rebind,
+                ...own.config,
+              })).close();
+            } catch (err) {
+              message = err instanceof Error ? err.message : String(err);
+            }
+            // The test's sanitizers also check the failed start left nothing running.
+            assert(
+              expected.test(message),
+              `one line saying what to do: ${message}`,
+            );
+            assert(
+              (await Deno.stat(join(dataDir, name))).isDirectory,
+              "left as it was",
+            );
+          } finally {
+            await Deno.remove(dataDir, { recursive: true });
+          }
+        },
+      );
+    }
+    await t.step("the CLI exits with that line", async () => {
+      const dataDir = await Deno.makeTempDir({ prefix: "mb_datadir_" });
+      try {
+        await Deno.mkdir(join(dataDir, "database.json"));
+        const o = await runCli([
+          "admins",
+          "--ls",
+          "--dataDir",
+          dataDir,
+          ...own.args,
+        ]);
+        assertErrorExit(
+          o,
+          /Cannot use data dir .*database\.json is a directory/,
+        );
+      } finally {
+        await Deno.remove(dataDir, { recursive: true });
+      }
+    });
+  },
+);

@@ -33,6 +33,7 @@ import {
   MIB,
   type Part,
   PNG,
+  PUBLIC,
   rawHttp,
   record,
   sendForm,
@@ -305,6 +306,75 @@ forEachDb("files: upload cap and mime_types", async (t, db) => {
         );
       },
     );
+
+    // Values that could never match a file are refused at save, saying what
+    // to write, on create and on PATCH; nothing is saved.
+    const MALFORMED: [unknown, RegExp][] = [
+      [["*/*"], /"\*\/\*" is not a file type; leave mime_types out/],
+      [["image/*", "*/*"], /"\*\/\*" is not a file type/],
+      [[""], /every entry must be a non-empty string/],
+      [["image"], /"image" is not a media type; write type\/subtype/],
+      [["image/"], /"image\/" is not a media type/],
+      [["*/png"], /"\*\/png" is not a media type/],
+      [["image/png; q=1"], /is not a media type/],
+      [["image/png", "IMAGE/PNG"], /entries must be unique/],
+      [[], /must be a list of 1-100 strings/],
+      ["image/*", /must be a list/],
+    ];
+    for (const [i, [mime_types, message]] of MALFORMED.entries()) {
+      await t.step(
+        `mime_types ${JSON.stringify(mime_types)}: 400 at save`,
+        async () => {
+          // Names of its own: the case stands alone even when another failed.
+          const field = { name: `f${i}`, type: "file", mime_types };
+          const created = await s.request("POST", "/api/v1/schemas", {
+            token: admin,
+            body: { name: `mime_bad${i}`, type: "base", fields: [field] },
+          });
+          assertStatus(created, 400, "create");
+          assert(message.test(created.error), created.error);
+          assert(
+            created.error.startsWith(
+              `Cannot accept field "f${i}".mime_types: `,
+            ),
+            created.error,
+          );
+          const patched = await s.request("PATCH", "/api/v1/schemas/imgs", {
+            token: admin,
+            body: { fields: [field] },
+          });
+          assertStatus(patched, 400, "PATCH");
+          assert(message.test(patched.error), patched.error);
+          const got = await s.request("GET", "/api/v1/schemas/imgs", {
+            token: admin,
+          });
+          assertEquals(
+            got.data.fields.some((f: { name: string }) =>
+              f.name === field.name
+            ),
+            false,
+            "no field added",
+          );
+        },
+      );
+    }
+
+    await t.step("mime_types match whatever their case", async () => {
+      const r = await s.request("POST", "/api/v1/schemas", {
+        token: admin,
+        body: {
+          name: "mime_case",
+          type: "base",
+          fields: [{ name: "pic", type: "file", mime_types: ["Image/PNG"] }],
+          rules: { add: PUBLIC },
+        },
+      });
+      assertStatus(r, 201, "Image/PNG saved");
+      const up = await sendForm(s, "POST", "/api/v1/entities/mime_case", [
+        { name: "pic", filename: "a.png", data: PNG, type: "image/png" },
+      ], { token: admin });
+      assertStatus(up, 201, "a PNG passes Image/PNG");
+    });
   } finally {
     await s.close();
   }

@@ -18,6 +18,7 @@ import {
 import {
   CONFIG,
   createEntities,
+  createEntity,
   createWith,
   entityDir,
   getFile,
@@ -59,6 +60,9 @@ const TYPES: [string, string | Uint8Array, RegExp, "attachment" | "inline"][] =
     ],
     ["app.js", "alert(1)", /^application\/octet-stream$/, "attachment"],
     ["mod.mjs", "alert(1)", /^application\/octet-stream$/, "attachment"],
+    // A stylesheet of the same origin can read a page (CSS selectors leak
+    // attribute values): like a script, only from a field naming it.
+    ["style.css", "body{}", /^application\/octet-stream$/, "attachment"],
     ["pic.png", PNG, /^image\/png$/, "inline"],
     ["doc.pdf", "%PDF-1.4\n", /^application\/pdf$/, "inline"],
     ["notes.txt", "plain", /^text\/plain/, "inline"],
@@ -194,6 +198,55 @@ forEachDb("files: serving headers, HEAD, ETag, Range", async (t, db) => {
         }
       });
     }
+
+    await t.step(
+      "a .css file: text/css only from a field whose mime_types name it",
+      async () => {
+        await createEntity(s, {
+          name: "styles",
+          type: "base",
+          fields: [
+            { name: "pic", type: "file", mime_types: ["image/*"] },
+            // Text passes the bytes check; text/css lets it be served as CSS.
+            {
+              name: "css",
+              type: "file",
+              mime_types: ["text/plain", "text/css"],
+            },
+          ],
+        });
+        // PNG bytes pass image/*; the name makes it a stylesheet.
+        const r = await createWith(s, "styles", [
+          { name: "pic", filename: "evil.css", data: PNG },
+          { name: "css", filename: "site.css", data: "body{}" },
+        ]);
+        const token = await s.adminToken();
+        const pic = await getFile(s, `/api/files/styles/${r.pic}`, { token });
+        assertEquals(
+          [pic.status, pic.headers.get("content-type")],
+          [200, "application/octet-stream"],
+          "not a stylesheet from an image field",
+        );
+        assert(
+          (pic.headers.get("content-disposition") ?? "").startsWith(
+            "attachment",
+          ),
+          "an attachment",
+        );
+        const css = await getFile(s, `/api/files/styles/${r.css}`, { token });
+        assertEquals(css.status, 200);
+        assert(
+          (css.headers.get("content-type") ?? "").startsWith("text/css"),
+          `named: served as CSS (${css.headers.get("content-type")})`,
+        );
+        assert(
+          (css.headers.get("content-disposition") ?? "").startsWith(
+            "attachment",
+          ),
+          "still an attachment",
+        );
+      },
+    );
   } finally {
     await s.close();
   }

@@ -495,6 +495,28 @@ forEachDb("schemas: view entities", async (t, db) => {
         assert(!r.text.includes("scrypt$"), `view leaks the hash: ${r.text}`);
       } else assertStatus(r, 400, "a view selecting password is refused");
     });
+    // One message on both databases (PostgreSQL refuses the view; SQLite
+    // made it with a second column `id:1`).
+    const REPEATED: [string, string][] = [
+      ["SELECT * FROM posts p JOIN posts q ON q.id = p.id", "id"],
+      ["SELECT id, title, views, title FROM posts", "title"],
+      ["SELECT p.id, q.id FROM posts p JOIN posts q ON q.id = p.id", "id"],
+    ];
+    for (const [i, [view_query, name]] of REPEATED.entries()) {
+      await t.step(`repeated column ${name}: ${view_query}`, async () => {
+        const want =
+          `Cannot accept view_query: the view's columns must have distinct names: ${name} appears more than once; name them with AS (e.g. b.${name} AS b_${name})`;
+        const r = await a.post("schemas", {
+          name: `twice${i}`,
+          type: "view",
+          view_query,
+        });
+        assertEquals([r.status, r.error], [400, want], "create");
+        assertStatus(await a.get(`schemas/twice${i}`), 404, "not created");
+        const p = await a.patch("schemas/popular", { view_query });
+        assertEquals([p.status, p.error], [400, want], "PATCH");
+      });
+    }
     await t.step("DELETE a view", async () => {
       assertStatus(await a.del("schemas/popular"), 204);
       assertStatus(await a.get("entities/popular"), 404);

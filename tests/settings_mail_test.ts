@@ -20,6 +20,7 @@ import {
 import { startPostgres } from "./_pg.ts";
 import { startSmtp, type TestSmtp } from "./_smtp.ts";
 import type { MailTemplate } from "../lib/mail/template.ts";
+import type { Queryable } from "../lib/db/storage.ts";
 
 const FAST = { pace: { pollMs: 50, firstMs: 100, maxMs: 400 } };
 
@@ -311,6 +312,65 @@ forEachDb("settings and mail", async (t, db) => {
           ),
           m.html,
         );
+      },
+    );
+
+    await t.step(
+      "outbox: queued inside a transaction, sent once it commits",
+      async () => {
+        const before = smtp.received.length;
+        const queue = (tx: Queryable, to: string) =>
+          s.app.outbox.enqueue({
+            to,
+            purpose: "verification",
+            entity: "members",
+            template: TEMPLATE,
+            vars: { TOKEN: "tx-token" },
+          }, tx);
+        // A stale settings cache read inside the transaction must not wait
+        // for the transaction's end (one connection on SQLite).
+        s.app.settings.invalidate();
+        await s.app.storage.transaction((tx) => queue(tx, "tx@example.com"));
+        s.app.settings.invalidate();
+        await s.app.storage.transaction(async (tx) => {
+          await queue(tx, "rolled-back@example.com");
+          throw new Error("roll back");
+        }).catch(() => {});
+        const [mail] = (await smtp.waitFor(before + 1)).slice(before);
+        assertEquals(mail.to, ["tx@example.com"]);
+        await new Promise((r) => setTimeout(r, 300));
+        assertEquals(smtp.received.length, before + 1, "the rolled back one");
+      },
+    );
+
+    await t.step(
+      "outbox: a change of the mail settings sends at once",
+      async () => {
+        const before = smtp.received.length;
+        await smtp.down();
+        const id = await s.app.outbox.enqueue({
+          to: "late@example.com",
+          purpose: "verification",
+          entity: "members",
+          template: TEMPLATE,
+          vars: { TOKEN: "late-token" },
+        });
+        await until("a failed attempt", async () => {
+          const rows = await s.app.storage.query(
+            `SELECT "attempts" FROM "mb_outbox" WHERE "id" = ?`,
+            [id],
+          );
+          return Number(rows[0].attempts) >= 1;
+        });
+        // As after many failures: the next attempt an hour away.
+        await s.app.storage.run(
+          `UPDATE "mb_outbox" SET "next_at" = "next_at" + 3600000 WHERE "id" = ?`,
+          [id],
+        );
+        await smtp.up();
+        await useSmtp(s, smtp);
+        const all = await smtp.waitFor(before + 1);
+        assertEquals(all[before].to, ["late@example.com"]);
       },
     );
 

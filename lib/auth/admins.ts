@@ -21,17 +21,19 @@ export async function removeAdmin(
   admins: Entity,
   id: string,
 ): Promise<boolean> {
-  const removed = await admins.remove(id, {
-    check: async (_record, tx) => {
-      const rows = await tx.query(
-        `SELECT "id" FROM "mb_admins"${admins.dialect.forUpdate}`,
-      );
-      if (rows.length <= 1) {
-        throw new MoonbaseError(
-          "conflict",
-          "Cannot delete admin: it is the last admin",
+  const removed = await admins.records.remove(id, {
+    access: {
+      check: async (_record, tx) => {
+        const rows = await tx.query(
+          `SELECT "id" FROM "mb_admins"${admins.dialect.forUpdate}`,
         );
-      }
+        if (rows.length <= 1) {
+          throw new MoonbaseError(
+            "conflict",
+            "Cannot delete admin: it is the last admin",
+          );
+        }
+      },
     },
   });
   return removed !== undefined;

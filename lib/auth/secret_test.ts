@@ -35,6 +35,39 @@ Deno.test("secret: a file's secret is used, generated once when missing, never o
       assert.equal(a.value, b.value);
       assert.equal((await Deno.readTextFile(path)).trim(), a.value);
     });
+    await t.step("starts at once on an empty file: one secret", async () => {
+      // Each round: several starts find the file empty (a write cut off).
+      for (let round = 0; round < 5; round++) {
+        await Deno.writeTextFile(path, "");
+        const all = await Promise.all(
+          Array.from({ length: 6 }, () => resolveSecret(dir, undefined)),
+        );
+        const kept = (await Deno.readTextFile(path)).trim();
+        assert.equal(kept.length >= 32, true);
+        for (const s of all) assert.equal(s.value, kept, `round ${round}`);
+        assert.equal(
+          all.filter((s) => s.source === "generated").length,
+          1,
+          "generated once",
+        );
+      }
+    });
+    await t.step(
+      "a directory in its place: one line saying what to do",
+      async () => {
+        await Deno.remove(path);
+        await Deno.mkdir(path);
+        const err = await resolveSecret(dir, undefined).then(
+          () => assert.fail("resolved"),
+          (e: Error) => e,
+        );
+        assert.match(
+          err.message,
+          /^Cannot read the JWT secret in .*\.jwt_secret: it is a directory, not a file; move it away .* or set MB_JWT_SECRET$/,
+        );
+        assert.doesNotMatch(err.message, /\n|os error/);
+      },
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

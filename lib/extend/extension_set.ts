@@ -78,7 +78,7 @@ export async function activate(
 export function install(core: Core, set: ExtensionSet, scripts: number): void {
   core.helpers.clear();
   for (const [k, fn] of set.helpers) core.helpers.set(k, fn);
-  core.entityEnv.events = set.events;
+  core.hooks.replace(set.events);
   core.extensions = {
     middleware: set.middleware,
     routes: set.routes,

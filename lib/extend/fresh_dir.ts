@@ -60,6 +60,9 @@ export class FreshPaths {
     this.#root = undefined;
     if (!root) return;
     globalThis.removeEventListener("unload", this.#onUnload);
+    // Links already gone (removed by hand, or the temp dir cleaned) are
+    // what close wants anyway; nothing else can fail here that a caller
+    // could act on.
     for (const link of this.#links.splice(0)) {
       await Deno.remove(link).catch(() => {});
     }

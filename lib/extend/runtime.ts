@@ -51,6 +51,7 @@ export class Extensions {
    */
   load(): Promise<ExtensionSet> {
     const run = this.#loading.then(() => this.#load());
+    // The queue only orders loads; `run`'s caller gets the failure.
     this.#loading = run.catch(() => {});
     return run;
   }

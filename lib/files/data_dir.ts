@@ -95,8 +95,38 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
+/**
+ * Refuses a marker that is a directory (or anything but a file): even
+ * `rebind` cannot write a marker there, and nothing removes what it did
+ * not create.
+ */
+async function checkMarkerIsFile(dataDir: string): Promise<void> {
+  const path = join(dataDir, MARKER);
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(path);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return;
+    throw refused(
+      dataDir,
+      `cannot read ${path} (${errorText(err)})`,
+      `make it readable by this user, or ${ELSEWHERE}`,
+    );
+  }
+  if (!info.isFile) {
+    throw refused(
+      dataDir,
+      `${path} is ${
+        info.isDirectory ? "a directory" : "not a regular file"
+      }, not the file naming its database`,
+      `move it away, or ${ELSEWHERE}`,
+    );
+  }
+}
+
 /** The marker, or undefined when the directory has none. */
 async function readMarker(dataDir: string): Promise<Marker | undefined> {
+  await checkMarkerIsFile(dataDir);
   const path = join(dataDir, MARKER);
   let text: string;
   try {
@@ -146,7 +176,7 @@ export async function checkBeforeOpen(
   ref: DatabaseRef,
   rebind: boolean,
 ): Promise<void> {
-  if (rebind) return;
+  if (rebind) return await checkMarkerIsFile(dataDir);
   const marker = await readMarker(dataDir);
   const current = describeDatabase(dataDir, ref);
   if (marker) {
@@ -205,6 +235,7 @@ export async function bindDataDir(
   home?: string,
 ): Promise<string | undefined> {
   let marker: Marker | undefined;
+  await checkMarkerIsFile(dataDir); // not even rebind writes over that
   try {
     marker = await readMarker(dataDir);
   } catch (err) {
@@ -268,7 +299,6 @@ async function writeMarker(
   marker: Marker,
   replace: boolean,
 ): Promise<boolean> {
-  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, MARKER);
   const tmp = `${path}.${crypto.randomUUID()}.tmp`;
   const text = JSON.stringify(
@@ -280,14 +310,22 @@ async function writeMarker(
     null,
     2,
   );
-  await Deno.writeTextFile(tmp, text + "\n", { createNew: true, mode: 0o600 });
   try {
+    await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await Deno.writeTextFile(tmp, text + "\n", {
+      createNew: true,
+      mode: 0o600,
+    });
     if (replace) await Deno.rename(tmp, path);
     else await Deno.link(tmp, path);
     return true;
   } catch (err) {
     if (!replace && err instanceof Deno.errors.AlreadyExists) return false;
-    throw err;
+    throw refused(
+      dataDir,
+      `cannot write ${path} (${errorText(err)})`,
+      `make the directory writable by this user, or ${ELSEWHERE}`,
+    );
   } finally {
     // The temporary file is ours (createNew); after a rename it is gone.
     await Deno.remove(tmp).catch(() => {});

@@ -4,12 +4,13 @@
  * requests, `nosniff`, attachments for types a browser would run, streamed
  * from disk.
  *
- * A type a browser would run (`.js`, `.html`, `.svg`, `.xml`) is served as
- * such only when the file's field names it in `mime_types`; otherwise as
- * `application/octet-stream`. An attachment header and a sandbox CSP stop a
- * browser from opening the file as a page, but not a `<script src>` on
- * another page of the same origin from running it: with `nosniff`, only a
- * script type runs.
+ * A type a browser would run or apply (`.js`, `.html`, `.svg`, `.xml`,
+ * `.css`) is served as such only when the file's field names it in
+ * `mime_types`; otherwise as `application/octet-stream`. An attachment
+ * header and a sandbox CSP stop a browser from opening the file as a page,
+ * but not a `<script src>` or a stylesheet `<link>` on another page of the
+ * same origin from running or applying it: with `nosniff`, only a script
+ * type runs and only `text/css` applies.
  *
  * @module
  */
@@ -31,6 +32,7 @@ import { isActiveType, typeAllowed } from "./sniff.ts";
  * assert.equal(servedType("x.js", undefined), "application/octet-stream");
  * assert.equal(servedType("logo.svg", ["image/*"]), "application/octet-stream");
  * assert.equal(servedType("logo.svg", ["image/svg+xml"]), "image/svg+xml");
+ * assert.equal(servedType("x.css", ["image/*"]), "application/octet-stream");
  * ```
  */
 export function servedType(

@@ -65,20 +65,29 @@ export function sniff(head: Uint8Array): string {
   return "text/plain";
 }
 
-/** Types a browser would execute or render as a document: always served as attachments. */
+/**
+ * Types a browser would execute, render as a document or apply to a page
+ * (a stylesheet of the same origin can read a page through its selectors):
+ * always served as attachments.
+ */
 const ACTIVE =
-  /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|application\/xml|text\/xml|text\/javascript|application\/javascript)/;
+  /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|application\/xml|text\/xml|text\/javascript|application\/javascript|text\/css)/;
 
 /** True for content types a browser would run. */
 export function isActiveType(type: string): boolean {
   return ACTIVE.test(type);
 }
 
-/** True when `type` matches one of `allowed` (`image/*` style wildcards allowed, SVG/HTML only by name). */
+/**
+ * True when `type` matches one of `allowed` (`image/*` style wildcards
+ * allowed, SVG/HTML only by name; case does not matter).
+ */
 export function typeAllowed(type: string, allowed: readonly string[]): boolean {
+  const t = type.toLowerCase();
   // Wildcards never admit types a browser would run (image/* does not admit SVG).
-  return allowed.some((a) =>
-    a === type ||
-    (a.endsWith("/*") && type.startsWith(a.slice(0, -1)) && !isActiveType(type))
-  );
+  return allowed.some((entry) => {
+    const a = entry.toLowerCase();
+    return a === t ||
+      (a.endsWith("/*") && t.startsWith(a.slice(0, -1)) && !isActiveType(t));
+  });
 }

@@ -22,6 +22,11 @@ export interface Context<A> {
   /** The caller (guest when no token; 401 on a bad token). */
   auth(): Promise<AuthValue>;
   /**
+   * The body as a JSON object (`application/json`), within the app's size
+   * limit and body deadlines: 415, 413, 408 or 400 otherwise.
+   */
+  body(): Promise<Record<string, unknown>>;
+  /**
    * The JSON envelope `{status, data, error}` (as `json()` of
    * lib/http/envelope.ts), built with this request's id and CORS headers
    * from the start: cheaper than the pipeline adding them afterwards.

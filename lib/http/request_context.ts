@@ -1,7 +1,7 @@
 /**
  * What the pipeline needs of an app (`HttpHost`) and the context of one
- * request (`RequestContext`): lazy URL and caller, and `json()`, which builds
- * envelopes with the request's headers at once.
+ * request (`RequestContext`): lazy URL and caller, `body()`, and `json()`,
+ * which builds envelopes with the request's headers at once.
  *
  * @module
  */
@@ -9,6 +9,8 @@
 import { type AuthValue, GUEST } from "../caller.ts";
 import type { Context } from "./context.ts";
 import { JSON_TYPE } from "./envelope.ts";
+import { readJsonObject } from "./body.ts";
+import type { BodyDeadlines } from "./deadlines.ts";
 
 /**
  * What the pipeline needs of an app (lib/core.ts's `Core` is one): its
@@ -22,7 +24,11 @@ export interface HttpHost {
     readonly publicDir?: string;
     /** Log the dashboard's own page, asset and polling requests too. */
     readonly logDashboard?: boolean;
+    /** The largest request body `ctx.body()` reads (bytes). */
+    readonly maxBodySize: number;
   };
+  /** The request-body reads in progress and their time limits. */
+  readonly bodies?: BodyDeadlines;
   readonly log: {
     enabled(level: "info" | "warn" | "error"): boolean;
     request(
@@ -116,6 +122,14 @@ export class RequestContext<A extends HttpHost> implements Context<A> {
 
   get url(): URL {
     return this.#url ??= new URL(this.req.url);
+  }
+
+  body(): Promise<Record<string, unknown>> {
+    return readJsonObject(
+      this.req,
+      this.app.config.maxBodySize,
+      this.app.bodies,
+    );
   }
 
   auth(): Promise<AuthValue> {

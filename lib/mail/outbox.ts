@@ -4,7 +4,7 @@
  * waits for SMTP, and an SMTP outage loses nothing: the row stays until a
  * send succeeds or its attempts run out.
  *
- * Public interface for the account features (README "Settings and mail"):
+ * Public interface for the account features (docs/guide/settings-and-mail.md):
  *
  * ```ts ignore
  * // Inside the transaction that stores the token's hash (or after it):
@@ -108,7 +108,7 @@ export class Outbox {
         "Cannot queue mail: the recipient is not a valid email address",
       );
     }
-    const settings = await this.#settings.current();
+    const settings = await this.#settings.current(q);
     const mail = renderTemplate(req.template, {
       EMAIL: req.to,
       ENTITY: req.entity,
@@ -182,6 +182,18 @@ export class Outbox {
       `UPDATE "mb_outbox" SET "status" = 'failed', "subject" = '', "text_body" = '', "html_body" = '', "claimed_until" = 0, "last_error" = ? WHERE "id" = ?`,
       [error.slice(0, 500), id],
     );
+  }
+
+  /**
+   * Makes every waiting message due now (the mail settings changed: a
+   * message backing off after an outage or a wrong password goes at once).
+   */
+  async hurry(): Promise<void> {
+    await this.#storage.run(
+      `UPDATE "mb_outbox" SET "next_at" = ? WHERE "status" = 'queued' AND "next_at" > ?`,
+      [this.#now(), this.#now()],
+    );
+    this.onQueued?.();
   }
 
   /** Removes failed messages older than `ageMs`. */

@@ -26,7 +26,7 @@ export interface SenderPace {
   maxMs: number;
   /** Attempts before a message is given up (default 12: about 18 h). */
   maxAttempts: number;
-  /** How long a claim holds (default 2 min: longer than a send may take). */
+  /** How long a claim holds (default 2 min: longer than a send may take, 30 s). */
   leaseMs: number;
 }
 
@@ -39,7 +39,6 @@ export const SENDER_PACE: SenderPace = {
   leaseMs: 120_000,
 };
 
-const BATCH = 10;
 /** Failed messages are kept this long (then pruned). */
 const KEEP_FAILED_MS = 30 * 86_400_000;
 
@@ -113,13 +112,12 @@ export class MailSender {
       }
       return;
     }
-    for (;;) {
-      const batch = await this.#outbox.claim(BATCH, this.#pace.leaseMs);
-      for (const mail of batch) {
-        if (this.#closed) return; // its lease ends; another sender takes it
-        await this.#deliver(mail);
-      }
-      if (batch.length < BATCH) break;
+    // One message per claim: its lease covers its own send only (a batch
+    // sent one after another could outlast the lease of its last rows).
+    while (!this.#closed) {
+      const [mail] = await this.#outbox.claim(1, this.#pace.leaseMs);
+      if (!mail) break;
+      await this.#deliver(mail);
     }
     if (Math.random() < 0.01) await this.#outbox.prune(KEEP_FAILED_MS);
   }

@@ -1,6 +1,6 @@
 /**
  * One message to the SMTP server of the settings, through nodemailer
- * (README "Dependencies"), within a bounded time: connection, greeting and
+ * (docs/internals/dependencies.md), within a bounded time: connection, greeting and
  * socket timeouts, plus a deadline over the whole exchange.
  *
  * @module

@@ -108,3 +108,66 @@ export function writeJournal(
     })),
   };
 }
+
+/**
+ * A journal that forwards to one bound later, once: the realtime service
+ * writes the journal and reads the registry, and the registry's entities
+ * hold the journal, so the app builds the entities' env with this and binds
+ * the realtime journal before any write runs (lib/core.ts). Unbound, a
+ * change throws (none can be made then: nothing is served yet).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { JournalRelay } from "moonbase/lib/records/changes.ts";
+ * const relay = new JournalRelay(false);
+ * const seen: number[] = [];
+ * relay.bind({ append: () => Promise.resolve(7), committed: (p) => seen.push(p) });
+ * assert.equal(await relay.append({} as never, {} as never), 7);
+ * relay.committed(7);
+ * assert.deepEqual(seen, [7]);
+ * assert.throws(() => relay.bind({ append: () => Promise.resolve(1), committed: () => {} }));
+ * ```
+ */
+export class JournalRelay implements ChangeJournal {
+  #to: ChangeJournal | undefined;
+  /** Set where the database fuses a write with its append (PostgreSQL). */
+  readonly together?: (
+    write: SqlStatement,
+    change: RecordChange,
+  ) => SqlStatement;
+
+  /** `fuses`: the journal bound will have `together` (PostgreSQL). */
+  constructor(fuses: boolean) {
+    if (fuses) {
+      this.together = (write, change) => {
+        const to = this.#bound();
+        if (!to.together) {
+          throw new Error("Cannot fuse a write: the journal bound cannot");
+        }
+        return to.together(write, change);
+      };
+    }
+  }
+
+  /** Binds the journal changes go to (once). */
+  bind(journal: ChangeJournal): void {
+    if (this.#to) throw new Error("Cannot bind the journal: bound already");
+    this.#to = journal;
+  }
+
+  append(tx: Queryable, change: RecordChange): Promise<number> {
+    return this.#bound().append(tx, change);
+  }
+
+  committed(position: number): void {
+    this.#bound().committed(position);
+  }
+
+  #bound(): ChangeJournal {
+    if (!this.#to) {
+      throw new Error("Cannot journal a change: no journal bound yet");
+    }
+    return this.#to;
+  }
+}

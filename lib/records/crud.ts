@@ -1,24 +1,17 @@
 /**
- * Record operations on one entity's table, below any access rule. Rules
- * arrive as an extra `Where` (rows a caller may touch) and a `check` on the
- * record as it would be after an update.
+ * Record reads and writes on one entity's table, below any access rule.
+ * What the caller may touch arrives as an `Access` (an extra `Where`, a
+ * per-row `keep`, a `check` on the record as it would be stored); what the
+ * entity runs around the statement as `WriteSteps`; what a write produced is
+ * returned.
  *
  * @module
  */
 
-import { MoonbaseError } from "../errors.ts";
-import {
-  physicalName,
-  type Queryable,
-  type Row,
-  type SqlValue,
-  type Storage,
-} from "../db/storage.ts";
-import { columnOf, tableOf, uniqueIndexOf } from "../schema/ddl.ts";
-import { indexConflict } from "../schema/indexes.ts";
+import type { Queryable, Row, SqlValue, Storage } from "../db/storage.ts";
+import { columnOf, tableOf } from "../schema/ddl.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { uuidv7 } from "../ids.ts";
-import type { AuthValue } from "../caller.ts";
 import { mergeFiles, type Uploads } from "./file_values.ts";
 import {
   type CheckedInput,
@@ -28,26 +21,21 @@ import {
 } from "./codec.ts";
 import { allFields } from "../schema/builtin.ts";
 import type { Where } from "./list_query.ts";
-import type { CursorContext } from "./list_cursor.ts";
+import type { Access } from "./caller_access.ts";
 import type { FusedWrite, RecordChange, SqlStatement } from "./changes.ts";
 import { updateStatement } from "./update_sql.ts";
+import {
+  checkRelations,
+  constraintError,
+  hasRelationValue,
+} from "./constraints.ts";
 
-/** Hooks an operation may carry. */
-export interface OpOptions {
-  /** Only rows matching this condition are visible. */
-  where?: Where;
-  /** Rows that match `where` in SQL may still be rejected by this per-row test. */
-  keep?: (record: RecordData) => boolean | Promise<boolean>;
-  /** The list `filter` parameter was already applied by the caller. */
-  filtered?: boolean;
-  /** Lists: the caller and key list cursors are sealed with (default: library). */
-  cursor?: CursorContext;
-  /** Throws to refuse a write given the record as it would be stored (or, on delete, as it was). */
-  check?: (next: RecordData, tx: Queryable) => void | Promise<void>;
-  /** Files uploaded with this write (field → stored names). */
-  uploads?: Uploads;
-  /** Filled by a write: stored names the record no longer references. */
-  removedFiles?: string[];
+/**
+ * What an entity runs in a write's transaction around the statement itself
+ * (from its record hooks and its change journal: fixed when the entity was
+ * built, so the same for every write of it).
+ */
+export interface WriteSteps {
   /**
    * Runs in the write's transaction before the check and the write, with the
    * record as it would be stored (and, on update and delete, as it was);
@@ -58,21 +46,6 @@ export interface OpOptions {
     tx: Queryable,
     previous?: RecordData,
   ) => Promise<CheckedInput | undefined>;
-  /**
-   * Library calls: run the operation as this caller, under the entity's
-   * rules, as the HTTP API would (`list(query, { as: await ctx.auth() })`).
-   */
-  as?: AuthValue;
-  /** Update of a password: the session (token id) that stays valid. */
-  keepSession?: string;
-  /**
-   * The caller of the write: record hooks see it as `e.auth` (default: the
-   * program itself, as admin), and when it changes its own password its own
-   * session stays valid (unless `keepSession` names another).
-   */
-  caller?: AuthValue;
-  /** Filled by a delete: every record deleted (cascades included). */
-  deleted?: { schema: EntitySchema; record: RecordData }[];
   /**
    * Called in the write's transaction for every record the write changed
    * (cascades and `set null` included), after its statement ran. Set, it
@@ -85,6 +58,14 @@ export interface OpOptions {
    * one statement instead of a transaction.
    */
   fuse?: (write: SqlStatement, change: RecordChange) => FusedWrite;
+}
+
+/** What an update produced. */
+export interface Updated {
+  /** The record as stored. */
+  record: RecordData;
+  /** Stored file names the record no longer references. */
+  removedFiles: string[];
 }
 
 /** A relation field of some entity that points at another entity. */
@@ -144,98 +125,20 @@ export async function readRow(
   return rows[0];
 }
 
-/** Maps a constraint failure to a 409/400 naming the field. */
-export function constraintError(
-  store: Storage,
-  schema: EntitySchema,
-  err: unknown,
-): unknown {
-  const failure = store.dialect.constraintFailure(err);
-  if (!failure) return err;
-  if (failure.kind === "unique") {
-    const composite = indexConflict(schema, failure);
-    if (composite) return composite;
-    const field = allFields(schema).find((f) =>
-      failure.column?.split(".").pop() === physicalName(f.name) ||
-      failure.constraint === uniqueIndexOf(schema, f)
-    );
-    const name = field?.name ?? "record";
-    return new MoonbaseError(
-      "conflict",
-      `Cannot save record: ${name} must be unique`,
-      {
-        fields: { [name]: { code: "unique", message: "Value must be unique" } },
-      },
-    );
-  }
-  if (failure.kind === "foreign_key") {
-    return new MoonbaseError(
-      "conflict",
-      "Cannot save record: a relation points to a missing record, or other records still reference it",
-    );
-  }
-  if (failure.kind === "too_long") {
-    return new MoonbaseError(
-      "invalid",
-      "Cannot save record: a value is too long for an index (keep indexed text under 2 kB)",
-    );
-  }
-  return new MoonbaseError(
-    "invalid",
-    "Cannot save record: a value violates a constraint",
-  );
-}
-
-async function checkRelations(
-  tx: Queryable,
-  dialect: string,
-  schema: EntitySchema,
-  values: CheckedInput,
-): Promise<void> {
-  const errors: Record<string, { code: string; message: string }> = {};
-  for (const f of schema.fields) {
-    const v = values.get(f.name);
-    if (f.type !== "relation" || !f.foreign_key || typeof v !== "string") {
-      continue;
-    }
-    const lock = dialect === "postgres" ? " FOR SHARE" : "";
-    const rows = await tx.query(
-      `SELECT 1 AS ok FROM ${
-        tableOf(f.foreign_key.entity)
-      } WHERE "id" = ?${lock}`,
-      [v],
-    );
-    if (rows.length === 0) {
-      errors[f.name] = { code: "invalid_reference", message: "No such record" };
-    }
-  }
-  if (Object.keys(errors).length > 0) {
-    throw new MoonbaseError(
-      "invalid",
-      "Cannot save record: relation to a missing record",
-      { fields: errors },
-    );
-  }
-}
-
-/** True when a write sets a relation (checked inside a transaction). */
-function hasRelationValue(schema: EntitySchema, values: CheckedInput): boolean {
-  return schema.fields.some((f) =>
-    f.type === "relation" && typeof values.get(f.name) === "string"
-  );
-}
-
-/** Inserts a record from checked (and password-hashed) values. */
+/**
+ * Inserts a record from checked (and password-hashed) values, with the
+ * files uploaded with it (field → stored names).
+ */
 export async function insertRecord(
   store: Storage,
   schema: EntitySchema,
   values: CheckedInput,
-  opts: OpOptions = {},
+  access: Access = {},
+  uploads: Uploads = new Map(),
+  steps: WriteSteps = {},
 ): Promise<RecordData> {
   const now = new Date().toISOString();
-  if (hasFiles(schema)) {
-    mergeFiles(schema, undefined, values, opts.uploads ?? new Map());
-  }
+  if (hasFiles(schema)) mergeFiles(schema, undefined, values, uploads);
   const id = uuidv7();
   const columns = (v: CheckedInput) =>
     encodeValues(
@@ -247,12 +150,14 @@ export async function insertRecord(
     `INSERT INTO ${tableOf(schema.name)} (${
       [...cols.keys()].map((c) => `"${c}"`).join(", ")
     }) VALUES (${[...cols.keys()].map(() => "?").join(", ")})`;
+  const { check } = access;
+  const { before, changed } = steps;
   // A journal that can append in the INSERT itself (PostgreSQL).
-  const fuse = opts.changed ? opts.fuse : undefined;
+  const fuse = changed ? steps.fuse : undefined;
   try {
     if (
-      !opts.check && !opts.before && !hasRelationValue(schema, values) &&
-      (!opts.changed || fuse)
+      !check && !before && !hasRelationValue(schema, values) &&
+      (!changed || fuse)
     ) {
       // Nothing to read first: one INSERT is atomic on its own (one round
       // trip on PostgreSQL, no transaction lock on SQLite), and so is one
@@ -276,24 +181,24 @@ export async function insertRecord(
       );
       return record;
     }
-    return await writeTransaction(store, !opts.before, async (tx) => {
+    return await writeTransaction(store, !before, async (tx) => {
       let cols = columns(values);
       let record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
       // The rule first (hooks run only for writes it allows), and again
       // below on the record as the hooks left it.
-      if (opts.before) await opts.check?.(record, tx);
-      const changed = await opts.before?.(record, tx);
-      if (changed) {
-        values = changed;
+      if (before) await check?.(record, tx);
+      const hooked = await before?.(record, tx);
+      if (hooked) {
+        values = hooked;
         cols = columns(values);
         record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
       }
       if (hasRelationValue(schema, values)) {
         await checkRelations(tx, store.dialect.name, schema, values);
       }
-      if (opts.check) await opts.check(record, tx);
+      if (check) await check(record, tx);
       await tx.run(insert(cols), [...cols.values()]);
-      await opts.changed?.(tx, {
+      await changed?.(tx, {
         entity: schema.name,
         entityId: schema.id,
         id,
@@ -307,55 +212,57 @@ export async function insertRecord(
   }
 }
 
-/** Updates a record; undefined when it does not exist or `where` hides it. */
+/**
+ * Updates a record, with the files uploaded with the write; undefined when
+ * it does not exist or `access` hides it.
+ */
 export async function updateRecord(
   store: Storage,
   schema: EntitySchema,
   id: string,
   values: CheckedInput,
-  opts: OpOptions = {},
-): Promise<RecordData | undefined> {
+  access: Access = {},
+  uploads: Uploads = new Map(),
+  steps: WriteSteps = {},
+): Promise<Updated | undefined> {
   const dialect = store.dialect;
   const lock = dialect.name === "postgres";
   const files = hasFiles(schema);
+  const { where, keep, check } = access;
+  const { before, changed } = steps;
   try {
     if (
-      !opts.keep && !opts.check && !opts.before && !opts.changed && !files &&
+      !keep && !check && !before && !changed && !files &&
       !hasRelationValue(schema, values)
     ) {
       // Nothing to read or check first: one UPDATE … RETURNING is atomic on
       // its own (one round trip on PostgreSQL, no transaction on SQLite).
       const u = updateStatement(schema, values, dialect);
       const rows = await store.query(
-        and(u.sql, opts.where) + ` RETURNING ${selectList(schema)}`,
-        [...u.params, id, ...(opts.where?.params ?? [])],
+        and(u.sql, where) + ` RETURNING ${selectList(schema)}`,
+        [...u.params, id, ...(where?.params ?? [])],
       );
-      return rows[0] && decodeRow(schema, rows[0], dialect);
+      return rows[0] &&
+        { record: decodeRow(schema, rows[0], dialect), removedFiles: [] };
     }
-    const write = async (tx: Queryable) => {
-      const current = await readRow(tx, schema, id, opts.where, lock);
+    const write = async (tx: Queryable): Promise<Updated | undefined> => {
+      const current = await readRow(tx, schema, id, where, lock);
       if (!current) return undefined;
-      const before = decodeRow(schema, current, dialect);
-      if (opts.keep && !(await opts.keep(before))) return undefined;
-      if (files) {
-        const removed = mergeFiles(
-          schema,
-          before,
-          values,
-          opts.uploads ?? new Map(),
-        );
-        opts.removedFiles?.push(...removed);
-      }
+      const previous = decodeRow(schema, current, dialect);
+      if (keep && !(await keep(previous))) return undefined;
+      const removedFiles = files
+        ? mergeFiles(schema, previous, values, uploads)
+        : [];
       let u = updateStatement(schema, values, dialect);
       let next = decodeRow(schema, {
         ...current,
         ...Object.fromEntries(u.columns),
       }, dialect);
-      if (opts.before) {
-        await opts.check?.(next, tx);
-        const changed = await opts.before(next, tx, before);
-        if (changed) {
-          values = changed;
+      if (before) {
+        await check?.(next, tx);
+        const hooked = await before(next, tx, previous);
+        if (hooked) {
+          values = hooked;
           u = updateStatement(schema, values, dialect);
           next = decodeRow(schema, {
             ...current,
@@ -366,22 +273,20 @@ export async function updateRecord(
       if (hasRelationValue(schema, values)) {
         await checkRelations(tx, dialect.name, schema, values);
       }
-      if (opts.check) await opts.check(next, tx);
+      if (check) await check(next, tx);
       u.params.push(id);
       await tx.run(u.sql, u.params);
-      if (opts.changed) {
-        await opts.changed(tx, {
-          entity: schema.name,
-          entityId: schema.id,
-          id,
-          action: "update",
-          record: next,
-          previous: before,
-        });
-      }
-      return next;
+      await changed?.(tx, {
+        entity: schema.name,
+        entityId: schema.id,
+        id,
+        action: "update",
+        record: next,
+        previous,
+      });
+      return { record: next, removedFiles };
     };
-    return await writeTransaction(store, !opts.before, write);
+    return await writeTransaction(store, !before, write);
   } catch (err) {
     throw constraintError(store, schema, err);
   }

@@ -10,15 +10,23 @@ import type { Queryable, Storage } from "../db/storage.ts";
 import { columnOf, tableOf } from "../schema/ddl.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
-import {
-  constraintError,
-  type OpOptions,
-  readRow,
-  type RefsOf,
-  selectList,
-} from "./crud.ts";
+import { readRow, type RefsOf, selectList, type WriteSteps } from "./crud.ts";
+import { constraintError } from "./constraints.ts";
+import type { Access } from "./caller_access.ts";
 
-type Deleted = { schema: EntitySchema; record: RecordData }[];
+/** One record a delete removed. */
+export interface DeletedRecord {
+  schema: EntitySchema;
+  record: RecordData;
+}
+
+/** What a delete produced. */
+export interface Deleted {
+  /** The record asked for, as it was. */
+  record: RecordData;
+  /** Every record deleted, that one first, then its cascades. */
+  deleted: DeletedRecord[];
+}
 
 /** Applies the `on_delete` of every relation pointing at a record being deleted. */
 async function releaseRefs(
@@ -28,8 +36,8 @@ async function releaseRefs(
   id: string,
   refsOf: RefsOf,
   seen: Set<string>,
-  deleted: Deleted,
-  changed: OpOptions["changed"],
+  deleted: DeletedRecord[],
+  changed: WriteSteps["changed"],
 ): Promise<void> {
   seen.add(`${schema.name}/${id}`);
   for (const ref of refsOf(schema.name)) {
@@ -106,29 +114,32 @@ async function releaseRefs(
   }
 }
 
-/** Deletes a record; undefined when it does not exist or `where` hides it. */
+/** Deletes a record; undefined when it does not exist or `access` hides it. */
 export async function deleteRecord(
   store: Storage,
   schema: EntitySchema,
   id: string,
   refsOf: RefsOf,
-  opts: OpOptions = {},
-): Promise<RecordData | undefined> {
+  access: Access = {},
+  steps: WriteSteps = {},
+): Promise<Deleted | undefined> {
+  const { where, keep, check } = access;
+  const { before, changed } = steps;
   try {
     return await store.transaction(async (tx) => {
       const current = await readRow(
         tx,
         schema,
         id,
-        opts.where,
+        where,
         store.dialect.name === "postgres",
       );
       if (!current) return undefined;
       const record = decodeRow(schema, current, store.dialect);
-      if (opts.keep && !(await opts.keep(record))) return undefined;
-      await opts.check?.(record, tx);
-      await opts.before?.(record, tx, record);
-      const deleted: Deleted = [];
+      if (keep && !(await keep(record))) return undefined;
+      await check?.(record, tx);
+      await before?.(record, tx, record);
+      const deleted: DeletedRecord[] = [];
       await releaseRefs(
         tx,
         store,
@@ -137,18 +148,17 @@ export async function deleteRecord(
         refsOf,
         new Set(),
         deleted,
-        opts.changed,
+        changed,
       );
       await tx.run(`DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?`, [id]);
-      await opts.changed?.(tx, {
+      await changed?.(tx, {
         entity: schema.name,
         entityId: schema.id,
         id,
         action: "delete",
         record,
       });
-      opts.deleted?.push({ schema, record }, ...deleted);
-      return record;
+      return { record, deleted: [{ schema, record }, ...deleted] };
     });
   } catch (err) {
     throw constraintError(store, schema, err);

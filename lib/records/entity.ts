@@ -1,32 +1,20 @@
 /**
- * An entity: accessors over its schema plus record
- * operations that bypass access rules (for programs embedding Moonbase).
+ * An entity as programs and the rest of Moonbase see it: accessors over its
+ * schema, and the one facade of its record operations — as the program
+ * (below any rule: `records`, lib/records/entity_records.ts) or, with
+ * `{ as }`, as a caller through the record service (`EntityEnv.callers`),
+ * which runs the rule and then `records` itself, never `Entity` again.
  *
  * @module
  */
 
 import type { Dialect, Storage } from "../db/storage.ts";
 import { MoonbaseError } from "../errors.ts";
-import {
-  type CheckedInput,
-  checkInput,
-  decodeRow,
-  type RecordData,
-} from "./codec.ts";
+import { decodeRow, type RecordData } from "./codec.ts";
 import { allFields } from "../schema/builtin.ts";
-import { deleteRecord } from "./delete.ts";
-import {
-  insertRecord,
-  type OpOptions,
-  readRow,
-  type RefsOf,
-  updateRecord,
-} from "./crud.ts";
-import { listRecords, type ListResult } from "./list.ts";
-import { parseListOptions } from "./list_query.ts";
-import { both } from "./hooks.ts";
-import { ExpressionRules } from "./rule_engine.ts";
-
+import { readRow, type RefsOf } from "./crud.ts";
+import type { ListResult } from "./list.ts";
+import type { AuthValue } from "../caller.ts";
 import { columnOf, tableOf } from "../schema/ddl.ts";
 import type {
   EntitySchema,
@@ -35,20 +23,27 @@ import type {
   Rule,
   Rules,
 } from "../schema/types.ts";
-
-import type { CallerAccess, EntityEnv } from "./entity_env.ts";
-import {
-  PROGRAM,
-  settle,
-  type WriteHooks,
-  writeHooks,
-} from "./entity_hooks.ts";
-import { fileNames } from "./file_values.ts";
-import { type WriteJournal, writeJournal } from "./changes.ts";
+import type { EntityEnv } from "./entity_env.ts";
 import { current } from "./write_scope.ts";
-import { assertWritable } from "./access.ts";
+import { EntityRecords } from "./entity_records.ts";
 
-const libraryRules = new ExpressionRules();
+/** A library read: as the program, or as a caller (`as`, by the entity's rules). */
+export interface LibraryRead {
+  /** Run as this caller, under the entity's rules, as the HTTP API would. */
+  as?: AuthValue;
+}
+
+/** A library write (`as`: by the entity's rules, as the HTTP API would). */
+export interface LibraryWrite extends LibraryRead {
+  /**
+   * Without `as`: the caller record hooks see as `e.auth` (default: the
+   * program itself, as admin); when it changes its own password, its own
+   * session stays valid (unless `keepSession` names another).
+   */
+  caller?: AuthValue;
+  /** Update of a password: the session (token id) that stays valid. */
+  keepSession?: string;
+}
 
 /**
  * An entity (table) with its schema and record operations.
@@ -71,8 +66,9 @@ const libraryRules = new ExpressionRules();
 export class Entity {
   readonly #schema: EntitySchema;
   readonly #base: Storage;
-  readonly #refsOf: RefsOf;
   readonly #env: EntityEnv;
+  /** The record operations below any rule (what the record service runs). */
+  readonly records: EntityRecords;
   readonly #rules: Readonly<Rules>;
   readonly #fields: FieldDef[];
 
@@ -86,7 +82,7 @@ export class Entity {
     this.#env = env;
     this.#schema = schema;
     this.#base = store;
-    this.#refsOf = refsOf;
+    this.records = new EntityRecords(this, schema, store, refsOf, env);
     this.#rules = deepFreeze(structuredClone(schema.rules));
     this.#fields = schema.type === "view"
       ? [...schema.fields]
@@ -227,61 +223,34 @@ export class Entity {
    */
   async create(
     data: Record<string, unknown>,
-    opts?: OpOptions,
+    opts: LibraryWrite = {},
   ): Promise<RecordData> {
-    if (opts?.as) return await this.#access().create(this.name, data, opts.as);
-    assertWritable(this, "add");
-    // The caller default ("@auth") is set here, before the add rule runs.
-    const values = checkInput(this.#schema, data, "create", opts?.caller);
-    await this.#hash(values);
-    const hooks = this.#hooks("Create", opts, values);
-    const journal = this.#journal();
-    const rec = await insertRecord(this.#store, this.#schema, values, {
-      ...opts,
-      before: hooks?.before ?? opts?.before,
-      changed: journal?.changed,
-      fuse: journal?.fuse,
-    });
-    await settle(this.#base, hooks, () => {
-      journal?.committed();
-      return hooks?.after(rec);
-    });
-    return rec;
+    const { as, ...write } = opts;
+    return as
+      ? await this.#env.callers.create(this.name, data, as)
+      : await this.records.create(data, write);
   }
   /** Lists records; `query` takes the list parameters of the records API. */
   async list(
     query: URLSearchParams | string = "",
-    opts?: OpOptions,
+    opts: LibraryRead = {},
   ): Promise<ListResult> {
     const q = typeof query === "string" ? new URLSearchParams(query) : query;
-    if (opts?.as) return await this.#access().list(this.name, q, opts.as);
-    const options = parseListOptions(this.#schema, q);
-    let hooks = opts ?? {};
-    if (options.filter !== undefined && !hooks.filtered) {
-      // Library callers: the filter runs as an admin would run it.
-      const req = { body: {}, query: Object.fromEntries(q), method: "GET" };
-      hooks = both(
-        hooks,
-        libraryRules.filter(this, options.filter, PROGRAM, req),
-      );
-    }
-    return await listRecords(this.#store, this.#schema, options, hooks);
+    return opts.as
+      ? await this.#env.callers.list(this.name, q, opts.as)
+      : await this.records.list(q);
   }
-  /** Reads a record by id; undefined when it does not exist. */
-  async read(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
-    if (opts?.as) {
-      return await this.#access().get(this.name, id, opts.as).catch((err) => {
-        if (err instanceof MoonbaseError && err.code === "not_found") {
-          return undefined;
-        }
-        throw err;
-      });
-    }
-    const row = await readRow(this.#store, this.#schema, id, opts?.where);
-    if (!row) return undefined;
-    const record = decodeRow(this.#schema, row, this.#store.dialect);
-    if (opts?.keep && !(await opts.keep(record))) return undefined;
-    return record;
+  /**
+   * Reads a record by id; undefined when it does not exist (with `opts.as`:
+   * or the caller may not see it).
+   */
+  async read(
+    id: string,
+    opts: LibraryRead = {},
+  ): Promise<RecordData | undefined> {
+    return opts.as
+      ? await this.#env.callers.read(this.name, id, opts.as)
+      : await this.records.read(id);
   }
   /**
    * Updates a record; undefined when it does not exist. A new password of an
@@ -291,109 +260,22 @@ export class Entity {
   async update(
     id: string,
     data: Record<string, unknown>,
-    opts?: OpOptions,
+    opts: LibraryWrite = {},
   ): Promise<RecordData | undefined> {
-    if (opts?.as) {
-      return await this.#access().update(this.name, id, data, opts.as);
-    }
-    assertWritable(this, "update");
-    const values = checkInput(this.#schema, data, "update");
-    let newPassword = await this.#hash(values);
-    const removed: string[] = [];
-    const hooks = this.#hooks("Update", opts, values);
-    const journal = this.#journal();
-    const rec = await updateRecord(this.#store, this.#schema, id, values, {
-      ...opts,
-      before: hooks?.before ?? opts?.before,
-      removedFiles: removed,
-      changed: journal?.changed,
-    });
-    if (!rec) return rec;
-    newPassword ||= hooks?.passwordSet ?? false;
-    await settle(this.#base, hooks, async () => {
-      journal?.committed();
-      await hooks?.after(rec);
-      if (newPassword) {
-        // The one place a password change ends the user's other sessions.
-        const own = opts?.caller?.entity === this.name &&
-          opts.caller.id === id;
-        const keep = opts?.keepSession ?? (own ? opts?.caller?.session : "");
-        await this.#env.passwordChanged(this.name, id, keep ?? "");
-      }
-      if (removed.length > 0) await this.#env.files?.remove(this.id, removed);
-    });
-    return rec;
+    const { as, ...write } = opts;
+    return as
+      ? await this.#env.callers.update(this.name, id, data, as)
+      : await this.records.update(id, data, write);
   }
   /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
-  async remove(id: string, opts?: OpOptions): Promise<RecordData | undefined> {
-    if (opts?.as) return await this.#access().remove(this.name, id, opts.as);
-    assertWritable(this, "delete");
-    const deleted: { schema: EntitySchema; record: RecordData }[] = [];
-    const hooks = this.#hooks("Delete", opts, undefined);
-    const journal = this.#journal();
-    const rec = await deleteRecord(
-      this.#store,
-      this.#schema,
-      id,
-      this.#refsOf,
-      {
-        ...opts,
-        before: hooks?.before ?? opts?.before,
-        deleted,
-        changed: journal?.changed,
-      },
-    );
-    if (!rec) return rec;
-    await settle(this.#base, hooks, async () => {
-      journal?.committed();
-      await hooks?.after(rec);
-      for (const d of deleted) {
-        await this.#env.files?.remove(
-          d.schema.id,
-          fileNames(d.schema, d.record),
-        );
-      }
-    });
-    return rec;
-  }
-
-  #hooks(
-    op: "Create" | "Update" | "Delete",
-    opts: OpOptions | undefined,
-    values: CheckedInput | undefined,
-  ): WriteHooks | undefined {
-    return writeHooks(
-      this.#schema,
-      this.#env,
-      this.#base,
-      op,
-      opts,
-      values,
-      (v) => this.#hash(v),
-    );
-  }
-
-  /** The change journal of one write (none for system entities). */
-  #journal(): WriteJournal | undefined {
-    return this.isSystem ? undefined : writeJournal(this.#env.changes);
-  }
-
-  #access(): CallerAccess {
-    if (!this.#env.access) {
-      throw new MoonbaseError(
-        "unavailable",
-        `Cannot act as a caller on ${this.name}: no record service`,
-      );
-    }
-    return this.#env.access;
-  }
-
-  /** Hashes a new password in place; true when the write sets one. */
-  async #hash(values: Map<string, unknown>): Promise<boolean> {
-    const pw = values.get("password");
-    if (this.type !== "auth" || typeof pw !== "string") return false;
-    values.set("password", await this.#env.hashPassword(pw));
-    return true;
+  async remove(
+    id: string,
+    opts: LibraryWrite = {},
+  ): Promise<RecordData | undefined> {
+    const { as, ...write } = opts;
+    return as
+      ? await this.#env.callers.remove(this.name, id, as)
+      : await this.records.remove(id, write);
   }
 }
 

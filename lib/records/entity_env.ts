@@ -8,8 +8,9 @@
  */
 
 import type { AuthValue } from "../caller.ts";
+import { MoonbaseError } from "../errors.ts";
 import type { RecordData } from "./codec.ts";
-import type { HookFailure, RecordEvents } from "./events.ts";
+import type { HookFailure, RecordHooks } from "./events.ts";
 import type { ListResult } from "./list.ts";
 import type { ChangeJournal } from "./changes.ts";
 
@@ -34,7 +35,15 @@ export interface CallerAccess {
     query: URLSearchParams,
     as: AuthValue,
   ): Promise<ListResult>;
-  get(name: string, id: string, as: AuthValue): Promise<RecordData>;
+  /**
+   * A record the caller may see; undefined when it may not (or there is
+   * none). An entity the API does not serve is an error (404).
+   */
+  read(
+    name: string,
+    id: string,
+    as: AuthValue,
+  ): Promise<RecordData | undefined>;
   create(
     name: string,
     data: Record<string, unknown>,
@@ -49,10 +58,14 @@ export interface CallerAccess {
   remove(name: string, id: string, as: AuthValue): Promise<RecordData>;
 }
 
-/** The services an entity calls outside the records layer. */
+/**
+ * The services an entity calls outside the records layer: fixed when the
+ * app builds the registry, the same object for the life of the app (script
+ * reloads change the generation `hooks` hands out, never a field here).
+ */
 export interface EntityEnv {
   /** Where uploaded files live (none: records have no files to remove). */
-  files?: FileCleaner;
+  readonly files?: FileCleaner;
   /** Hashes the new password of an auth entity's user before it is stored. */
   hashPassword(plain: string): Promise<string>;
   /**
@@ -60,12 +73,80 @@ export interface EntityEnv {
    * session of that user except `keep` (a session id, "" for none).
    */
   passwordChanged(entity: string, userId: string, keep: string): Promise<void>;
-  /** Hooks of extension scripts on record writes (none: no hooks). */
-  events?: RecordEvents;
+  /** Hooks of extension scripts on record writes. */
+  readonly hooks: RecordHooks;
   /** Reports an after-hook that threw (the write stands). */
-  hookFailed?: HookFailure;
-  /** Runs operations as a caller (set once the record service exists). */
-  access?: CallerAccess;
+  readonly hookFailed: HookFailure;
+  /** Runs operations as a caller: the record service (`Entity`'s `{ as }`). */
+  readonly callers: CallerAccess;
   /** Where record changes go for realtime subscribers (none: not kept). */
-  changes?: ChangeJournal;
+  readonly changes?: ChangeJournal;
+}
+
+/**
+ * `CallerAccess` forwarding to the record service, bound once: the service
+ * reads the registry, whose entities hold the env, so the app builds the env
+ * with this and binds the service before anything is served (lib/core.ts).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { CallerRelay } from "moonbase/lib/records/entity_env.ts";
+ * const relay = new CallerRelay();
+ * assert.throws(() => relay.read("posts", "1", { type: "guest" } as never));
+ * ```
+ */
+export class CallerRelay implements CallerAccess {
+  #to: CallerAccess | undefined;
+
+  /** Binds the record service's operations (once). */
+  bind(to: CallerAccess): void {
+    if (this.#to) {
+      throw new Error("Cannot bind the record service: bound already");
+    }
+    this.#to = to;
+  }
+
+  list(
+    name: string,
+    query: URLSearchParams,
+    as: AuthValue,
+  ): Promise<ListResult> {
+    return this.#bound().list(name, query, as);
+  }
+  read(
+    name: string,
+    id: string,
+    as: AuthValue,
+  ): Promise<RecordData | undefined> {
+    return this.#bound().read(name, id, as);
+  }
+  create(
+    name: string,
+    data: Record<string, unknown>,
+    as: AuthValue,
+  ): Promise<RecordData> {
+    return this.#bound().create(name, data, as);
+  }
+  update(
+    name: string,
+    id: string,
+    data: Record<string, unknown>,
+    as: AuthValue,
+  ): Promise<RecordData> {
+    return this.#bound().update(name, id, data, as);
+  }
+  remove(name: string, id: string, as: AuthValue): Promise<RecordData> {
+    return this.#bound().remove(name, id, as);
+  }
+
+  #bound(): CallerAccess {
+    if (!this.#to) {
+      throw new MoonbaseError(
+        "unavailable",
+        "Cannot act as a caller: no record service yet",
+      );
+    }
+    return this.#to;
+  }
 }

@@ -13,7 +13,7 @@ import type { Storage } from "../db/storage.ts";
 import { openScope, WriteScope } from "./write_scope.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { type CheckedInput, checkInput, type RecordData } from "./codec.ts";
-import type { OpOptions } from "./crud.ts";
+import type { WriteSteps } from "./crud.ts";
 import type { EntityEnv } from "./entity_env.ts";
 import type { RecordEventName } from "./events.ts";
 
@@ -31,7 +31,7 @@ const FIXED = new Set(["id", "created", "updated"]);
 /** The hooks of one write. */
 export interface WriteHooks {
   /** The transaction step (undefined: no before- or after-hook needs it). */
-  before?: OpOptions["before"];
+  before?: WriteSteps["before"];
   /** Runs the after-hooks on the committed record. */
   after(record: RecordData): Promise<void>;
   /** True when a before-hook set a new password. */
@@ -41,26 +41,27 @@ export interface WriteHooks {
 }
 
 /**
- * The hooks of a create, update or delete, or undefined when none is
- * registered. `hash` hashes a password a hook sets (true when it did);
- * after-hooks query `db` (the write has committed).
+ * The hooks of a create, update or delete by `caller` (hooks see it as
+ * `e.auth`), or undefined when none is registered. `hash` hashes a
+ * password a hook sets (true when it did); after-hooks query `db` (the
+ * write has committed).
  */
 export function writeHooks(
   schema: EntitySchema,
   env: EntityEnv,
   db: Storage,
   op: "Create" | "Update" | "Delete",
-  opts: OpOptions | undefined,
+  caller: AuthValue | undefined,
   values: CheckedInput | undefined,
   hash: (values: CheckedInput) => Promise<boolean>,
 ): WriteHooks | undefined {
-  const events = env.events;
+  const events = env.hooks.current();
   const beforeName = `before${op}` as RecordEventName;
   const afterName = `after${op}` as RecordEventName;
-  const hasBefore = events?.has(beforeName, schema.name) ?? false;
-  const hasAfter = events?.has(afterName, schema.name) ?? false;
-  if (!events || (!hasBefore && !hasAfter)) return undefined;
-  const auth = opts?.caller ?? PROGRAM;
+  const hasBefore = events.has(beforeName, schema.name);
+  const hasAfter = events.has(afterName, schema.name);
+  if (!hasBefore && !hasAfter) return undefined;
+  const auth = caller ?? PROGRAM;
   let previous: RecordData | undefined;
   const scope = new WriteScope(db);
   const out: WriteHooks = {
@@ -68,9 +69,7 @@ export function writeHooks(
     scope,
     async before(record, tx, prev) {
       previous = prev;
-      const own = await opts?.before?.(record, tx, prev);
-      if (!hasBefore) return own;
-      const base = own ?? values;
+      if (!hasBefore) return undefined;
       const e = {
         event: beforeName,
         entity: schema.name,
@@ -80,11 +79,11 @@ export function writeHooks(
         db: tx,
       };
       await scope.run(tx, () => events.before(e));
-      if (op === "Delete" || !base) return own;
+      if (op === "Delete" || !values) return undefined;
       const changed = await recheck(schema, record, e.record, hash);
-      if (!changed) return own;
+      if (!changed) return undefined;
       out.passwordSet ||= changed.password;
-      return new Map([...base, ...changed.values]);
+      return new Map([...values, ...changed.values]);
     },
     async after(record) {
       if (!hasAfter) return;
@@ -95,7 +94,7 @@ export function writeHooks(
         previous,
         auth,
         db,
-      }, env.hookFailed ?? (() => {}));
+      }, env.hookFailed);
     },
   };
   return out;
@@ -133,7 +132,7 @@ async function recheck(
  * (this write joined it, nothing is committed yet), all of it waits for that
  * write instead.
  */
-export async function settle(
+export async function afterCommit(
   base: Storage,
   hooks: WriteHooks | undefined,
   work: () => Promise<void> | undefined,

@@ -142,3 +142,34 @@ export class RecordEvents {
     );
   }
 }
+
+/**
+ * The app's record hooks for its whole life: entities hold this one object,
+ * and a reload of the scripts replaces the generation it hands out. A write
+ * takes the generation once (`current`), so it runs one set of hooks.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RecordEvents, RecordHooks } from "moonbase/lib/records/events.ts";
+ * const hooks = new RecordHooks();
+ * const next = new RecordEvents();
+ * next.on("afterCreate", "posts", () => {});
+ * assert.equal(hooks.current().has("afterCreate", "posts"), false);
+ * hooks.replace(next);
+ * assert.equal(hooks.current().has("afterCreate", "posts"), true);
+ * ```
+ */
+export class RecordHooks {
+  #current = new RecordEvents();
+
+  /** The hooks in force now. */
+  current(): RecordEvents {
+    return this.#current;
+  }
+
+  /** Puts another generation in force (later writes run it). */
+  replace(events: RecordEvents): void {
+    this.#current = events;
+  }
+}

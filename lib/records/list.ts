@@ -24,8 +24,10 @@ import type { ColumnKind, Row, SqlValue, Storage } from "../db/storage.ts";
 import { tableOf } from "../schema/ddl.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
-import { type OpOptions, selectList } from "./crud.ts";
+import { selectList } from "./crud.ts";
+import type { Access } from "./caller_access.ts";
 import {
+  type CursorContext,
   type CursorPosition,
   type CursorQuery,
   LIBRARY_CURSORS,
@@ -147,12 +149,16 @@ class Reader {
   }
 }
 
-/** Lists a page of records. */
+/**
+ * Lists a page of the records `access` lets the caller see; `cursor`: the
+ * caller and key its cursors are sealed with (default: the library's).
+ */
 export async function listRecords(
   store: Storage,
   schema: EntitySchema,
   opts: ListOptions,
-  hooks: OpOptions = {},
+  access: Access = {},
+  cursor: CursorContext = LIBRARY_CURSORS,
 ): Promise<ListResult> {
   const keys = orderKeys(opts.sort);
   let kinds: ColumnKind[] | undefined;
@@ -165,16 +171,16 @@ export async function listRecords(
       return kinds ??= keyKinds(schema, keys);
     },
   };
-  const ctx = hooks.cursor ?? LIBRARY_CURSORS;
+  const ctx = cursor;
   const start: CursorPosition = opts.after
     ? openCursor(ctx, query, opts.after)
     : { skip: 0 };
-  const base = hooks.where
-    ? { sql: hooks.where.sql, params: hooks.where.params }
+  const base = access.where
+    ? { sql: access.where.sql, params: access.where.params }
     : undefined;
   const reader = new Reader(store, schema, base, keys);
-  const found = hooks.keep
-    ? await scanPage(reader, start, opts.limit, hooks.keep)
+  const found = access.keep
+    ? await scanPage(reader, start, opts.limit, access.keep)
     : await sqlPage(reader, start, opts.limit);
   const seal = (pos: CursorPosition) => sealCursor(ctx, query, pos);
   const page: ListResult = {
@@ -191,8 +197,8 @@ export async function listRecords(
     ),
   };
   if (opts.count) {
-    page.total = hooks.keep
-      ? await countKept(store, schema, base, hooks.keep)
+    page.total = access.keep
+      ? await countKept(store, schema, base, access.keep)
       : Number(
         (await store.query(
           `SELECT COUNT(*) AS n FROM ${tableOf(schema.name)}${
@@ -202,7 +208,7 @@ export async function listRecords(
         ))[0]?.n ?? 0,
       );
   }
-  if (hooks.keep) perRow.add(page);
+  if (access.keep) perRow.add(page);
   return page;
 }
 

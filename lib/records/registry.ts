@@ -4,6 +4,10 @@
  * each. With several instances on one database, a schema version in
  * `mb_meta` tells the others to reload.
  *
+ * Over 350 lines: loading and the schema changes share the maps of
+ * entities, the version and the queue of changes; a split into two classes
+ * is left for when the change planning (create/update/remove) moves out.
+ *
  * @module
  */
 
@@ -41,6 +45,12 @@ import {
   type StoredRuleProblem,
 } from "./rule_names.ts";
 
+/** A line for the operator's log. */
+export type RegistryWarning = (
+  message: string,
+  data: Record<string, unknown>,
+) => void;
+
 /** Holds every entity; the one way to change schemas. */
 export class Registry {
   #store: Storage;
@@ -56,6 +66,7 @@ export class Registry {
   #refused = new Map<string, string>();
   #checkExpr: RuleCheck;
   #env: EntityEnv;
+  #warn: RegistryWarning;
   /** Called after a schema change commits (announces it to other instances). */
   onChange: (() => void) | undefined;
   /** The schema changes of this instance, one after another. */
@@ -63,14 +74,17 @@ export class Registry {
 
   /**
    * `checkExpr` validates custom rule expressions, with the names they may
-   * read when given (returns a problem or undefined).
+   * read when given (returns a problem or undefined); `warn` tells the
+   * operator what the registry could not do.
    */
   constructor(
     store: Storage,
     checkExpr: RuleCheck,
     env: EntityEnv,
+    warn: RegistryWarning,
   ) {
     this.#env = env;
+    this.#warn = warn;
     this.#store = store;
     this.#checkExpr = checkExpr;
   }
@@ -104,7 +118,14 @@ export class Registry {
       this.#store,
       this.#store.dialect,
       this.#world(),
-    ).catch(() => new Map());
+    ).catch((err) => {
+      // Each view's own inspection failing is handled inside; this is the
+      // database failing meanwhile: the schemas are loaded, say so.
+      this.#warn("cannot check the views against the view rule", {
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return new Map<string, string>();
+    });
   }
 
   /** Why the view `id` may not be served (it breaks the view rule), if it may not. */
@@ -152,6 +173,7 @@ export class Registry {
     if (this.#next) return this.#next;
     const out = this.#sent;
     if (!out) return this.#send();
+    // The call that sent `out` reports its failure; this one sends anew.
     const next: Promise<void> = out.catch(() => {}).then(() => {
       this.#next = undefined;
       return this.#send();
@@ -256,6 +278,7 @@ export class Registry {
       }
     };
     const out = this.#changes.then(run, run);
+    // The queue only orders changes; the caller of this one gets its failure.
     this.#changes = out.catch(() => {});
     return out;
   }

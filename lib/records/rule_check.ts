@@ -12,7 +12,7 @@ import type { AuthValue } from "../caller.ts";
 import type { Entity } from "./entity.ts";
 import type { Registry } from "./registry.ts";
 import { inspectExpression } from "../rules/inspect.ts";
-import type { OpOptions } from "./crud.ts";
+import type { Access } from "./caller_access.ts";
 import type { RuleEngine, RuleRequest } from "./rule_types.ts";
 import { knownNames, userNames } from "./rule_names.ts";
 
@@ -34,9 +34,9 @@ export function filterFields(entity: Entity): Set<string> {
   );
 }
 
-/** How a list applies the hooks: in SQL, or (some) rows checked in JavaScript. */
-export function compiledOf(hooks: OpOptions): "sql" | "per-row" {
-  return hooks.keep === undefined ? "sql" : "per-row";
+/** How a list applies an `Access`: in SQL, or (some) rows checked in JavaScript. */
+export function compiledOf(access: Access): "sql" | "per-row" {
+  return access.keep === undefined ? "sql" : "per-row";
 }
 
 /**
@@ -87,7 +87,7 @@ export function checkExpression(
   try {
     compiled = compiledOf(
       kind === "rule"
-        ? engine.hooks(entity, "list", expr, auth, LIST_REQUEST)
+        ? engine.access(entity, "list", expr, auth, LIST_REQUEST)
         : engine.filter(entity, expr, auth, LIST_REQUEST),
     );
   } catch (err) {

@@ -27,7 +27,7 @@ import {
   type SqlContext,
 } from "../rules/to_sql.ts";
 import type { RecordData } from "./codec.ts";
-import type { OpOptions } from "./crud.ts";
+import type { Access } from "./caller_access.ts";
 import type { RuleEngine, RuleRequest, RuleTarget } from "./rule_types.ts";
 import { deny } from "./access.ts";
 
@@ -159,14 +159,14 @@ export class ExpressionRules implements RuleEngine {
     return this.#test(ast, { auth, req: plainRequest(ast, req), record });
   }
 
-  /** Hooks for one operation under a custom rule (throws when the rule denies outright). */
-  hooks(
+  /** The `Access` of one operation under a custom rule (throws when the rule denies outright). */
+  access(
     entity: RuleTarget,
     op: Operation,
     expr: string,
     auth: AuthValue,
     req: RuleRequest,
-  ): OpOptions {
+  ): Access {
     let ast: Expr;
     try {
       ast = this.#parse(`r\0${expr}`, expr, "rule");
@@ -195,7 +195,7 @@ export class ExpressionRules implements RuleEngine {
     const pre = compiled || readsRequest(ast) || readsCallerData(ast)
       ? undefined
       : compilePrefilter(ast, ctx);
-    const opts: OpOptions = compiled
+    const opts: Access = compiled
       ? { where: { sql: compiled.sql, params: compiled.params as SqlValue[] } }
       : pre
       ? { where: { sql: pre.sql, params: pre.params as SqlValue[] }, keep }
@@ -209,7 +209,7 @@ export class ExpressionRules implements RuleEngine {
   }
 
   /**
-   * Hooks for the `filter` list parameter (bare field names and `auth.*`);
+   * The `Access` of the `filter` list parameter (bare field names and `auth.*`);
    * `perRow`: never compiled to SQL (see {@link RuleEngine.filter}).
    */
   filter(
@@ -218,7 +218,7 @@ export class ExpressionRules implements RuleEngine {
     auth: AuthValue,
     req: RuleRequest,
     perRow = false,
-  ): OpOptions {
+  ): Access {
     if (source.length > 4096) {
       throw new MoonbaseError(
         "invalid",
@@ -275,6 +275,8 @@ export class ExpressionRules implements RuleEngine {
         try {
           return test(ast, { ...record, auth }, this.#helpers);
         } catch {
+          // `test` answers false on an evaluation error already; a row that
+          // cannot even be read as a scope does not match either.
           return false;
         }
       },

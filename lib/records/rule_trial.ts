@@ -16,7 +16,7 @@ import type { Operation, Rule, RuleMode } from "../schema/types.ts";
 import type { RuleHelpers } from "../rules/evaluate.ts";
 import { inspectExpression } from "../rules/inspect.ts";
 import type { RecordData } from "./codec.ts";
-import type { OpOptions } from "./crud.ts";
+import type { Access } from "./caller_access.ts";
 import { ExpressionRules } from "./rule_engine.ts";
 import { assertServed, authorize } from "./access.ts";
 import { compiledOf } from "./rule_check.ts";
@@ -65,7 +65,7 @@ const METHOD: Readonly<Record<Operation, string>> = {
 
 const MODES: readonly RuleMode[] = ["public", "auth", "", "custom"];
 
-/** A database handle for `check` hooks that refuses any statement. */
+/** A database handle for `Access.check` that refuses any statement. */
 const NO_DB: Queryable = {
   query: () => Promise.reject(new Error("rule test: no statements")),
   run: () => Promise.reject(new Error("rule test: no statements")),
@@ -120,17 +120,17 @@ function labelOf(entity: Entity, rec: RecordData): string {
   return "";
 }
 
-/** Hooks of the rule being tried, for the caller. */
-function hooksOf(
+/** The `Access` the rule being tried gives the caller. */
+function accessOf(
   t: Trial,
   engine: ExpressionRules,
   auth: AuthValue,
   req: RuleRequest,
-): OpOptions {
+): Access {
   const d = authorize(t.entity, t.op, auth, t.rule);
   return d.kind === "allow"
     ? {}
-    : engine.hooks(t.entity, t.op, d.expr, auth, req);
+    : engine.access(t.entity, t.op, d.expr, auth, req);
 }
 
 /**
@@ -194,9 +194,9 @@ export async function runTrial(
     compiled: null,
     request: { method, body: {} },
   };
-  let hooks: OpOptions;
+  let access: Access;
   try {
-    hooks = hooksOf(t, engine, auth, req);
+    access = accessOf(t, engine, auth, req);
   } catch (err) {
     if (!(err instanceof MoonbaseError)) throw err;
     out.denied = err.message;
@@ -209,14 +209,14 @@ export async function runTrial(
     }));
     return out;
   }
-  const readsRows = t.op !== "add" && !!(hooks.where || hooks.keep);
-  if (readsRows) out.compiled = compiledOf(hooks);
+  const readsRows = t.op !== "add" && !!(access.where || access.keep);
+  if (readsRows) out.compiled = compiledOf(access);
   // A view's ids need not be unique (a join repeats them, an outer join
   // leaves them null): reading a listed row back by id may find another
   // row, or none. A list decides each row itself, and so does the trial
   // (the rule's own per-row check, as the record service runs it).
   const rowCheck = readsRows && t.op === "list" && t.entity.type === "view"
-    ? engine.hooks(t.entity, "add", t.rule.expr, auth, req).check
+    ? engine.access(t.entity, "add", t.rule.expr, auth, req).check
     : undefined;
   for (const rec of records) {
     const id = String(rec.id);
@@ -234,18 +234,17 @@ export async function runTrial(
         item.allowed = false;
       }
     } else if (readsRows) {
-      const seen = await t.entity.read(id, {
-        where: hooks.where,
-        keep: hooks.keep,
+      const seen = await t.entity.records.read(id, {
+        access: { where: access.where, keep: access.keep },
       });
       if (!seen) {
         item.allowed = false;
         if (t.op !== "list") item.status = 404;
       }
     }
-    if (item.allowed && hooks.check && (t.op === "add" || t.op === "update")) {
+    if (item.allowed && access.check && (t.op === "add" || t.op === "update")) {
       try {
-        await hooks.check(rec, NO_DB);
+        await access.check(rec, NO_DB);
       } catch (err) {
         if (!(err instanceof MoonbaseError)) throw err;
         item.allowed = false;

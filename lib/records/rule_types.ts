@@ -15,7 +15,7 @@ import type {
   FieldDef,
   Operation,
 } from "../schema/types.ts";
-import type { OpOptions } from "./crud.ts";
+import type { Access } from "./caller_access.ts";
 import type { RecordData } from "./codec.ts";
 
 /** What of the HTTP request a rule may read (`req.*`). */
@@ -38,7 +38,7 @@ export interface RuleTarget {
   field(name: string): FieldDef | undefined;
 }
 
-/** Turns a custom rule (and a list filter) into operation hooks, or throws a denial. */
+/** Turns a custom rule (and a list filter) into a caller's `Access`, or throws a denial. */
 export interface RuleEngine {
   /** Whether the custom rule `expr` lets `auth` at `record`. */
   allows(
@@ -47,15 +47,16 @@ export interface RuleEngine {
     req: RuleRequest,
     record: RecordData,
   ): boolean;
-  hooks(
+  /** What `auth` may see and write through `op` under the custom rule `expr`. */
+  access(
     entity: RuleTarget,
     op: Operation,
     expr: string,
     auth: AuthValue,
     req: RuleRequest,
-  ): OpOptions;
+  ): Access;
   /**
-   * Hooks for the `filter` parameter; `perRow` keeps it out of SQL (a
+   * The `Access` of the `filter` parameter; `perRow` keeps it out of SQL (a
    * per-row rule is in force: a filter narrowing the rows scanned would make
    * the scan budget an oracle on the hidden rows).
    */
@@ -65,5 +66,5 @@ export interface RuleEngine {
     auth: AuthValue,
     req: RuleRequest,
     perRow?: boolean,
-  ): OpOptions;
+  ): Access;
 }

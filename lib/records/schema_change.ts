@@ -10,7 +10,12 @@ import { MoonbaseError, StorageUnavailableError } from "../errors.ts";
 import type { Dialect, Queryable, Storage } from "../db/storage.ts";
 import { uuidv7 } from "../ids.ts";
 import { columnOf, tableOf } from "../schema/ddl.ts";
-import { ddlReason, isViewDependency } from "../schema/ddl_errors.ts";
+import {
+  ddlReason,
+  isViewDependency,
+  repeatedViewColumn,
+} from "../schema/ddl_errors.ts";
+import { repeatedColumn } from "../schema/view_fields.ts";
 import { saveSchema } from "../schema/stored.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { decodeRow } from "./codec.ts";
@@ -75,6 +80,8 @@ export async function runSchemaChange(
       );
     }
     if (isViewDependency(err)) {
+      // Naming the views is a courtesy: when that read fails too, the
+      // conflict below still says what to do.
       const names = await readers().catch(() => []);
       throw new MoonbaseError(
         "conflict",
@@ -83,6 +90,10 @@ export async function runSchemaChange(
         } (change or delete the view first)`,
       );
     }
+    const repeated = schema.type === "view"
+      ? repeatedViewColumn(err)
+      : undefined;
+    if (repeated !== undefined) throw repeatedColumn(repeated);
     throw new MoonbaseError(
       "invalid",
       schema.type === "view"

@@ -17,15 +17,14 @@ import {
   isExposed,
 } from "./access.ts";
 import type { RuleEngine, RuleRequest } from "./rule_types.ts";
-import type { CallerAccess } from "./entity_env.ts";
 import type { AccountChecks } from "./write_checks.ts";
-import { currentRequest, type RequestOrigin } from "../http/request_scope.ts";
+import type { RequestOrigin } from "../http/request_scope.ts";
 
 import type { RecordData } from "./codec.ts";
-import type { OpOptions } from "./crud.ts";
 import type { ListResult } from "./list.ts";
-import { both } from "./hooks.ts";
+import { type Access, both } from "./caller_access.ts";
 import { callerOf, type CursorKey } from "./list_cursor.ts";
+import { sortUnderPerRowRule, writable } from "./caller_limits.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
 export interface RecordWrite {
@@ -40,23 +39,6 @@ export interface RecordWrite {
  */
 export interface Admission {
   readonly headers: Record<string, string> | undefined;
-}
-
-/**
- * Only admins may set `verified` on an auth entity's records; for anyone
- * else the key is ignored like the other read-only keys, and a new `email`
- * makes the account unverified (an unchanged one was already dropped by
- * `lib/auth/account.ts`).
- */
-function writable(
-  entity: Entity,
-  body: Record<string, unknown>,
-  auth: AuthValue,
-): Record<string, unknown> {
-  if (entity.type !== "auth" || auth.type === "admin") return body;
-  const { verified: _ignored, ...rest } = body;
-  if (Object.hasOwn(rest, "email")) rest.verified = false;
-  return rest;
 }
 
 function notFound(entity: Entity): MoonbaseError {
@@ -103,67 +85,18 @@ export class RecordService {
     return e;
   }
 
-  #hooks(
+  /** What `auth` may see and write through `op` (throws a denial). */
+  #access(
     entity: Entity,
     op: Operation,
     auth: AuthValue,
     req: RuleRequest,
-  ): OpOptions {
+  ): Access {
     assertWritable(entity, op);
     const d = authorize(entity, op, auth);
     return d.kind === "allow"
-      ? { caller: auth }
-      : { ...this.#rules.hooks(entity, op, d.expr, auth, req), caller: auth };
-  }
-
-  /**
-   * Record operations as a given caller, by entity name, for the library's
-   * `{ as }` option (`Entity.list(query, { as })` and the others): the same
-   * rules, exposure, 404s and account checks as the HTTP API. Inside a
-   * request (a script route) the sign-up throttle counts the request's
-   * client address.
-   */
-  asCaller(): CallerAccess {
-    const req = (
-      method: string,
-      body: Record<string, unknown> = {},
-      query: Record<string, string> = {},
-    ) => ({ body, query, method });
-    const write = (body: Record<string, unknown>): RecordWrite => ({
-      body,
-      uploads: new Map(),
-      cleanup: () => Promise.resolve(),
-    });
-    return {
-      list: (name, query, auth) =>
-        this.list(
-          this.entity(name),
-          query,
-          auth,
-          req("GET", {}, Object.fromEntries(query)),
-        ),
-      get: (name, id, auth) =>
-        this.get(this.entity(name), id, auth, req("GET")),
-      create: (name, data, auth) =>
-        this.create(
-          this.entity(name),
-          write(data),
-          auth,
-          req("POST", data),
-          currentRequest(),
-        ),
-      update: (name, id, data, auth) =>
-        this.update(
-          this.entity(name),
-          id,
-          write(data),
-          auth,
-          req("PATCH", data),
-          currentRequest(),
-        ),
-      remove: (name, id, auth) =>
-        this.remove(this.entity(name), id, auth, req("DELETE")),
-    };
+      ? {}
+      : this.#rules.access(entity, op, d.expr, auth, req);
   }
 
   /**
@@ -224,21 +157,25 @@ export class RecordService {
     req: RuleRequest,
   ): Promise<ListResult> {
     const cursor = { key: this.#cursorKey, caller: callerOf(auth) };
-    const hooks = this.#hooks(entity, "list", auth, req);
-    if (hooks.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
+    const access = this.#access(entity, "list", auth, req);
+    if (access.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
     const filter = query.get("filter");
     if (filter === null || filter.trim() === "") {
-      return entity.list(query, { ...hooks, cursor });
+      return entity.records.list(query, { access, cursor });
     }
     // Under a per-row rule the filter runs per row too, after the rule: a
     // filter in SQL would choose which hidden rows use up the scan budget
     // (has_more, count's 400), an oracle on the values of hidden rows.
-    const perRow = hooks.keep !== undefined;
+    const perRow = access.keep !== undefined;
     const filtered = both(
-      hooks,
+      access,
       this.#rules.filter(entity, filter, auth, req, perRow),
     );
-    return entity.list(query, { ...filtered, filtered: true, cursor });
+    return entity.records.list(query, {
+      access: filtered,
+      filtered: true,
+      cursor,
+    });
   }
 
   /**
@@ -261,7 +198,7 @@ export class RecordService {
     try {
       d = authorize(entity, op, auth);
     } catch {
-      return false;
+      return false; // the rule mode denies this caller: the event is not shown
     }
     return d.kind === "allow" ||
       this.#rules.allows(d.expr, auth, EVENT_REQUEST, record);
@@ -275,7 +212,9 @@ export class RecordService {
     req: RuleRequest,
   ): Promise<RecordData> {
     return await this.#read(entity, async (e) => {
-      const rec = await e.read(id, this.#hooks(e, "get", auth, req));
+      const rec = await e.records.read(id, {
+        access: this.#access(e, "get", auth, req),
+      });
       if (!rec) throw notFound(e);
       return rec;
     });
@@ -319,10 +258,11 @@ export class RecordService {
     let headers = admitted?.headers;
     try {
       entity = await this.#writing(entity, write);
-      const hooks = this.#hooks(entity, "add", auth, req);
+      const access = this.#access(entity, "add", auth, req);
       if (!admitted) headers = await this.#checks.signup(entity, auth, origin);
-      return await entity.create(writable(entity, write.body, auth), {
-        ...hooks,
+      return await entity.records.create(writable(entity, write.body, auth), {
+        access,
+        caller: auth,
         uploads: write.uploads,
       });
     } catch (err) {
@@ -356,9 +296,10 @@ export class RecordService {
         // Rules see the body without `oldPassword`.
         if (body !== write.body) req = withBody(req, body);
       }
-      const hooks = this.#hooks(entity, "update", auth, req);
-      rec = await entity.update(id, writable(entity, body, auth), {
-        ...hooks,
+      const access = this.#access(entity, "update", auth, req);
+      rec = await entity.records.update(id, writable(entity, body, auth), {
+        access,
+        caller: auth,
         uploads: write.uploads,
       });
     } catch (err) {
@@ -380,10 +321,10 @@ export class RecordService {
     req: RuleRequest,
   ): Promise<RecordData> {
     entity = await this.#writing(entity);
-    const rec = await entity.remove(
-      id,
-      this.#hooks(entity, "delete", auth, req),
-    );
+    const rec = await entity.records.remove(id, {
+      access: this.#access(entity, "delete", auth, req),
+      caller: auth,
+    });
     if (!rec) throw notFound(entity);
     return rec;
   }
@@ -409,28 +350,3 @@ const EVENT_REQUEST: RuleRequest = Object.freeze({
   query: Object.freeze({}),
   method: "GET",
 }) as RuleRequest;
-
-/** Sort keys allowed under a list rule checked row by row. */
-const PER_ROW_SORTS = new Set(["id", "created", "updated"]);
-
-/**
- * Under a per-row list rule, sorting by a field the caller can set would
- * turn the scan budget into an oracle: whether the caller's own row shows up
- * after a cursor tells how many hidden rows lie between two chosen values.
- * Only `id`, `created` and `updated` (which no client chooses) may order
- * such a list.
- */
-function sortUnderPerRowRule(sort: string | null): void {
-  if (sort === null) return;
-  for (const part of sort.split(",")) {
-    const name = part.trim().replace(/^[-+]/, "");
-    if (name !== "" && !PER_ROW_SORTS.has(name)) {
-      throw new MoonbaseError(
-        "invalid",
-        `Cannot sort by ${
-          name.slice(0, 64)
-        }: the list rule is checked row by row (not compiled to SQL); sort by id, created or updated, or write a rule that compiles to SQL`,
-      );
-    }
-  }
-}

@@ -1,5 +1,5 @@
 /**
- * An auth entity's `auth` object (README "Settings and mail"): which sign-in
+ * An auth entity's `auth` object (docs/guide/settings-and-mail.md): which sign-in
  * methods it offers, OTP/MFA/TOTP options, OAuth2 providers, and the mail
  * templates. Checked when a schema is created or changed (unknown keys and
  * bad values: 400 with `data.fields` by path, `auth.otp.length`), stored in

@@ -73,6 +73,28 @@ export function isViewDependency(err: unknown): boolean {
 }
 
 /**
+ * The column a view's query returns more than once, when PostgreSQL refused
+ * the view for it (42701 `column "id" specified more than once`); SQLite
+ * creates the view, naming the repeat `id:1` (see `repeatedColumn`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { repeatedViewColumn } from "moonbase/lib/schema/ddl_errors.ts";
+ * const err = Object.assign(new Error('column "id" specified more than once'), { code: "42701" });
+ * assert.equal(repeatedViewColumn(err), "id");
+ * assert.equal(repeatedViewColumn(new Error("no such table: t")), undefined);
+ * ```
+ */
+export function repeatedViewColumn(err: unknown): string | undefined {
+  const root = rootOf(err);
+  if (keyOf(root) !== "42701" || !(root instanceof Error)) return undefined;
+  return /^column "(.{1,128})" specified more than once$/.exec(
+    root.message.split("\n")[0],
+  )?.[1];
+}
+
+/**
  * The name the database refused, when `sql` (the admin's own text) has it;
  * else undefined (never a name the database chose or found elsewhere).
  */

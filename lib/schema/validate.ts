@@ -119,6 +119,35 @@ function stringList(v: unknown, where: string, max: number): string[] {
   return v as string[];
 }
 
+/** A media type `type/subtype` or `type/*` (RFC 6838 names), no parameters. */
+const MEDIA_TYPE =
+  /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/(?:\*|[a-z0-9][a-z0-9!#$&^_.+-]{0,126})$/i;
+
+// A file field's `mime_types`: every entry a media type (`image/png`) or a
+// wildcard of one type (`image/*`). `*/*` would match nothing (a file's type
+// is never `*`): to accept any type, `mime_types` is left out.
+function mimeTypes(v: unknown, where: string): string[] {
+  const list = stringList(v, where, 100);
+  for (const t of list) {
+    if (t === "*/*") {
+      fail(
+        `Cannot accept ${where}: "*/*" is not a file type; leave mime_types out (or null) to accept any type, or name types such as "image/*" or "application/pdf"`,
+      );
+    }
+    if (!MEDIA_TYPE.test(t)) {
+      fail(
+        `Cannot accept ${where}: ${
+          JSON.stringify(t.slice(0, 64))
+        } is not a media type; write type/subtype ("image/png") or type/* ("image/*")`,
+      );
+    }
+  }
+  if (new Set(list.map((t) => t.toLowerCase())).size !== list.length) {
+    fail(`Cannot accept ${where}: entries must be unique`);
+  }
+  return list;
+}
+
 /**
  * Validates one field object. `id` is the field's id (kept or newly assigned).
  * `self` is the name of the entity being defined (a relation may point to it).
@@ -186,7 +215,7 @@ export function validateField(
     field.values = stringList(raw.values, `${where}.values`, 500);
   }
   if (raw.mime_types !== undefined && raw.mime_types !== null) {
-    field.mime_types = stringList(raw.mime_types, `${where}.mime_types`, 100);
+    field.mime_types = mimeTypes(raw.mime_types, `${where}.mime_types`);
   }
   if (raw.type === "relation") {
     field.foreign_key = foreignKey(raw.foreign_key, where, ctx, self);

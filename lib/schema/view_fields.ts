@@ -78,6 +78,48 @@ function typed(
 }
 
 /**
+ * The refusal of a view whose query returns two columns named `name`, the
+ * same on both databases (PostgreSQL refuses the view, SQLite renames the
+ * second `name:1`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { repeatedColumn } from "moonbase/lib/schema/view_fields.ts";
+ * assert.equal(
+ *   repeatedColumn("id").message,
+ *   "Cannot accept view_query: the view's columns must have distinct names: id appears more than once; name them with AS (e.g. b.id AS b_id)",
+ * );
+ * ```
+ */
+export function repeatedColumn(name: string): MoonbaseError {
+  const n = name.slice(0, 64);
+  return new MoonbaseError(
+    "invalid",
+    `Cannot accept view_query: the view's columns must have distinct names: ${n} appears more than once; name them with AS (e.g. b.${n} AS b_${n})`,
+  );
+}
+
+/**
+ * A column name that appears more than once (case does not matter; SQLite
+ * names the repeats `id:1`, `id:2`), else undefined.
+ */
+function repeatedName(names: readonly string[]): string | undefined {
+  const lower = new Set(names.map((n) => n.toLowerCase()));
+  const seen = new Set<string>();
+  for (const name of names) {
+    // `id:1` is SQLite's name for a second `id` (when there is an `id`).
+    const base = /^(.+):\d+$/.exec(name)?.[1];
+    const plain = base !== undefined && lower.has(base.toLowerCase())
+      ? base
+      : name;
+    if (seen.has(plain.toLowerCase())) return plain;
+    seen.add(plain.toLowerCase());
+  }
+  return undefined;
+}
+
+/**
  * Fields of a just-created view from its columns; every column must be named
  * with `a-z A-Z 0-9 _` and one must be `id`.
  *
@@ -99,6 +141,8 @@ export function viewFieldsOf(
   originOf: (table: string, column: string) => OriginField | undefined,
 ): FieldDef[] {
   const names = columns.map((c) => c.name);
+  const twice = repeatedName(names);
+  if (twice !== undefined) throw repeatedColumn(twice);
   const odd = names.find((n) => !/^[A-Za-z0-9_]{1,63}$/.test(n));
   if (odd !== undefined) {
     bad(
@@ -106,9 +150,6 @@ export function viewFieldsOf(
         JSON.stringify(odd.slice(0, 64))
       } must be named with a-z, A-Z, 0-9, _ (use AS)`,
     );
-  }
-  if (new Set(names.map((n) => n.toLowerCase())).size !== names.length) {
-    bad("Cannot create view: two columns have the same name (use AS)");
   }
   if (!names.includes("id")) {
     bad("Cannot create view: view_query must return an id column");

@@ -20,8 +20,12 @@ import {
   viewDefinitions,
   type ViewInspection,
 } from "./view_inspect.ts";
-import { ddlReason } from "./ddl_errors.ts";
-import { type OriginField, viewFieldsOf } from "./view_fields.ts";
+import { ddlReason, repeatedViewColumn } from "./ddl_errors.ts";
+import {
+  type OriginField,
+  repeatedColumn,
+  viewFieldsOf,
+} from "./view_fields.ts";
 import { viewReadProblem } from "./view_query.ts";
 import type { EntitySchema, FieldDef } from "./types.ts";
 
@@ -74,6 +78,8 @@ export async function guardView(
   try {
     ins = await inspectView(tx, dialect, physicalName(schema.name));
   } catch (err) {
+    const repeated = repeatedViewColumn(err);
+    if (repeated !== undefined) throw repeatedColumn(repeated);
     throw new MoonbaseError(
       "invalid",
       `Cannot accept view_query: it does not run (${

@@ -55,23 +55,30 @@ export class SettingsStore {
     return mergeShape(SETTINGS_SHAPE, defaultSettings(), stored, {});
   }
 
-  /** The settings, from a cache at most `maxAgeMs` old. */
-  current(): Promise<Settings> {
+  /**
+   * The settings, from a cache at most `maxAgeMs` old. Inside a
+   * transaction pass it as `q`: a read outside it would wait for its end
+   * on SQLite (one connection).
+   */
+  current(q?: Queryable): Promise<Settings> {
     const c = this.#cached;
     if (c && performance.now() - c.at < this.#maxAgeMs) {
       return Promise.resolve(c.value);
     }
-    if (this.#reading) return this.#reading;
+    if (this.#reading && !q) return this.#reading;
     const generation = this.#generation;
     const at = performance.now();
-    const reading = this.#reading = this.read().then((value) => {
+    const reading = this.read(q).then((value) => {
       // A change announced while reading: this value may predate it.
       if (generation === this.#generation) this.#cached = { value, at };
       return value;
-    }).finally(() => {
-      if (this.#reading === reading) this.#reading = undefined;
     });
-    return reading;
+    if (q) return reading;
+    const shared: Promise<Settings> = reading.finally(() => {
+      if (this.#reading === shared) this.#reading = undefined;
+    });
+    this.#reading = shared;
+    return shared;
   }
 
   /** Forgets the cached settings (another instance changed them). */

@@ -1,5 +1,5 @@
 /**
- * The app's settings (README "Settings and mail"): what every instance on
+ * The app's settings (docs/guide/settings-and-mail.md): what every instance on
  * the database shares, edited by admins through `/api/v1/sys/settings`.
  *
  * @module

@@ -1,0 +1,263 @@
+/**
+ * The record operations of one entity below any access rule: what the
+ * record service runs once a rule became an `Access`, and what `Entity`
+ * runs for a program without `{ as }`. Each write validates, hashes a new
+ * password, runs the record hooks and the journal around the statement
+ * (`WriteSteps`), and once committed ends sessions after a password change
+ * and removes the files it orphaned.
+ *
+ * @module
+ */
+
+import type { Storage } from "../db/storage.ts";
+import {
+  type CheckedInput,
+  checkInput,
+  decodeRow,
+  type RecordData,
+} from "./codec.ts";
+import { deleteRecord } from "./delete.ts";
+import { insertRecord, readRow, type RefsOf, updateRecord } from "./crud.ts";
+import { listRecords, type ListResult } from "./list.ts";
+import { parseListOptions } from "./list_query.ts";
+import { type Access, both } from "./caller_access.ts";
+import { fileNames, type Uploads } from "./file_values.ts";
+import type { CursorContext } from "./list_cursor.ts";
+import type { AuthValue } from "../caller.ts";
+import { ExpressionRules } from "./rule_engine.ts";
+import type { EntitySchema } from "../schema/types.ts";
+import type { EntityEnv } from "./entity_env.ts";
+import {
+  afterCommit,
+  PROGRAM,
+  type WriteHooks,
+  writeHooks,
+} from "./entity_hooks.ts";
+import { type WriteJournal, writeJournal } from "./changes.ts";
+import { current } from "./write_scope.ts";
+import { assertWritable } from "./access.ts";
+import type { RuleTarget } from "./rule_types.ts";
+
+/** Library lists' filters run as an admin would (no script helpers). */
+const libraryRules = new ExpressionRules();
+
+/** A read within what a caller may see. */
+export interface ReadOptions {
+  /** What the caller may see (none: every record). */
+  access?: Access;
+}
+
+/** A list: `ReadOptions`, and how its cursors are sealed. */
+export interface ListAccess extends ReadOptions {
+  /** The list `filter` parameter is applied in `access` already. */
+  filtered?: boolean;
+  /** The caller and key list cursors are sealed with (default: library). */
+  cursor?: CursorContext;
+}
+
+/** A create, update or delete. */
+export interface WriteOptions extends ReadOptions {
+  /** Files uploaded with this write (field → stored names). */
+  uploads?: Uploads;
+  /**
+   * The caller of the write: record hooks see it as `e.auth` (default: the
+   * program itself, as admin), and when it changes its own password its own
+   * session stays valid (unless `keepSession` names another).
+   */
+  caller?: AuthValue;
+  /** Update of a password: the session (token id) that stays valid. */
+  keepSession?: string;
+}
+
+/** One entity's record operations, below any access rule. */
+export class EntityRecords {
+  readonly #owner: RuleTarget;
+  readonly #schema: EntitySchema;
+  readonly #base: Storage;
+  readonly #refsOf: RefsOf;
+  readonly #env: EntityEnv;
+
+  /** `owner`: the entity (its name and type, for errors and filters). */
+  constructor(
+    owner: RuleTarget,
+    schema: EntitySchema,
+    store: Storage,
+    refsOf: RefsOf,
+    env: EntityEnv,
+  ) {
+    this.#owner = owner;
+    this.#schema = schema;
+    this.#base = store;
+    this.#refsOf = refsOf;
+    this.#env = env;
+  }
+
+  /** The storage, or inside a before-hook the write it runs in. */
+  get #store(): Storage {
+    return current(this.#base);
+  }
+
+  /** Creates a record within `opts.access`; record hooks run. */
+  async create(
+    data: Record<string, unknown>,
+    opts: WriteOptions = {},
+  ): Promise<RecordData> {
+    assertWritable(this.#owner, "add");
+    // The caller default ("@auth") is set here, before the add rule runs.
+    const values = checkInput(this.#schema, data, "create", opts.caller);
+    await this.#hash(values);
+    const hooks = this.#hooks("Create", opts.caller, values);
+    const journal = this.#journal();
+    const rec = await insertRecord(
+      this.#store,
+      this.#schema,
+      values,
+      opts.access,
+      opts.uploads,
+      { before: hooks?.before, changed: journal?.changed, fuse: journal?.fuse },
+    );
+    await afterCommit(this.#base, hooks, () => {
+      journal?.committed();
+      return hooks?.after(rec);
+    });
+    return rec;
+  }
+  /** Lists records; `query` takes the list parameters of the records API. */
+  async list(
+    query: URLSearchParams | string = "",
+    opts: ListAccess = {},
+  ): Promise<ListResult> {
+    const q = typeof query === "string" ? new URLSearchParams(query) : query;
+    const options = parseListOptions(this.#schema, q);
+    let access = opts.access ?? {};
+    if (options.filter !== undefined && !opts.filtered) {
+      // Library callers: the filter runs as an admin would run it.
+      const req = { body: {}, query: Object.fromEntries(q), method: "GET" };
+      access = both(
+        access,
+        libraryRules.filter(this.#owner, options.filter, PROGRAM, req),
+      );
+    }
+    return await listRecords(
+      this.#store,
+      this.#schema,
+      options,
+      access,
+      opts.cursor,
+    );
+  }
+  /** Reads a record by id; undefined when it does not exist. */
+  async read(
+    id: string,
+    opts: ReadOptions = {},
+  ): Promise<RecordData | undefined> {
+    const { where, keep } = opts.access ?? {};
+    const row = await readRow(this.#store, this.#schema, id, where);
+    if (!row) return undefined;
+    const record = decodeRow(this.#schema, row, this.#store.dialect);
+    if (keep && !(await keep(record))) return undefined;
+    return record;
+  }
+  /**
+   * Updates a record; undefined when it does not exist. A new password of an
+   * auth entity's user ends the user's sessions, except `opts.keepSession`
+   * or, when the caller (`opts.caller`) changes its own, its own session.
+   */
+  async update(
+    id: string,
+    data: Record<string, unknown>,
+    opts: WriteOptions = {},
+  ): Promise<RecordData | undefined> {
+    assertWritable(this.#owner, "update");
+    const values = checkInput(this.#schema, data, "update");
+    let newPassword = await this.#hash(values);
+    const hooks = this.#hooks("Update", opts.caller, values);
+    const journal = this.#journal();
+    const updated = await updateRecord(
+      this.#store,
+      this.#schema,
+      id,
+      values,
+      opts.access,
+      opts.uploads,
+      { before: hooks?.before, changed: journal?.changed },
+    );
+    if (!updated) return undefined;
+    const { record: rec, removedFiles } = updated;
+    newPassword ||= hooks?.passwordSet ?? false;
+    await afterCommit(this.#base, hooks, async () => {
+      journal?.committed();
+      await hooks?.after(rec);
+      if (newPassword) {
+        // The one place a password change ends the user's other sessions.
+        const own = opts.caller?.entity === this.#owner.name &&
+          opts.caller.id === id;
+        const keep = opts.keepSession ?? (own ? opts.caller?.session : "");
+        await this.#env.passwordChanged(this.#owner.name, id, keep ?? "");
+      }
+      if (removedFiles.length > 0) {
+        await this.#env.files?.remove(this.#owner.id, removedFiles);
+      }
+    });
+    return rec;
+  }
+  /** Deletes a record; returns the deleted record, or undefined when it did not exist. */
+  async remove(
+    id: string,
+    opts: WriteOptions = {},
+  ): Promise<RecordData | undefined> {
+    assertWritable(this.#owner, "delete");
+    const hooks = this.#hooks("Delete", opts.caller, undefined);
+    const journal = this.#journal();
+    const gone = await deleteRecord(
+      this.#store,
+      this.#schema,
+      id,
+      this.#refsOf,
+      opts.access,
+      { before: hooks?.before, changed: journal?.changed },
+    );
+    if (!gone) return undefined;
+    const { record: rec, deleted } = gone;
+    await afterCommit(this.#base, hooks, async () => {
+      journal?.committed();
+      await hooks?.after(rec);
+      for (const d of deleted) {
+        await this.#env.files?.remove(
+          d.schema.id,
+          fileNames(d.schema, d.record),
+        );
+      }
+    });
+    return rec;
+  }
+
+  #hooks(
+    op: "Create" | "Update" | "Delete",
+    caller: AuthValue | undefined,
+    values: CheckedInput | undefined,
+  ): WriteHooks | undefined {
+    return writeHooks(
+      this.#schema,
+      this.#env,
+      this.#base,
+      op,
+      caller,
+      values,
+      (v) => this.#hash(v),
+    );
+  }
+
+  /** The change journal of one write (none for system entities). */
+  #journal(): WriteJournal | undefined {
+    return this.#schema.is_system ? undefined : writeJournal(this.#env.changes);
+  }
+
+  /** Hashes a new password in place; true when the write sets one. */
+  async #hash(values: Map<string, unknown>): Promise<boolean> {
+    const pw = values.get("password");
+    if (this.#owner.type !== "auth" || typeof pw !== "string") return false;
+    values.set("password", await this.#env.hashPassword(pw));
+    return true;
+  }
+}
