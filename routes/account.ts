@@ -13,9 +13,8 @@
 
 import type { Core } from "../lib/core.ts";
 import { MoonbaseError } from "../lib/errors.ts";
-import { readJsonObject } from "../lib/http/body.ts";
 import type { Context, Handler } from "../lib/http/context.ts";
-import type { Router } from "../lib/http/router.ts";
+import type { RouteTarget } from "../lib/http/route_group.ts";
 import type { Entity } from "../lib/records/entity.ts";
 import {
   accountThrottle,
@@ -28,10 +27,13 @@ import {
   accountPageHtml,
   isAccountPage,
 } from "../lib/auth/account_pages.ts";
-import { authEntity } from "./auth.ts";
+import { authEntity, type AuthHost } from "./auth.ts";
+
+/** What these routes read of the app: the auth routes' host, the flows, the app's name. */
+export type AccountHost = AuthHost & Pick<Core, "accounts" | "settings">;
 
 type Step = (
-  ctx: Context<Core>,
+  ctx: Context<AccountHost>,
   entity: Entity,
   body: Record<string, unknown>,
 ) => Promise<void> | void;
@@ -40,7 +42,7 @@ type Step = (
  * An account route: the entity (the identical 404), the per-IP limit, the
  * JSON body, the step; 204 with the `X-RateLimit-*` headers.
  */
-function accountRoute(action: string, step: Step): Handler<Core> {
+function accountRoute(action: string, step: Step): Handler<AccountHost> {
   return async (ctx) => {
     const entity = authEntity(ctx.app, ctx.params.entity);
     const headers = await accountThrottle(
@@ -55,12 +57,7 @@ function accountRoute(action: string, step: Step): Handler<Core> {
         }),
     );
     try {
-      const body = await readJsonObject(
-        ctx.req,
-        ctx.app.config.maxBodySize,
-        ctx.app.bodies,
-      );
-      await step(ctx, entity, body);
+      await step(ctx, entity, await ctx.body());
     } catch (err) {
       if (err instanceof MoonbaseError) {
         throw new MoonbaseError(err.code, err.message, err.data, {
@@ -75,7 +72,7 @@ function accountRoute(action: string, step: Step): Handler<Core> {
 }
 
 /** The signed-in user of `entity` (a token of another entity: 403). */
-async function signedIn(ctx: Context<Core>, entity: Entity) {
+async function signedIn(ctx: Context<AccountHost>, entity: Entity) {
   const s = await ctx.app.sessions.session(
     ctx.req.headers.get("authorization"),
   );
@@ -88,7 +85,7 @@ async function signedIn(ctx: Context<Core>, entity: Entity) {
   return s.user;
 }
 
-function asset(body: string, type: string): Handler<Core> {
+function asset(body: string, type: string): Handler<AccountHost> {
   return () =>
     new Response(body, {
       headers: { "content-type": type, ...ACCOUNT_PAGE_HEADERS },
@@ -96,8 +93,8 @@ function asset(body: string, type: string): Handler<Core> {
 }
 
 /** Registers the account routes and pages. */
-export function accountRoutes(r: Router<Handler<Core>>): void {
-  const flows = (ctx: Context<Core>) => ctx.app.accounts;
+export function accountRoutes(r: RouteTarget<AccountHost>): void {
+  const flows = (ctx: Context<AccountHost>) => ctx.app.accounts;
   const api = "/api/v1/auth/:entity";
   r.add(
     "POST",
