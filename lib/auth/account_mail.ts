@@ -12,7 +12,8 @@
  * - At most one mail per entity, purpose and address in two minutes
  *   (mail_throttle.ts); the request still answers 204.
  * - Mail goes through the outbox (lib/mail/outbox.ts): queued in the
- *   database, sent by the sender, retried through an SMTP outage.
+ *   database in the transaction that makes its token (and takes its mail
+ *   slot), sent by the sender, retried through an SMTP outage.
  * - Tokens (account_tokens.ts): single use, hashed, short-lived, dead after
  *   any change of password or email.
  * - Record changes go through `Entity.update`, the one record write path:
@@ -141,8 +142,8 @@ export class AccountFlows {
   }
 
   /**
-   * Takes the mail slot, makes the token and queues the mail: the slot and
-   * the token commit together; the mail is queued right after.
+   * Takes the mail slot, makes the token and queues the mail, in one
+   * transaction: all three or none.
    */
   async #send(
     entity: Entity,
@@ -152,26 +153,25 @@ export class AccountFlows {
   ): Promise<void> {
     const { storage, tokens, outbox, now } = this.#env;
     const at = now();
-    const token = await storage.transaction(async (tx) => {
+    await storage.transaction(async (tx) => {
       const slot = { entityId: entity.id, purpose, email: to };
-      if (!await takeMailSlot(tx, slot, at)) return undefined;
-      return await tokens.issue({
+      if (!await takeMailSlot(tx, slot, at)) return; // one per two minutes
+      const token = await tokens.issue({
         purpose,
         entityId: entity.id,
         userId: String(user.id),
         email: to,
         stamp: stampOf(user),
       }, tx);
+      await outbox.enqueue({
+        to,
+        purpose,
+        entity: entity.name,
+        template: authOptions(entity).templates[purpose],
+        vars: { TOKEN: token, EMAIL: to },
+      }, tx);
     });
     if (++this.#runs % 100 === 0) await pruneMailSlots(storage, at);
-    if (token === undefined) return; // one mail per two minutes
-    await outbox.enqueue({
-      to,
-      purpose,
-      entity: entity.name,
-      template: authOptions(entity).templates[purpose],
-      vars: { TOKEN: token, EMAIL: to },
-    });
   }
 
   /** `request-verification {email}`: mails a link to an unverified user. */
