@@ -28,9 +28,11 @@ import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
 import { Sessions } from "./auth/sessions.ts";
 import { ApiKeys } from "./auth/api_keys.ts";
+import { OAuth2 } from "./auth/oauth2/service.ts";
 import { hashPassword } from "./auth/password.ts";
 import { Revocations } from "./auth/revocation.ts";
 import { InstanceSync } from "./sync.ts";
+import { RepeatedFailure } from "./logs/failure.ts";
 import { DbClock } from "./db/db_clock.ts";
 import { LoginLimiter } from "./auth/rate_limit.ts";
 import { accountChecks } from "./auth/account_checks.ts";
@@ -84,6 +86,8 @@ export interface Core {
   readonly sessions: Sessions;
   /** API keys (`mb_api_keys`): made, listed and deleted by admins. */
   readonly apiKeys: ApiKeys;
+  /** OAuth2 / OpenID Connect sign-in (provider links for `methods`, `login-oauth2`). */
+  readonly oauth2: OAuth2;
   readonly signer: TokenSigner;
   /** Seals list cursors (derived from the JWT secret). */
   readonly cursorKey: CursorKey;
@@ -251,13 +255,12 @@ export async function createCore(
       config.logLevel,
       config.quiet ? "off" : config.dev ? "pretty" : "json",
     );
-    // A failed prune is retried a minute later; the operator sees each one.
+    // A failed prune is retried a minute later; at most one line in ten
+    // minutes says so (a broken database must not write one a minute).
+    const pruneFailed = new RepeatedFailure(log, "Cannot prune logs");
     const prune = () =>
-      logStore.prune(config.logRetentionDays, config.logMaxRows).catch((err) =>
-        log.warn("cannot prune the logs", {
-          error: err instanceof Error ? err.message : String(err),
-        })
-      );
+      logStore.prune(config.logRetentionDays, config.logMaxRows)
+        .catch((err) => pruneFailed.report(err));
     const pruning = first && role === "server";
     if (pruning) await prune();
     pruner = pruning ? setInterval(prune, 60_000) : undefined;
@@ -325,6 +328,7 @@ export async function createCore(
       schemas,
       revocations,
       peers,
+      log,
     );
     const rules = new ExpressionRules(
       helpers as RuleHelpers,
@@ -426,6 +430,13 @@ export async function createCore(
       schemas,
       sessions,
       apiKeys,
+      oauth2: new OAuth2({
+        store: storage,
+        secret: secret.value,
+        now: clock.now,
+        warn: (message, data) => log.warn(message, data),
+        ...config.oauth2,
+      }),
       signer,
       cursorKey,
       limiter,

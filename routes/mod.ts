@@ -15,6 +15,7 @@ import { authRoutes } from "./auth.ts";
 import { dashboardRoutes } from "./dashboard.ts";
 import { fileRoutes } from "./files.ts";
 import { logRoutes } from "./logs.ts";
+import { oauth2Routes } from "./oauth2.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
 import { ruleRoutes } from "./rules.ts";
@@ -38,6 +39,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   adminRoutes(r);
   apiKeyRoutes(r);
   authRoutes(r);
+  oauth2Routes(r);
   impersonationRoutes(r);
   dashboardRoutes(r);
   schemaRoutes(r);
