@@ -4,7 +4,8 @@
  * a second factor (MFA: a first login answering 401 with `{mfa_id}`) or a
  * "verified email required" check hooks in here once for every method.
  * Today OAuth2 sign-in goes through it; the password login of
- * `Sessions.login` checks its password and issues its token itself.
+ * `Sessions.login` checks its password and issues its token itself (both
+ * apply `auth.require_verified` through lib/auth/verified.ts).
  *
  * @module
  */
@@ -12,6 +13,7 @@
 import type { RecordData } from "../records/codec.ts";
 import type { Entity } from "../records/entity.ts";
 import type { LoginResult, Sessions } from "./sessions.ts";
+import { assertMayLogIn } from "./verified.ts";
 
 /** How the user proved who they are. */
 export type LoginMethod = "password" | "otp" | "oauth2" | "totp";
@@ -31,5 +33,6 @@ export async function completeLogin(
   user: RecordData,
   _method: LoginMethod,
 ): Promise<LoginResult> {
+  assertMayLogIn(entity, user); // `auth.require_verified`
   return await sessions.issue(entity, user);
 }
