@@ -76,6 +76,8 @@ import { OtpCodes } from "./auth/otp.ts";
 import { MfaChallenges } from "./auth/mfa.ts";
 import { TotpEnrollments } from "./auth/totp_enrollment.ts";
 import { ensureSignInTables } from "./auth/sign_in_tables.ts";
+import { AccountTokens } from "./auth/account_tokens.ts";
+import { AccountFlows } from "./auth/account_mail.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** Moonbase's version (from deno.json). */
@@ -139,6 +141,8 @@ export interface Core {
   readonly mfa: MfaChallenges;
   /** TOTP enrolments (secrets sealed with a key derived from the JWT secret). */
   readonly totp: TotpEnrollments;
+  /** Verification, password reset and email change by mailed links. */
+  readonly accounts: AccountFlows;
   close(): Promise<void>;
 }
 
@@ -407,6 +411,16 @@ export async function createCore(
         config.mail?.pace,
       );
     }
+    const accountTokens = new AccountTokens(storage, clock.now);
+    await accountTokens.start();
+    const accounts = new AccountFlows({
+      storage,
+      tokens: accountTokens,
+      outbox,
+      log,
+      now: clock.now,
+      endSessions: (entity, id) => revocations.revokeUser(entity, id),
+    });
     await instanceSync.start(config.connection);
     mailer?.start();
     const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
@@ -479,7 +493,9 @@ export async function createCore(
       otp,
       mfa,
       totp,
+      accounts,
       async close() {
+        await accounts.close();
         await mailer?.close();
         realtime?.close();
         await instanceSync.close();

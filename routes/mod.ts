@@ -23,6 +23,7 @@ import { realtimeRoutes } from "./realtime.ts";
 import { schemaRoutes } from "./schemas.ts";
 import { settingsRoutes } from "./settings.ts";
 import { signInRoutes } from "./sign_in.ts";
+import { accountRoutes } from "./account.ts";
 
 /**
  * Builds the router with all built-in routes.
@@ -51,5 +52,6 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   ruleRoutes(r);
   realtimeRoutes(r);
   settingsRoutes(r);
+  accountRoutes(r);
   return r;
 }

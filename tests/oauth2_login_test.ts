@@ -39,6 +39,8 @@ const ACCOUNTS = {
   erin: { email: "erin@example.com", email_verified: true },
   frank: { email: "frank@example.com", email_verified: true, name: "Frank" },
   gina: { email: "gina@example.com", email_verified: true },
+  uv: { email: "uv@example.com", email_verified: false },
+  vi: { email: "vi@example.com", email_verified: true },
   nomail: { name: "No Mail" },
 };
 
@@ -602,6 +604,33 @@ forEachDb("oauth2: sign-in with a real OpenID provider", async (t, db) => {
           mfa_id: byPassword.data.mfa_id,
         });
         refused(linked, 401, /the password changed since the first login/);
+      },
+    );
+
+    await t.step(
+      "require_verified: an unverified email gets 403 after the provider vouched for the account",
+      async () => {
+        const id = (await s.request("GET", "/api/v1/schemas/members", {
+          token: admin,
+        })).data.id;
+        const set = (on: boolean) =>
+          s.request("PATCH", `/api/v1/schemas/${id}`, {
+            token: admin,
+            body: { auth: { require_verified: on } },
+          });
+        assertStatus(await set(true), 200);
+        try {
+          const uv = await signIn(s, idp, "members", "idp", "uv");
+          assertEquals([uv.reply.status, uv.reply.error], [
+            403,
+            "Cannot log in: email not verified",
+          ]);
+          const vi = await signIn(s, idp, "members", "idp", "vi");
+          assertStatus(vi.reply, 200);
+          assertEquals(vi.reply.data.user.verified, true);
+        } finally {
+          assertStatus(await set(false), 200);
+        }
       },
     );
 

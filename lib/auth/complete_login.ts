@@ -3,7 +3,7 @@
  * mailed code, OAuth2, TOTP): the one place a login completes, so what must
  * hold after any method holds for all of them:
  *
- * - `auth.require_verified`: an unverified user gets 403;
+ * - `auth.require_verified`: an unverified user gets 403 (verified.ts);
  * - multi-factor: with `auth.mfa.enabled`, or for a user enrolled in TOTP
  *   (while `auth.totp.enabled`), a first login answers 401 with
  *   `data: {mfa_id}` (mfa.ts); a login that carries an `mfa_id` is the
@@ -26,6 +26,7 @@ import { authOptions } from "../schema/auth_options.ts";
 import type { MfaChallenges } from "./mfa.ts";
 import type { LoginResult, Sessions } from "./sessions.ts";
 import type { TotpEnrollments } from "./totp_enrollment.ts";
+import { assertMayLogIn } from "./verified.ts";
 
 /** How the user proved who they are. */
 export type LoginMethod = "password" | "otp" | "oauth2" | "totp";
@@ -64,9 +65,7 @@ export async function completeLogin(
 ): Promise<LoginResult> {
   const auth = authOptions(entity.schema);
   const id = String(user.id);
-  if (auth.require_verified && user.verified !== true) {
-    throw new MoonbaseError("forbidden", "Cannot log in: email not verified");
-  }
+  assertMayLogIn(entity, user); // `auth.require_verified`
   const { sessions } = services;
   if (options.mfaId !== undefined) {
     const first = await services.mfa.take(entity, options.mfaId, id, method);

@@ -17,6 +17,7 @@ import type { TokenClaims, TokenSigner } from "./jwt.ts";
 import { endsToken, type Revocations } from "./revocation.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
 import { apiKeyRefused, type ApiKeys, isApiKeyHeader } from "./api_keys.ts";
+import { assertMayLogIn } from "./verified.ts";
 
 /** A login result: `{token, user}`. */
 export interface LoginResult {
@@ -55,6 +56,8 @@ export class Sessions {
     body: Record<string, unknown>,
   ): Promise<LoginResult> {
     const { user, gen } = await this.checkPassword(entity, body);
+    // Only now that the password matched (`auth.require_verified`).
+    assertMayLogIn(entity, user);
     return await this.issueAt(entity, user, gen);
   }
 
