@@ -1,6 +1,10 @@
 /**
  * The `moonbase` command line: `serve` and `admins`.
  *
+ * About 350 lines: the usage text, the option table and the parsing that
+ * turns them into an `AppConfig` are one piece (an option is added to all
+ * three at once); `serve` itself is lib/workers/command.ts.
+ *
  * @module
  */
 

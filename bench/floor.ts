@@ -102,7 +102,7 @@ async function subject(header: string | null): Promise<string | undefined> {
     verified.set(token, sub);
     return sub;
   } catch {
-    return undefined;
+    return undefined; // a malformed token is refused, as the server refuses it
   }
 }
 const insert = db.prepare(

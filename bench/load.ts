@@ -38,7 +38,7 @@ export function hasWrk(): boolean {
     }).outputSync()
       .code !== 127;
   } catch {
-    return false;
+    return false; // not installed
   }
 }
 

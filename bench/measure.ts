@@ -248,6 +248,7 @@ async function sqliteFloors(
     ]);
     for (const [name, t] of logged) await pair(bareLogName(name), floor, t);
     await stop(floor);
+    // A scratch directory left in the temp dir harms nothing.
     await Deno.remove(logs, { recursive: true }).catch(() => {});
   }
 }

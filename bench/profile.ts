@@ -36,6 +36,7 @@ const ROOT = new URL("../", import.meta.url).href;
 async function waitForFile(path: string, ms: number): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
+    // Not there yet: wait (the deadline below says when it never came).
     if (await Deno.stat(path).then(() => true, () => false)) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -124,6 +125,8 @@ ${await workerSections(dir)}`;
     }).output();
     return out.pathname;
   } finally {
+    // Cleanup after the profile is written (or the error that is thrown):
+    // subscribers already gone and a scratch directory left behind harm nothing.
     await subs?.close().catch(() => {});
     await stop(server);
     await Deno.remove(dir, { recursive: true }).catch(() => {});

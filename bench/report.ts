@@ -52,7 +52,7 @@ async function sh(cmd: string, args: string[]): Promise<string> {
     }).output();
     return new TextDecoder().decode(out.stdout).trim();
   } catch {
-    return "?";
+    return "?"; // the command is missing: the report says "?"
   }
 }
 
@@ -82,6 +82,7 @@ const SOAK = /<!-- soak:\w+:start -->[\s\S]*?<!-- soak:\w+:end -->/g;
  */
 export async function writeResults(r: Results): Promise<string> {
   const { rows, realtime, path, label } = r;
+  // Not Linux: the machine line says "?".
   const cpu = /model name\s*:\s*(.*)/.exec(
     await Deno.readTextFile("/proc/cpuinfo").catch(() => ""),
   )?.[1] ?? "?";
@@ -93,6 +94,7 @@ export async function writeResults(r: Results): Promise<string> {
   const tool = rows.find((r) => "moonbase" in r && r.moonbase.tool) as {
     moonbase: LoadResult;
   } | undefined;
+  // No results file yet: a new one, with an empty history.
   const previous = path ? await Deno.readTextFile(path).catch(() => "") : "";
   const save = (text: string) => path ? Deno.writeTextFile(path, text) : null;
   let history = previous.split("## History\n")[1] ?? "";
@@ -105,6 +107,7 @@ export async function writeResults(r: Results): Promise<string> {
   history = `${history.trim()}\n- ${date} ${commit}${
     label ? ` (${label})` : ""
   }: ${summary}`.trim();
+  // The analysis is optional: without it the section is left out.
   const analysis = await Deno.readTextFile(
     new URL("./analysis.md", import.meta.url),
   ).catch(() => "");

@@ -167,6 +167,7 @@ async function benchDb(
       profiled.push(`${db}/${job.name}`);
     }
   }
+  // A scratch directory left in the temp dir harms nothing.
   await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   return { rows, realtime, profiled };
 }

@@ -274,5 +274,6 @@ if (args.values.out) {
 }
 child.kill("SIGTERM");
 await child.status;
+// A scratch directory left in the temp dir harms nothing.
 await Deno.remove(dataDir, { recursive: true }).catch(() => {});
 Deno.exit(0);

@@ -162,6 +162,7 @@ export async function writeSoak(
   db: string,
   section: string,
 ): Promise<void> {
+  // No results file yet: a new one.
   const report = await Deno.readTextFile(path).catch(() =>
     "# Benchmark results\n\n## History\n"
   );

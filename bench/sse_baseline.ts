@@ -48,7 +48,7 @@ async function publish(req: Request): Promise<Response> {
     try {
       c.enqueue(frame);
     } catch {
-      streams.delete(c);
+      streams.delete(c); // the client went away: its stream is closed
     }
   }
   return Response.json({ status: 201, data: record, error: "" }, {

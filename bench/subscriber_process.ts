@@ -104,6 +104,7 @@ export class Subscribers {
 
   /** Closes every connection and ends the process. */
   async close(): Promise<void> {
+    // A child that already ended cannot answer; its exit is awaited below.
     await this.#ask({ cmd: "close" }).catch(() => {});
     await this.#child.status;
   }

@@ -7,6 +7,7 @@
 import { MoonbaseError } from "./errors.ts";
 import { defaultMaxConnections } from "./http/limits.ts";
 import type { PeerConfig } from "./cluster/link.ts";
+import type { OAuth2Tuning } from "./auth/oauth2/service.ts";
 import type { SenderPace } from "./mail/sender.ts";
 import type { SendLimits } from "./mail/transport.ts";
 
@@ -144,6 +145,11 @@ export interface AppConfig {
    */
   peers?: PeerConfig;
   /**
+   * Internal (tests): the time and size bounds of requests to OAuth2
+   * providers, and preset endpoints replaced. Not a CLI option.
+   */
+  oauth2?: OAuth2Tuning;
+  /**
    * Internal (tests): the mail sender's pace (retries, polls, leases) and
    * the time limits of one SMTP send. Not a CLI option.
    */
@@ -161,11 +167,13 @@ export type ResolvedConfig =
       | "clock"
       | "scriptLoader"
       | "peers"
+      | "oauth2"
       | "mail"
     >
   >
   & {
     peers?: PeerConfig;
+    oauth2?: OAuth2Tuning;
     mail?: AppConfig["mail"];
     clock?: () => number;
     scriptLoader?: "file" | "source";
@@ -226,6 +234,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     webSocket: c.webSocket ?? false,
     workers: workerCount(c.workers),
     peers: c.peers,
+    oauth2: c.oauth2,
     mail: c.mail,
   };
 }

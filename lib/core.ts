@@ -28,9 +28,11 @@ import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
 import { Sessions } from "./auth/sessions.ts";
 import { ApiKeys } from "./auth/api_keys.ts";
+import { OAuth2 } from "./auth/oauth2/service.ts";
 import { hashPassword } from "./auth/password.ts";
 import { Revocations } from "./auth/revocation.ts";
 import { InstanceSync } from "./sync.ts";
+import { RepeatedFailure } from "./logs/failure.ts";
 import { DbClock } from "./db/db_clock.ts";
 import { LoginLimiter } from "./auth/rate_limit.ts";
 import { accountChecks } from "./auth/account_checks.ts";
@@ -69,6 +71,13 @@ import { SETTINGS_CHANNEL, SettingsStore } from "./settings/store.ts";
 import { Outbox } from "./mail/outbox.ts";
 import { MailSender } from "./mail/sender.ts";
 import { SEND_LIMITS, type SendMail, smtpSender } from "./mail/transport.ts";
+import { deriveKey } from "./auth/code_hash.ts";
+import { OtpCodes } from "./auth/otp.ts";
+import { MfaChallenges } from "./auth/mfa.ts";
+import { TotpEnrollments } from "./auth/totp_enrollment.ts";
+import { ensureSignInTables } from "./auth/sign_in_tables.ts";
+import { AccountTokens } from "./auth/account_tokens.ts";
+import { AccountFlows } from "./auth/account_mail.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** Moonbase's version (from deno.json). */
@@ -82,6 +91,8 @@ export interface Core {
   readonly sessions: Sessions;
   /** API keys (`mb_api_keys`): made, listed and deleted by admins. */
   readonly apiKeys: ApiKeys;
+  /** OAuth2 / OpenID Connect sign-in (provider links for `methods`, `login-oauth2`). */
+  readonly oauth2: OAuth2;
   readonly signer: TokenSigner;
   /** Seals list cursors (derived from the JWT secret). */
   readonly cursorKey: CursorKey;
@@ -124,6 +135,14 @@ export interface Core {
   readonly outbox: Outbox;
   /** Sends one message now, through the SMTP server of the settings (test mail). */
   readonly sendMail: SendMail;
+  /** Mailed sign-in codes (`request-otp`, `login-otp`). */
+  readonly otp: OtpCodes;
+  /** First logins waiting for a second factor (`mfa_id`). */
+  readonly mfa: MfaChallenges;
+  /** TOTP enrolments (secrets sealed with a key derived from the JWT secret). */
+  readonly totp: TotpEnrollments;
+  /** Verification, password reset and email change by mailed links. */
+  readonly accounts: AccountFlows;
   close(): Promise<void>;
 }
 
@@ -213,6 +232,7 @@ export async function createCore(
     const notices: string[] = [];
     if (first) {
       await ensureSystemTables(storage);
+      await ensureSignInTables(storage);
       // Nothing is written into the data directory before it is ours.
       const before = await bindDataDir(
         config.dataDir,
@@ -247,13 +267,12 @@ export async function createCore(
       config.logLevel,
       config.quiet ? "off" : config.dev ? "pretty" : "json",
     );
-    // A failed prune is retried a minute later; the operator sees each one.
+    // A failed prune is retried a minute later; at most one line in ten
+    // minutes says so (a broken database must not write one a minute).
+    const pruneFailed = new RepeatedFailure(log, "Cannot prune logs");
     const prune = () =>
-      logStore.prune(config.logRetentionDays, config.logMaxRows).catch((err) =>
-        log.warn("cannot prune the logs", {
-          error: err instanceof Error ? err.message : String(err),
-        })
-      );
+      logStore.prune(config.logRetentionDays, config.logMaxRows)
+        .catch((err) => pruneFailed.report(err));
     const pruning = first && role === "server";
     if (pruning) await prune();
     pruner = pruning ? setInterval(prune, 60_000) : undefined;
@@ -321,6 +340,7 @@ export async function createCore(
       schemas,
       revocations,
       peers,
+      log,
     );
     const rules = new ExpressionRules(
       helpers as RuleHelpers,
@@ -391,6 +411,16 @@ export async function createCore(
         config.mail?.pace,
       );
     }
+    const accountTokens = new AccountTokens(storage, clock.now);
+    await accountTokens.start();
+    const accounts = new AccountFlows({
+      storage,
+      tokens: accountTokens,
+      outbox,
+      log,
+      now: clock.now,
+      endSessions: (entity, id) => revocations.revokeUser(entity, id),
+    });
     await instanceSync.start(config.connection);
     mailer?.start();
     const signer = new TokenSigner(secret.value, config.tokenTtl, clock.now);
@@ -403,6 +433,22 @@ export async function createCore(
       revocations,
       apiKeys,
     );
+    const otp = new OtpCodes(
+      storage,
+      deriveKey(secret.value, "otp"),
+      clock.now,
+      outbox,
+      (err) =>
+        log.error("sign-in code not queued", {
+          error: err instanceof Error ? err.message : String(err),
+        }),
+    );
+    const mfa = new MfaChallenges(storage, clock.now);
+    const totp = new TotpEnrollments(
+      storage,
+      deriveKey(secret.value, "totp"),
+      clock.now,
+    );
     const setupToken = (await hasAdmin(storage))
       ? undefined
       : config.peers?.setupToken ?? randomToken(24);
@@ -412,6 +458,13 @@ export async function createCore(
       schemas,
       sessions,
       apiKeys,
+      oauth2: new OAuth2({
+        store: storage,
+        secret: secret.value,
+        now: clock.now,
+        warn: (message, data) => log.warn(message, data),
+        ...config.oauth2,
+      }),
       signer,
       cursorKey,
       limiter,
@@ -437,7 +490,12 @@ export async function createCore(
       settings,
       outbox,
       sendMail,
+      otp,
+      mfa,
+      totp,
+      accounts,
       async close() {
+        await accounts.close();
         await mailer?.close();
         realtime?.close();
         await instanceSync.close();

@@ -11,6 +11,9 @@
  * through a `PeerLink` (lib/cluster/link.ts), on either database: `fresh()`
  * reads what another isolate changed before a request is handled.
  *
+ * A poll or catch-up that fails is tried again at the next one; its failure
+ * is written to the log, one line per kind a while (lib/logs/failure.ts).
+ *
  * @module
  */
 
@@ -19,6 +22,7 @@ import { PgListener, pgNotify } from "./db/pg_notify.ts";
 import { REVOCATION_CHANNEL, type Revocations } from "./auth/revocation.ts";
 import type { Registry } from "./records/registry.ts";
 import type { PeerLink } from "./cluster/link.ts";
+import { type FailureLog, RepeatedFailure } from "./logs/failure.ts";
 
 /** The NOTIFY channel of schema changes. */
 export const SCHEMA_CHANNEL = "mb_schema";
@@ -45,21 +49,34 @@ export class InstanceSync {
   #pace: PollPace | undefined;
   #channels = new Map<string, (payload: string) => void>();
   #peers: PeerLink | undefined;
+  #failed: Record<
+    "peers" | "notify" | "revocations" | "schemas",
+    RepeatedFailure
+  >;
 
   /**
-   * Wires the services (`peers`: the other isolates of this process);
-   * nothing runs before `start`.
+   * Wires the services (`peers`: the other isolates of this process; `log`:
+   * where failed polls are written, none without it); nothing runs before
+   * `start`.
    */
   constructor(
     storage: Storage,
     schemas: Registry,
     revocations: Revocations,
     peers?: PeerLink,
+    log: FailureLog = { warn: () => {} },
   ) {
     this.#storage = storage;
     this.#schemas = schemas;
     this.#revocations = revocations;
     this.#peers = peers;
+    const failure = (message: string) => new RepeatedFailure(log, message);
+    this.#failed = {
+      peers: failure("Cannot read the changes of the other isolates"),
+      notify: failure("Cannot announce a schema change to other instances"),
+      revocations: failure("Cannot poll revocations"),
+      schemas: failure("Cannot refresh schemas"),
+    };
   }
 
   /**
@@ -105,8 +122,11 @@ export class InstanceSync {
     const pg = this.#storage.dialect.name === "postgres";
     const peers = this.#peers;
     if (peers) {
-      peers.on("schemas", () => this.#catchUpPeers().catch(() => {}));
-      peers.on("revocations", () => this.#catchUpPeers().catch(() => {}));
+      // A catch-up that fails is tried again before the next request (fresh).
+      const catchUp = () =>
+        this.#catchUpPeers().catch((err) => this.#failed.peers.report(err));
+      peers.on("schemas", catchUp);
+      peers.on("revocations", catchUp);
       this.#schemas.onChange = () => peers.announce("schemas");
     }
     if (pg && connection) {
@@ -119,7 +139,10 @@ export class InstanceSync {
       this.#listener = listener;
       this.#schemas.onChange = () => {
         peers?.announce("schemas");
-        pgNotify(this.#storage, SCHEMA_CHANNEL, "").catch(() => {});
+        // Missed, the others read the change at their next schema poll.
+        pgNotify(this.#storage, SCHEMA_CHANNEL, "").catch((err) =>
+          this.#failed.notify.report(err)
+        );
       };
       await listener.start();
     }
@@ -137,7 +160,7 @@ export class InstanceSync {
 
   /** After (re)connecting: read what may have been missed, then poll slowly. */
   #caughtUp(): void {
-    this.#revocations.poll().catch(() => {});
+    this.#pollRevocations();
     this.#refreshSchemas();
     for (const handler of this.#channels.values()) handler("");
     this.#setPace();
@@ -151,7 +174,15 @@ export class InstanceSync {
 
   #refreshSchemas(): void {
     if (!this.#sharedSchemas) return;
-    this.#schemas.refreshIfChanged().catch(() => {});
+    this.#schemas.refreshIfChanged().catch((err) =>
+      this.#failed.schemas.report(err)
+    );
+  }
+
+  #pollRevocations(): void {
+    this.#revocations.poll().catch((err) =>
+      this.#failed.revocations.report(err)
+    );
   }
 
   #setPace(): void {
@@ -164,7 +195,7 @@ export class InstanceSync {
     this.#pace = pace;
     if (pace.revocations > 0) {
       this.#timers.push(setInterval(() => {
-        this.#revocations.poll().catch(() => {});
+        this.#pollRevocations();
         // A listener that dropped: poll fast until it is back.
         if (!this.#fixed && !this.listening && this.#pace === SLOW) {
           this.#setPace();

@@ -11,11 +11,18 @@ import { json } from "../lib/http/envelope.ts";
 import { isExposed } from "../lib/records/access.ts";
 import type { Entity } from "../lib/records/entity.ts";
 import { authMethods } from "../lib/auth/methods.ts";
+import { oauth2Options } from "../lib/auth/oauth2/options.ts";
+import { passwordLogin, type SignInServices } from "../lib/auth/sign_in.ts";
+import type { Core } from "../lib/core.ts";
 import { type AdminsHost, setupAdmin } from "./admins.ts";
 import { limitedLogin } from "./login_limit.ts";
 
-/** What these routes read of the app: auth entities and sessions (and first-admin setup). */
-export type AuthHost = AdminsHost;
+/**
+ * What these routes read of the app: auth entities and sessions (and
+ * first-admin setup), the OAuth2 providers' links, and what a login
+ * completes with (second factors).
+ */
+export type AuthHost = AdminsHost & SignInServices & Pick<Core, "oauth2">;
 
 /** The one answer for an auth route whose entity cannot be used (no probing). */
 function routeNotFound(): MoonbaseError {
@@ -47,7 +54,15 @@ async function legacyEntity(
 export function authRoutes(r: RouteTarget<AuthHost>): void {
   r.add("GET", "/api/v1/auth/:entity/methods", async (ctx) => {
     const entity = authEntity(ctx.app, ctx.params.entity);
-    return json(200, await authMethods(entity));
+    // `?redirect_url=`: put into each auth_url and bound to its verifier.
+    const redirect = ctx.url.searchParams.get("redirect_url") ?? "";
+    return json(
+      200,
+      await authMethods(
+        entity,
+        (e) => ctx.app.oauth2.links(e, oauth2Options(e), redirect),
+      ),
+    );
   });
   r.add(
     "POST",
@@ -56,7 +71,7 @@ export function authRoutes(r: RouteTarget<AuthHost>): void {
       limitedLogin(ctx, async () => {
         const entity = authEntity(ctx.app, ctx.params.entity);
         const body = await ctx.body();
-        return await ctx.app.sessions.login(entity, body);
+        return await passwordLogin(ctx.app, entity, body);
       }, ctx.params.entity),
   );
   r.add("POST", "/api/v1/auth/:entity/refresh", async (ctx) => {
@@ -79,7 +94,8 @@ export function authRoutes(r: RouteTarget<AuthHost>): void {
     limitedLogin(ctx, async () => {
       const body = await ctx.body();
       const { entity: name, ...credentials } = body;
-      return await ctx.app.sessions.login(
+      return await passwordLogin(
+        ctx.app,
         authEntity(ctx.app, name),
         credentials,
       );

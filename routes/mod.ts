@@ -15,6 +15,7 @@ import { authRoutes } from "./auth.ts";
 import { dashboardRoutes } from "./dashboard.ts";
 import { fileRoutes } from "./files.ts";
 import { logRoutes } from "./logs.ts";
+import { oauth2Routes } from "./oauth2.ts";
 import { oidcDiscoveryRoutes } from "./oidc_discovery.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
@@ -22,6 +23,8 @@ import { ruleRoutes } from "./rules.ts";
 import { realtimeRoutes } from "./realtime.ts";
 import { schemaRoutes } from "./schemas.ts";
 import { settingsRoutes } from "./settings.ts";
+import { signInRoutes } from "./sign_in.ts";
+import { accountRoutes } from "./account.ts";
 
 /**
  * Builds the router with all built-in routes.
@@ -38,6 +41,8 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   adminRoutes(r);
   apiKeyRoutes(r);
   authRoutes(r);
+  signInRoutes(r);
+  oauth2Routes(r);
   impersonationRoutes(r);
   dashboardRoutes(r);
   schemaRoutes(r);
@@ -48,6 +53,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   ruleRoutes(r);
   realtimeRoutes(r);
   settingsRoutes(r);
+  accountRoutes(r);
   oidcDiscoveryRoutes(r);
   return r;
 }

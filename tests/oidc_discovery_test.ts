@@ -2,10 +2,11 @@
  * `POST /api/v1/sys/oauth2/discovery {issuer}`: the dashboard's check of an
  * OAuth2 provider, fetched by the server. Admin only; a local issuer's
  * endpoints; 502 with the reason for an issuer that fails; 400 for an
- * issuer that is not https (http only for localhost). Each failure mode of
- * the fetch (time, size, JSON, redirects) has a unit case in
- * lib/auth/oidc_discovery_test.ts. One server per database; the steps
- * share it and change nothing.
+ * issuer that is not https (http only for localhost). The check resolves
+ * the issuer as a sign-in would (lib/auth/oauth2/issuer_check.ts); the
+ * fetch's bounds (time, size, JSON, redirects) have their unit cases in
+ * lib/auth/oauth2/. One server per database; the steps share it and change
+ * nothing.
  *
  * @module
  */
@@ -64,7 +65,7 @@ forEachDb("oauth2 discovery check", async (t, db) => {
       });
       assertStatus(r, 502);
       assert(
-        /^Cannot check the issuer: the document names the issuer "https:\/\/idp\.example\.com"/
+        /^Cannot check the issuer: the discovery document .* names the issuer "https:\/\/idp\.example\.com"/
           .test(r.error),
         r.error,
       );

@@ -54,7 +54,7 @@ async function exists(path: string): Promise<boolean> {
     await Deno.stat(path);
     return true;
   } catch {
-    return false;
+    return false; // not there (or not readable): installed again
   }
 }
 

@@ -49,7 +49,7 @@ export async function startNode(spec: NodeSpec): Promise<Proc> {
   const proc: Proc = { child, port: spec.port };
   running.add(proc);
   let exited = false;
-  child.status.then(() => exited = true);
+  child.status.then(() => exited = true); // a child's status never rejects
   const deadline = Date.now() + 180_000;
   while (Date.now() < deadline) {
     if (exited) break;
@@ -61,6 +61,7 @@ export async function startNode(spec: NodeSpec): Promise<Proc> {
     await new Promise((r) => setTimeout(r, 250));
   }
   await stopNode(proc);
+  // No log written: the error below says so with an empty tail.
   const log = await Deno.readTextFile(spec.log).catch(() => "");
   throw new Error(
     `Cannot start ${spec.name}: ${log.split("\n").slice(-20).join("\n")}`,

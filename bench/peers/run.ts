@@ -57,7 +57,7 @@ function text(cmd: string, cmdArgs: string[]): string {
     const out = new Deno.Command(cmd, { args: cmdArgs }).outputSync();
     return new TextDecoder().decode(out.stdout).trim();
   } catch {
-    return "";
+    return ""; // the tool is not installed: the report leaves its version out
   }
 }
 
@@ -68,6 +68,7 @@ async function keepLogs(from: string, to: string): Promise<void> {
     const path = `${from}/${e.name}`;
     if (e.isDirectory) await keepLogs(path, to);
     else if (e.name.endsWith(".log")) {
+      // Logs are kept for reading later: one that cannot be copied is missed.
       await Deno.copyFile(path, `${to}/${e.name}`).catch(() => {});
     }
   }
@@ -111,6 +112,8 @@ async function group(
     info.loads.push({ label, before, after: loadAverage() });
     return rows;
   } finally {
+    // Cleanup: a peer already gone and a scratch directory left behind harm
+    // nothing, and must not hide the error that got here.
     for (const stop of stops.reverse()) {
       active.delete(stop);
       await stop().catch(() => {});

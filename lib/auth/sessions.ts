@@ -17,6 +17,7 @@ import type { TokenClaims, TokenSigner } from "./jwt.ts";
 import { endsToken, type Revocations } from "./revocation.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
 import { apiKeyRefused, type ApiKeys, isApiKeyHeader } from "./api_keys.ts";
+import { assertMayLogIn } from "./verified.ts";
 
 /** A login result: `{token, user}`. */
 export interface LoginResult {
@@ -54,6 +55,22 @@ export class Sessions {
     entity: Entity,
     body: Record<string, unknown>,
   ): Promise<LoginResult> {
+    const { user, gen } = await this.checkPassword(entity, body);
+    // Only now that the password matched (`auth.require_verified`).
+    assertMayLogIn(entity, user);
+    return await this.issueAt(entity, user, gen);
+  }
+
+  /**
+   * The first half of a password login: the user whose identity (email or
+   * id) and password these are, and the password generation the check
+   * read (a token issued for it must be of that generation: `issueAt`).
+   * One 401 message for every failure.
+   */
+  async checkPassword(
+    entity: Entity,
+    body: Record<string, unknown>,
+  ): Promise<{ user: RecordData; gen: number }> {
     const { identity, password } = body;
     if (
       typeof identity !== "string" || identity === "" || identity.length > 320
@@ -95,13 +112,37 @@ export class Sessions {
     // writes the hash, then the generation). If it changed meanwhile, the
     // password just checked may be the old one.
     const id = String(row.id);
-    const gen = (await this.#revoked.current(entity.name, id))?.gen ?? 0;
+    const gen = await this.generation(entity, id);
     if ((await entity.rowFromCols(id, ["id"]))?.password !== hash) {
       throw new MoonbaseError("unauthenticated", BAD_LOGIN);
     }
-    const user = decodeRow(entity.schema, row, this.#store.dialect);
+    return { user: decodeRow(entity.schema, row, this.#store.dialect), gen };
+  }
+
+  /** The user's password generation as the database holds it now. */
+  async generation(entity: Entity, id: string): Promise<number> {
+    return (await this.#revoked.current(entity.name, id))?.gen ?? 0;
+  }
+
+  /**
+   * The time (ms, database clock) of the user's last password change, or
+   * of the last change that ended all their sessions; 0 for none.
+   */
+  async lastCutoff(entity: Entity, id: string): Promise<number> {
+    return (await this.#revoked.current(entity.name, id))?.cutoff ?? 0;
+  }
+
+  /**
+   * Signs a token for a user in password generation `gen` (read before the
+   * credential was checked); 401 when a change this instance already
+   * knows of ended it.
+   */
+  async issueAt(
+    entity: Entity,
+    user: RecordData,
+    gen: number,
+  ): Promise<LoginResult> {
     const { token, claims } = await this.#sign(entity, user, gen);
-    // A password change this instance already knows of ended it.
     if (this.#revoked.isRevoked(claims)) {
       throw new MoonbaseError("unauthenticated", BAD_LOGIN);
     }

@@ -5,7 +5,11 @@
  *   rule lets guests in) is limited per client IP like logins, with the
  *   same headers; admins are not limited;
  * - a PATCH that checks `oldPassword` counts as a login attempt, so a stolen
- *   token cannot be used to guess the password.
+ *   token cannot be used to guess the password;
+ * - the account routes (`request-*`, `confirm-*` of verification, password
+ *   reset and email change) are limited per client IP to `ACCOUNT_LIMIT` a
+ *   minute, with the same headers; a confirm that checks a password also
+ *   counts as a login attempt (`passwordCheckThrottle`).
  *
  * @module
  */
@@ -44,6 +48,28 @@ export async function signupThrottle(
     throw rateLimited("sign up", "sign-ups", state);
   }
   return headers;
+}
+
+/** Account route calls (request and confirm) allowed per window and IP. */
+export const ACCOUNT_LIMIT = 10;
+
+/**
+ * Counts one call of an account route from `ip` and returns the
+ * `X-RateLimit-*` headers for the answer; a 429 with `Retry-After` past
+ * `ACCOUNT_LIMIT` a minute.
+ */
+export async function accountThrottle(
+  limiter: LoginLimiter,
+  ip: string,
+  action: string,
+  onFirstRefusal?: () => void,
+): Promise<Record<string, string>> {
+  const state = await limiter.hit(`account:${ip}`, ACCOUNT_LIMIT);
+  if (!state.allowed) {
+    if (state.firstRefusal) onFirstRefusal?.();
+    throw rateLimited(action, "requests", state);
+  }
+  return rateHeaders(state);
 }
 
 /** Counts a check of the current password as a login attempt from `ip` (429 past the limit). */

@@ -207,7 +207,7 @@ export class PeerLink {
   /**
    * Runs `task` while no other isolate of the process runs one (a lock in
    * the shared buffer; waiting does not block the thread). An isolate that
-   * dies holding it ends the process anyway (supervisor.ts).
+   * dies holding it ends the process anyway (lib/workers/supervisor.ts).
    */
   async exclusive<T>(task: () => Promise<T>): Promise<T> {
     while (Atomics.compareExchange(this.#counters, LOCK, 0, 1) !== 0) {

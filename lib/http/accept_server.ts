@@ -203,6 +203,8 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
         return plain500();
       }, () => {});
     } catch {
+      // Deno could not take the connection (the client already reset it):
+      // dropped, as a reset connection is, without a line.
       c.release();
       try {
         conn.close();

@@ -60,6 +60,7 @@ export async function readBytes(
       if (done) break;
       size += value.length;
       if (size > max) {
+        // The 413 is the answer; a stream already closed may reject the cancel.
         await reader.cancel().catch(() => {});
         throw tooLarge(max);
       }

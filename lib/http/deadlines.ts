@@ -147,6 +147,7 @@ export class BodyWatch {
   expire(why: "idle" | "total" | "slow"): void {
     this.expired = why;
     this.#bodies?.delete(this);
+    // The pending read ends either way; a stream already closed may reject.
     this.#reader.cancel().catch(() => {});
   }
 

@@ -183,6 +183,7 @@ export function createHandler<A extends HttpHost>(
       );
     }
     if (req.method === "HEAD" && res.body) {
+      // HEAD sends no body: a body that cannot be cancelled is dropped anyway.
       await res.body.cancel().catch(() => {});
       res = new Response(null, { status: res.status, headers: res.headers });
     }

@@ -86,6 +86,7 @@ export function defaultMaxConnections(): number {
       Math.min(DEFAULT_LIMITS.maxConnections, Number(m[1]) - 64),
     );
   } catch {
+    // Not Linux, or /proc unreadable: the default cap, as documented above.
     return DEFAULT_LIMITS.maxConnections;
   }
 }

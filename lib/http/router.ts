@@ -141,7 +141,7 @@ export class Router<H> {
         try {
           value = decodeURIComponent(seg);
         } catch {
-          return undefined;
+          return undefined; // malformed percent-encoding: no route matches (404)
         }
         if (value.includes("\0")) return undefined;
       }

@@ -65,7 +65,7 @@ export function safeJoin(root: string, urlPath: string): string | undefined {
     try {
       seg = decodeURIComponent(raw);
     } catch {
-      return undefined;
+      return undefined; // malformed percent-encoding: no file
     }
     if (seg === "" || seg === ".") continue;
     if (
@@ -108,6 +108,8 @@ export async function serveStatic(
     const file = await Deno.open(real, { read: true });
     return trackedResponse(file.readable, { headers });
   } catch {
+    // Missing, unreadable, or gone between stat and open: no file (the
+    // caller answers 404; nothing of the disk reaches the client).
     return undefined;
   }
 }

@@ -229,6 +229,7 @@ export function decodeBlock(value: unknown): BlockView | undefined {
   try {
     return new BlockView(data, s);
   } catch {
+    // Sizes that do not fit the bytes: not a valid block (see above).
     return undefined;
   }
 }

@@ -17,6 +17,7 @@ import {
 } from "./rows.ts";
 import { appEntry, pretty, stamped } from "./entries.ts";
 import { type PackedChunk, RequestPacker } from "./packed.ts";
+import { RepeatedFailure } from "./failure.ts";
 
 export { logId, logIdFloor } from "./rows.ts";
 export { scrub } from "./entries.ts";
@@ -31,6 +32,8 @@ const MAX_QUEUE = 20_000;
 const BATCH = 1000;
 /** Characters of a client's error text a request entry keeps. */
 const MAX_ERROR = 1000;
+/** Least time between two stderr lines about failed log writes. */
+const WRITE_FAILED_EVERY = 60_000;
 
 /** Console formats. */
 export type ConsoleMode = "json" | "pretty" | "off";
@@ -52,6 +55,12 @@ export class Logger {
   #encoder = new TextEncoder();
   /** Pretty lines are coloured only on a terminal, and never with NO_COLOR. */
   #color = !Deno.noColor && Deno.stdout.isTerminal();
+  /** A store that fails fails every batch: one stderr line a minute. */
+  #writeFailed = new RepeatedFailure(
+    { warn: (_, data) => this.#printError(data) },
+    "cannot write logs",
+    { everyMs: WRITE_FAILED_EVERY },
+  );
 
   /** `level` is the least severe level kept (store and console). */
   constructor(
@@ -153,6 +162,7 @@ export class Logger {
     if (this.#timer === undefined && !this.#closed && !this.#flushing) {
       this.#timer = setTimeout(() => {
         this.#timer = undefined;
+        // Never rejects: a failed write is reported by #writeFailed.
         void this.#drain(false);
       }, FLUSH_MS);
     }
@@ -225,7 +235,7 @@ export class Logger {
       if (this.#store) {
         this.#packer.reuse(
           await this.#store.insert(batch, packed).catch((err) => {
-            this.#printError(err);
+            this.#writeFailed.report(err);
             return undefined;
           }),
         );
@@ -261,13 +271,15 @@ export class Logger {
     } catch { /* stdout closed */ }
   }
 
-  #printError(err: unknown): void {
+  /** The log store cannot be written to: only stderr is left to say so. */
+  #printError(data: Record<string, unknown> | undefined): void {
+    const repeated = data?.repeated
+      ? ` (${data.repeated} more failed since the last line)`
+      : "";
     try {
       Deno.stderr.writeSync(
         this.#encoder.encode(
-          `moonbase: cannot write logs: ${
-            err instanceof Error ? err.message : err
-          }\n`,
+          `moonbase: cannot write logs: ${data?.error}${repeated}\n`,
         ),
       );
     } catch { /* stderr closed */ }

@@ -213,3 +213,26 @@ Deno.test("logger: pretty console lines show requests and events in order", asyn
     "POST /b 404 2.0ms",
   ]);
 });
+
+Deno.test("logger: a store that fails every batch is one stderr line, not one a batch", async () => {
+  const lines: string[] = [];
+  const write = Deno.stderr.writeSync;
+  Deno.stderr.writeSync = (b: Uint8Array) => {
+    lines.push(new TextDecoder().decode(b));
+    return b.length;
+  };
+  const broken = {
+    insert: () => Promise.reject(new Error("disk I/O error")),
+  };
+  try {
+    const log = new Logger(broken as unknown as LogStore, "info", "off");
+    for (let i = 0; i < 5; i++) {
+      log.info(`n${i}`);
+      await log.flush();
+    }
+    await log.close();
+  } finally {
+    Deno.stderr.writeSync = write;
+  }
+  assert.deepEqual(lines, ["moonbase: cannot write logs: disk I/O error\n"]);
+});

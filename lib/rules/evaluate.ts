@@ -226,6 +226,7 @@ export function test(
   try {
     return truthy(evalNode(expr, scope, helpers));
   } catch {
+    // A condition that fails denies (callers that log failures use evaluate()).
     return false;
   }
 }

@@ -85,6 +85,7 @@ export function tokenEnd(source: string, pos: number, detail = ""): number {
     const t = new TokenStream(source.slice(pos)).peek;
     return t.kind === "eof" || t.pos !== 0 ? pos + 1 : pos + t.end;
   } catch {
+    // No token can be read there: one character, as documented above.
     return pos + 1;
   }
 }

@@ -4,6 +4,10 @@
  * resolved at parse time (roots, filter fields, helpers, methods), so an
  * expression that parses can only read scope data.
  *
+ * Longer than ~350 lines: the grammar is one recursive descent over one
+ * token stream (each precedence level calls the next); member and method
+ * resolution run inside it, on the parser's state.
+ *
  * @module
  */
 
@@ -189,6 +193,7 @@ class Parser extends TokenStream {
     try {
       return this.isPunct("(");
     } catch {
+      // Read again as the next token, the same error is thrown with its position.
       return false;
     }
   }

@@ -15,18 +15,16 @@
 import type { BinaryOperator } from "./ast.ts";
 import {
   and,
-  type Column,
   type Cond,
   type Dialect,
-  isNull,
   not,
   NotCompilable,
-  nullOf,
   numberParam,
   sql,
   textParam,
   whenNull,
 } from "./sql_fragment.ts";
+import { type Column, isNull, nullOf } from "./sql_column.ts";
 import { binary, toPrimitive } from "./values.ts";
 
 /** The comparison operators. */

@@ -12,7 +12,8 @@ import { callMethod, evaluate } from "./evaluate.ts";
 import { readsRecord, readsRequest } from "./parser.ts";
 import { isCompareOperator } from "./sql_compare.ts";
 import { includesColumn, textMethod } from "./sql_methods.ts";
-import { jsonIncludes, jsonMember } from "./sql_json.ts";
+import { jsonIncludes } from "./sql_json.ts";
+import { jsonMember } from "./sql_json_path.ts";
 import {
   arithmetic,
   negative,
@@ -21,14 +22,13 @@ import {
 } from "./sql_numeric.ts";
 import {
   and,
-  type Column,
   type Cond,
   type Dialect,
-  familyOf,
   not,
   NotCompilable,
   or,
 } from "./sql_fragment.ts";
+import { type Column, familyOf } from "./sql_column.ts";
 import {
   boolean,
   compareValues,

@@ -1,7 +1,8 @@
 /**
  * Building blocks of the rule-to-SQL compiler: SQL fragments with bound
- * parameters, boolean conditions folded at compile time, typed parameter
- * placeholders and the record columns a rule may compare.
+ * parameters, boolean conditions folded at compile time (and the NULL tests
+ * they fold, `whenNull`) and typed parameter placeholders. The record
+ * columns a rule compares are sql_column.ts's.
  *
  * Every condition built here is NULL-free: it is TRUE or FALSE for every row,
  * so `NOT` and the JavaScript truthiness of the result stay exact.
@@ -217,99 +218,10 @@ export function intParam(n: number, dialect: Dialect): Frag {
   return { sql: dialect === "postgres" ? "?::integer" : "?", params: [n] };
 }
 
-/** How a column's values are stored and decoded. */
-export type Family = "text" | "number" | "bool";
-
 /**
- * A record column: its SQL expression, declared field type and value family.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { type Column, isNull } from "moonbase/lib/rules/sql_fragment.ts";
- * const c: Column = { sql: '"age"', fieldType: "int", family: "number" };
- * assert.deepEqual(isNull(c), { sql: '"age" IS NULL', params: [] });
- * ```
- */
-export interface Column {
-  readonly sql: string;
-  readonly fieldType: string;
-  readonly family: Family;
-  /**
-   * The JavaScript value SQL NULL stands for: `null` for a stored column
-   * (the default), `undefined` for `.length` of a NULL text column, `NaN`
-   * for arithmetic on such a length.
-   */
-  readonly nullValue?: unknown;
-  /** Computed numbers: an upper bound of the absolute value (finite). */
-  readonly bound?: number;
-  /** Computed numbers: every value is an integer (in an integer SQL type). */
-  readonly integral?: boolean;
-}
-
-/**
- * The JavaScript value a column's SQL NULL stands for.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { nullOf } from "moonbase/lib/rules/sql_fragment.ts";
- * assert.equal(nullOf({ sql: '"a"', fieldType: "int", family: "number" }), null);
- * assert.equal(nullOf({ sql: "0", fieldType: "int", family: "number", nullValue: 0 }), 0);
- * ```
- */
-export function nullOf(c: Column): unknown {
-  return Object.hasOwn(c, "nullValue") ? c.nullValue : null;
-}
-
-const FAMILIES: Readonly<Record<string, Family>> = {
-  string: "text",
-  text: "text",
-  email: "text",
-  url: "text",
-  select: "text",
-  date: "text",
-  relation: "text",
-  file: "text",
-  int: "number",
-  double: "number",
-  bool: "bool",
-};
-
-/**
- * The family of a declared field type, or undefined when values of that type
- * are not compared in SQL (json, files, unknown types).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { familyOf } from "moonbase/lib/rules/sql_fragment.ts";
- * assert.equal(familyOf("date"), "text");
- * assert.equal(familyOf("json"), undefined);
- * ```
- */
-export function familyOf(fieldType: string): Family | undefined {
-  return Object.hasOwn(FAMILIES, fieldType) ? FAMILIES[fieldType] : undefined;
-}
-
-/**
- * `column IS NULL`.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { isNull } from "moonbase/lib/rules/sql_fragment.ts";
- * const c = isNull({ sql: '"a"', fieldType: "int", family: "number" });
- * assert.deepEqual(c, { sql: '"a" IS NULL', params: [] });
- * ```
- */
-export function isNull(c: Column): Frag {
-  return { sql: `${c.sql} IS NULL`, params: [] };
-}
-
-/**
- * Condition on a column: `onNull` for NULL rows, `nonNull` (a condition that
- * is NULL-free whenever the column is not NULL) for the others.
+ * Condition on a column (sql_column.ts) or any SQL value: `onNull` for NULL
+ * rows, `nonNull` (a condition that is NULL-free whenever the value is not
+ * NULL) for the others. Here, beside `and`/`or`: it feeds their NULL folding.
  *
  * @example
  * ```ts
@@ -320,9 +232,13 @@ export function isNull(c: Column): Frag {
  * assert.deepEqual(c, { sql: '("a" IS NOT NULL AND "a" = ?)', params: [1] });
  * ```
  */
-export function whenNull(c: Column, onNull: boolean, nonNull: Cond): Cond {
+export function whenNull(
+  c: { readonly sql: string },
+  onNull: boolean,
+  nonNull: Cond,
+): Cond {
   if (onNull) {
-    const out = or(isNull(c), nonNull);
+    const out = or({ sql: `${c.sql} IS NULL`, params: [] }, nonNull);
     if (typeof out === "object" && typeof nonNull === "object") {
       nullOr.set(out, { column: c.sql, rest: nonNull });
     }
@@ -331,21 +247,4 @@ export function whenNull(c: Column, onNull: boolean, nonNull: Cond): Cond {
   const notNull = { sql: `${c.sql} IS NOT NULL`, params: [] };
   notNullIn.set(notNull, new Set([c.sql]));
   return and(notNull, nonNull);
-}
-
-/**
- * JavaScript truthiness of a column value as a NULL-free condition.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { columnTruthy } from "moonbase/lib/rules/sql_fragment.ts";
- * const c = columnTruthy({ sql: '"t"', fieldType: "string", family: "text" });
- * assert.deepEqual(c, { sql: `("t" IS NOT NULL AND "t" <> '')`, params: [] });
- * ```
- */
-export function columnTruthy(c: Column): Cond {
-  if (c.family === "bool") return { sql: `${c.sql} IS TRUE`, params: [] };
-  const zero = c.family === "text" ? "''" : "0";
-  return whenNull(c, false, { sql: `${c.sql} <> ${zero}`, params: [] });
 }

@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { compareJson, jsonMember } from "./sql_json.ts";
+import { compareJson } from "./sql_json.ts";
+import { jsonMember } from "./sql_json_path.ts";
 
 /** mulberry32, for reproducible bit patterns. */
 function prng(seed: number): () => number {

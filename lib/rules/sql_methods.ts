@@ -10,17 +10,16 @@
 import type { MethodName } from "./ast.ts";
 import { byBoolean } from "./sql_compare.ts";
 import {
-  type Column,
   type Cond,
   type Dialect,
   intParam,
   NotCompilable,
-  nullOf,
   numberParam,
   sql,
   textParam,
   whenNull,
 } from "./sql_fragment.ts";
+import { type Column, nullOf } from "./sql_column.ts";
 
 /**
  * `column.method(s)` for a text column: falsy (`undefined`) for NULL, else

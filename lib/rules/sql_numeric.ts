@@ -20,7 +20,8 @@
  */
 
 import type { Dialect } from "./sql_fragment.ts";
-import { type Column, NotCompilable, nullOf } from "./sql_fragment.ts";
+import { type Column, nullOf } from "./sql_column.ts";
+import { NotCompilable } from "./sql_fragment.ts";
 import { binary, toPrimitive } from "./values.ts";
 
 /** Largest magnitude a PostgreSQL intermediate may reach (no overflow error). */

@@ -17,15 +17,10 @@ import {
   type CompareOperator,
   mirror,
 } from "./sql_compare.ts";
-import {
-  type Column,
-  columnTruthy,
-  type Cond,
-  type Dialect,
-  NotCompilable,
-  or,
-} from "./sql_fragment.ts";
-import { compareJson, type JsonRef, jsonTruthy } from "./sql_json.ts";
+import { type Cond, type Dialect, NotCompilable, or } from "./sql_fragment.ts";
+import { type Column, columnTruthy } from "./sql_column.ts";
+import { compareJson, jsonTruthy } from "./sql_json.ts";
+import type { JsonRef } from "./sql_json_path.ts";
 import { binary, truthy } from "./values.ts";
 
 /**

@@ -40,6 +40,7 @@ export async function recordCounts(
 ): Promise<Record<string, number | null>> {
   const out: Record<string, number | null> = {};
   for (const e of entities) {
+    // Null is the answer for an entity that cannot be counted (documented above).
     out[e.name] = await cappedCount(db, e, cap).catch(() => null);
   }
   return out;

@@ -25,8 +25,8 @@ import {
   checkViewQuery,
   type SchemaContext,
   validateField,
-  validateRules,
 } from "./validate.ts";
+import { validateRules } from "./validate_rules.ts";
 import { checkSchemaKeys } from "./keys.ts";
 import { checkIndexes, planIndexes } from "./indexes.ts";
 import {

@@ -12,8 +12,8 @@ import {
   checkViewQuery,
   type SchemaContext,
   validateField,
-  validateRules,
 } from "./validate.ts";
+import { validateRules } from "./validate_rules.ts";
 import type { EntitySchema } from "./types.ts";
 import { checkSchemaKeys } from "./keys.ts";
 import { checkIndexes, newIndexes } from "./indexes.ts";

@@ -6,6 +6,8 @@
  * cron ticks claimed, one instance each), `mb_events` (record changes for
  * realtime subscribers: lib/realtime/event_log.ts), `mb_files` (the ledger
  * of the files this database's uploads wrote: lib/files/ledger.ts),
+ * `mb_oauth2_spent` and `mb_oauth2_links` (OAuth2 sign-in: used code
+ * verifiers, and provider identities linked to users: lib/auth/oauth2).
  * `mb_settings` (the app's settings, shared by every instance:
  * lib/settings/store.ts), `mb_outbox` (mail waiting to be sent:
  * lib/mail/outbox.ts).
@@ -100,6 +102,12 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
       // Before the bodies: SQLite reads it without walking their overflow pages.
       EVENT_SIZE_COLUMN} "record" ${text} NOT NULL, "previous" ${text})`,
     `CREATE TABLE IF NOT EXISTS "mb_files" ("entity_id" ${text} NOT NULL, "name" ${text} NOT NULL, "created" ${int} NOT NULL, PRIMARY KEY ("entity_id", "name"))`,
+    // OAuth2 sign-in (lib/auth/oauth2): the code verifiers used (kept until
+    // they expire: a replay is refused), and which user an issuer's subject is.
+    `CREATE TABLE IF NOT EXISTS "mb_oauth2_spent" ("id" ${text} PRIMARY KEY, "expires" ${int} NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS "mb_oauth2_spent_expires" ON "mb_oauth2_spent" ("expires")`,
+    `CREATE TABLE IF NOT EXISTS "mb_oauth2_links" ("entity_id" ${text} NOT NULL, "issuer" ${text} NOT NULL, "subject" ${text} NOT NULL, "provider" ${text} NOT NULL, "user_id" ${text} NOT NULL, "created" ${int} NOT NULL, "last_login" ${int} NOT NULL, PRIMARY KEY ("entity_id", "issuer", "subject"))`,
+    `CREATE INDEX IF NOT EXISTS "mb_oauth2_links_user" ON "mb_oauth2_links" ("entity_id", "user_id")`,
     `CREATE TABLE IF NOT EXISTS "mb_settings" ("key" ${text} PRIMARY KEY, "value" ${text} NOT NULL, "updated" ${int} NOT NULL)`,
     // One row per message until it is delivered (then deleted) or given up
     // (status 'failed', its text wiped: it may hold a token).

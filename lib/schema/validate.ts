@@ -1,6 +1,7 @@
 /**
- * Validation of schema input (POST/PATCH bodies of the schemas API).
- * Every problem is a 400 that names the offending key.
+ * Validation of schema input (POST/PATCH bodies of the schemas API): names
+ * and fields (an entity's `rules` are validate_rules.ts's). Every problem is
+ * a 400 that names the offending key.
  *
  * @module
  */
@@ -14,18 +15,9 @@ import {
   isFieldType,
 } from "./field_types.ts";
 import { RESERVED_FIELD_NAMES } from "./builtin.ts";
-import {
-  CALLER_DEFAULT,
-  type EntityType,
-  type FieldDef,
-  OPERATIONS,
-  type Rule,
-  type RuleMode,
-  type Rules,
-} from "./types.ts";
+import { CALLER_DEFAULT, type EntityType, type FieldDef } from "./types.ts";
 
 const NAME = /^[A-Za-z0-9_]{1,64}$/;
-const MODES: readonly RuleMode[] = ["public", "auth", "", "custom"];
 const ON_DELETE = ["cascade", "set null", "restrict"] as const;
 
 /** What validation needs to know about the rest of the system. */
@@ -279,81 +271,6 @@ function foreignKey(
     );
   }
   return { entity, on_delete: onDelete as typeof ON_DELETE[number] };
-}
-
-/**
- * Validates a `rules` object; missing operations default to admin-only.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { validateRules } from "moonbase/lib/schema/validate.ts";
- * const ctx = { entityType: () => undefined, checkExpr: () => undefined };
- * const rules = validateRules({ list: { mode: "public", expr: "" } }, ctx);
- * assert.ok(rules.list.mode === "public" && rules.get.mode === "");
- * ```
- */
-export function validateRules(
-  raw: unknown,
-  ctx: SchemaContext,
-  base?: Rules,
-): Rules {
-  if (raw === undefined || raw === null) raw = {};
-  if (!isObject(raw)) fail("Cannot accept rules: must be an object");
-  for (const key of Object.keys(raw)) {
-    if (!OPERATIONS.includes(key as never)) {
-      fail(
-        `Cannot accept rules: unknown operation "${key}" (use ${
-          OPERATIONS.join(", ")
-        })`,
-      );
-    }
-  }
-  const out = {} as Rules;
-  for (const op of OPERATIONS) {
-    const r = raw[op];
-    if (r === undefined) {
-      out[op] = base?.[op] ?? { mode: "", expr: "" };
-      continue;
-    }
-    out[op] = validateRule(r, op, ctx);
-  }
-  return out;
-}
-
-function validateRule(r: unknown, op: string, ctx: SchemaContext): Rule {
-  if (!isObject(r)) fail(`Cannot accept rules.${op}: must be {mode, expr}`);
-  for (const key of Object.keys(r)) {
-    if (key !== "mode" && key !== "expr") {
-      fail(`Cannot accept rules.${op}: unknown key "${key}"`);
-    }
-  }
-  const mode = r.mode ?? "";
-  if (!MODES.includes(mode as RuleMode)) {
-    fail(
-      `Cannot accept rules.${op}.mode ${
-        JSON.stringify(mode)
-      }: use public, auth, "" or custom`,
-    );
-  }
-  const expr = r.expr ?? "";
-  if (typeof expr !== "string") {
-    fail(`Cannot accept rules.${op}.expr: must be a string`);
-  }
-  if (mode !== "custom") {
-    if (expr.trim() !== "") {
-      fail(
-        `Cannot accept rules.${op}.expr: only mode "custom" takes an expression`,
-      );
-    }
-    return { mode: mode as RuleMode, expr: "" };
-  }
-  if (expr.trim() === "") {
-    fail(`Cannot accept rules.${op}.expr: mode "custom" needs an expression`);
-  }
-  const problem = ctx.checkExpr(expr);
-  if (problem) fail(`Cannot accept rules.${op}.expr: ${problem}`);
-  return { mode: "custom", expr };
 }
 
 export { checkViewQuery } from "./view_query.ts";

@@ -113,7 +113,7 @@ export async function snapshotViews(
       try {
         await tx.query(`EXPLAIN SELECT * FROM ${ident(name)}`);
       } catch {
-        broken.add(name);
+        broken.add(name); // the failure is the answer: this view is broken
       }
     }
   }
@@ -229,7 +229,7 @@ export async function refusedViews(
     try {
       ins = await inspectView(q, dialect, physicalName(v.name));
     } catch {
-      continue;
+      continue; // a view that does not run serves nothing: left out (above)
     }
     const problem = viewReadProblem(ins, world.target);
     if (problem) out.set(v.id, problem);

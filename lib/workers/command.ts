@@ -91,7 +91,15 @@ export async function serveCommand(
   let stopped: Promise<void> | undefined;
   const stop = (code: number) => {
     stopped ??= Promise.all([workers?.stop(), app.stop(server)])
-      .then(() => Deno.exit(code), () => Deno.exit(code || 1));
+      .then(() => Deno.exit(code), (err) => {
+        // The app's log may be closed by now: stderr, then a non-zero exit.
+        console.error(
+          `moonbase: Cannot stop cleanly: ${
+            err instanceof Error ? err.message : String(err)
+          }`,
+        );
+        Deno.exit(code || 1);
+      });
   };
   if (workers) {
     workers.onExit = (index, message) => {

@@ -32,6 +32,8 @@ async function start(
     });
     return { kind: "ready" };
   } catch (err) {
+    // The start's error is what the main isolate reports; a half-built app
+    // that also fails to close adds nothing it could act on.
     await app?.close().catch(() => {});
     app = undefined;
     return {
@@ -45,7 +47,18 @@ scope.onmessage = async (e) => {
   const m = e.data;
   if (m.kind === "start") scope.postMessage(await start(m));
   else if (m.kind === "stop") {
-    if (app && server) await app.stop(server, m.timeoutMs).catch(() => {});
+    if (app && server) {
+      const index = app.config.peers?.index;
+      // Still stopped (the main isolate ends the worker next), but said: the
+      // app's log may be closed by now, stderr is not.
+      await app.stop(server, m.timeoutMs).catch((err) =>
+        console.error(
+          `moonbase: worker ${index}: Cannot stop cleanly: ${
+            err instanceof Error ? err.message : String(err)
+          }`,
+        )
+      );
+    }
     scope.postMessage({ kind: "stopped" });
   }
 };

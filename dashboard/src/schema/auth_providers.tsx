@@ -131,7 +131,7 @@ export function AuthProviders(props: {
         <Field
           label="Avatar goes to"
           error={props.errors[`${at}.fields.avatar`]}
-          hint="A string, url or file field that takes the picture."
+          hint="A string or url field that takes the picture's URL (a file field stays empty)."
         >
           <select
             name="oauth2-avatar-field"

@@ -1,0 +1,213 @@
+/**
+ * Who signed in, as the provider vouches for it, after the token exchange:
+ *
+ * - OpenID Connect: the verified id token's claims (lib/auth/oauth2/
+ *   id_token.ts); when it carries no email, the userinfo endpoint's (whose
+ *   `sub` must be the id token's) fill the claims it lacks.
+ * - GitHub: `GET /user`, and `GET /user/emails` for the primary address and
+ *   whether GitHub verified it.
+ * - Discord: `GET /users/@me` (`email`, `verified`).
+ *
+ * Which claims count as a verified email per preset: lib/auth/oauth2/
+ * presets.ts.
+ *
+ * @module
+ */
+
+// Full specifier, not the import map: embedders import mod.ts without it.
+// deno-lint-ignore no-import-prefix
+import type { JWTPayload } from "npm:jose@6.2.17";
+import { fetchJson, type FetchLimits, providerFailed } from "./fetch.ts";
+import type { TokenAnswer } from "./exchange.ts";
+import { type KeySets, verifyIdToken } from "./id_token.ts";
+import type { Endpoints, Identity, ProviderConfig } from "./types.ts";
+
+/** What finding the identity needs besides the tokens. */
+export interface IdentityContext {
+  config: ProviderConfig;
+  endpoints: Endpoints;
+  nonce: string;
+  now: number;
+  keySets: KeySets;
+  limits: FetchLimits;
+}
+
+/** The identity behind a token answer. */
+export async function identityOf(
+  tokens: TokenAnswer,
+  cx: IdentityContext,
+): Promise<Identity> {
+  switch (cx.endpoints.kind) {
+    case "github":
+      return await githubIdentity(tokens.accessToken, cx);
+    case "discord":
+      return await discordIdentity(tokens.accessToken, cx);
+    default:
+      return await oidcIdentity(tokens, cx);
+  }
+}
+
+function str(v: unknown): string {
+  return typeof v === "string" ? v : "";
+}
+
+function isTrue(v: unknown): boolean {
+  return v === true || v === "true";
+}
+
+function imageUrl(v: unknown): string {
+  const s = str(v);
+  return /^https?:\/\/\S{1,2000}$/.test(s) ? s : "";
+}
+
+async function getJson(
+  url: string,
+  accessToken: string,
+  cx: IdentityContext,
+  what: string,
+): Promise<{ status: number; body: unknown }> {
+  return await fetchJson(
+    url,
+    {
+      headers: {
+        authorization: `Bearer ${accessToken}`,
+        // GitHub's API refuses requests without one.
+        "user-agent": "Moonbase",
+      },
+    },
+    cx.config.name,
+    what,
+    cx.limits,
+  );
+}
+
+function asObject(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === "object" && v !== null && !Array.isArray(v)
+    ? v as Record<string, unknown>
+    : undefined;
+}
+
+async function oidcIdentity(
+  tokens: TokenAnswer,
+  cx: IdentityContext,
+): Promise<Identity> {
+  if (tokens.idToken === "") {
+    throw providerFailed(
+      cx.config.name,
+      'the token endpoint answered without an id_token (the scopes must include "openid")',
+    );
+  }
+  const claims: JWTPayload = await verifyIdToken(tokens.idToken, {
+    provider: cx.config.name,
+    endpoints: cx.endpoints,
+    clientId: cx.config.client_id,
+    nonce: cx.nonce,
+    now: cx.now,
+  }, cx.keySets);
+  let all: Record<string, unknown> = { ...claims };
+  if (str(claims.email) === "" && cx.endpoints.userinfo) {
+    const { status, body } = await getJson(
+      cx.endpoints.userinfo,
+      tokens.accessToken,
+      cx,
+      "the userinfo endpoint",
+    );
+    const info = asObject(body);
+    if (status !== 200 || !info) {
+      throw providerFailed(
+        cx.config.name,
+        `the userinfo endpoint answered HTTP ${status}`,
+      );
+    }
+    // OpenID Connect Core 5.3.2: a userinfo of another subject is not used.
+    if (info.sub === claims.sub) all = { ...info, ...claims };
+  }
+  const verified = isTrue(all.email_verified) ||
+    (cx.endpoints.tenantIssuer === true && isTrue(all.xms_edov));
+  const name = str(all.name) ||
+    [str(all.given_name), str(all.family_name)].filter(Boolean).join(" ") ||
+    str(all.preferred_username);
+  return {
+    issuer: String(claims.iss),
+    subject: String(claims.sub),
+    email: str(all.email).toLowerCase(),
+    emailVerified: verified && str(all.email) !== "",
+    name,
+    avatar: imageUrl(all.picture),
+  };
+}
+
+async function githubIdentity(
+  accessToken: string,
+  cx: IdentityContext,
+): Promise<Identity> {
+  const api = cx.endpoints.api ?? "https://api.github.com";
+  const user = await getJson(
+    `${api}/user`,
+    accessToken,
+    cx,
+    "GitHub's user API",
+  );
+  const u = asObject(user.body);
+  if (user.status !== 200 || !u || u.id === undefined) {
+    throw providerFailed(
+      cx.config.name,
+      `GitHub's user API answered HTTP ${user.status}`,
+    );
+  }
+  let email = str(u.email), verified = false;
+  const emails = await getJson(
+    `${api}/user/emails`,
+    accessToken,
+    cx,
+    "GitHub's emails API",
+  );
+  // Without the user:email scope the list is refused: the public email
+  // then stands, unverified.
+  if (emails.status === 200 && Array.isArray(emails.body)) {
+    const primary = emails.body.map(asObject).find((e) => e?.primary === true);
+    if (primary && str(primary.email) !== "") {
+      email = str(primary.email);
+      verified = primary.verified === true;
+    }
+  }
+  return {
+    issuer: cx.endpoints.issuer,
+    subject: String(u.id),
+    email: email.toLowerCase(),
+    emailVerified: verified,
+    name: str(u.name) || str(u.login),
+    avatar: imageUrl(u.avatar_url),
+  };
+}
+
+async function discordIdentity(
+  accessToken: string,
+  cx: IdentityContext,
+): Promise<Identity> {
+  const api = cx.endpoints.api ?? "https://discord.com/api";
+  const me = await getJson(
+    `${api}/users/@me`,
+    accessToken,
+    cx,
+    "Discord's user API",
+  );
+  const u = asObject(me.body);
+  if (me.status !== 200 || !u || str(u.id) === "") {
+    throw providerFailed(
+      cx.config.name,
+      `Discord's user API answered HTTP ${me.status}`,
+    );
+  }
+  const id = str(u.id), avatar = str(u.avatar);
+  return {
+    issuer: cx.endpoints.issuer,
+    subject: id,
+    email: str(u.email).toLowerCase(),
+    emailVerified: u.verified === true && str(u.email) !== "",
+    name: str(u.global_name) || str(u.username),
+    avatar: /^[a-z0-9_]{1,64}$/i.test(avatar) && /^\d{1,30}$/.test(id)
+      ? `https://cdn.discordapp.com/avatars/${id}/${avatar}.png`
+      : "",
+  };
+}
