@@ -3,8 +3,9 @@
  * (tests/_smtp.ts) and a local OpenID issuer: Settings saved (the SMTP
  * password write-only) and the test mail accepted, then refused (the 502's
  * reason shown); API keys made (shown once, working), listed, deleted
- * (refused at once); impersonation of a user (token shown once with its
- * expiry, acting as the user); the Auth tab's OTP/MFA/TOTP switches and a
+ * (refused at once); a user's verification and password reset mail sent
+ * from their record (received by the SMTP server); impersonation of a
+ * user (token shown once with its expiry, acting as the user); the Auth tab's OTP/MFA/TOTP switches and a
  * provider saved (its secret write-only: "set"), the issuer checked through
  * the server, and the template preview (subject rendered, HTML in a
  * sandboxed frame). Each page: axe, no page error, fits 390 px, a
@@ -204,11 +205,48 @@ browserTest(
       401,
     );
 
-    // Impersonate Ada from her record.
+    // Ada's record: account mail through the real SMTP server.
     await page.goto(`${s.url}/mb/entities/users/records/${ada.id}`);
     await page.getByRole("heading", { name: "Account" }).waitFor();
-    await page.getByRole("button", { name: "Send password reset" }).waitFor();
+    await page.getByText("Mail is not set up").waitFor();
     await checkBoth(page, errors, "user_account");
+    const smtp = await startSmtp();
+    try {
+      const set = await api(s, "PATCH", "/sys/settings", token, {
+        mail: {
+          from: { address: "noreply@example.com" },
+          smtp: { host: "127.0.0.1", port: smtp.port, security: "none" },
+        },
+      });
+      assert.equal(set.status, 200, set.text);
+      await page.reload();
+      await page.getByRole("heading", { name: "Account" }).waitFor();
+      await page.getByRole("button", { name: "Send verification mail" })
+        .click();
+      await page.locator(".toast", {
+        hasText: "Verification mail queued for ada@example.com",
+      }).waitFor();
+      await page.getByRole("button", { name: "Send password reset" }).click();
+      await page.locator(".toast", {
+        hasText: "Password reset mail queued for ada@example.com",
+      }).waitFor();
+      const mails = await smtp.waitFor(2, 20_000);
+      assert.deepEqual(
+        mails.map((m) => m.to).flat(),
+        ["ada@example.com", "ada@example.com"],
+      );
+      const subjects = mails.map((m) => m.subject).sort();
+      assert.match(subjects[0], /^Reset your .* password$/);
+      assert.match(subjects[1], /^Verify your .* email$/);
+      assert.match(
+        mails.find((m) => m.subject.startsWith("Verify"))!.text,
+        /\/mb\/auth\/users\/confirm-verification\?token=/,
+      );
+    } finally {
+      await smtp.close();
+    }
+
+    // Impersonate Ada.
     await page.getByLabel(/^For/).selectOption("600");
     await page.getByRole("button", { name: "Impersonate" }).click();
     const dialog = page.getByRole("dialog");
