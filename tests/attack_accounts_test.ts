@@ -12,12 +12,16 @@
 
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import {
+  assert,
   assertEquals,
   assertStatus,
   forEachDb,
+  type Reply,
   startServer,
+  type TestServer,
 } from "./_server.ts";
-import { startOidc } from "./_oidc.ts";
+import { nextIp } from "./_auth_fixtures.ts";
+import { type OidcServer, startOidc } from "./_oidc.ts";
 
 const REDIRECT = "http://127.0.0.1:9/callback";
 
@@ -103,6 +107,56 @@ function provider(name: string, issuer: string) {
   };
 }
 
+interface Link {
+  name: string;
+  auth_url: string;
+  state: string;
+  code_verifier: string;
+}
+
+async function link(s: TestServer, entity: string, name: string) {
+  const r = await s.request(
+    "GET",
+    `/api/v1/auth/${entity}/methods?redirect_url=${
+      encodeURIComponent(REDIRECT)
+    }`,
+  );
+  assertStatus(r, 200);
+  const l = (r.data.oauth2.providers as Link[]).find((p) => p.name === name);
+  assert(l, `methods lists ${name}`);
+  return l;
+}
+
+function login(
+  s: TestServer,
+  entity: string,
+  body: Record<string, unknown>,
+): Promise<Reply> {
+  return s.request("POST", `/api/v1/auth/${entity}/login-oauth2`, {
+    body,
+    headers: { "x-forwarded-for": nextIp() },
+  });
+}
+
+/** Signs `account` in at the real provider through `entity`'s provider `name`. */
+async function signIn(
+  s: TestServer,
+  idp: OidcServer,
+  entity: string,
+  name: string,
+  account: string,
+): Promise<Reply> {
+  const l = await link(s, entity, name);
+  const back = await idp.authorize(l.auth_url, account);
+  return await login(s, entity, {
+    provider: name,
+    code: back.code,
+    code_verifier: l.code_verifier,
+    redirect_url: REDIRECT,
+    state: back.state,
+  });
+}
+
 forEachDb("attack: accounts and OAuth2", async (t, db) => {
   const idp = await startOidc({
     clients: [{
@@ -110,7 +164,13 @@ forEachDb("attack: accounts and OAuth2", async (t, db) => {
       client_secret: "app-secret",
       redirect_uris: [REDIRECT],
     }],
-    accounts: {},
+    accounts: {
+      // An address the provider has not verified: anyone may claim it there.
+      mallory: { email: "kate@example.com", email_verified: false },
+      kate: { email: "kate@example.com", email_verified: true },
+      // The Kelvin sign (U+212A) lower-cases to an ASCII "k".
+      kelvin: { email: "\u212Aim@example.com", email_verified: true },
+    },
   });
   const forger = await startForger();
   const s = await startServer(db, { trustProxy: true });
@@ -233,6 +293,24 @@ forEachDb("attack: accounts and OAuth2", async (t, db) => {
           true,
           "same issuer: the secret stays",
         );
+      },
+    );
+
+    await t.step(
+      "an identity linked by an unverified email loses the account once the address's owner signs in",
+      async () => {
+        const early = await signIn(s, idp, "members", "idp", "mallory");
+        assertStatus(early, 200);
+        assertEquals(early.data.user.verified, false);
+        const owner = await signIn(s, idp, "members", "idp", "kate");
+        assertStatus(owner, 200);
+        assertEquals(owner.data.user.id, early.data.user.id, "linked by email");
+        assertEquals(owner.data.user.verified, true);
+        const again = await signIn(s, idp, "members", "idp", "mallory");
+        assertStatus(again, 409, "the early identity no longer signs in");
+        const back = await signIn(s, idp, "members", "idp", "kate");
+        assertStatus(back, 200);
+        assertEquals(back.data.user.id, early.data.user.id);
       },
     );
   } finally {
