@@ -157,6 +157,25 @@ async function signIn(
   });
 }
 
+/** Signs in at the forger's issuer `n` (provider `f<n>`) with `claims`. */
+async function forged(
+  s: TestServer,
+  forger: Forger,
+  entity: string,
+  n: number,
+  claims: Record<string, unknown>,
+): Promise<Reply> {
+  const l = await link(s, entity, `f${n}`);
+  forger.nonces.set(n, new URL(l.auth_url).searchParams.get("nonce")!);
+  forger.claims.set(n, claims);
+  return await login(s, entity, {
+    provider: `f${n}`,
+    code: "any-code",
+    code_verifier: l.code_verifier,
+    redirect_url: REDIRECT,
+  });
+}
+
 forEachDb("attack: accounts and OAuth2", async (t, db) => {
   const idp = await startOidc({
     clients: [{
@@ -293,6 +312,41 @@ forEachDb("attack: accounts and OAuth2", async (t, db) => {
           true,
           "same issuer: the secret stays",
         );
+      },
+    );
+
+    const signUp = async (email: string) => {
+      const r = await s.request("POST", "/api/v1/entities/members", {
+        body: { email, password: "members-password-1" },
+        headers: { "x-forwarded-for": nextIp() },
+      });
+      assertStatus(r, 201);
+      return String(r.data.id);
+    };
+
+    await t.step(
+      "an id token's email_verified does not vouch for the email userinfo gives",
+      async () => {
+        const victim = await signUp("victim@example.com");
+        forger.userinfo.set(0, {
+          sub: "m1",
+          email: "victim@example.com",
+          email_verified: false,
+        });
+        const r = await forged(s, forger, "members", 0, {
+          sub: "m1",
+          email_verified: true,
+        });
+        assertStatus(r, 409, "the unverified email of a user never links");
+        // A verified one from userinfo still links.
+        forger.userinfo.set(1, {
+          sub: "m2",
+          email: "victim@example.com",
+          email_verified: true,
+        });
+        const ok = await forged(s, forger, "members", 1, { sub: "m2" });
+        assertStatus(ok, 200);
+        assertEquals(ok.data.user.id, victim);
       },
     );
 

@@ -105,6 +105,9 @@ async function oidcIdentity(
     now: cx.now,
   }, cx.keySets);
   let all: Record<string, unknown> = { ...claims };
+  // The email and whether it is verified come from one answer: an id token's
+  // `email_verified` says nothing of the email userinfo gives.
+  let mail: Record<string, unknown> = claims;
   if (str(claims.email) === "" && cx.endpoints.userinfo) {
     const { status, body } = await getJson(
       cx.endpoints.userinfo,
@@ -120,18 +123,21 @@ async function oidcIdentity(
       );
     }
     // OpenID Connect Core 5.3.2: a userinfo of another subject is not used.
-    if (info.sub === claims.sub) all = { ...info, ...claims };
+    if (info.sub === claims.sub) {
+      all = { ...info, ...claims };
+      mail = info;
+    }
   }
-  const verified = isTrue(all.email_verified) ||
-    (cx.endpoints.tenantIssuer === true && isTrue(all.xms_edov));
+  const verified = isTrue(mail.email_verified) ||
+    (cx.endpoints.tenantIssuer === true && isTrue(mail.xms_edov));
   const name = str(all.name) ||
     [str(all.given_name), str(all.family_name)].filter(Boolean).join(" ") ||
     str(all.preferred_username);
   return {
     issuer: String(claims.iss),
     subject: String(claims.sub),
-    email: str(all.email).toLowerCase(),
-    emailVerified: verified && str(all.email) !== "",
+    email: str(mail.email).toLowerCase(),
+    emailVerified: verified && str(mail.email) !== "",
     name,
     avatar: imageUrl(all.picture),
   };
