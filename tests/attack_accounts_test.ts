@@ -367,6 +367,15 @@ forEachDb("attack: accounts and OAuth2", async (t, db) => {
         assertEquals(back.data.user.id, early.data.user.id);
       },
     );
+
+    await t.step(
+      "a verified email that lower-cases into another address does not link to it",
+      async () => {
+        await signUp("kim@example.com");
+        const r = await signIn(s, idp, "members", "idp", "kelvin");
+        assertStatus(r, 409, "kim@example.com is not the address verified");
+      },
+    );
   } finally {
     await s.close();
     await forger.close();
