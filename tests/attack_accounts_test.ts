@@ -376,6 +376,28 @@ forEachDb("attack: accounts and OAuth2", async (t, db) => {
         assertStatus(r, 409, "kim@example.com is not the address verified");
       },
     );
+
+    await t.step(
+      "a key set with keys WebCrypto cannot import: 502 naming it, not 500",
+      async () => {
+        const n0 = 2;
+        const keys: unknown[] = [
+          { kty: "RSA", kid: "k1", n: "AA", e: "AQAB" },
+          { kty: "RSA", kid: "k1", alg: "RS256" },
+          { kty: "RSA", kid: "k1", n: 5, e: "AQAB" },
+        ];
+        for (const [i, key] of keys.entries()) {
+          forger.jwks.set(n0 + i, { keys: [key] });
+          const r = await forged(s, forger, "members", n0 + i, {
+            sub: `j${i}`,
+            email: `j${i}@example.com`,
+            email_verified: true,
+          });
+          assertStatus(r, 502, JSON.stringify(key));
+          assert(/holds a key that cannot be used/.test(r.error), r.error);
+        }
+      },
+    );
   } finally {
     await s.close();
     await forger.close();
