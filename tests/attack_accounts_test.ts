@@ -22,6 +22,14 @@ import {
 } from "./_server.ts";
 import { nextIp } from "./_auth_fixtures.ts";
 import { type OidcServer, startOidc } from "./_oidc.ts";
+import { startSmtp } from "./_smtp.ts";
+import {
+  account,
+  FAST_MAIL,
+  nthMailTo,
+  tokenOf,
+  useSmtp,
+} from "./_account_fixtures.ts";
 
 const REDIRECT = "http://127.0.0.1:9/callback";
 
@@ -187,12 +195,14 @@ forEachDb("attack: accounts and OAuth2", async (t, db) => {
       // An address the provider has not verified: anyone may claim it there.
       mallory: { email: "kate@example.com", email_verified: false },
       kate: { email: "kate@example.com", email_verified: true },
+      // Claims an address its owner later proves by a mailed reset.
+      eve: { email: "lena@example.com", email_verified: false },
       // The Kelvin sign (U+212A) lower-cases to an ASCII "k".
       kelvin: { email: "\u212Aim@example.com", email_verified: true },
     },
   });
   const forger = await startForger();
-  const s = await startServer(db, { trustProxy: true });
+  const s = await startServer(db, { trustProxy: true, mail: FAST_MAIL });
   const admin = await s.adminToken();
   try {
     const forgedProviders = Array.from(
@@ -374,6 +384,42 @@ forEachDb("attack: accounts and OAuth2", async (t, db) => {
         await signUp("kim@example.com");
         const r = await signIn(s, idp, "members", "idp", "kelvin");
         assertStatus(r, 409, "kim@example.com is not the address verified");
+      },
+    );
+
+    await t.step(
+      "an identity linked by an unverified email loses the account once its owner resets the password by mail",
+      async () => {
+        const smtp = await startSmtp();
+        try {
+          await useSmtp(s, admin, smtp);
+          const early = await signIn(s, idp, "members", "idp", "eve");
+          assertStatus(early, 200);
+          assertEquals(early.data.user.verified, false);
+          const asked = await account(s, "members", "request-password-reset", {
+            email: "lena@example.com",
+          });
+          assertStatus(asked, 204);
+          const token = tokenOf(await nthMailTo(smtp, "lena@example.com"));
+          const reset = await account(s, "members", "confirm-password-reset", {
+            token,
+            password: "lena-owns-this-1",
+          });
+          assertStatus(reset, 204);
+          const again = await signIn(s, idp, "members", "idp", "eve");
+          assertStatus(again, 409, "the early identity no longer signs in");
+          const login = await s.request("POST", "/api/v1/auth/members/login", {
+            body: {
+              identity: "lena@example.com",
+              password: "lena-owns-this-1",
+            },
+            headers: { "x-forwarded-for": nextIp() },
+          });
+          assertStatus(login, 200);
+          assertEquals(login.data.user.id, early.data.user.id);
+        } finally {
+          await smtp.close();
+        }
       },
     );
 
