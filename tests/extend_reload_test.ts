@@ -17,26 +17,13 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
+import { pause, poll } from "./_wait.ts";
 
 /** A script whose route answers `value` at `path`. */
 const routeScript = (path: string, value: string) =>
   `export default (app) => app.route("GET", ${
     JSON.stringify(path)
   }, () => ({ v: ${JSON.stringify(value)} }));\n`;
-
-/** Polls `check` until it returns true (at most `ms`). */
-async function waitFor(
-  what: string,
-  check: () => Promise<boolean>,
-  ms = 10_000,
-): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** The `v` a script route answers (or the status when it is not 200). */
 async function answer(s: TestServer, path: string): Promise<unknown> {
@@ -46,7 +33,7 @@ async function answer(s: TestServer, path: string): Promise<unknown> {
 
 /** Waits until `path` answers `expected`. */
 function answers(s: TestServer, path: string, expected: unknown) {
-  return waitFor(
+  return poll(
     `${path} to answer ${expected}`,
     async () => (await answer(s, path)) === expected,
   );
@@ -219,7 +206,7 @@ forEachDb(
         await t.step(what, async () => {
           const before = (await errors(s)).length;
           await Deno.writeTextFile(join(dir, "a.js"), text);
-          await waitFor(
+          await poll(
             "the error line",
             async () => (await errors(s)).length > before,
           );
@@ -296,8 +283,9 @@ forEachDb("reload: outside --dev nothing is watched", async (_t, db) => {
   try {
     await Deno.writeTextFile(join(dir, "a.js"), routeScript("/api/x/a", "two"));
     await Deno.writeTextFile(join(dir, "b.js"), routeScript("/api/x/b", "new"));
-    // Several times the settle delay of a dev reload.
-    await new Promise((r) => setTimeout(r, 1000));
+    // Several times the settle delay of a dev reload: the absence of a
+    // reload has nothing to poll for.
+    await pause(1000);
     assert.equal(await answer(s, "/api/x/a"), "one");
     assert.equal(await answer(s, "/api/x/b"), 404);
   } finally {
