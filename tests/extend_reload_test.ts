@@ -5,6 +5,8 @@
  * the last good set keeps serving; outside `--dev` nothing reloads and a
  * broken script stops start-up with one line.
  *
+ * The `--dev` links live in a directory no other local user can enter.
+ *
  * @module
  */
 
@@ -18,6 +20,7 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { pause, poll } from "./_wait.ts";
+import { withScripts } from "./_extend_fixtures.ts";
 
 /** A script whose route answers `value` at `path`. */
 const routeScript = (path: string, value: string) =>
@@ -353,3 +356,34 @@ Deno.test("reload: a dev server's links to the scripts go away on close", async 
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+function tmpDir(): string {
+  return Deno.env.get("TMPDIR") ?? "/tmp";
+}
+
+forEachDb(
+  "reload: the --dev links live in a directory only this user can enter",
+  async (t, db) => {
+    const before = new Set<string>();
+    for await (const e of Deno.readDir(tmpDir())) before.add(e.name);
+    await withScripts(db, { "a.js": "export default () => {};" }, async () => {
+      await t.step("owner-only, links to the scripts directory", async () => {
+        let found = 0;
+        for await (const e of Deno.readDir(tmpDir())) {
+          if (!e.name.startsWith("moonbase_scripts_") || before.has(e.name)) {
+            continue;
+          }
+          const st = await Deno.lstat(`${tmpDir()}/${e.name}`);
+          assert.ok(st.isDirectory);
+          assert.equal(
+            (st.mode ?? 0) & 0o077,
+            0,
+            `mode ${(st.mode ?? 0).toString(8)}`,
+          );
+          found++;
+        }
+        assert.ok(found >= 1, "a link directory exists in --dev");
+      });
+    }, { dev: true });
+  },
+);
