@@ -24,7 +24,7 @@ import {
   nextIp,
   USER_PW,
 } from "./_auth_fixtures.ts";
-import { startSmtp } from "./_smtp.ts";
+import { startSmtp, type TestSmtp } from "./_smtp.ts";
 import { base32Decode, totpAt } from "../lib/auth/totp.ts";
 
 const FAST = { pace: { pollMs: 50, firstMs: 100, maxMs: 400 } };
@@ -59,19 +59,39 @@ async function enrol(
   const setup = await post(s, entity, "totp/setup", {}, token);
   assertStatus(setup, 200, "setup");
   const secret: string = setup.data.secret;
-  // The previous step's code: the next steps' stay free for the logins.
+  // The current step's code (still inside the ±1 window if a step ends
+  // meanwhile); the logins use the next step's.
   assertStatus(
-    await post(
-      s,
-      entity,
-      "totp/confirm",
-      { code: codeAt(s, secret, -1) },
-      token,
-    ),
+    await post(s, entity, "totp/confirm", { code: codeAt(s, secret) }, token),
     204,
     "confirm",
   );
   return secret;
+}
+
+/** Polls until `n` mails to `to` arrived; the last one's text. */
+async function mailText(smtp: TestSmtp, to: string, n = 1): Promise<string> {
+  const end = Date.now() + 20_000;
+  for (;;) {
+    const got = smtp.received.filter((m) => m.to.includes(to));
+    if (got.length >= n) return got[n - 1].text;
+    if (Date.now() > end) throw new Error(`no mail ${n} to ${to} within 20 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The 6-digit code of a sign-in mail. */
+function codeIn(text: string): string {
+  const m = /\b(\d{6})\b/.exec(text);
+  assert(m, `a code in: ${text}`);
+  return m[1];
+}
+
+/** The token of a link mail. */
+function tokenIn(text: string): string {
+  const m = /token=([A-Za-z0-9_-]+)/.exec(text);
+  assert(m, `a token in: ${text}`);
+  return m[1];
 }
 
 /** Rows of `table` whose `user_id` is `id`. */
@@ -332,6 +352,137 @@ forEachDb("attacks on accounts, MFA and TOTP", async (t, db) => {
         assertEquals(after[0].n, crew[0].n, "crew's rows kept");
       },
     );
+    await t.step(
+      "holds: one right code or link used in parallel signs in once",
+      async () => {
+        const u = await fastUser(s, "crew", { email: "once@example.com" });
+        const r = await post(s, "crew", "request-otp", { email: u.email });
+        const code = codeIn(await mailText(smtp, String(u.email)));
+        const logins = await Promise.all(
+          Array.from(
+            { length: 6 },
+            () => post(s, "crew", "login-otp", { otp_id: r.data.otp_id, code }),
+          ),
+        );
+        assertEquals(
+          logins.map((x) => x.status).sort(),
+          [200, 401, 401, 401, 401, 401],
+        );
+        assertStatus(
+          await post(s, "crew", "request-password-reset", { email: u.email }),
+          204,
+        );
+        const token = tokenIn(await mailText(smtp, String(u.email), 2));
+        const resets = await Promise.all(
+          ["first-new-pass", "second-new-pass", "third-new-pass"].map((pw) =>
+            post(s, "crew", "confirm-password-reset", { token, password: pw })
+          ),
+        );
+        assertEquals(resets.map((x) => x.status).sort(), [204, 400, 400]);
+      },
+    );
+
+    await t.step(
+      "holds: one TOTP code on two mfa_ids at once signs in once",
+      async () => {
+        const u = await fastUser(s, "crew", { email: "replay@example.com" });
+        const own = await post(s, "crew", "login", {
+          identity: u.email,
+          password: USER_PW,
+        });
+        const secret = await enrol(s, "crew", own.data.token);
+        const firsts = await Promise.all(
+          [1, 2].map(() =>
+            post(s, "crew", "login", { identity: u.email, password: USER_PW })
+          ),
+        );
+        const code = codeAt(s, secret, 1);
+        const seconds = await Promise.all(
+          firsts.map((f) =>
+            post(s, "crew", "login-totp", { mfa_id: f.data.mfa_id, code })
+          ),
+        );
+        assertEquals(seconds.map((x) => x.status).sort(), [200, 401]);
+      },
+    );
+
+    await t.step(
+      "holds: a script's password change kills a mailed code and link; expired ones fail",
+      async () => {
+        const crew = s.app.schemas.get("crew")!;
+        const u = await fastUser(s, "crew", { email: "script@example.com" });
+        const r = await post(s, "crew", "request-otp", { email: u.email });
+        const code = codeIn(await mailText(smtp, String(u.email)));
+        assertStatus(
+          await post(s, "crew", "request-password-reset", { email: u.email }),
+          204,
+        );
+        const token = tokenIn(await mailText(smtp, String(u.email), 2));
+        await crew.update(u.id, { password: "script-set-pass" });
+        assertStatus(
+          await post(s, "crew", "login-otp", { otp_id: r.data.otp_id, code }),
+          401,
+          "the code",
+        );
+        assertStatus(
+          await post(s, "crew", "confirm-password-reset", {
+            token,
+            password: "attacker-pass-1",
+          }),
+          400,
+          "the link",
+        );
+        // Expired (by the database's clock): the same refusals.
+        const v = await fastUser(s, "crew", { email: "late@example.com" });
+        const r2 = await post(s, "crew", "request-otp", { email: v.email });
+        const code2 = codeIn(await mailText(smtp, String(v.email)));
+        assertStatus(
+          await post(s, "crew", "request-password-reset", { email: v.email }),
+          204,
+        );
+        const token2 = tokenIn(await mailText(smtp, String(v.email), 2));
+        for (const table of ["mb_otps", "mb_account_tokens"]) {
+          await s.app.storage.run(
+            `UPDATE "${table}" SET "expires" = ? WHERE "user_id" = ?`,
+            [s.app.now() - 1, v.id],
+          );
+        }
+        assertStatus(
+          await post(s, "crew", "login-otp", {
+            otp_id: r2.data.otp_id,
+            code: code2,
+          }),
+          401,
+        );
+        assertStatus(
+          await post(s, "crew", "confirm-password-reset", {
+            token: token2,
+            password: "attacker-pass-1",
+          }),
+          400,
+        );
+      },
+    );
+
+    await t.step("holds: an API key cannot touch TOTP", async () => {
+      const u = await fastUser(s, "crew", { email: "key@example.com" });
+      const made = await s.request("POST", "/api/v1/sys/api-keys", {
+        token: admin,
+        body: { name: "job", entity: "crew", user_id: u.id },
+      });
+      assertStatus(made, 201);
+      for (const path of ["totp/setup", "totp/confirm", "totp/disable"]) {
+        const r = await post(
+          s,
+          "crew",
+          path,
+          { code: "123456" },
+          made.data.key,
+        );
+        assertStatus(r, 403, path);
+      }
+      assertEquals(await rowsOf(s, "mb_totp", u.id), 0);
+    });
   } finally {
     await s.close();
     await smtp.close();
