@@ -464,6 +464,24 @@ forEachDb("attacks on accounts, MFA and TOTP", async (t, db) => {
       },
     );
 
+    await t.step(
+      "holds: the legacy /api/v1/auth/login asks an enrolled user for the second factor",
+      async () => {
+        const u = await fastUser(s, "crew", { email: "legacy@example.com" });
+        const own = await post(s, "crew", "login", {
+          identity: u.email,
+          password: USER_PW,
+        });
+        await enrol(s, "crew", own.data.token);
+        const r = await s.request("POST", "/api/v1/auth/login", {
+          body: { entity: "crew", identity: u.email, password: USER_PW },
+          headers: { "x-forwarded-for": nextIp() },
+        });
+        assertStatus(r, 401);
+        assertEquals(Object.keys(r.data), ["mfa_id"]);
+      },
+    );
+
     await t.step("holds: an API key cannot touch TOTP", async () => {
       const u = await fastUser(s, "crew", { email: "key@example.com" });
       const made = await s.request("POST", "/api/v1/sys/api-keys", {
