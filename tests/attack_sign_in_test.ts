@@ -465,6 +465,36 @@ forEachDb("attacks on accounts, MFA and TOTP", async (t, db) => {
     );
 
     await t.step(
+      "an email changed away and back does not revive the codes and links mailed before",
+      async () => {
+        const crew = s.app.schemas.get("crew")!;
+        const u = await fastUser(s, "crew", { email: "roundtrip@example.com" });
+        const r = await post(s, "crew", "request-otp", { email: u.email });
+        const code = codeIn(await mailText(smtp, String(u.email)));
+        assertStatus(
+          await post(s, "crew", "request-password-reset", { email: u.email }),
+          204,
+        );
+        const token = tokenIn(await mailText(smtp, String(u.email), 2));
+        await crew.update(u.id, { email: "elsewhere@example.com" });
+        await crew.update(u.id, { email: u.email });
+        assertStatus(
+          await post(s, "crew", "login-otp", { otp_id: r.data.otp_id, code }),
+          401,
+          "the code",
+        );
+        assertStatus(
+          await post(s, "crew", "confirm-password-reset", {
+            token,
+            password: "attacker-pass-1",
+          }),
+          400,
+          "the link",
+        );
+      },
+    );
+
+    await t.step(
       "holds: the legacy /api/v1/auth/login asks an enrolled user for the second factor",
       async () => {
         const u = await fastUser(s, "crew", { email: "legacy@example.com" });

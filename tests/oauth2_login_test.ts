@@ -595,7 +595,8 @@ forEachDb("oauth2: sign-in with a real OpenID provider", async (t, db) => {
         assertStatus(done, 200);
         assertEquals(done.data.user.id, alice.id);
         // An unverified user: linking replaces the password the first login
-        // proved, so that first login no longer counts.
+        // proved, so that first login no longer counts (the password change
+        // removes the user's pending second factors).
         await fastUser(s, "secure", { email: "gina@example.com" });
         const byPassword = await passwordLogin("gina@example.com");
         assertStatus(byPassword, 401);
@@ -603,7 +604,7 @@ forEachDb("oauth2: sign-in with a real OpenID provider", async (t, db) => {
           ...await oauthBody("gina"),
           mfa_id: byPassword.data.mfa_id,
         });
-        refused(linked, 401, /the password changed since the first login/);
+        refused(linked, 401, /invalid or expired mfa_id/);
       },
     );
 

@@ -38,3 +38,29 @@ export async function forgetUserRows(
     }
   }
 }
+
+/** The tables holding what was mailed or asked to prove a user's credentials. */
+export const PROOF_TABLES: readonly string[] = [
+  "mb_otps",
+  "mb_mfas",
+  "mb_account_tokens",
+];
+
+/**
+ * Removes the codes, links and pending second factors of user `userId`
+ * (after a change of the user's email or password): dead proofs stay dead
+ * even if the email is changed back. TOTP enrolments stay. Nobody else's
+ * rows.
+ */
+export async function forgetProofs(
+  q: Queryable,
+  entityId: string,
+  userId: string,
+): Promise<void> {
+  for (const table of PROOF_TABLES) {
+    await q.run(
+      `DELETE FROM "${table}" WHERE "entity_id" = ? AND "user_id" = ?`,
+      [entityId, userId],
+    );
+  }
+}

@@ -79,6 +79,13 @@ export interface EntityEnv {
    * user's sign-in rows (codes, second factors, mailed links).
    */
   usersRemoved?(entityId: string, userId?: string): Promise<void>;
+  /**
+   * Runs after a write that set a user's email or password committed:
+   * removes what was mailed to prove the old credentials (sign-in codes,
+   * links, pending second factors), so none comes back if the email is
+   * changed back later.
+   */
+  credentialsChanged?(entityId: string, userId: string): Promise<void>;
   /** Hooks of extension scripts on record writes. */
   readonly hooks: RecordHooks;
   /** Reports an after-hook that threw (the write stands). */

@@ -195,6 +195,9 @@ export class EntityRecords {
         const keep = opts.keepSession ?? (own ? opts.caller?.session : "");
         await this.#env.passwordChanged(this.#owner.name, id, keep ?? "");
       }
+      if (newPassword || values.has("email")) {
+        await this.#env.credentialsChanged?.(this.#owner.id, id);
+      }
       if (removedFiles.length > 0) {
         await this.#env.files?.remove(this.#owner.id, removedFiles);
       }
