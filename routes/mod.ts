@@ -18,6 +18,7 @@ import { logRoutes } from "./logs.ts";
 import { oauth2Routes } from "./oauth2.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
+import { batchRoutes } from "./batch.ts";
 import { ruleRoutes } from "./rules.ts";
 import { realtimeRoutes } from "./realtime.ts";
 import { schemaRoutes } from "./schemas.ts";
@@ -47,6 +48,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   schemaRoutes(r);
   const records = core.records;
   recordRoutes(r, records);
+  batchRoutes(r);
   fileRoutes(r, records);
   logRoutes(r);
   ruleRoutes(r);
