@@ -33,12 +33,7 @@ import {
   userOf,
   withScripts,
 } from "./_extend_fixtures.ts";
-import {
-  closeAll,
-  setupMarks,
-  subscribe,
-  upToMark,
-} from "./_realtime_cases.ts";
+import { setupMarks, subscribe, upToMark } from "./_realtime_cases.ts";
 
 const HOOKS = `
 export default (app) => {
