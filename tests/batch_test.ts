@@ -292,25 +292,29 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
         200,
         "second",
       ]);
-      const race = crypto.randomUUID();
-      const [x, y] = await Promise.all(["x", "y"].map((title) =>
-        batch(s, [
-          { method: "POST", url: url("orders"), body: { title: "beside" } },
-          { method: "PUT", url: url("orders"), body: { id: race, title } },
-        ])
-      ));
-      assertStatus(x, 200, "racer x");
-      assertStatus(y, 200, "racer y");
-      assertEquals(
-        [x.data[1].status, y.data[1].status].sort(),
-        [200, 201],
-        "one created, the other updated",
-      );
-      const rows = await s.app.storage.query(
-        `SELECT COUNT(*) AS n FROM "orders" WHERE "id" = ?`,
-        [race],
-      );
-      assertEquals(Number(rows[0].n), 1);
+      // Racers on an entity without hooks (a hook's write would queue
+      // them on its row lock), a few rounds.
+      for (let round = 0; round < 3; round++) {
+        const race = crypto.randomUUID();
+        const [x, y] = await Promise.all(["x", "y"].map((title) =>
+          batch(s, [
+            { method: "POST", url: url("docs"), body: { title: "beside" } },
+            { method: "PUT", url: url("docs"), body: { id: race, title } },
+          ])
+        ));
+        assertStatus(x, 200, "racer x");
+        assertStatus(y, 200, "racer y");
+        assertEquals(
+          [x.data[1].status, y.data[1].status].sort(),
+          [200, 201],
+          "one created, the other updated",
+        );
+        const rows = await s.app.storage.query(
+          `SELECT COUNT(*) AS n FROM "docs" WHERE "id" = ?`,
+          [race],
+        );
+        assertEquals(Number(rows[0].n), 1);
+      }
       const bad = await batch(s, [
         {
           method: "PUT",
