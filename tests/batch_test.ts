@@ -176,6 +176,16 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
   await t.step(
     "a failure at the last request leaves nothing: no row, no hook effect, no file, no event",
     async () => {
+      const withFile = async (title: string) => {
+        const r = await sendForm(s, "POST", url("docs"), [
+          { name: "title", value: title },
+          { name: "attachment", filename: `${title}.txt`, data: title },
+        ]);
+        assertStatus(r, 201, `doc ${title}`);
+        return r.data;
+      };
+      const kept = await withFile("kept");
+      const gone = await withFile("gone");
       const c = await subscribe(s, ["orders", "docs", "audit"], {
         token: admin,
       });
@@ -189,6 +199,12 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
       const json = {
         requests: [
           { method: "POST", url: url("docs"), body: { title: "with file" } },
+          {
+            method: "PATCH",
+            url: url("docs", kept.id),
+            body: { title: "changed" },
+          },
+          { method: "DELETE", url: url("docs", gone.id) },
           { method: "POST", url: url("orders"), body: { title: "fine" } },
           {
             method: "POST",
@@ -205,16 +221,22 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
           data: "hello",
           type: "text/plain",
         },
+        {
+          name: "requests.1.attachment",
+          filename: "b.txt",
+          data: "replacement",
+          type: "text/plain",
+        },
       ]);
       assertStatus(r, 409, "the batch fails with the request's status");
       const single = "Cannot create order: the hook refuses";
       assertEquals(r.body, {
         status: 409,
         data: {
-          index: 2,
+          index: 4,
           response: { status: 409, data: null, error: single },
         },
-        error: `Cannot run batch: request 2 failed: ${single}`,
+        error: `Cannot run batch: request 4 failed: ${single}`,
       });
       assertEquals([
         await rowCount(s, "orders"),
@@ -222,7 +244,13 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
         await rowCount(s, "audit"),
         await counter(s),
       ], counts);
-      assertEquals(await filesSnapshot(s), files, "no file left");
+      assertEquals(await filesSnapshot(s), files, "no file left, none gone");
+      for (const doc of [kept, gone]) {
+        const got = await s.request("GET", url("docs", doc.id));
+        assertEquals(got.data, doc, "the doc as it was");
+        const f = await getFile(s, `/api/files/docs/${doc.attachment}`);
+        assertEquals(f.text, doc.title, "its file still served");
+      }
       const [events] = await upToMark(s, [c]);
       assertEquals(events, [], "no realtime event");
       c.close();
@@ -275,6 +303,34 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
         data: { index: 1, response: envelope(guest) },
         error: `Cannot run batch: request 1 failed: ${guest.error}`,
       });
+    },
+  );
+
+  await t.step(
+    "account checks: changing one's own password needs oldPassword",
+    async () => {
+      const cy = await userOf(s, "members", "cy@example.com");
+      const change = { password: "new-password-1" };
+      const alone = await s.request("PATCH", url("members", cy.id), {
+        token: cy.token,
+        body: change,
+      });
+      assertStatus(alone, 400, "alone, without oldPassword");
+      const r = await batch(s, [
+        { method: "PATCH", url: url("members", cy.id), body: change },
+      ], cy.token);
+      assertEquals(r.body?.data, { index: 0, response: envelope(alone) });
+      const ok = await batch(s, [{
+        method: "PATCH",
+        url: url("members", cy.id),
+        body: { ...change, oldPassword: "password-123" },
+      }], cy.token);
+      assertStatus(ok, 200, "with oldPassword");
+      const login = await s.request("POST", "/api/v1/auth/members/login", {
+        body: { identity: "cy@example.com", password: "new-password-1" },
+        headers: { "x-forwarded-for": "203.0.113.5" },
+      });
+      assertStatus(login, 200, "the new password works");
     },
   );
 
