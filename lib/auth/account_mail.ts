@@ -10,7 +10,8 @@
  *   their own (`#later`). The answer (204) and its cost are the same for
  *   known and unknown emails, so nobody learns which have accounts.
  * - At most one mail per entity, purpose and address in two minutes
- *   (mail_throttle.ts); the request still answers 204.
+ *   (lib/mail/throttle.ts, shared with the sign-in codes); the request
+ *   still answers 204.
  * - Mail goes through the outbox (lib/mail/outbox.ts): queued in the
  *   database in the transaction that makes its token (and takes its mail
  *   slot), sent by the sender, retried through an SMTP outage.
@@ -23,10 +24,12 @@
  * @module
  */
 
+import { unlinkUser } from "./oauth2/links.ts";
 import { invalidFields, MoonbaseError } from "../errors.ts";
 import type { Storage } from "../db/storage.ts";
 import type { Logger } from "../logs/logger.ts";
 import type { Outbox } from "../mail/outbox.ts";
+import { claimWindow, pruneWindows, throttleKey } from "../mail/throttle.ts";
 import type { RecordData } from "../records/codec.ts";
 import { MAX_PASSWORD, MIN_PASSWORD } from "../records/codec.ts";
 import type { Entity } from "../records/entity.ts";
@@ -39,7 +42,6 @@ import {
   stampOf,
   type TokenPurpose,
 } from "./account_tokens.ts";
-import { pruneMailSlots, takeMailSlot } from "./mail_throttle.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
 
 /** What the flows need from the instance. */
@@ -154,8 +156,8 @@ export class AccountFlows {
     const { storage, tokens, outbox, now } = this.#env;
     const at = now();
     await storage.transaction(async (tx) => {
-      const slot = { entityId: entity.id, purpose, email: to };
-      if (!await takeMailSlot(tx, slot, at)) return; // one per two minutes
+      const key = throttleKey(entity.id, purpose, to);
+      if (!await claimWindow(tx, key, "", at)) return; // one per two minutes
       const token = await tokens.issue({
         purpose,
         entityId: entity.id,
@@ -171,7 +173,7 @@ export class AccountFlows {
         vars: { TOKEN: token, EMAIL: to },
       }, tx);
     });
-    if (++this.#runs % 100 === 0) await pruneMailSlots(storage, at);
+    if (++this.#runs % 100 === 0) await pruneWindows(storage, at);
   }
 
   /** `request-verification {email}`: mails a link to an unverified user. */
@@ -254,6 +256,7 @@ export class AccountFlows {
     const user = await entity.read(token.userId);
     if (user && user.verified !== true) {
       await entity.update(token.userId, { verified: true });
+      await unlinkUser(this.#env.storage, entity.id, token.userId);
     }
   }
 
@@ -271,7 +274,11 @@ export class AccountFlows {
     const password = passwordOf(body, action, MIN_PASSWORD);
     const { token } = await this.#check(entity, body, "password_reset", action);
     await this.#spend(token, action);
+    const before = await entity.read(token.userId);
     await entity.update(token.userId, { password, verified: true });
+    if (before && before.verified !== true) {
+      await unlinkUser(this.#env.storage, entity.id, token.userId);
+    }
     await this.#env.tokens.forget(entity.id, token.userId);
   }
 
@@ -309,8 +316,12 @@ export class AccountFlows {
       }, "Cannot change email: the password is wrong");
     }
     await this.#spend(token, action);
+    const wasVerified = row.verified === true || row.verified === 1;
     try {
       await entity.update(token.userId, { email: token.email, verified: true });
+      if (!wasVerified) {
+        await unlinkUser(this.#env.storage, entity.id, token.userId);
+      }
     } catch (err) {
       if (err instanceof MoonbaseError && err.code === "conflict") {
         throw takenEmail();

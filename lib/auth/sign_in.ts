@@ -2,12 +2,14 @@
  * The logins of auth entities' users by password (`login`), by mailed code
  * (`login-otp`) and by TOTP code (`login-totp`, a second factor only):
  * each proves who the user is its own way, then completes in
- * complete_login.ts. A failed login that carries an `mfa_id` counts
- * against it (5 end it).
+ * complete_login.ts. A login that carries an `mfa_id` counts against it
+ * before its credential is checked (5 end it).
  *
  * @module
  */
 
+import type { Storage } from "../db/storage.ts";
+import { unlinkUser } from "./oauth2/links.ts";
 import { invalidFields, MoonbaseError } from "../errors.ts";
 import type { Entity } from "../records/entity.ts";
 import { authOptions } from "../schema/auth_options.ts";
@@ -20,6 +22,7 @@ import { codeOf } from "./totp_enrollment.ts";
 /** What the sign-in methods use (a `Core` is one). */
 export interface SignInServices extends LoginServices {
   readonly otp: OtpCodes;
+  readonly storage: Storage;
 }
 
 /** `login {identity, password, mfa_id?}`. */
@@ -63,7 +66,10 @@ export async function otpLogin(
       );
     }
     if (user.verified === true) return user;
-    return await entity.update(used.userId, { verified: true }) ?? user;
+    const verified = await entity.update(used.userId, { verified: true });
+    // The address is proven: identities linked while it was not lose their way in.
+    await unlinkUser(services.storage, entity.id, used.userId);
+    return verified ?? user;
   });
   return await completeLogin(services, entity, user, "otp", { mfaId });
 }
@@ -83,23 +89,24 @@ export async function totpLogin(
     );
   }
   const code = codeOf(body.code);
-  const user = await countingMfa(services, entity, mfaId, async () => {
-    const first = await services.mfa.pending(entity, mfaId);
-    const user = await entity.read(first.userId);
-    if (!user || !await services.totp.accept(entity, first.userId, code)) {
-      throw new MoonbaseError(
-        "unauthenticated",
-        "Cannot log in: invalid or used TOTP code",
-      );
-    }
-    return user;
-  });
+  // Counted before the code is checked (as countingMfa does).
+  const first = await services.mfa.attempt(entity, mfaId);
+  const user = await entity.read(first.userId);
+  if (!user || !await services.totp.accept(entity, first.userId, code)) {
+    throw new MoonbaseError(
+      "unauthenticated",
+      "Cannot log in: invalid or used TOTP code",
+    );
+  }
   return await completeLogin(services, entity, user, "totp", { mfaId });
 }
 
 /**
- * Runs a credential check; a 401 of one that carries an `mfa_id` counts
- * against it (every method's check: the OAuth2 sign-in's too).
+ * Runs a credential check of a login that may carry an `mfa_id`: the
+ * attempt is counted against the `mfa_id` first (mfa.ts `attempt`, 401 when
+ * it is spent), then the check runs. Every method's
+ * check goes through here (the OAuth2 sign-in's too), so 5 logins end an
+ * `mfa_id` however many run at once.
  */
 export async function countingMfa<T>(
   services: SignInServices,
@@ -107,15 +114,8 @@ export async function countingMfa<T>(
   mfaId: string | undefined,
   check: () => Promise<T>,
 ): Promise<T> {
-  try {
-    return await check();
-  } catch (err) {
-    if (
-      mfaId !== undefined && err instanceof MoonbaseError &&
-      err.code === "unauthenticated"
-    ) await services.mfa.fail(entity, mfaId);
-    throw err;
-  }
+  if (mfaId !== undefined) await services.mfa.attempt(entity, mfaId);
+  return await check();
 }
 
 /** 403 when the entity does not offer `method`. */
