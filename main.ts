@@ -36,7 +36,8 @@ Options:
   --database <kind>        PSQL for PostgreSQL (default: SQLite in --dataDir)
   --connection <url>       PostgreSQL connection URL (with --database PSQL)
   --poolSize <n>           PostgreSQL connections (default: CPU cores, 2 to 10)
-  --statementTimeout <s>   PostgreSQL: longest statement of a request (default 30; 0: none)
+  --statementTimeout <s>   PostgreSQL: longest statement of a request, and longest
+                           batch on both databases (default 30; 0: none)
   --dataDir <dir>          data directory (default ./data); it belongs to the
                            database first used with it (see database.json in it)
   --rebindDataDir          take over a data directory of another database (its
@@ -47,6 +48,7 @@ Options:
   --corsOrigins <list>     comma-separated allowed origins (default *)
   --maxBodySize <bytes>    largest JSON body (default 1048576)
   --maxUploadSize <bytes>  largest upload (default 10485760)
+  --batchMaxRequests <n>   most requests in one POST /api/v1/batch (default 100)
   --trustProxy             take the client IP from X-Forwarded-For
   --headerTimeout <s>      time allowed for a request head (default 10)
   --idleTimeout <s>        idle keep-alive connection lifetime (default 30)
@@ -150,6 +152,7 @@ export function parseCli(args: string[]): Cli {
         corsOrigins: { type: "string" },
         maxBodySize: { type: "string" },
         maxUploadSize: { type: "string" },
+        batchMaxRequests: { type: "string" },
         trustProxy: { type: "boolean" },
         headerTimeout: { type: "string" },
         idleTimeout: { type: "string" },
@@ -214,6 +217,7 @@ export function parseCli(args: string[]): Cli {
     corsOrigins: v.corsOrigins?.split(",").map((s) => s.trim()).filter(Boolean),
     maxBodySize: int(v.maxBodySize, "maxBodySize", 1024, 1024 ** 3),
     maxUploadSize: int(v.maxUploadSize, "maxUploadSize", 1024, 64 * 1024 ** 3),
+    batchMaxRequests: int(v.batchMaxRequests, "batchMaxRequests", 1, 10_000),
     trustProxy: v.trustProxy,
     logLevel: logLevelOf(v.logLevel),
     logRetentionDays: int(v.logRetentionDays, "logRetentionDays", 1, 3650),

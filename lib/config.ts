@@ -33,6 +33,8 @@ export interface AppConfig {
   maxBodySize?: number;
   /** Largest upload in bytes (default 10 MiB). */
   maxUploadSize?: number;
+  /** Most requests in one batch (`POST /api/v1/batch`; default 100). */
+  batchMaxRequests?: number;
   /** Trust `X-Forwarded-For` for the client IP. */
   trustProxy?: boolean;
   /** JWT secret (default: `MB_JWT_SECRET`, else generated in dataDir). */
@@ -56,6 +58,7 @@ export interface AppConfig {
   /**
    * PostgreSQL: seconds any request statement may run before the database
    * cancels it (503); 0 for no limit (default 30). Schema changes are exempt.
+   * A batch's whole transaction is held to it too (on SQLite as well).
    */
   statementTimeout?: number;
   /** Least severe level logged: trace, debug, info (default), warn, error. */
@@ -195,6 +198,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     corsOrigins: c.corsOrigins ?? ["*"],
     maxBodySize: c.maxBodySize ?? 1024 * 1024,
     maxUploadSize: c.maxUploadSize ?? 10 * 1024 * 1024,
+    batchMaxRequests: c.batchMaxRequests ?? 100,
     trustProxy: c.trustProxy ?? false,
     jwtSecret: c.jwtSecret,
     clock: c.clock,

@@ -54,6 +54,7 @@ import { LogStore } from "./logs/store.ts";
 import { ruleProblem } from "./rules/check.ts";
 import { RecordService } from "./records/service.ts";
 import { callerAccess } from "./records/as_caller.ts";
+import { RecordBatches } from "./records/batch.ts";
 import { ExpressionRules } from "./records/rule_engine.ts";
 import { CallerRelay, type EntityEnv } from "./records/entity_env.ts";
 import { RecordHooks } from "./records/events.ts";
@@ -112,6 +113,8 @@ export interface Core {
   readonly helpers: Map<string, (...args: unknown[]) => unknown>;
   /** Rule-checked record operations (the records API, `{ as }` calls). */
   readonly records: RecordService;
+  /** Batches of record writes in one transaction (`POST /api/v1/batch`). */
+  readonly batches: RecordBatches;
   /** The scripts' record hooks (entities hold it; a reload replaces its generation). */
   readonly hooks: RecordHooks;
   /** Routes and middleware of the extension scripts (replaced on reload). */
@@ -478,6 +481,10 @@ export async function createCore(
       realtime,
       helpers,
       records,
+      batches: new RecordBatches(records, storage, {
+        maxRequests: config.batchMaxRequests,
+        timeoutMs: config.statementTimeout * 1000,
+      }),
       hooks,
       extensions: undefined,
       startedAt: Date.now(),

@@ -73,12 +73,17 @@ export class MoonbaseError extends Error {
    * assert.equal(MoonbaseError.withStatus(200, "x").status, 500);
    * ```
    */
-  static withStatus(status: number, message: string): MoonbaseError {
+  static withStatus(
+    status: number,
+    message: string,
+    data: Record<string, unknown> | null = null,
+    headers: Record<string, string> = {},
+  ): MoonbaseError {
     const s = Number.isInteger(status) && status >= 400 && status <= 599
       ? status
       : 500;
     const code = CODE_OF[s] ?? (s < 500 ? "invalid" : "unavailable");
-    const err = new MoonbaseError(code, String(message));
+    const err = new MoonbaseError(code, String(message), data, headers);
     (err as { status?: number }).status = s;
     return err;
   }

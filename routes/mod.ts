@@ -19,6 +19,7 @@ import { oauth2Routes } from "./oauth2.ts";
 import { oidcDiscoveryRoutes } from "./oidc_discovery.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
+import { batchRoutes } from "./batch.ts";
 import { ruleRoutes } from "./rules.ts";
 import { realtimeRoutes } from "./realtime.ts";
 import { schemaRoutes } from "./schemas.ts";
@@ -48,6 +49,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   schemaRoutes(r);
   const records = core.records;
   recordRoutes(r, records);
+  batchRoutes(r);
   fileRoutes(r, records);
   logRoutes(r);
   ruleRoutes(r);

@@ -139,8 +139,7 @@ export function recordRoutes(
       write,
       auth,
       ruleRequest(ctx, write.body),
-      ctx,
-      admitted,
+      { origin: ctx, admitted },
     );
     return ctx.json(201, rec, admitted.headers);
   });
@@ -155,7 +154,7 @@ export function recordRoutes(
       write,
       auth,
       ruleRequest(ctx, write.body),
-      ctx,
+      { origin: ctx },
     );
     return ctx.json(200, rec);
   });

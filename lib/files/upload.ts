@@ -12,8 +12,8 @@ import { parseJson } from "../http/body.ts";
 import type { BodyDeadlines } from "../http/deadlines.ts";
 import type { Entity } from "../records/entity.ts";
 import type { FieldDef } from "../schema/types.ts";
-import { boundaryOf, parseMultipart } from "./multipart.ts";
-import type { FileStore, StoredFile } from "./store.ts";
+import { boundaryOf, parseMultipart, type Part } from "./multipart.ts";
+import type { FileStore, StoredFile, UploadBudget } from "./store.ts";
 
 /** A parsed multipart write. */
 export interface MultipartWrite {
@@ -53,7 +53,8 @@ function fromText(field: FieldDef, text: string): unknown {
   }
 }
 
-async function readText(
+/** Reads a text part as UTF-8, at most `max` bytes (413 past it). */
+export async function readText(
   part: { body(): AsyncGenerator<Uint8Array> },
   max: number,
 ): Promise<string> {
@@ -79,6 +80,56 @@ async function readText(
       "Cannot read multipart body: a text part is not valid UTF-8",
     );
   }
+}
+
+/** A file part stored for a field. */
+export interface StoredUpload extends StoredFile {
+  /** The file field it was sent for. */
+  field: string;
+}
+
+/**
+ * Stores a file part sent for `name`, a file field of `entity` (400
+ * otherwise), within `budget` and the field's `mime_types`; an empty file
+ * input (no file name) is read and counted, not stored (undefined). The
+ * one home of what an uploaded file must pass, for single writes and
+ * batches alike.
+ */
+export async function storeFile(
+  part: Part,
+  name: string,
+  entity: Entity,
+  store: FileStore,
+  budget: UploadBudget,
+): Promise<StoredUpload | undefined> {
+  const field = entity.field(name);
+  if (!field || (field.type !== "file" && field.type !== "files")) {
+    const shown = name.slice(0, 64);
+    throw new MoonbaseError(
+      "invalid",
+      `Cannot accept upload: ${shown} is not a file field`,
+      {
+        fields: {
+          [shown]: { code: "not_a_file_field", message: "Not a file field" },
+        },
+      },
+    );
+  }
+  if (part.filename === "") {
+    // An empty file input: ignored, but its bytes still count against the cap.
+    for await (const chunk of part.body()) {
+      budget.remaining -= chunk.length;
+      if (budget.remaining < 0) {
+        throw new MoonbaseError(
+          "too_large",
+          `Cannot accept upload: larger than ${budget.maxFile} bytes`,
+        );
+      }
+    }
+    return undefined;
+  }
+  const stored = await store.write(entity.id, part, budget, field.mime_types);
+  return { ...stored, field: field.name };
 }
 
 /**
@@ -121,45 +172,12 @@ export async function readMultipartWrite(
     ) {
       const field = entity.field(part.name);
       if (part.filename !== undefined) {
-        if (!field || (field.type !== "file" && field.type !== "files")) {
-          throw new MoonbaseError(
-            "invalid",
-            `Cannot accept upload: ${
-              part.name.slice(0, 64)
-            } is not a file field`,
-            {
-              fields: {
-                [part.name.slice(0, 64)]: {
-                  code: "not_a_file_field",
-                  message: "Not a file field",
-                },
-              },
-            },
-          );
-        }
-        if (part.filename === "") {
-          // An empty file input: ignored, but its bytes still count against the cap.
-          for await (const chunk of part.body()) {
-            budget.remaining -= chunk.length;
-            if (budget.remaining < 0) {
-              throw new MoonbaseError(
-                "too_large",
-                `Cannot accept upload: larger than ${maxUpload} bytes`,
-              );
-            }
-          }
-          continue;
-        }
-        const stored = await store.write(
-          entity.id,
-          part,
-          budget,
-          field.mime_types,
-        );
+        const stored = await storeFile(part, part.name, entity, store, budget);
+        if (!stored) continue;
         out.files.push(stored);
-        const list = out.uploads.get(field.name) ?? [];
+        const list = out.uploads.get(stored.field) ?? [];
         list.push(stored.name);
-        out.uploads.set(field.name, list);
+        out.uploads.set(stored.field, list);
         continue;
       }
       const value = await readText(part, MAX_TEXT);

@@ -92,25 +92,56 @@ export function errorResponse(
   err: unknown,
   report: (err: unknown) => void = () => {},
 ): Response {
+  const e = errorEnvelope(err);
+  if (!e) {
+    report(err);
+    return json(500, null, undefined, INTERNAL);
+  }
+  return json(e.status, e.data, e.headers, e.error);
+}
+
+/** An error as its answer: the envelope's three keys and the headers. */
+export interface ErrorEnvelope {
+  status: number;
+  data: Record<string, unknown> | null;
+  error: string;
+  headers: Record<string, string> | undefined;
+}
+
+/**
+ * What `errorResponse` answers for `err`, as values (a batch nests one
+ * request's answer in its own); undefined for an unknown error (a 500,
+ * to be reported).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { errorEnvelope } from "moonbase/lib/http/envelope.ts";
+ * import { MoonbaseError } from "moonbase/lib/errors.ts";
+ * const e = errorEnvelope(new MoonbaseError("conflict", "Cannot create record: duplicate"));
+ * assert.deepEqual([e?.status, e?.error], [409, "Cannot create record: duplicate"]);
+ * assert.equal(errorEnvelope(new Error("SELECT secret")), undefined);
+ * ```
+ */
+export function errorEnvelope(err: unknown): ErrorEnvelope | undefined {
   if (err instanceof MoonbaseError) {
-    return json(
-      err.status ?? STATUS[err.code],
-      err.data,
-      err.headers,
-      err.message,
-    );
+    return {
+      status: err.status ?? STATUS[err.code],
+      data: err.data,
+      error: err.message,
+      headers: err.headers,
+    };
   }
   if (err instanceof StorageUnavailableError) {
     // The message may name hosts or driver details: the client gets a fixed one.
-    return json(
-      503,
-      null,
-      { "retry-after": String(err.retryAfter) },
-      UNREACHABLE,
-    );
+    return {
+      status: 503,
+      data: null,
+      error: UNREACHABLE,
+      headers: { "retry-after": String(err.retryAfter) },
+    };
   }
-  report(err);
-  return json(500, null, undefined, INTERNAL);
+  return undefined;
 }
 
 const UNREACHABLE = "Cannot reach the database: try again later";

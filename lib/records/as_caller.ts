@@ -53,7 +53,7 @@ export function callerAccess(service: RecordService): CallerAccess {
         write(data),
         auth,
         req("POST", data),
-        currentRequest(),
+        { origin: currentRequest() },
       ),
     update: (name, id, data, auth) =>
       service.update(
@@ -62,7 +62,7 @@ export function callerAccess(service: RecordService): CallerAccess {
         write(data),
         auth,
         req("PATCH", data),
-        currentRequest(),
+        { origin: currentRequest() },
       ),
     remove: (name, id, auth) =>
       service.remove(service.entity(name), id, auth, req("DELETE")),

@@ -127,7 +127,8 @@ export async function readRow(
 
 /**
  * Inserts a record from checked (and password-hashed) values, with the
- * files uploaded with it (field → stored names).
+ * files uploaded with it (field → stored names), under a new id unless
+ * `id` names one (a batch's upsert).
  */
 export async function insertRecord(
   store: Storage,
@@ -136,10 +137,10 @@ export async function insertRecord(
   access: Access = {},
   uploads: Uploads = new Map(),
   steps: WriteSteps = {},
+  id: string = uuidv7(),
 ): Promise<RecordData> {
   const now = new Date().toISOString();
   if (hasFiles(schema)) mergeFiles(schema, undefined, values, uploads);
-  const id = uuidv7();
   const columns = (v: CheckedInput) =>
     encodeValues(
       schema,

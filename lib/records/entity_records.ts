@@ -10,6 +10,7 @@
  */
 
 import type { Storage } from "../db/storage.ts";
+import { invalidFields } from "../errors.ts";
 import {
   type CheckedInput,
   checkInput,
@@ -67,7 +68,25 @@ export interface WriteOptions extends ReadOptions {
   caller?: AuthValue;
   /** Update of a password: the session (token id) that stays valid. */
   keepSession?: string;
+  /**
+   * Create: the record's id (a batch's upsert; a lowercase UUID), else a
+   * new one.
+   */
+  id?: string;
+  /**
+   * Hashes of the passwords in the write, computed ahead (`hashAhead`: a
+   * batch hashes before it opens its transaction, which must not wait for
+   * a key derivation).
+   */
+  hashed?: PasswordHashes;
 }
+
+/** Password → its stored hash, computed ahead of a write (`hashAhead`). */
+export type PasswordHashes = ReadonlyMap<string, string>;
+
+/** The ids a caller may choose (a batch's upsert): UUIDs in lowercase. */
+const CHOSEN_ID =
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** One entity's record operations, below any access rule. */
 export class EntityRecords {
@@ -103,9 +122,15 @@ export class EntityRecords {
     opts: WriteOptions = {},
   ): Promise<RecordData> {
     assertWritable(this.#owner, "add");
+    if (opts.id !== undefined && !CHOSEN_ID.test(opts.id)) {
+      throw invalidFields(
+        { id: { code: "invalid", message: "Must be a UUID in lowercase" } },
+        `Cannot create record in ${this.#owner.name}: the id is no UUID`,
+      );
+    }
     // The caller default ("@auth") is set here, before the add rule runs.
     const values = checkInput(this.#schema, data, "create", opts.caller);
-    await this.#hash(values);
+    await this.#hash(values, opts.hashed);
     const hooks = this.#hooks("Create", opts.caller, values);
     const journal = this.#journal();
     const rec = await insertRecord(
@@ -115,6 +140,7 @@ export class EntityRecords {
       opts.access,
       opts.uploads,
       { before: hooks?.before, changed: journal?.changed, fuse: journal?.fuse },
+      opts.id,
     );
     await afterCommit(this.#base, hooks, () => {
       journal?.committed();
@@ -170,7 +196,7 @@ export class EntityRecords {
   ): Promise<RecordData | undefined> {
     assertWritable(this.#owner, "update");
     const values = checkInput(this.#schema, data, "update");
-    let newPassword = await this.#hash(values);
+    let newPassword = await this.#hash(values, opts.hashed);
     const hooks = this.#hooks("Update", opts.caller, values);
     const journal = this.#journal();
     const updated = await updateRecord(
@@ -259,11 +285,51 @@ export class EntityRecords {
     return this.#schema.is_system ? undefined : writeJournal(this.#env.changes);
   }
 
-  /** Hashes a new password in place; true when the write sets one. */
-  async #hash(values: Map<string, unknown>): Promise<boolean> {
+  /**
+   * Hashes a new password in place (taking the hash from `hashed` when it
+   * was computed ahead); true when the write sets one.
+   */
+  async #hash(
+    values: Map<string, unknown>,
+    hashed?: PasswordHashes,
+  ): Promise<boolean> {
     const pw = values.get("password");
     if (this.#owner.type !== "auth" || typeof pw !== "string") return false;
-    values.set("password", await this.#env.hashPassword(pw));
+    values.set("password", hashed?.get(pw) ?? await this.#env.hashPassword(pw));
     return true;
+  }
+
+  /**
+   * The hash of the password a write's `data` sets, computed now, for the
+   * write to take (`WriteOptions.hashed`): a batch hashes before its
+   * transaction. Undefined when `data` sets none (or this is no auth
+   * entity). The value is checked by the write itself, as ever.
+   */
+  async hashAhead(
+    data: Record<string, unknown>,
+  ): Promise<PasswordHashes | undefined> {
+    const pw = data.password;
+    if (this.#owner.type !== "auth" || typeof pw !== "string") return undefined;
+    return new Map([[pw, await this.#env.hashPassword(pw)]]);
+  }
+
+  /**
+   * Inside a transaction (a batch): whether a record has `id`, with `id`
+   * held until the transaction ends, so that two upserts of one id take
+   * turns (PostgreSQL: a transaction-level advisory lock on the entity and
+   * id; SQLite: the transaction holds the write lock already).
+   */
+  async claim(id: string): Promise<boolean> {
+    const store = this.#store;
+    if (store === this.#base) {
+      throw new Error("Cannot claim a record id outside a transaction");
+    }
+    if (store.dialect.name === "postgres") {
+      await store.query(
+        `SELECT pg_advisory_xact_lock(hashtextextended(?, 0)) AS "held"`,
+        [`mb_upsert:${this.#schema.id}:${id}`],
+      );
+    }
+    return (await readRow(store, this.#schema, id)) !== undefined;
   }
 }

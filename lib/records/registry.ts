@@ -25,6 +25,7 @@ import {
   storedFileNames,
 } from "./schema_change.ts";
 import type { EntityEnv } from "./entity_env.ts";
+import { openScope } from "./write_scope.ts";
 import { planPatch } from "../schema/migrate.ts";
 import { saveSchema } from "../schema/stored.ts";
 import type { SchemaContext } from "../schema/validate.ts";
@@ -166,10 +167,14 @@ export class Registry {
    * called — a read of the version row sent after the call, and a reload
    * when another instance changed them. One read at a time: calls made
    * while one is out share the next. Undefined on SQLite (one process: its
-   * isolates catch up in `InstanceSync.fresh`).
+   * isolates catch up in `InstanceSync.fresh`), and inside a write's
+   * transaction (a hook's nested operation, a batch's request): the outer
+   * write checked before it began, and a read of the version outside its
+   * transaction could wait for a connection that transaction holds.
    */
   current(): Promise<void> | undefined {
     if (this.#store.dialect.name !== "postgres") return undefined;
+    if (openScope(this.#store)) return undefined;
     if (this.#next) return this.#next;
     const out = this.#sent;
     if (!out) return this.#send();

@@ -25,6 +25,7 @@ import type { ListResult } from "./list.ts";
 import { type Access, both } from "./caller_access.ts";
 import { callerOf, type CursorKey } from "./list_cursor.ts";
 import { sortUnderPerRowRule, writable } from "./caller_limits.ts";
+import type { PasswordHashes } from "./entity_records.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
 export interface RecordWrite {
@@ -39,6 +40,31 @@ export interface RecordWrite {
  */
 export interface Admission {
   readonly headers: Record<string, string> | undefined;
+}
+
+/**
+ * How a write is called: the request it comes from, and what was done for
+ * it ahead of its transaction (`RecordService.prepare`: a batch does it
+ * before it opens its own, which must neither wait for these checks nor
+ * roll back what they count).
+ */
+export interface WriteCall {
+  /** The request (the client address the account checks count by). */
+  readonly origin?: RequestOrigin;
+  /** Create: the sign-up was counted already (`admit`). */
+  readonly admitted?: Admission;
+  /** Update: the account checks ran already; the body is the one they returned. */
+  readonly accountChecked?: boolean;
+  /** Password hashes computed ahead. */
+  readonly hashed?: PasswordHashes;
+  /** Create: the record's id (a batch's upsert). */
+  readonly id?: string;
+}
+
+/** What `prepare` did for a write: the body to write and how to call it. */
+export interface PreparedWrite {
+  readonly body: Record<string, unknown>;
+  readonly call: WriteCall;
 }
 
 function notFound(entity: Entity): MoonbaseError {
@@ -244,26 +270,73 @@ export class RecordService {
   }
 
   /**
+   * Before a batch's transaction, what a write of `entity` by `auth` checks
+   * and counts outside its own: for a create (and an upsert) a sign-up
+   * counted against `origin` (429 past the limit); for an update (and an
+   * upsert) the account checks (`oldPassword`, counted as a login attempt;
+   * by the record as stored before the batch); a new password hashed.
+   * A create and an update are refused here already when the rule mode
+   * alone denies them (an upsert's branch is decided in the transaction).
+   */
+  async prepare(
+    entity: Entity,
+    op: "create" | "update" | "upsert",
+    id: string | undefined,
+    body: Record<string, unknown>,
+    auth: AuthValue,
+    origin: RequestOrigin | undefined,
+  ): Promise<PreparedWrite> {
+    let admitted: Admission | undefined;
+    if (op === "create") admitted = await this.admit(entity, auth, origin);
+    if (op === "upsert") {
+      assertWritable(entity, "add");
+      admitted = { headers: await this.#checks.signup(entity, auth, origin) };
+    }
+    if (op === "update") this.precheck(entity, "update", auth);
+    if (op !== "create" && id !== undefined && entity.type === "auth") {
+      body = await this.#checks.change(entity, id, body, auth, origin);
+    }
+    const hashed = await entity.records.hashAhead(body);
+    return {
+      body,
+      call: { origin, admitted, accountChecked: op !== "create", hashed },
+    };
+  }
+
+  /**
+   * Resolves once the schemas in memory are as new as the stored ones
+   * (PostgreSQL, `Registry.current`): a batch checks once, before its
+   * transaction.
+   */
+  async fresh(): Promise<void> {
+    await this.#registry.current();
+  }
+
+  /**
    * Creates a record; uploaded files are deleted when the create fails. A
-   * sign-up is counted against `origin` unless `admitted` says it was.
+   * sign-up is counted against `call.origin` unless `call.admitted` says it
+   * was.
    */
   async create(
     entity: Entity,
     write: RecordWrite,
     auth: AuthValue,
     req: RuleRequest,
-    origin?: RequestOrigin,
-    admitted?: Admission,
+    call: WriteCall = {},
   ): Promise<RecordData> {
-    let headers = admitted?.headers;
+    let headers = call.admitted?.headers;
     try {
       entity = await this.#writing(entity, write);
       const access = this.#access(entity, "add", auth, req);
-      if (!admitted) headers = await this.#checks.signup(entity, auth, origin);
+      if (!call.admitted) {
+        headers = await this.#checks.signup(entity, auth, call.origin);
+      }
       return await entity.records.create(writable(entity, write.body, auth), {
         access,
         caller: auth,
         uploads: write.uploads,
+        hashed: call.hashed,
+        id: call.id,
       });
     } catch (err) {
       await write.cleanup();
@@ -276,7 +349,7 @@ export class RecordService {
   /**
    * Updates a record the caller may change (404 otherwise). On an auth
    * entity the account rules run first (`oldPassword`; a check counts as a
-   * login attempt from `origin`).
+   * login attempt from `call.origin`), unless `call.accountChecked`.
    */
   async update(
     entity: Entity,
@@ -284,7 +357,7 @@ export class RecordService {
     write: RecordWrite,
     auth: AuthValue,
     req: RuleRequest,
-    origin?: RequestOrigin,
+    call: WriteCall = {},
   ): Promise<RecordData> {
     let rec: RecordData | undefined;
     try {
@@ -292,15 +365,18 @@ export class RecordService {
       let body = write.body;
       if (entity.type === "auth") {
         this.precheck(entity, "update", auth); // 401/403 before a 400
-        body = await this.#checks.change(entity, id, body, auth, origin);
-        // Rules see the body without `oldPassword`.
-        if (body !== write.body) req = withBody(req, body);
+        if (!call.accountChecked) {
+          body = await this.#checks.change(entity, id, body, auth, call.origin);
+          // Rules see the body without `oldPassword`.
+          if (body !== write.body) req = withBody(req, body);
+        }
       }
       const access = this.#access(entity, "update", auth, req);
       rec = await entity.records.update(id, writable(entity, body, auth), {
         access,
         caller: auth,
         uploads: write.uploads,
+        hashed: call.hashed,
       });
     } catch (err) {
       await write.cleanup();
