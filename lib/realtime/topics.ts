@@ -109,7 +109,7 @@ export function parseTopics(list: readonly unknown[], max: number): Topic[] {
     }
     const name = m[2] ? `${m[1]}/${m[2]}` : m[1];
     const expand = topicExpand(name, m[3]);
-    out.delete(name); // the last one counts, in its place
+    // A repeat keeps its place; its options are the last ones given.
     out.set(name, {
       key: name,
       entity: m[1],
