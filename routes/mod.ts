@@ -16,6 +16,7 @@ import { dashboardRoutes } from "./dashboard.ts";
 import { fileRoutes } from "./files.ts";
 import { logRoutes } from "./logs.ts";
 import { oauth2Routes } from "./oauth2.ts";
+import { oidcDiscoveryRoutes } from "./oidc_discovery.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
 import { ruleRoutes } from "./rules.ts";
@@ -53,5 +54,6 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   realtimeRoutes(r);
   settingsRoutes(r);
   accountRoutes(r);
+  oidcDiscoveryRoutes(r);
   return r;
 }

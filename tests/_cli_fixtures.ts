@@ -9,6 +9,7 @@
 
 import { fileURLToPath } from "node:url";
 import { seedUser, startServer } from "./_server.ts";
+import { pause, poll } from "./_wait.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const SECRET = "cli-test-secret-0123456789-abcdefghijklmnop";
@@ -182,19 +183,19 @@ export async function startCli(
   const port = Number(m[2]);
   // The lines printed after "listening on" (setup link) come with it; wait
   // until the server answers and the output has settled.
-  for (let i = 0; i < 100; i++) {
+  await poll("the server to answer", async () => {
     try {
       const res = await fetch(`http://${HOST}:${port}/api/v1/health`);
       await res.body?.cancel();
-      break;
+      return true;
     } catch {
-      await new Promise((r) => setTimeout(r, 100));
+      return false; // not listening yet
     }
-  }
+  }, { every: 100 }).catch(() => {/* the callers' requests say more */});
   let seen = -1;
   while (seen !== out.text().length + err.text().length) {
     seen = out.text().length + err.text().length;
-    await new Promise((r) => setTimeout(r, 150));
+    await pause(150);
   }
   return {
     proc,

@@ -13,6 +13,7 @@
  */
 
 import postgres from "postgres";
+import { pause } from "./_wait.ts";
 
 const BIN = Deno.env.get("MB_PG_BIN") ?? "/usr/lib/postgresql/15/bin";
 
@@ -271,7 +272,7 @@ async function shared(): Promise<PgCluster> {
     if (Date.now() > deadline) {
       throw new Error(`The shared cluster did not start in ${dir}`);
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await pause(50);
   }
 }
 

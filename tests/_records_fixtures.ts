@@ -4,6 +4,7 @@
  */
 import { Buffer } from "node:buffer";
 import type { TestServer } from "./_server.ts";
+import { poll } from "./_wait.ts";
 
 /** Creates `authors` and `posts` (every field type; admin-only rules). */
 export async function setupBlog(s: TestServer): Promise<string> {
@@ -128,12 +129,12 @@ export function textFile(
 export async function imageLoads(
   img: { evaluate<R>(fn: (el: unknown) => R): Promise<R> },
 ): Promise<boolean> {
-  for (let i = 0; i < 50; i++) {
-    const w = await img.evaluate((el) =>
-      (el as { naturalWidth: number }).naturalWidth
-    );
-    if (w > 0) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return false;
+  return await poll(
+    "the image's pixels",
+    async () =>
+      await img.evaluate((el) =>
+        (el as { naturalWidth: number }).naturalWidth
+      ) > 0,
+    { deadline: 5000, every: 100 },
+  ).catch(() => false);
 }

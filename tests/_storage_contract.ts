@@ -18,7 +18,8 @@
 
 import assert from "node:assert/strict";
 import { ident, physicalName, type Storage } from "../lib/db/storage.ts";
-import { type Case, rejection, sleep, table } from "./_storage_contract_kit.ts";
+import { type Case, rejection, table } from "./_storage_contract_kit.ts";
+import { pause } from "./_wait.ts";
 import {
   rawValueCases,
   statementCases,
@@ -149,7 +150,7 @@ const closingCases: {
       const tx = s.transaction(async (q) => {
         await q.run(`INSERT INTO "t" VALUES (1)`);
         wrote();
-        await sleep(20);
+        await pause(20);
         await q.run(`INSERT INTO "t" VALUES (2)`);
         return (await q.query(`SELECT count(*) AS n FROM "t"`))[0].n;
       });

@@ -41,9 +41,6 @@ export async function rejection(p: Promise<unknown>): Promise<unknown> {
   return assert.fail("expected a rejection");
 }
 
-export const sleep = (ms: number): Promise<unknown> =>
-  new Promise((r) => setTimeout(r, ms));
-
 /** Creates a table `("id" <int> PRIMARY KEY, <cols>)` and returns its quoted name. */
 export async function table(
   c: Ctx,

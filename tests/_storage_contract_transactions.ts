@@ -12,9 +12,9 @@ import {
   count,
   ids,
   rejection,
-  sleep,
   table,
 } from "./_storage_contract_kit.ts";
+import { pause } from "./_wait.ts";
 
 // ---------------------------------------------------------------------------
 // Transactions.
@@ -113,7 +113,7 @@ export const transactionCases: Case[] = [
         const tx = c.s.transaction(async (q) => {
           await q.run(`INSERT INTO ${t} VALUES (1, 'in tx')`);
           wrote();
-          await sleep(30);
+          await pause(30);
           leaving = true;
           if (!commit) throw new Error("Cannot go on: test");
         }).catch(() => "rolled back");
@@ -136,7 +136,7 @@ export const transactionCases: Case[] = [
         (_, i) =>
           c.s.transaction(async (tx) => {
             await tx.run(`INSERT INTO ${t} VALUES (?, ?)`, [i, `tx${i}`]);
-            await sleep(i % 3);
+            await pause(i % 3);
             await tx.run(`INSERT INTO ${t} VALUES (?, ?)`, [100 + i, `tx${i}`]);
             if (i % 2 === 1) throw new Error(`Cannot go on: ${i}`);
             return i;
@@ -166,7 +166,7 @@ export const transactionCases: Case[] = [
             const [row] = await tx.query(
               `SELECT "n" FROM ${t} WHERE "id" = 1${c.d.forUpdate}`,
             );
-            await sleep(2);
+            await pause(2);
             await tx.run(`UPDATE ${t} SET "n" = ? WHERE "id" = 1`, [
               (row.n as number) + 1,
             ]);

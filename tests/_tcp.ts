@@ -6,13 +6,13 @@
  */
 
 import type { TestServer } from "./_server.ts";
+import { pause } from "./_wait.ts";
 
 export const enc: TextEncoder = new TextEncoder();
 export const dec: TextDecoder = new TextDecoder();
 
-/** Resolves after `ms`. */
-export const sleep = (ms: number): Promise<void> =>
-  new Promise((r) => setTimeout(r, ms));
+/** Resolves after `ms` (kept for the realtime files; new code uses _wait.ts). */
+export const sleep: (ms: number) => Promise<void> = pause;
 
 /** The port a test server listens on. */
 export function portOf(s: TestServer): number {
@@ -45,7 +45,7 @@ export async function healthWithin(port: number, ms: number): Promise<boolean> {
       await res.body?.cancel();
       if (res.status === 200) return true;
     } catch { /* not yet */ }
-    await sleep(100);
+    await pause(100);
   }
   return false;
 }

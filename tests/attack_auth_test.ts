@@ -21,6 +21,7 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { startPostgres } from "./_pg.ts";
+import { pause } from "./_wait.ts";
 
 const PW = "user-password-1";
 
@@ -178,12 +179,12 @@ forEachDb(
                 chains[i] = r.data.token;
               }
             });
-            await new Promise((r) => setTimeout(r, 60));
+            await pause(60);
             const next = `changed-password-${round}`;
             const p = await changePassword(s, u.id, mine, pw, next);
             assert.equal(p.status, 200, p.text);
             pw = next;
-            await new Promise((r) => setTimeout(r, 60));
+            await pause(60);
             stop = true;
             await Promise.all(loops);
             for (const token of chains) {
@@ -209,7 +210,7 @@ forEachDb(
             const change = changePassword(s, u.id, mine, pw, next).finally(() =>
               settled = true
             );
-            await new Promise((r) => setTimeout(r, delay));
+            await pause(delay);
             const late = settled; // the change was done before this login
             const old = await loginWith(s, "during@x.com", pw);
             const p = await change;

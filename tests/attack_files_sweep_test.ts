@@ -33,19 +33,7 @@ import {
   toReply,
   walk,
 } from "./_files_fixtures.ts";
-
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined>,
-): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+import { poll } from "./_wait.ts";
 
 /**
  * Starts an upload on `s` and holds its last bytes; once its file is on
@@ -79,10 +67,10 @@ async function survivesSecondStart(
   const upload = fetch(`${s.url}/api/v1/entities/docs`, init);
   const dir = join(s.dataDir, "files", entityId);
   const before = new Set(await walk(dir).catch(() => [] as string[]));
-  const name = await until("the upload's file on disk", async () => {
+  const name = await poll("the upload's file on disk", async () => {
     const names = await walk(dir).catch(() => [] as string[]);
     return names.find((n) => !before.has(n));
-  });
+  }, { deadline: 30_000 });
   if (agedMs > 0) {
     // An upload that started that long ago (a large file, a long deadline).
     const n = await s.app.storage.run(

@@ -18,6 +18,7 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { closeAll, connect, enc, portOf, readResponse } from "./_tcp.ts";
+import { pause } from "./_wait.ts";
 
 const PUBLIC = { mode: "public", expr: "" };
 const ADMIN_ONLY = { mode: "", expr: "" };
@@ -55,7 +56,7 @@ async function slowWrite(
         json.slice(0, 5),
     ));
     // Let the server resolve the entity and start on the body.
-    await new Promise((r) => setTimeout(r, 200));
+    await pause(200);
     await meanwhile();
     await conn.write(enc.encode(json.slice(5)));
     const text = await readResponse(conn);

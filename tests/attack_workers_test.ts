@@ -9,6 +9,7 @@
 import { assert, assertEquals, startServer } from "./_server.ts";
 import { OPEN_RULES, startCluster } from "./_workers_fixtures.ts";
 import { openSse, type SseClient } from "./_realtime_fixtures.ts";
+import { pause } from "./_wait.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -50,7 +51,7 @@ Deno.test({
         else s.close();
       }
       assertEquals(streams.length, 2, "two streams on isolate 0");
-      await new Promise((r) => setTimeout(r, 300)); // closed ones settle
+      await pause(300); // closed ones settle
       // 2 of the process's 4 connections are open: every new one must be
       // answered, whichever isolate the kernel hands it to.
       const statuses = await Promise.all(

@@ -21,6 +21,7 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { SIGNUP_LIMIT } from "../lib/auth/rate_limit.ts";
+import { pause } from "./_wait.ts";
 
 const PW = "user-password-1";
 const ROUTE_NOT_FOUND = '{"status":404,"data":null,"error":"Route Not Found"}';
@@ -162,7 +163,7 @@ forEachDb("sign-up throttle", async (t, db) => {
           }),
       );
       // Let the sign-ups reach the hashing queue.
-      await new Promise((r) => setTimeout(r, 300));
+      await pause(300);
       const started = Date.now();
       await login(s, "users", "ada@example.com");
       const ms = Date.now() - started;

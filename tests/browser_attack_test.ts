@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import { browserTest } from "./_browser.ts";
+import { pause } from "./_wait.ts";
 
 browserTest(
   "attack: a token lifetime past 24.8 days does not make the dashboard refresh in a loop",
@@ -20,7 +21,7 @@ browserTest(
     });
     await page.goto(`${s.url}/mb/about`);
     await page.locator(".topbar").waitFor();
-    await new Promise((r) => setTimeout(r, 2_000));
+    await pause(2_000); // an absence: nothing to poll for
     assert.equal(refreshes, 0, "no refresh is due for 30 days");
     // Still logged in, on the same page.
     await page.reload();

@@ -18,6 +18,7 @@ import {
 } from "./_browser.ts";
 import type { TestServer } from "./_server.ts";
 import { imageLoads, makePng, textFile } from "./_records_fixtures.ts";
+import { poll } from "./_wait.ts";
 
 const EMAIL = "owner@example.com";
 const PASSWORD = "owner-password-1";
@@ -44,15 +45,6 @@ async function tour(page: Page, errors: string[], name: string) {
   assert.equal(await scrollWidth(page), width, `${name} fits ${width} px`);
   assert.deepEqual(errors, [], `${name} at ${width}`);
   await shot(page, name);
-}
-
-/** Polls `check` (up to 5 s): for states without a single locator. */
-async function until(check: () => Promise<boolean>, what: string) {
-  for (let i = 0; i < 50; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`timed out: ${what}`);
 }
 
 /** A GET/POST through the API (checks only), as `token` or a guest. */
@@ -317,16 +309,16 @@ browserTestAllDbs(
     await views.getByRole("button").click();
     await page.waitForURL(/sort=views/);
     assert.equal(await views.getAttribute("aria-sort"), "ascending");
-    await until(
+    await poll(
+      "ascending views",
       async () =>
         (await column(page, "views")).slice(0, 3).join() === "10,25,30",
-      "ascending views",
     );
     await views.getByRole("button").click();
     await page.waitForURL(/sort=-views/);
-    await until(
-      async () => (await column(page, "views"))[0] === "110",
+    await poll(
       "descending views",
+      async () => (await column(page, "views"))[0] === "110",
     );
     const filter = page.getByLabel("Filter");
     await filter.fill("views >= 50 && published == true");

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { axeSerious, browserTest, shot } from "./_browser.ts";
 import type { TestServer } from "./_server.ts";
+import { poll } from "./_wait.ts";
 
 const SESSION = "mb_admin_session";
 
@@ -124,10 +125,8 @@ browserTest(
       await page.goto(`${s.url}${path}`);
       await page.locator(".topbar").waitFor();
       // (waitForFunction would eval a string, which the page's CSP forbids.)
-      const deadline = Date.now() + 5000;
-      while (await page.title() !== title && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await poll(title, async () => await page.title() === title)
+        .catch(() => {/* the assertion below says what differs */});
       assert.equal(await page.title(), title, path);
     }
 

@@ -15,6 +15,7 @@ import { axeSerious, browserTest, scrollWidth, shot } from "./_browser.ts";
 import type { TestServer } from "./_server.ts";
 import { logIdFloor } from "../lib/logs/rows.ts";
 import type { LogEntry } from "../lib/logs/types.ts";
+import { poll } from "./_wait.ts";
 
 /** axe, no overflow, and a screenshot at both widths (same page). */
 async function checkBoth(page: Page, name: string): Promise<void> {
@@ -66,12 +67,10 @@ async function rowsUntil(
   what: string,
 ): Promise<string[]> {
   let r: string[] = [];
-  for (let i = 0; i < 50; i++) {
+  return await poll(what, async () => {
     r = await rows(page);
-    if (r.length > 0 && ok(r)) return r;
-    await new Promise((res) => setTimeout(res, 100));
-  }
-  assert.fail(`timed out: ${what}\n${r.join("\n")}`);
+    return r.length > 0 && ok(r) ? r : undefined;
+  }).catch((e) => assert.fail(`${e.message}\n${r.join("\n")}`));
 }
 
 /** Waits until the page (after filters) has loaded its entries. */
@@ -247,18 +246,6 @@ browserTest(
   },
 );
 
-/** Waits (up to 5 s) until `check` holds. */
-async function until(
-  check: () => Promise<boolean>,
-  what: string,
-): Promise<void> {
-  for (let i = 0; i < 50; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`timed out: ${what}`);
-}
-
 /** The row of an admin in the table. */
 function adminRow(page: Page, email: string) {
   return page.locator(".admins-table tbody tr", { hasText: email });
@@ -296,7 +283,7 @@ browserTest(
     await page.getByRole("button", { name: "Create admin" }).click();
     await page.getByText("Admin second@example.com created").waitFor();
     await adminRow(page, "second@example.com").waitFor();
-    await until(async () => !(await delMe.isDisabled()), "two admins");
+    await poll("two admins", async () => !(await delMe.isDisabled()));
     // The same email again: refused in words.
     await page.getByLabel(/^Email/).fill("second@example.com");
     await page.getByLabel(/^Password/).fill(
@@ -336,7 +323,7 @@ browserTest(
       .click();
     await page.getByText("Admin second@example.com deleted").waitFor();
     await adminRow(page, "second@example.com").waitFor({ state: "detached" });
-    await until(() => delMe.isDisabled(), "alone again");
+    await poll("alone again", () => delMe.isDisabled());
 
     // A page that still lists two admins: the API's 409 in words.
     const third = await s.request("POST", "/api/v1/sys/admins", {
@@ -359,7 +346,7 @@ browserTest(
       .click();
     await page.locator(".error-box").getByText(/it is the last admin/)
       .waitFor();
-    await until(() => delMe.isDisabled(), "the reload shows one admin again");
+    await poll("the reload shows one admin again", () => delMe.isDisabled());
 
     // Your own password: this session stays, your other sessions end.
     await page.getByRole("button", {

@@ -16,6 +16,7 @@ import {
   setupBlog,
   textFile,
 } from "./_records_fixtures.ts";
+import { poll } from "./_wait.ts";
 
 /** An attachment name long enough to push its row past a phone's width. */
 const LONG_NAME = "c-rather-long-attachment-name-from-a-scanner-2024-05-01.txt";
@@ -218,11 +219,10 @@ async function viewsColumn(page: Page): Promise<string[]> {
 
 /** Waits until the `views` column starts with `want`. */
 async function viewsStart(page: Page, want: string[]): Promise<void> {
-  for (let i = 0; i < 50; i++) {
+  await poll(`views ${want.join()}`, async () => {
     const got = (await viewsColumn(page)).slice(0, want.length);
-    if (JSON.stringify(got) === JSON.stringify(want)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    return JSON.stringify(got) === JSON.stringify(want);
+  }).catch(() => {/* the assertion below says what differs */});
   assert.deepEqual((await viewsColumn(page)).slice(0, want.length), want);
 }
 

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { browserTestAllDbs, loginAs } from "./_browser.ts";
+import { poll } from "./_wait.ts";
 
 const KEY = "mb_admin_session";
 
@@ -45,10 +46,11 @@ browserTestAllDbs(
     const first = await storedToken(page);
     // tokenTtl 305 s: the refresh is due 5 min before expiry, i.e. in ~5 s.
     // (waitForFunction would eval a string, which the page's CSP forbids.)
-    const deadline = Date.now() + 20_000;
-    while ((await storedToken(page)) === first && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    await poll(
+      "the refreshed token",
+      async () => (await storedToken(page)) !== first,
+      { deadline: 20_000, every: 250 },
+    ).catch(() => {/* the assertion below fails */});
     const second = await storedToken(page);
     assert.notEqual(second, first);
     // The old token was revoked by the refresh; the new one works.

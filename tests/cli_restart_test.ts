@@ -20,6 +20,7 @@ import {
   type Served,
   startCli,
 } from "./_cli_fixtures.ts";
+import { pause } from "./_wait.ts";
 
 /** The CLI's database options for `db` (a fresh PostgreSQL database). */
 async function database(
@@ -168,7 +169,7 @@ for (const db of DATABASES) {
           }))
             .catch((err) => ({ status: 0, text: String(err) }))
         );
-        await new Promise((r) => setTimeout(r, 40));
+        await pause(40);
         const stopped = await s.stop("SIGTERM", 10_000);
         server = undefined;
         const results = await Promise.all(logins);
@@ -242,9 +243,9 @@ Deno.test({
       }).then(async (res) => ({ status: res.status, text: await res.text() }))
         .catch((err) => ({ status: 0, text: String(err) }));
       push('{"title": "in fl');
-      await new Promise((r) => setTimeout(r, 400));
+      await pause(400);
       const stopping = s.stop("SIGTERM", 15_000);
-      await new Promise((r) => setTimeout(r, 400));
+      await pause(400);
       push('ight"}');
       push(null);
       const res = await pending;

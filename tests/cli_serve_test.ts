@@ -3,12 +3,21 @@
  * health, the one-time setup link (its token is the one the setup endpoint
  * wants, and differs per server), SIGTERM exits 0; the JWT secret: a 0600
  * `.jwt_secret` file with a warning when MB_JWT_SECRET is unset (reused on
- * restart), none when it is set, and a too short one refused.
+ * restart), none when it is set, and a too short one refused; a missing or
+ * non-directory `--publicDir` refused at start (CLI and createApp); `--dev`
+ * colours honour NO_COLOR and non-TTY output; the start banner's "create an
+ * admin" command is one the user can run (it is run here and creates the
+ * admin in the same database).
  *
  * @module
  */
 
-import { assert, assertEquals } from "./_server.ts";
+import nodeAssert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { createApp } from "../mod.ts";
+import { MoonbaseError } from "../lib/errors.ts";
+import { assert, assertEquals, DATABASES } from "./_server.ts";
+import { startPostgres } from "./_pg.ts";
 import {
   assertErrorExit,
   call,
@@ -17,6 +26,7 @@ import {
   expectStatus,
   HOST,
   opts,
+  type Output,
   runCli,
   SECRET,
   type Served,
@@ -178,3 +188,242 @@ Deno.test({
     }
   },
 });
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const dec = new TextDecoder();
+
+/** The children's environment with colours left to the terminal (no NO_COLOR). */
+function env(extra: Record<string, string> = {}): Record<string, string> {
+  const e = childEnv();
+  delete e.NO_COLOR;
+  return { ...e, ...extra };
+}
+
+/** Runs the CLI to completion with `env()`. */
+function run(args: string[]): Promise<Output> {
+  return runCli(args, { env: env() });
+}
+
+/**
+ * Runs `serve` until its stdout matches `until`, then stops it with SIGTERM;
+ * returns everything it printed.
+ */
+async function serveUntil(
+  args: string[],
+  until: RegExp,
+  extraEnv: Record<string, string> = {},
+): Promise<{ stdout: string; stderr: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "main.ts",
+      ...args,
+      "serve",
+      "--port",
+      "0",
+      "--host",
+      "127.0.0.1",
+    ],
+    cwd: ROOT,
+    env: env(extraEnv),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let stdout = "";
+  let stderr = "";
+  const errDone = (async () => {
+    for await (const c of child.stderr.pipeThrough(new TextDecoderStream())) {
+      stderr += c;
+    }
+  })();
+  const killer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  try {
+    for await (const c of child.stdout.pipeThrough(new TextDecoderStream())) {
+      stdout += c;
+      if (until.test(stdout)) {
+        child.kill("SIGTERM");
+        until = /(?!)/; // read on until the process exits
+      }
+    }
+    await errDone;
+    await child.status;
+  } finally {
+    clearTimeout(killer);
+  }
+  return { stdout, stderr };
+}
+
+function assertUsageError(
+  o: { code: number; stderr: string },
+  mention: RegExp,
+): void {
+  nodeAssert.equal(o.code, 2, o.stderr);
+  const first = o.stderr.split("\n")[0];
+  nodeAssert.match(first, /^moonbase: /);
+  nodeAssert.match(first, mention);
+  nodeAssert.ok(!/^\s+at /m.test(o.stderr), "no stack trace");
+}
+
+Deno.test({
+  ...opts,
+  name: "cli: a missing or non-directory --publicDir is refused at start",
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "mb_cli_" });
+    try {
+      await Deno.writeTextFile(`${dir}/file.txt`, "x");
+      const [missing, file, admins] = await Promise.all([
+        run(["--dataDir", dir, "--publicDir", `${dir}/nope`, "serve"]),
+        run(["--dataDir", dir, "--publicDir", `${dir}/file.txt`, "serve"]),
+        run(["--dataDir", dir, "--publicDir", `${dir}/nope`, "admins", "--ls"]),
+      ]);
+      assertUsageError(missing, /--publicDir .*nope.*: no such directory/);
+      assertUsageError(file, /--publicDir .*file\.txt.*: not a directory/);
+      assertUsageError(admins, /--publicDir/);
+      // Refused before anything was created in the data directory.
+      nodeAssert.deepEqual(
+        [...Deno.readDirSync(dir)].map((e) => e.name),
+        ["file.txt"],
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  ...opts,
+  name: "createApp: a missing publicDir is a clear error",
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "mb_cli_" });
+    try {
+      await nodeAssert.rejects(
+        createApp({ dataDir: dir, quiet: true, publicDir: `${dir}/nope` }),
+        (err: unknown) =>
+          err instanceof MoonbaseError &&
+          /^Cannot serve publicDir ".*nope": no such directory$/.test(
+            err.message,
+          ),
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  ...opts,
+  name: "cli: --dev writes no colour codes with NO_COLOR or to a pipe",
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "mb_cli_" });
+    try {
+      const cases: Record<string, string>[] = [{ NO_COLOR: "1" }, {}];
+      for (const extra of cases) {
+        const o = await serveUntil(
+          ["--dev", "--dataDir", dir],
+          /INFO\s+\S+ started/,
+          extra,
+        );
+        nodeAssert.match(
+          o.stdout,
+          /INFO {2}\S+ started/,
+          JSON.stringify(extra),
+        );
+        nodeAssert.ok(!o.stdout.includes("\x1b["), JSON.stringify(o.stdout));
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+const hasScript = (() => {
+  try {
+    return Deno.statSync("/usr/bin/script").isFile;
+  } catch {
+    return false;
+  }
+})();
+
+Deno.test({
+  ...opts,
+  name: "logger: pretty lines are coloured on a terminal, unless NO_COLOR",
+  ignore: !hasScript,
+  async fn() {
+    const code =
+      `import { Logger } from "./lib/logs/logger.ts"; const l = new Logger(undefined, "info", "pretty"); l.info("hello"); await l.close();`;
+    const onTty = async (extra: Record<string, string>) => {
+      const out = await new Deno.Command("/usr/bin/script", {
+        args: ["-qec", `"${Deno.execPath()}" eval '${code}'`, "/dev/null"],
+        cwd: ROOT,
+        env: env(extra),
+        clearEnv: true,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(60_000),
+      }).output();
+      return dec.decode(out.stdout);
+    };
+    const [plain, coloured] = await Promise.all([
+      onTty({ NO_COLOR: "1" }),
+      onTty({}),
+    ]);
+    nodeAssert.ok(
+      coloured.includes("\x1b[32mINFO \x1b[0m "),
+      JSON.stringify(coloured),
+    );
+    nodeAssert.match(plain, /INFO {2}\S+ hello/);
+    nodeAssert.ok(!plain.includes("\x1b[3"), JSON.stringify(plain));
+  },
+});
+
+for (const db of DATABASES) {
+  Deno.test({
+    ...opts,
+    name: `cli: the banner's admins command runs as printed [${db}]`,
+    async fn() {
+      const dir = await Deno.makeTempDir({ prefix: "mb_cli_" });
+      try {
+        const dbArgs = db === "postgres"
+          ? [
+            "--database",
+            "PSQL",
+            "--connection",
+            await (await startPostgres()).createDatabase(),
+          ]
+          : [];
+        const args = ["--dataDir", dir, ...dbArgs];
+        const served = await serveUntil(args, /\n {2}or: .*\n/);
+        const hint = served.stdout.match(/\n {2}or: (.*)\n/)?.[1] ?? "";
+        nodeAssert.doesNotMatch(hint, /^moonbase /, hint);
+        nodeAssert.match(
+          hint,
+          /^deno task moonbase --dataDir \S+ .*admins --add <email> <password>$/,
+        );
+        if (db === "postgres") nodeAssert.match(hint, /--connection <url>/);
+        const command = hint
+          .replace("<url>", `'${dbArgs[3]}'`)
+          .replace("<email>", "hint@example.com")
+          .replace("<password>", "'hint-password-1'");
+        const out = await new Deno.Command("bash", {
+          args: ["-c", command],
+          cwd: ROOT,
+          env: env(),
+          clearEnv: true,
+          stdout: "piped",
+          stderr: "piped",
+          signal: AbortSignal.timeout(60_000),
+        }).output();
+        nodeAssert.equal(out.code, 0, dec.decode(out.stderr));
+        const ls = await run([...args, "admins", "--ls"]);
+        nodeAssert.equal(ls.code, 0, ls.stderr);
+        nodeAssert.match(ls.stdout, /hint@example\.com/);
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
+    },
+  });
+}

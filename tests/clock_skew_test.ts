@@ -17,22 +17,9 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { startPostgres } from "./_pg.ts";
+import { poll } from "./_wait.ts";
 
 const SKEW = 30_000;
-
-/** Polls `probe` every 25 ms; throws past `limitMs`. */
-async function within(
-  what: string,
-  limitMs: number,
-  probe: () => Promise<boolean>,
-): Promise<void> {
-  const start = Date.now();
-  while (Date.now() - start <= limitMs) {
-    if (await probe()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`${what}: not within ${limitMs} ms`);
-}
 
 /** The payload of a JWT (not verified: the servers do that). */
 function payload(token: string): { iat: number; exp: number } {
@@ -71,9 +58,8 @@ Deno.test({
       });
       assert.equal(r.status, 201, r.text);
       for (const [name, s] of all) {
-        await within(
+        await poll(
           `${name} serves users`,
-          3000,
           async () =>
             (await s.request("GET", "/api/v1/entities/users", { token: admin }))
               .status === 200,
@@ -119,9 +105,8 @@ Deno.test({
           await change();
           for (const [name, s] of all) {
             for (const [tok, from] of [[fromB, "B"], [fromC, "C"]]) {
-              await within(
+              await poll(
                 `${name} rejects ${from}'s token`,
-                3000,
                 async () => (await status(s, tok)) === 401,
               );
             }
@@ -145,9 +130,8 @@ Deno.test({
           // Every instance has learned of the change (the older token is
           // refused), and still accepts the fresh ones.
           for (const [name, s] of all) {
-            await within(
+            await poll(
               `${name} rejects the token from before`,
-              3000,
               async () => (await status(s, before)) === 401,
             );
             assert.equal(await status(s, onB), 200, `B's new token on ${name}`);

@@ -18,6 +18,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
+import { pause, poll } from "./_wait.ts";
 
 const PUBLIC = { mode: "public", expr: "" };
 const PG = DATABASES.includes("postgres") && hasPostgres();
@@ -96,13 +97,11 @@ async function unavailable(name: string, call: () => Promise<Reply>) {
 
 /** Waits (up to 15 s) until the record can be read again. */
 async function recovered(s: TestServer, id: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
   let r: Reply | undefined;
-  while (Date.now() < deadline) {
+  await poll("the record to be readable again", async () => {
     r = await s.request("GET", `/api/v1/entities/posts/${id}`);
-    if (r.status === 200) break;
-    await new Promise((ok) => setTimeout(ok, 200));
-  }
+    return r.status === 200;
+  }, { deadline: 15_000, every: 200 }).catch(() => {/* asserted below */});
   assert.equal(r?.status, 200, `record readable again: ${r?.text}`);
   const post = await s.request("POST", "/api/v1/entities/posts", {
     body: { title: "after" },
@@ -140,7 +139,7 @@ Deno.test({
         await unavailable(name, call);
       }
       // Still fast after several seconds of outage (no reconnect backoff).
-      await new Promise((ok) => setTimeout(ok, 4000));
+      await pause(4000);
       for (const [name, call] of Object.entries(calls)) {
         await unavailable(name, call);
       }
@@ -193,7 +192,7 @@ Deno.test({
     try {
       const id = await withPosts(s);
       const slow = s.app.storage.query("SELECT pg_sleep(3) AS slept");
-      await new Promise((ok) => setTimeout(ok, 1500));
+      await pause(1500);
       for (let i = 0; i < 5; i++) {
         const r = await s.request("GET", `/api/v1/entities/posts/${id}`);
         assert.equal(r.status, 200, r.text);

@@ -15,6 +15,11 @@ import { startPostgres } from "./_pg.ts";
 import { type CronJob, CronRunner } from "../lib/extend/cron.ts";
 import type { Storage } from "../lib/db/storage.ts";
 import type { Logger } from "../lib/logs/logger.ts";
+import { FakeTimers, pause, poll } from "./_wait.ts";
+
+/** Polls `ok` until it holds. */
+const until = (ok: () => boolean | Promise<boolean>, deadline?: number) =>
+  poll("the cron job", ok, { deadline, every: 50 });
 
 /** What the test scripts record, by a key unique to each case and database. */
 interface Tally {
@@ -52,17 +57,6 @@ export default (app) => {
   });
 };
 `;
-}
-
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
-
-/** Waits (at most `ms`) until `ok()` holds. */
-async function until(ok: () => boolean | Promise<boolean>, ms = 8000) {
-  const end = Date.now() + ms;
-  while (!await ok()) {
-    if (Date.now() > end) throw new Error(`waited ${ms} ms in vain`);
-    await sleep(50);
-  }
 }
 
 /** A temp scripts dir holding `files` (name → text). */
@@ -112,7 +106,7 @@ forEachDb(
       await Deno.remove(dir, { recursive: true });
     }
     const after = tally(key).runs;
-    await sleep(1500);
+    await pause(1500); // an absence: more than one tick of the schedule
     assert.equal(tally(key).runs, after, "the job ran after close");
   },
 );
@@ -297,9 +291,16 @@ forEachDb(
   },
 );
 
-/** A storage whose claims all take (or none, with `takes` false). */
-function fakeStorage(takes = true): Storage {
-  return { run: () => Promise.resolve(takes ? 1 : 0) } as unknown as Storage;
+/** A storage whose claims all take (or none, with `takes` false); counts them. */
+function fakeStorage(takes = true): Storage & { claims: number } {
+  const storage = {
+    claims: 0,
+    run: (sql: string) => {
+      if (sql.startsWith("INSERT")) storage.claims++;
+      return Promise.resolve(takes ? 1 : 0);
+    },
+  };
+  return storage as unknown as Storage & { claims: number };
 }
 
 /** A logger that keeps its lines. */
@@ -322,47 +323,78 @@ const job = (name: string, fn: () => unknown): CronJob => ({
   source: "unit.ts",
 });
 
+// The runner's own behaviour, on fake time (FakeTimers start a quarter of a
+// second into a second: the first tick falls 750 ms later, then one a second).
+
 Deno.test("cron runner: start() replaces the jobs and stop() waits for the run in progress", async () => {
-  const runner = new CronRunner(fakeStorage(), fakeLog());
-  let first = 0, second = 0, finished = false;
-  runner.start([job("a", () => first++)]);
-  await until(() => first >= 1, 3000);
-  runner.start([job("a", async () => {
-    second++;
-    await sleep(700);
-    finished = true;
-  })]);
-  const firstRuns = first;
-  await until(() => second >= 1, 3000);
-  assert.equal(first, firstRuns, "the replaced job ran again");
-  await runner.stop();
-  assert.ok(finished, "stop() resolved before the run ended");
-  const seen = second;
-  await sleep(1300);
-  assert.equal(second, seen, "a timer fired after stop()");
+  const time = new FakeTimers().install();
+  try {
+    const runner = new CronRunner(fakeStorage(), fakeLog(), time.now);
+    let first = 0, second = 0, finished = false;
+    runner.start([job("a", () => first++)]);
+    await time.tick(1000);
+    assert.equal(first, 1, "one tick in the first second");
+    let release = () => {};
+    const held = new Promise<void>((ok) => release = ok);
+    runner.start([job("a", async () => {
+      second++;
+      await held;
+      finished = true;
+    })]);
+    const firstRuns = first;
+    await time.tick(1000);
+    assert.equal(second, 1, "the new job ran");
+    assert.equal(first, firstRuns, "the replaced job ran again");
+    let stopped = false;
+    const stopping = runner.stop().then(() => stopped = true);
+    await time.tick(0);
+    assert.ok(!stopped, "stop() resolved while the run was held");
+    release();
+    await stopping;
+    assert.ok(finished, "stop() resolved before the run ended");
+    const seen = second;
+    await time.tick(5000);
+    assert.equal(second, seen, "a timer fired after stop()");
+    assert.equal(time.pending, 0, "a timer is left after stop()");
+  } finally {
+    time.restore();
+  }
 });
 
 Deno.test("cron runner: a tick another instance took does not run here", async () => {
-  const runner = new CronRunner(fakeStorage(false), fakeLog());
-  let runs = 0;
-  runner.start([job("a", () => runs++)]);
-  await sleep(1300);
-  await runner.stop();
-  assert.equal(runs, 0);
+  const time = new FakeTimers().install();
+  try {
+    const storage = fakeStorage(false);
+    const runner = new CronRunner(storage, fakeLog(), time.now);
+    let runs = 0;
+    runner.start([job("a", () => runs++)]);
+    await time.tick(3000);
+    await runner.stop();
+    assert.equal(runs, 0);
+    assert.equal(storage.claims, 3, "each tick was claimed");
+  } finally {
+    time.restore();
+  }
 });
 
 Deno.test("cron runner: a database failure on the claim is logged", async () => {
-  const failing = {
-    run: () => Promise.reject(new Error("connection refused")),
-  } as unknown as Storage;
-  const log = fakeLog();
-  const runner = new CronRunner(failing, log);
-  let runs = 0;
-  runner.start([job("a", () => runs++)]);
-  await until(() => log.lines.length >= 1, 3000);
-  await runner.stop();
-  assert.equal(runs, 0);
-  assert.match(log.lines[0], /^Cannot run cron job a: .*connection refused$/);
+  const time = new FakeTimers().install();
+  try {
+    const failing = {
+      run: () => Promise.reject(new Error("connection refused")),
+    } as unknown as Storage;
+    const log = fakeLog();
+    const runner = new CronRunner(failing, log, time.now);
+    let runs = 0;
+    runner.start([job("a", () => runs++)]);
+    await time.tick(1000);
+    await runner.stop();
+    assert.equal(runs, 0);
+    assert.equal(log.lines.length, 1, "one line for one tick");
+    assert.match(log.lines[0], /^Cannot run cron job a: .*connection refused$/);
+  } finally {
+    time.restore();
+  }
 });
 
 Deno.test("cron runner: its timers do not keep a process alive", async () => {

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { DATABASES, type Reply } from "./_server.ts";
 import { makeEntity, withScripts } from "./_extend_fixtures.ts";
+import { settlesWithin } from "./_wait.ts";
 
 const OUTSIDE = `
 export default (app) => {
@@ -19,15 +20,6 @@ export default (app) => {
   });
 };
 `;
-
-/** `p`, or "timeout" after `ms`. */
-function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    p,
-    new Promise<"timeout">((r) => timer = setTimeout(() => r("timeout"), ms)),
-  ]).finally(() => clearTimeout(timer));
-}
 
 for (const db of DATABASES) {
   Deno.test({
@@ -51,7 +43,7 @@ for (const db of DATABASES) {
           }],
         });
         const other = await s.app.schemas.get("others")!.create({ t: "hello" });
-        const r = await within(
+        const r = await settlesWithin(
           s.request("POST", "/api/v1/entities/things", {
             body: { ref: other.id },
           }),
@@ -61,7 +53,7 @@ for (const db of DATABASES) {
         const reply = r as Reply;
         assert.equal(reply.status, 201, reply.text);
         assert.equal(reply.data.note, "others: 1, ref: hello");
-        const h = await within(s.request("GET", "/api/v1/health"), 3000);
+        const h = await settlesWithin(s.request("GET", "/api/v1/health"), 3000);
         assert.equal((h as Reply).status, 200, "the database still answers");
       });
     },

@@ -5,6 +5,8 @@
  * the last good set keeps serving; outside `--dev` nothing reloads and a
  * broken script stops start-up with one line.
  *
+ * The `--dev` links live in a directory no other local user can enter.
+ *
  * @module
  */
 
@@ -17,26 +19,14 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
+import { pause, poll } from "./_wait.ts";
+import { withScripts } from "./_extend_fixtures.ts";
 
 /** A script whose route answers `value` at `path`. */
 const routeScript = (path: string, value: string) =>
   `export default (app) => app.route("GET", ${
     JSON.stringify(path)
   }, () => ({ v: ${JSON.stringify(value)} }));\n`;
-
-/** Polls `check` until it returns true (at most `ms`). */
-async function waitFor(
-  what: string,
-  check: () => Promise<boolean>,
-  ms = 10_000,
-): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** The `v` a script route answers (or the status when it is not 200). */
 async function answer(s: TestServer, path: string): Promise<unknown> {
@@ -46,7 +36,7 @@ async function answer(s: TestServer, path: string): Promise<unknown> {
 
 /** Waits until `path` answers `expected`. */
 function answers(s: TestServer, path: string, expected: unknown) {
-  return waitFor(
+  return poll(
     `${path} to answer ${expected}`,
     async () => (await answer(s, path)) === expected,
   );
@@ -219,7 +209,7 @@ forEachDb(
         await t.step(what, async () => {
           const before = (await errors(s)).length;
           await Deno.writeTextFile(join(dir, "a.js"), text);
-          await waitFor(
+          await poll(
             "the error line",
             async () => (await errors(s)).length > before,
           );
@@ -296,8 +286,9 @@ forEachDb("reload: outside --dev nothing is watched", async (_t, db) => {
   try {
     await Deno.writeTextFile(join(dir, "a.js"), routeScript("/api/x/a", "two"));
     await Deno.writeTextFile(join(dir, "b.js"), routeScript("/api/x/b", "new"));
-    // Several times the settle delay of a dev reload.
-    await new Promise((r) => setTimeout(r, 1000));
+    // Several times the settle delay of a dev reload: the absence of a
+    // reload has nothing to poll for.
+    await pause(1000);
     assert.equal(await answer(s, "/api/x/a"), "one");
     assert.equal(await answer(s, "/api/x/b"), 404);
   } finally {
@@ -365,3 +356,34 @@ Deno.test("reload: a dev server's links to the scripts go away on close", async 
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+function tmpDir(): string {
+  return Deno.env.get("TMPDIR") ?? "/tmp";
+}
+
+forEachDb(
+  "reload: the --dev links live in a directory only this user can enter",
+  async (t, db) => {
+    const before = new Set<string>();
+    for await (const e of Deno.readDir(tmpDir())) before.add(e.name);
+    await withScripts(db, { "a.js": "export default () => {};" }, async () => {
+      await t.step("owner-only, links to the scripts directory", async () => {
+        let found = 0;
+        for await (const e of Deno.readDir(tmpDir())) {
+          if (!e.name.startsWith("moonbase_scripts_") || before.has(e.name)) {
+            continue;
+          }
+          const st = await Deno.lstat(`${tmpDir()}/${e.name}`);
+          assert.ok(st.isDirectory);
+          assert.equal(
+            (st.mode ?? 0) & 0o077,
+            0,
+            `mode ${(st.mode ?? 0).toString(8)}`,
+          );
+          found++;
+        }
+        assert.ok(found >= 1, "a link directory exists in --dev");
+      });
+    }, { dev: true });
+  },
+);

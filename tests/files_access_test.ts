@@ -26,6 +26,7 @@ import {
   type User,
   userOf,
 } from "./_files_fixtures.ts";
+import { pause } from "./_wait.ts";
 
 const q = (token: string) => `?token=${encodeURIComponent(token)}`;
 
@@ -263,7 +264,7 @@ forEachDb("files: file token, short-lived, file routes only", async (t, db) => {
           e.path === path
         );
         if (ours.length >= tokens.length) break;
-        await new Promise((ok) => setTimeout(ok, 50));
+        await pause(50);
       }
       assert(text.includes(path), "the file requests are in the logs");
       for (const tok of tokens) {

@@ -43,6 +43,7 @@ import {
   PUBLIC,
   walk,
 } from "./_files_fixtures.ts";
+import { poll } from "./_wait.ts";
 
 type Db = "sqlite" | "postgres";
 
@@ -142,19 +143,6 @@ function hangingUpload(url: string, entity: string): Promise<unknown> {
     (r) => r.body?.cancel(),
     () => undefined,
   );
-}
-
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined>,
-): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 async function docsEntity(s: TestServer, name: string): Promise<string> {
@@ -310,12 +298,12 @@ forEachDb("files: a data dir belongs to one database", async (t, db) => {
         let stray: string;
         try {
           void hangingUpload(served.url, "docs");
-          stray = await until("the upload's file on disk", async () => {
+          stray = await poll("the upload's file on disk", async () => {
             const names = await walk(join(filesDir, docsId));
             return names.find((n) =>
               n !== kept && n !== "other_abcdefghij.txt"
             );
-          });
+          }, { deadline: 30_000 });
           assert(
             served.stdout().includes("listening") &&
               !served.stderr().includes("Cannot"),

@@ -18,6 +18,7 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { hasPostgres, startOwnPostgres } from "./_pg.ts";
+import { pause, poll } from "./_wait.ts";
 
 const HEALTH = "/api/v1/health";
 
@@ -78,7 +79,7 @@ forEachDb("health: envelope, uptime, HEAD", async (t, db) => {
 
     await t.step("uptime counts seconds", async () => {
       const before = healthy(await s.request("GET", HEALTH), "before");
-      await new Promise((r) => setTimeout(r, 1100));
+      await pause(1100);
       const after = healthy(await s.request("GET", HEALTH), "after");
       assert(after >= before + 1, `uptime grows: ${before} -> ${after}`);
       assert(
@@ -163,13 +164,11 @@ Deno.test({
         } finally {
           for (const pid of pids) Deno.kill(pid, "SIGCONT");
         }
-        const deadline = Date.now() + 10_000;
         let last: Reply | undefined;
-        while (Date.now() < deadline) {
+        await poll("health after thawing", async () => {
           last = await server.request("GET", HEALTH);
-          if (last.status === 200) break;
-          await new Promise((r) => setTimeout(r, 100));
-        }
+          return last.status === 200;
+        }).catch(() => {/* asserted below */});
         assert(last, "a reply");
         healthy(last, "after thawing");
         assertStatus(
@@ -219,7 +218,7 @@ Deno.test({
         while (Date.now() < deadline) {
           last = await server.request("GET", HEALTH);
           if (last.status === 200) break;
-          await new Promise((r) => setTimeout(r, 200));
+          await pause(200);
         }
         assert(last, "a reply");
         healthy(last, "after the restart (postgres.js reconnects)");

@@ -12,6 +12,7 @@ import { userToken } from "./_scenarios.ts";
 import { forEachDb, type Reply, startServer } from "./_server.ts";
 import { logIdFloor } from "../lib/logs/rows.ts";
 import type { LogEntry } from "../lib/logs/types.ts";
+import { pause } from "./_wait.ts";
 
 const STATS = "/api/v1/sys/logs/stats";
 
@@ -127,7 +128,7 @@ forEachDb(
           ) => d.buckets.reduce((n, b) => n + b[k], 0);
           let d = stats(await get(STATS));
           for (let i = 0; i < 40 && sum(d, "warnings") < 2; i++) {
-            await new Promise((r) => setTimeout(r, 50));
+            await pause(50);
             d = stats(await get(STATS));
           }
           assert.equal(d.bucket_seconds, 60);

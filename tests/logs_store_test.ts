@@ -30,6 +30,7 @@ import {
   storeRows,
   WRONG_PASSWORD,
 } from "./_logs_fixtures.ts";
+import { poll } from "./_wait.ts";
 
 forEachDb("logs store: background writes and where it lives", async (t, db) => {
   // One server: the first step writes and reads one entry by its own request
@@ -42,24 +43,22 @@ forEachDb("logs store: background writes and where it lives", async (t, db) => {
     }
 
     await t.step(
-      "entries reach the store within a second, no flush",
+      "entries reach the store by the background flush",
       async () => {
         const r = await s.request("GET", "/api/v1/health", {
           headers: { "x-request-id": "logtest-batched" },
         });
         assertStatus(r, 200, "health");
-        const t0 = Date.now();
-        let found = false;
-        while (!found && Date.now() - t0 < 1500) {
-          await new Promise((res) => setTimeout(res, 100));
+        // No flush is asked for: the writer's own batching writes it (how
+        // soon is a timing claim, for the bench).
+        const found = await poll("the entry in the store", async () => {
           const rows = await s.app.logs.storage.query(
             `SELECT "id" FROM "mb_logs" WHERE "request_id" = ?`,
             ["logtest-batched"],
           );
-          found = rows.length === 1;
-        }
+          return rows.length === 1;
+        }, { every: 100 }).catch(() => false);
         assert(found, "the entry was written by the background flush");
-        assert(Date.now() - t0 < 1200, `written in ${Date.now() - t0} ms`);
       },
     );
 

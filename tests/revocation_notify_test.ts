@@ -20,23 +20,10 @@ import { startPostgres } from "./_pg.ts";
 import { PostgresStorage } from "../lib/db/postgres.ts";
 import type { Queryable, Storage } from "../lib/db/storage.ts";
 import { Revocations } from "../lib/auth/revocation.ts";
+import { poll } from "./_wait.ts";
 
 const PW = "user-password-1";
 const OFF = { revocations: 0, schemas: 0 };
-
-/** Polls `probe` every 25 ms; the elapsed ms, or throws past `limitMs`. */
-async function within(
-  what: string,
-  limitMs: number,
-  probe: () => Promise<boolean>,
-): Promise<number> {
-  const start = Date.now();
-  while (Date.now() - start <= limitMs) {
-    if (await probe()) return Date.now() - start;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`${what}: not within ${limitMs} ms`);
-}
 
 /**
  * The writes of an instance whose clock is far behind and whose
@@ -83,7 +70,7 @@ Deno.test({
           .status;
 
       await t.step(
-        "a schema created on A is served by B within 1 s",
+        "a schema created on A is served by B (polls off)",
         async () => {
           const r = await a.request("POST", "/api/v1/schemas", {
             token: admin,
@@ -95,12 +82,7 @@ Deno.test({
             },
           });
           assert.equal(r.status, 201, r.text);
-          const ms = await within(
-            "B serves users",
-            1500,
-            async () => (await users(b)) === 200,
-          );
-          assert.ok(ms <= 1000, `took ${ms} ms`);
+          await poll("B serves users", async () => (await users(b)) === 200);
         },
       );
 
@@ -111,34 +93,31 @@ Deno.test({
       const status = async (s: TestServer, token: string) =>
         (await s.request("GET", path, { token })).status;
 
-      await t.step("a logout on A is rejected on B within 1.5 s", async () => {
+      await t.step("a logout on A is rejected on B (polls off)", async () => {
         const token = await tokenFor();
         assert.equal(await status(b, token), 200, "before");
         const r = await a.request("POST", "/api/v1/auth/users/logout", {
           token,
         });
         assert.equal(r.status, 200);
-        await within(
+        await poll(
           "B rejects",
-          1500,
           async () => (await status(b, token)) === 401,
         );
       });
 
       await t.step(
-        "a password change on A ends B's sessions within 1.5 s",
+        "a password change on A ends B's sessions (polls off)",
         async () => {
           const token = await tokenFor();
           assert.equal(await status(b, token), 200, "before");
-          await new Promise((r) => setTimeout(r, 5));
           const r = await a.request("PATCH", path, {
             token: admin,
             body: { password: "changed-password-1" },
           });
           assert.equal(r.status, 200, r.text);
-          await within(
+          await poll(
             "B rejects",
-            1500,
             async () => (await status(b, token)) === 401,
           );
         },
@@ -162,9 +141,8 @@ Deno.test({
               [claims!.jti],
             );
             assert.equal(Number(rows[0].created), 0, "a row from the past");
-            await within(
+            await poll(
               "B rejects",
-              3000,
               async () => (await status(b, token)) === 401,
             );
           } finally {
@@ -182,9 +160,8 @@ Deno.test({
           await a.app.storage.query(
             `SELECT pg_terminate_backend(pid) AS "x" FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE 'LISTEN %'`,
           );
-          await within(
+          await poll(
             "B notices",
-            3000,
             () => Promise.resolve(!b.app.sync.listening),
           );
           // Sent while B is not listening: caught up when it listens again.
@@ -192,23 +169,20 @@ Deno.test({
             token,
           });
           assert.equal(r.status, 200);
-          await within(
+          await poll(
             "B rejects",
-            5000,
             async () => (await status(b, token)) === 401,
           );
-          await within(
+          await poll(
             "B listens again",
-            5000,
             () => Promise.resolve(b.app.sync.listening),
           );
           // And notifications flow again.
           const next = await tokenFor();
           assert.equal(await status(b, next), 200);
           await a.request("POST", "/api/v1/auth/users/logout", { token: next });
-          await within(
+          await poll(
             "B rejects the next",
-            1500,
             async () => (await status(b, next)) === 401,
           );
         },

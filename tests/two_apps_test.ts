@@ -11,7 +11,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { forEachDb, startServer, type TestServer } from "./_server.ts";
 import { startPostgres } from "./_pg.ts";
-import { closeAll, connect, enc, portOf, readResponse, sleep } from "./_tcp.ts";
+import { closeAll, connect, enc, portOf, readResponse } from "./_tcp.ts";
+import { pause, within } from "./_wait.ts";
 
 const SECRET_A = "two-apps-secret-A-0123456789-abcdefghij";
 const SECRET_B = "two-apps-secret-B-0123456789-abcdefghij";
@@ -120,21 +121,6 @@ async function stalledSetup(s: TestServer, token: string) {
   return c;
 }
 
-/** `p`, or an error once `ms` passed. */
-async function within<T>(ms: number, p: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, no) =>
-        timer = setTimeout(() => no(new Error(`not within ${ms} ms`)), ms)
-      ),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 const setupBody = (email: string) => ({ email, password: "setup-password-1" });
 
 forEachDb("two apps: each has its own setup token and setup queue", async (
@@ -160,8 +146,9 @@ forEachDb("two apps: each has its own setup token and setup queue", async (
 
     // B's setup waits for a body that does not come: A's setup goes on.
     conns.push(await stalledSetup(b, tokenB));
-    await sleep(200);
+    await pause(200);
     r = await within(
+      "A's setup while B's is stalled",
       2500,
       a.request("POST", "/api/v1/sys/admins/setup", {
         token: tokenA,
@@ -209,7 +196,7 @@ async function slowLogin(s: TestServer, pauseMs: number): Promise<string> {
         "Content-Type: application/json\r\nConnection: close\r\n" +
         `Content-Length: ${body.length}\r\n\r\n` + body.slice(0, 12),
     ));
-    await sleep(pauseMs);
+    await pause(pauseMs);
     await c.write(enc.encode(body.slice(12))).catch(() => 0);
     const text = await readResponse(c, 5000);
     return text.slice(0, text.indexOf("\r\n"));

@@ -19,6 +19,7 @@
 
 import { join } from "node:path";
 import { assert, assertEquals } from "./_server.ts";
+import { pause } from "./_wait.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const MIB = 1024 * 1024;
@@ -128,7 +129,7 @@ async function rawUpload(
     for (const piece of multipartPieces(boundary, "blob", filename, size)) {
       // Writes to a socket resolve without a trip through the timer phase:
       // yield one, or neither the reader nor the RSS sampler ever runs.
-      await new Promise((ok) => setTimeout(ok, 0));
+      await pause(0);
       if (answered) break;
       if (mode === "chunked") {
         await write(enc.encode(`${piece.length.toString(16)}\r\n`));
@@ -203,7 +204,7 @@ function sampler(pid: number): { stop(): Promise<number>; samples(): number } {
         peak = Math.max(peak, await rss(pid));
         n++;
       } catch { /* the process may be gone */ }
-      await new Promise((ok) => setTimeout(ok, 50));
+      await pause(50);
     }
   })();
   return {
@@ -311,11 +312,11 @@ Deno.test({
       // Warm the upload path once, then measure idle.
       const warm = await upload(64 * 1024, "warm.bin", "length");
       assertEquals(warm.status, 201, `warm-up upload: ${warm.text}`);
-      await new Promise((ok) => setTimeout(ok, 500));
+      await pause(500);
       let idle = 0;
       for (let i = 0; i < 5; i++) {
         idle = Math.max(idle, await rss(pid));
-        await new Promise((ok) => setTimeout(ok, 50));
+        await pause(50);
       }
 
       // 50 MiB, with a Content-Length (as a browser or curl sends a form),
@@ -402,7 +403,7 @@ Deno.test({
         for (let i = 0; i < 20; i++) {
           after = await files();
           if (after.length === before.length) break;
-          await new Promise((ok) => setTimeout(ok, 100));
+          await pause(100);
         }
         assertEquals(
           after,

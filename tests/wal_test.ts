@@ -14,6 +14,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
+import { pause, within } from "./_wait.ts";
 
 const WAL_BOUND = 8 * 1024 * 1024;
 
@@ -47,20 +48,6 @@ async function createEntity(
   assertStatus(r, 201, "create entity");
 }
 
-/** Rejects after `ms` (a deadlock shows up as a timeout, not a hang). */
-function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    p,
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`${what}: no answer within ${ms} ms`)),
-        ms,
-      );
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 async function walSize(path: string): Promise<number> {
   try {
     return (await Deno.stat(path)).size;
@@ -85,7 +72,7 @@ async function sustainedLoad(
   const sampler = (async () => {
     while (sampling) {
       maxWal = Math.max(maxWal, await walSize(wal));
-      await new Promise((r) => setTimeout(r, 25));
+      await pause(25);
     }
   })();
   const bad: string[] = [];
@@ -98,8 +85,8 @@ async function sustainedLoad(
   const started = Date.now();
   try {
     await within(
-      240_000,
       "sustained load",
+      240_000,
       Promise.all(
         Array.from({ length: clients }, async (_, c) => {
           const mine: string[] = [];
@@ -235,8 +222,8 @@ forEachDb(
       await createEntity(s, token, "burst");
       for (const n of [4, 16, 64]) {
         const replies = await within(
-          30_000,
           `${n} concurrent creates`,
+          30_000,
           Promise.all(
             Array.from(
               { length: n },
@@ -275,8 +262,8 @@ forEachDb(
       const id = r.data.id;
       // 16 concurrent PATCHes of one record: all 200, the last write wins.
       const patches = await within(
-        30_000,
         "16 concurrent updates",
+        30_000,
         Promise.all(
           Array.from(
             { length: 16 },
@@ -296,8 +283,8 @@ forEachDb(
       assert(r.data.n >= 1 && r.data.n <= 16, `n=${r.data.n}`);
       // 16 concurrent creates of one unique value: one 201, the rest 409.
       const dupes = await within(
-        30_000,
         "16 conflicting creates",
+        30_000,
         Promise.all(
           Array.from(
             { length: 16 },
@@ -312,8 +299,8 @@ forEachDb(
       assertEquals(statuses, [201, ...Array(15).fill(409)], "unique race");
       // 16 concurrent DELETEs of one record: one 204, the rest 404.
       const dels = await within(
-        30_000,
         "16 concurrent deletes",
+        30_000,
         Promise.all(
           Array.from(
             { length: 16 },
@@ -350,13 +337,13 @@ forEachDb(
             ms: performance.now() - t0,
             db: r.data?.database,
           });
-          await new Promise((r) => setTimeout(r, 20));
+          await pause(20);
         }
       })();
       const errors: string[] = [];
       await within(
-        120_000,
         "write load",
+        120_000,
         Promise.all(Array.from({ length: 16 }, async (_, c) => {
           for (let i = 0; i < 40; i++) {
             const r = await s.request("POST", "/api/v1/entities/load", {

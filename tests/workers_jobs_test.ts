@@ -13,6 +13,7 @@ import { assert, assertEquals, DATABASES } from "./_server.ts";
 import { inLanes, startCluster, workersOf } from "./_workers_fixtures.ts";
 import { resolveConfig } from "../lib/config.ts";
 import { assertErrorExit, childEnv, HOST, runCli } from "./_cli_fixtures.ts";
+import { pause } from "./_wait.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -47,7 +48,7 @@ for (const db of DATABASES) {
       const c = await startCluster(db, { scripts: { "jobs.js": SCRIPT } });
       try {
         await t.step("a cron tick runs once, on one isolate", async () => {
-          await new Promise((r) => setTimeout(r, 4500));
+          await pause(4500);
           const r = await c.call("GET", "/api/hits");
           assertEquals(r.status, 200, r.text);
           const { hits, claims } = r.data as {
@@ -109,7 +110,7 @@ for (const db of DATABASES) {
             { length: 8 },
             () => c.call("GET", "/api/slow"),
           );
-          await new Promise((r) => setTimeout(r, 300));
+          await pause(300);
           const stopped = c.served.stop("SIGTERM", 20_000);
           const replies = await Promise.all(slow);
           assert(
@@ -142,7 +143,7 @@ for (const db of DATABASES) {
         const deadline = Date.now() + 20_000;
         let answered = true;
         while (answered && Date.now() < deadline) {
-          await new Promise((r) => setTimeout(r, 200));
+          await pause(200);
           answered = await c.call("GET", "/api/v1/health").then(
             () => true,
             () => false,

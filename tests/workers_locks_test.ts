@@ -11,6 +11,7 @@
 
 import { assert, assertEquals } from "./_server.ts";
 import { inLanes, OPEN_RULES, startCluster } from "./_workers_fixtures.ts";
+import { pause } from "./_wait.ts";
 
 const HOOK = `
 export default (app) => {
@@ -40,7 +41,7 @@ Deno.test({
         assertEquals(r.status, 201, r.text);
       }
       const slow = c.call("POST", "/api/v1/entities/slow", { body: { n: 1 } });
-      await new Promise((r) => setTimeout(r, 300));
+      await pause(300);
       const fast = await inLanes(
         Array.from({ length: 6 }),
         6,

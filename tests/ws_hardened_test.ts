@@ -11,7 +11,8 @@
 import assert from "node:assert/strict";
 import process from "node:process";
 import { listen, upgradeWebSocket } from "../lib/http/server.ts";
-import { closeAll, connect, dec, enc, readResponse, sleep } from "./_tcp.ts";
+import { closeAll, connect, dec, enc, readResponse } from "./_tcp.ts";
+import { pause, poll } from "./_wait.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const IDLE = 300;
@@ -79,7 +80,7 @@ Deno.test(
       for (let i = 0; i < 4; i++) {
         w.ws.send(`m${i}`);
         assert.equal((await w.next(i + 1))[i], `echo:m${i}`);
-        await sleep(IDLE); // idle on the socket as long as the timeout
+        await pause(IDLE); // idle on the socket as long as the timeout
       }
       // The ordinary connections were closed by the timeouts meanwhile.
       const buf = new Uint8Array(64);
@@ -95,11 +96,12 @@ Deno.test(
       const ev = await w.closed;
       assert.equal(ev.code, 1000);
       // The connection left the table: only ordinary ones count.
-      await sleep(100);
-      assert.equal(
-        (server as unknown as { connections: number }).connections,
-        0,
+      const table = server as unknown as { connections: number };
+      await poll(
+        "the connection to leave the table",
+        () => table.connections === 0,
       );
+      assert.equal(table.connections, 0);
     } finally {
       await server.shutdown();
     }

@@ -13,6 +13,8 @@ import { api } from "./api.ts";
 import { Shell } from "./shell/shell.tsx";
 import { AboutPage } from "./ops/about.tsx";
 import { AdminsPage } from "./admins/admins.tsx";
+import { ApiKeysPage } from "./api_keys/api_keys.tsx";
+import { AuthTabPage } from "./schema/auth_tab.tsx";
 import { EntityFormPage } from "./schema/entity_form.tsx";
 import { FilesPage } from "./files/files.tsx";
 import { HomePage } from "./shell/home.tsx";
@@ -23,6 +25,7 @@ import { NotFound } from "./ui/not_found.tsx";
 import { RecordEditorPage } from "./records/record_editor.tsx";
 import { RecordsPage } from "./records/records.tsx";
 import { RulesPage } from "./rules/rules.tsx";
+import { SettingsPage } from "./settings/settings.tsx";
 import { ClaimHelp, SetupPage, setupRequired } from "./session/setup.tsx";
 import { here, match, navigate, path } from "./router.ts";
 import { reloadSchemas, schemas } from "./schemas.ts";
@@ -60,6 +63,11 @@ const ROUTES: Route[] = [
     (p) => `${p.name} · Rules`,
   ],
   [
+    "/mb/entities/:name/auth",
+    (p) => <AuthTabPage key={p.name} entity={p.name} />,
+    (p) => `${p.name} · Auth`,
+  ],
+  [
     "/mb/entities/:name/records/:id",
     (p) => (
       <RecordEditorPage key={p.name + "/" + p.id} entity={p.name} id={p.id} />
@@ -76,6 +84,8 @@ const ROUTES: Route[] = [
     (p) => `Log entry ${shortId(p.id)}`,
   ],
   ["/mb/admins", () => <AdminsPage />, () => "Admins"],
+  ["/mb/api-keys", () => <ApiKeysPage />, () => "API keys"],
+  ["/mb/settings", () => <SettingsPage />, () => "Settings"],
   ["/mb/about", () => <AboutPage />, () => "Health & about"],
 ];
 

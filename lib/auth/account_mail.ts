@@ -23,6 +23,7 @@
  * @module
  */
 
+import { unlinkUser } from "./oauth2/links.ts";
 import { invalidFields, MoonbaseError } from "../errors.ts";
 import type { Storage } from "../db/storage.ts";
 import type { Logger } from "../logs/logger.ts";
@@ -254,6 +255,7 @@ export class AccountFlows {
     const user = await entity.read(token.userId);
     if (user && user.verified !== true) {
       await entity.update(token.userId, { verified: true });
+      await unlinkUser(this.#env.storage, entity.id, token.userId);
     }
   }
 
@@ -271,7 +273,11 @@ export class AccountFlows {
     const password = passwordOf(body, action, MIN_PASSWORD);
     const { token } = await this.#check(entity, body, "password_reset", action);
     await this.#spend(token, action);
+    const before = await entity.read(token.userId);
     await entity.update(token.userId, { password, verified: true });
+    if (before && before.verified !== true) {
+      await unlinkUser(this.#env.storage, entity.id, token.userId);
+    }
     await this.#env.tokens.forget(entity.id, token.userId);
   }
 
@@ -309,8 +315,12 @@ export class AccountFlows {
       }, "Cannot change email: the password is wrong");
     }
     await this.#spend(token, action);
+    const wasVerified = row.verified === true || row.verified === 1;
     try {
       await entity.update(token.userId, { email: token.email, verified: true });
+      if (!wasVerified) {
+        await unlinkUser(this.#env.storage, entity.id, token.userId);
+      }
     } catch (err) {
       if (err instanceof MoonbaseError && err.code === "conflict") {
         throw takenEmail();

@@ -8,6 +8,8 @@
  * @module
  */
 
+import type { Storage } from "../db/storage.ts";
+import { unlinkUser } from "./oauth2/links.ts";
 import { invalidFields, MoonbaseError } from "../errors.ts";
 import type { Entity } from "../records/entity.ts";
 import { authOptions } from "../schema/auth_options.ts";
@@ -20,6 +22,7 @@ import { codeOf } from "./totp_enrollment.ts";
 /** What the sign-in methods use (a `Core` is one). */
 export interface SignInServices extends LoginServices {
   readonly otp: OtpCodes;
+  readonly storage: Storage;
 }
 
 /** `login {identity, password, mfa_id?}`. */
@@ -63,7 +66,10 @@ export async function otpLogin(
       );
     }
     if (user.verified === true) return user;
-    return await entity.update(used.userId, { verified: true }) ?? user;
+    const verified = await entity.update(used.userId, { verified: true });
+    // The address is proven: identities linked while it was not lose their way in.
+    await unlinkUser(services.storage, entity.id, used.userId);
+    return verified ?? user;
   });
   return await completeLogin(services, entity, user, "otp", { mfaId });
 }

@@ -203,7 +203,12 @@ const PROVIDER_SHAPE: Shape = {
       v === "" ? { ok: true, value: "" } : oneOf(PROVIDER_PRESETS)(v),
   },
   client_id: { check: line(500, 1) },
-  client_secret: { check: line(4000), secret: true },
+  // Sent to this issuer's token endpoint only: another needs it again.
+  client_secret: {
+    check: line(4000),
+    secret: true,
+    boundTo: { server: ["issuer", "preset"] },
+  },
   scopes: { check: scopes },
 };
 
@@ -246,7 +251,15 @@ function checkProviders(
       client_secret: named?.client_secret ?? "",
     };
     const before = Object.keys(errors).length;
-    const p = mergeShape(PROVIDER_SHAPE, base, raw, errors, `${path}.`);
+    // The secret stays only with the issuer it was given for (`boundTo`).
+    const p = mergeShape(
+      PROVIDER_SHAPE,
+      base,
+      raw,
+      errors,
+      `${path}.`,
+      named ?? base,
+    );
     if (Object.keys(errors).length > before) return;
     if (p.name === "") {
       errors[`${path}.name`] = { code: "required", message: "Required" };

@@ -5,7 +5,12 @@
  * collected under its dotted path (`mail.smtp.port`) for `data.fields`.
  * Secrets are write-only: `""` or an omitted key keeps the stored one,
  * `null` clears it, and the read-only sibling `<key>_set` is accepted and
- * ignored, so an answer sent back changes nothing.
+ * ignored, so an answer sent back changes nothing. A secret is kept only
+ * for the server it was given for: when a sibling it is bound to
+ * (`boundTo`: the SMTP host, port and security; a provider's issuer) changes,
+ * a stored secret must be given again (or cleared with `null`), else
+ * whoever may change the host, but not read the secret, could have it sent
+ * to a server of theirs.
  *
  * @module
  */
@@ -23,6 +28,13 @@ export interface Leaf {
   check: Check;
   /** Write-only: read as "" with `<key>_set`. */
   secret?: boolean;
+  /**
+   * For a secret: where it is sent. `server`: the sibling keys naming the
+   * server (the secret is bound once one of them is set); `also`: keys of
+   * how it gets there (port, security). A change of any of them does not
+   * keep a bound secret: it must be given again.
+   */
+  boundTo?: { server: readonly string[]; also?: readonly string[] };
 }
 
 /** An object's keys: leaves and nested shapes. */
@@ -143,6 +155,9 @@ export function hostOrEmpty(v: unknown): Checked {
 /**
  * Merges a partial `input` into `current` (which it does not change) along
  * `shape`; problems go into `errors` under `prefix` + the key's path.
+ * `previous` is what a kept secret was stored with (default `current`): a
+ * secret kept while a key of its `boundTo` changed from `previous` is an
+ * error (`required`) on the secret.
  *
  * @example
  * ```ts
@@ -156,6 +171,10 @@ export function hostOrEmpty(v: unknown): Checked {
  * assert.deepEqual(merged, { smtp: { host: "a", port: 2, password: "pw" } });
  * mergeShape(shape, current, { smtp: { port: 10, nope: 1 } }, errors);
  * assert.deepEqual(Object.keys(errors), ["smtp.port", "smtp.nope"]);
+ * const bound = { smtp: { ...shape.smtp, password: { ...shape.smtp.password, boundTo: { server: ["host"] } } } };
+ * const moved = {};
+ * mergeShape(bound, current, { smtp: { host: "b" } }, moved);
+ * assert.deepEqual(Object.keys(moved), ["smtp.password"]);
  * ```
  */
 export function mergeShape<T>(
@@ -164,6 +183,7 @@ export function mergeShape<T>(
   input: unknown,
   errors: FieldErrors,
   prefix = "",
+  previous: unknown = current,
 ): T {
   const base = current as Record<string, unknown>;
   const path = (key: string) => prefix + key.slice(0, 64);
@@ -184,7 +204,14 @@ export function mergeShape<T>(
       continue;
     }
     if (!isLeaf(spec)) {
-      out[key] = mergeShape(spec, base[key], value, errors, `${path(key)}.`);
+      out[key] = mergeShape(
+        spec,
+        base[key],
+        value,
+        errors,
+        `${path(key)}.`,
+        isObject(previous) ? previous[key] : undefined,
+      );
       continue;
     }
     if (spec.secret && (value === "" || value === undefined)) continue;
@@ -198,7 +225,45 @@ export function mergeShape<T>(
       errors[path(key)] = { code: checked.code, message: checked.message };
     }
   }
+  movedSecrets(shape, previous, input, out, errors, path);
   return out as T;
+}
+
+/**
+ * Flags each stored secret that `out` keeps (not given anew in `input`)
+ * while a key of its `boundTo` differs from `previous`.
+ */
+function movedSecrets(
+  shape: Shape,
+  previous: unknown,
+  input: Record<string, unknown>,
+  out: Record<string, unknown>,
+  errors: FieldErrors,
+  path: (key: string) => string,
+): void {
+  if (!isObject(previous)) return;
+  for (const [key, spec] of Object.entries(shape)) {
+    if (!isLeaf(spec) || !spec.secret || !spec.boundTo) continue;
+    const stored = previous[key];
+    if (typeof stored !== "string" || stored === "" || out[key] !== stored) {
+      continue;
+    }
+    const given = input[key];
+    if (typeof given === "string" && given !== "") continue; // given anew
+    const { server, also = [] } = spec.boundTo;
+    // Stored before any server was named: not bound to one yet.
+    if (!server.some((k) => previous[k] !== "" && previous[k] !== undefined)) {
+      continue;
+    }
+    const changed = [...server, ...also].filter((k) => out[k] !== previous[k]);
+    if (changed.length === 0 || errors[path(key)]) continue;
+    errors[path(key)] = {
+      code: "required",
+      message: `Must be given again, or null to clear it: ${
+        changed.map(path).join(", ")
+      } changed, and a stored secret is sent only to the server it was given for`,
+    };
+  }
 }
 
 /**

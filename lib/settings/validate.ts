@@ -35,7 +35,12 @@ export const SETTINGS_SHAPE: Shape = {
       port: { check: integer(1, 65535) },
       security: { check: oneOf(SMTP_SECURITY) },
       username: { check: line(256) },
-      password: { check: line(1024), secret: true },
+      password: {
+        check: line(1024),
+        secret: true,
+        // Sent to this server only: a new one needs the password again.
+        boundTo: { server: ["host"], also: ["port", "security"] },
+      },
     },
   },
 };

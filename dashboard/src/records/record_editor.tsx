@@ -2,7 +2,9 @@
 /**
  * `/mb/entities/:name/records/:id` (`new` to create): a form with an input
  * per field type, password and verified for auth entities, per-field API
- * errors next to the fields, and Delete. Views are shown read-only.
+ * errors next to the fields, and Delete. Views are shown read-only. A
+ * user's record (auth entities) also has the Account card
+ * (account_actions.tsx: account mail, impersonation, an API key).
  *
  * @module
  */
@@ -10,6 +12,7 @@
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type RecordData, seg } from "../api.ts";
+import { AccountActions } from "./account_actions.tsx";
 import { cascadeLines } from "./cascade.ts";
 import { useFileToken } from "../files/file_token.ts";
 import {
@@ -228,6 +231,9 @@ function Editor(props: { schema: EntitySchema; id: string }): JSX.Element {
           </div>
         )}
       </form>
+      {schema.type === "auth" && record && (
+        <AccountActions schema={schema} record={record} />
+      )}
     </section>
   );
 }

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 /**
  * The sidebar: every entity with its type and record count (searchable),
- * then the system pages (logs, admins, about).
+ * then the system pages (logs, admins, API keys, settings, about).
  *
  * @module
  */
@@ -101,6 +101,16 @@ export function Sidebar(): JSX.Element {
         <li>
           <NavLink href="/mb/admins" active={p.startsWith("/mb/admins")}>
             Admins
+          </NavLink>
+        </li>
+        <li>
+          <NavLink href="/mb/api-keys" active={p.startsWith("/mb/api-keys")}>
+            API keys
+          </NavLink>
+        </li>
+        <li>
+          <NavLink href="/mb/settings" active={p === "/mb/settings"}>
+            Settings
           </NavLink>
         </li>
         <li>

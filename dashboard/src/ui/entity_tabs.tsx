@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 /**
  * The header of every entity page: its name and type, and the tabs
- * Records / Files / Schema / Rules.
+ * Records / Files / Schema / Rules (/ Auth for an auth entity).
  *
  * @module
  */
@@ -11,7 +11,7 @@ import { entityHref } from "../router.ts";
 import type { EntitySchema } from "../schemas.ts";
 
 /** Which tab is shown. */
-export type EntityTab = "records" | "files" | "schema" | "rules";
+export type EntityTab = "records" | "files" | "schema" | "rules" | "auth";
 
 /** Title and tabs of an entity page; `actions` go on the right. */
 export function EntityHeader(props: {
@@ -34,6 +34,13 @@ export function EntityHeader(props: {
       : []),
     ["schema", "Schema", entityHref(s.name, "schema")],
     ["rules", "Rules", entityHref(s.name, "rules")],
+    ...(s.type === "auth" && !s.is_system
+      ? [["auth", "Auth", entityHref(s.name, "auth")] as [
+        EntityTab,
+        string,
+        string,
+      ]]
+      : []),
   ];
   return (
     <div class="page-head">

@@ -5,9 +5,11 @@
  *    subject), whatever the emails are now.
  * 2. Else, when the provider says the email is verified, the user with that
  *    email: the identity is linked to it. A user who had not verified the
- *    address becomes verified, and gets a new random password that ends
- *    their sessions: whoever registered the address before its owner
- *    signed in cannot keep a way in (account pre-hijacking).
+ *    address becomes verified, gets a new random password that ends
+ *    their sessions, and loses the other identities linked to it: whoever
+ *    registered the address before its owner signed in (with a password,
+ *    or through a provider that does not verify emails) cannot keep a way
+ *    in (account pre-hijacking).
  * 3. Else a new user, created as a guest through the record write path
  *    (the add rule, the sign-up limit, hooks and realtime all apply): the
  *    email, a random password (the user can set one by a password reset),
@@ -28,7 +30,14 @@ import { GUEST } from "../../caller.ts";
 import type { Storage } from "../../db/storage.ts";
 import type { RecordData } from "../../records/codec.ts";
 import type { Entity } from "../../records/entity.ts";
-import { link, linkedUser, type LinkKey, touchLink, unlink } from "./links.ts";
+import {
+  link,
+  linkedUser,
+  type LinkKey,
+  touchLink,
+  unlink,
+  unlinkOthers,
+} from "./links.ts";
 import type { Identity, OAuth2Options } from "./types.ts";
 
 /** The user of a sign-in, and whether it was created by it. */
@@ -99,6 +108,8 @@ async function adopt(
       verified: true,
       password: randomPassword(),
     });
+    // An identity linked before (e.g. by an unverified email) was not the owner's.
+    await unlinkOthers(cx.store, key, id);
   }
   const user = await cx.entity.read(winner);
   if (!user) throw raced(cx.provider);

@@ -7,7 +7,8 @@
  * half minute, not one per request). Concurrent misses share one fetch.
  *
  * The document must name the issuer it was fetched for (OpenID Connect
- * Discovery 1.0, section 4.3) and https endpoints (http only on loopback).
+ * Discovery 1.0, section 4.3) and https endpoints (http only on loopback),
+ * on this machine only when the issuer is (`isProviderUrl`).
  *
  * @module
  */
@@ -107,17 +108,50 @@ export class ProviderResolver {
   }
 }
 
-/** True for an https URL, or http on this machine (a local test issuer). */
-export function isProviderUrl(v: unknown): v is string {
+/**
+ * True for a host name of this machine, as the URL parser spells it
+ * (`localhost` and its subdomains, 127.0.0.0/8, `::1`, the unspecified
+ * addresses, IPv4-mapped loopback).
+ */
+function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.replace(/\.$/, "").toLowerCase();
+  return /(^|\.)localhost$/.test(h) || /^127\.\d+\.\d+\.\d+$/.test(h) ||
+    h === "0.0.0.0" || h === "[::1]" || h === "[::]" ||
+    /^\[::ffff:(7f[0-9a-f]{2}:[0-9a-f]{1,4}|127\.[\d.]+)\]$/.test(h);
+}
+
+/**
+ * True for an endpoint a provider may name: https, or plain http on this
+ * machine (a local test issuer). Only an issuer on this machine may name
+ * endpoints on it: a remote issuer's document must not send the server's
+ * requests (with the client secret and the code) to its own local
+ * services. (Private network addresses and DNS that resolves to them are
+ * not refused: an issuer is an administrator's choice.)
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isProviderUrl } from "moonbase/lib/auth/oauth2/discovery.ts";
+ * assert.ok(isProviderUrl("https://idp.example/token", "https://idp.example"));
+ * assert.ok(isProviderUrl("http://127.0.0.1:9000/token", "http://127.0.0.1:9000"));
+ * assert.ok(!isProviderUrl("http://idp.example/token", "https://idp.example"));
+ * assert.ok(!isProviderUrl("https://localhost/token", "https://idp.example"));
+ * assert.ok(!isProviderUrl("http://127.0.0.1:6379/", "https://idp.example"));
+ * ```
+ */
+export function isProviderUrl(v: unknown, issuer: string): v is string {
   if (typeof v !== "string" || v.length > 2000) return false;
-  let u: URL;
+  let u: URL, local: boolean;
   try {
     u = new URL(v);
+    local = isLoopbackHost(new URL(issuer).hostname);
   } catch {
     return false;
   }
-  const loopback = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(u.hostname);
-  return u.protocol === "https:" || (u.protocol === "http:" && loopback);
+  if (isLoopbackHost(u.hostname)) {
+    return local && (u.protocol === "https:" || u.protocol === "http:");
+  }
+  return u.protocol === "https:";
 }
 
 async function fetchDiscovery(
@@ -150,12 +184,13 @@ async function fetchDiscovery(
     );
   }
   for (const key of ["authorization_endpoint", "token_endpoint", "jwks_uri"]) {
-    if (!isProviderUrl(doc[key])) {
+    if (!isProviderUrl(doc[key], issuer)) {
       throw providerFailed(name, `${what} has no valid ${key} (an https URL)`);
     }
   }
   if (
-    doc.userinfo_endpoint !== undefined && !isProviderUrl(doc.userinfo_endpoint)
+    doc.userinfo_endpoint !== undefined &&
+    !isProviderUrl(doc.userinfo_endpoint, issuer)
   ) {
     throw providerFailed(name, `${what} has an invalid userinfo_endpoint`);
   }

@@ -84,3 +84,50 @@ Deno.test("discovery: GitHub and Discord presets resolve without a fetch", async
   assert.equal(gh.token, "https://github.com/login/oauth/access_token");
   assert.equal((await r.resolve(provider("", "discord"))).kind, "discord");
 });
+
+Deno.test("discovery: a remote issuer cannot name endpoints on this machine", async () => {
+  const issuer = "https://idp.example";
+  const valid = {
+    issuer,
+    authorization_endpoint: `${issuer}/auth`,
+    token_endpoint: `${issuer}/token`,
+    jwks_uri: `${issuer}/jwks`,
+    userinfo_endpoint: `${issuer}/userinfo`,
+  };
+  let doc: Record<string, unknown> = valid;
+  const real = globalThis.fetch;
+  // The issuer's document, without a network: only its URL is asked for.
+  globalThis.fetch = (input) => {
+    assert.equal(String(input), `${issuer}/.well-known/openid-configuration`);
+    return Promise.resolve(Response.json(doc));
+  };
+  try {
+    const local = [
+      "http://127.0.0.1:6379/",
+      "https://127.0.0.1/token",
+      "https://localhost/token",
+      "https://admin.localhost./token",
+      "http://[::1]:5432/",
+      "https://[::ffff:127.0.0.1]/token",
+      "https://0.0.0.0/token",
+    ];
+    for (const key of ["token_endpoint", "jwks_uri", "userinfo_endpoint"]) {
+      for (const url of local) {
+        doc = { ...valid, [key]: url };
+        const r = new ProviderResolver(FETCH_LIMITS);
+        await assert.rejects(
+          r.resolve(provider(issuer)),
+          new RegExp(key === "userinfo_endpoint" ? "invalid userinfo" : key),
+          `${key} ${url}`,
+        );
+      }
+    }
+    doc = valid;
+    const e = await new ProviderResolver(FETCH_LIMITS).resolve(
+      provider(issuer),
+    );
+    assert.equal(e.token, `${issuer}/token`);
+  } finally {
+    globalThis.fetch = real;
+  }
+});

@@ -30,6 +30,9 @@ export interface JsonAnswer {
   body: unknown;
 }
 
+const FAILED_HINT =
+  "; try again later, or ask the administrator to check the provider's settings";
+
 /** The 502 for a provider that failed. */
 export function providerFailed(
   provider: string,
@@ -37,8 +40,24 @@ export function providerFailed(
 ): MoonbaseError {
   return new MoonbaseError(
     "bad_gateway",
-    `Cannot log in with ${provider}: ${reason}; try again later, or ask the administrator to check the provider's settings`,
+    `Cannot log in with ${provider}: ${reason}${FAILED_HINT}`,
   );
+}
+
+/**
+ * The reason of a `providerFailed(provider, …)` error (what failed, without
+ * the login's wording), or undefined for any other error.
+ */
+export function failureReason(
+  err: unknown,
+  provider: string,
+): string | undefined {
+  const head = `Cannot log in with ${provider}: `;
+  if (
+    !(err instanceof MoonbaseError) || err.code !== "bad_gateway" ||
+    !err.message.startsWith(head) || !err.message.endsWith(FAILED_HINT)
+  ) return undefined;
+  return err.message.slice(head.length, -FAILED_HINT.length);
 }
 
 /**

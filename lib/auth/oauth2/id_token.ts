@@ -17,6 +17,7 @@
 // Full specifier, not the import map: embedders import mod.ts without it.
 // deno-lint-ignore no-import-prefix
 import * as jose from "npm:jose@6.2.17";
+import { MoonbaseError } from "../../errors.ts";
 import { sameText } from "./flow.ts";
 import { refusedLogin } from "./exchange.ts";
 import { fetchJson, type FetchLimits, providerFailed } from "./fetch.ts";
@@ -130,7 +131,16 @@ export async function verifyIdToken(
     if (err instanceof jose.errors.JOSEError) {
       throw refusedLogin(provider, `the id token is invalid (${reason(err)})`);
     }
-    throw err;
+    if (err instanceof MoonbaseError) throw err; // the key set failed (502)
+    // Anything else came from importing the matching key: the issuer
+    // published a key WebCrypto cannot use (an RSA modulus too short, a
+    // member missing or of the wrong type, a private key).
+    throw providerFailed(
+      provider,
+      `the key set ${endpoints.jwks} holds a key that cannot be used (${
+        err instanceof Error ? err.message.slice(0, 200) : String(err)
+      })`,
+    );
   }
   if (endpoints.tenantIssuer) {
     const tid = payload.tid;

@@ -51,6 +51,34 @@ function str(v: unknown): string {
   return typeof v === "string" ? v : "";
 }
 
+/**
+ * A provider's email as users' emails are stored (lower case), and whether
+ * it can be trusted as the address the provider verified: not when lower
+ * casing folds a character outside ASCII into ASCII (the Kelvin sign
+ * U+212A becomes `k`, `İ` becomes `i` and a dot), for then the provider
+ * verified another address than the one it would match here.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { providerEmail } from "moonbase/lib/auth/oauth2/identity.ts";
+ * assert.deepEqual(providerEmail("Ada@Example.com"), { address: "ada@example.com", trusted: true });
+ * assert.deepEqual(providerEmail("\u212Aate@example.com"), { address: "kate@example.com", trusted: false });
+ * assert.deepEqual(providerEmail(5), { address: "", trusted: false });
+ * ```
+ */
+export function providerEmail(
+  v: unknown,
+): { address: string; trusted: boolean } {
+  const raw = str(v);
+  const trusted = raw !== "" &&
+    ![...raw].some((c) =>
+      c.charCodeAt(0) > 0x7f &&
+      [...c.toLowerCase()].some((l) => l.charCodeAt(0) <= 0x7f)
+    );
+  return { address: raw.toLowerCase(), trusted };
+}
+
 function isTrue(v: unknown): boolean {
   return v === true || v === "true";
 }
@@ -105,6 +133,9 @@ async function oidcIdentity(
     now: cx.now,
   }, cx.keySets);
   let all: Record<string, unknown> = { ...claims };
+  // The email and whether it is verified come from one answer: an id token's
+  // `email_verified` says nothing of the email userinfo gives.
+  let mail: Record<string, unknown> = claims;
   if (str(claims.email) === "" && cx.endpoints.userinfo) {
     const { status, body } = await getJson(
       cx.endpoints.userinfo,
@@ -120,18 +151,22 @@ async function oidcIdentity(
       );
     }
     // OpenID Connect Core 5.3.2: a userinfo of another subject is not used.
-    if (info.sub === claims.sub) all = { ...info, ...claims };
+    if (info.sub === claims.sub) {
+      all = { ...info, ...claims };
+      mail = info;
+    }
   }
-  const verified = isTrue(all.email_verified) ||
-    (cx.endpoints.tenantIssuer === true && isTrue(all.xms_edov));
+  const email = providerEmail(mail.email);
+  const verified = isTrue(mail.email_verified) ||
+    (cx.endpoints.tenantIssuer === true && isTrue(mail.xms_edov));
   const name = str(all.name) ||
     [str(all.given_name), str(all.family_name)].filter(Boolean).join(" ") ||
     str(all.preferred_username);
   return {
     issuer: String(claims.iss),
     subject: String(claims.sub),
-    email: str(all.email).toLowerCase(),
-    emailVerified: verified && str(all.email) !== "",
+    email: email.address,
+    emailVerified: verified && email.address !== "" && email.trusted,
     name,
     avatar: imageUrl(all.picture),
   };
@@ -171,11 +206,12 @@ async function githubIdentity(
       verified = primary.verified === true;
     }
   }
+  const address = providerEmail(email);
   return {
     issuer: cx.endpoints.issuer,
     subject: String(u.id),
-    email: email.toLowerCase(),
-    emailVerified: verified,
+    email: address.address,
+    emailVerified: verified && address.trusted,
     name: str(u.name) || str(u.login),
     avatar: imageUrl(u.avatar_url),
   };
@@ -200,11 +236,13 @@ async function discordIdentity(
     );
   }
   const id = str(u.id), avatar = str(u.avatar);
+  const email = providerEmail(u.email);
   return {
     issuer: cx.endpoints.issuer,
     subject: id,
-    email: str(u.email).toLowerCase(),
-    emailVerified: u.verified === true && str(u.email) !== "",
+    email: email.address,
+    emailVerified: u.verified === true && email.address !== "" &&
+      email.trusted,
     name: str(u.global_name) || str(u.username),
     avatar: /^[a-z0-9_]{1,64}$/i.test(avatar) && /^\d{1,30}$/.test(id)
       ? `https://cdn.discordapp.com/avatars/${id}/${avatar}.png`

@@ -82,3 +82,75 @@ export async function unlink(store: Storage, key: LinkKey): Promise<void> {
     [key.entityId, key.issuer, key.subject],
   );
 }
+
+/**
+ * Removes every link of a user but `keep`: the user's address has just
+ * been proven by its owner (a provider's verified email claimed an
+ * unverified account), so identities linked before, by whoever registered
+ * the address first, lose their way in.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SqliteStorage } from "moonbase/lib/db/sqlite.ts";
+ * import { ensureSystemTables } from "moonbase/lib/schema/system.ts";
+ * import { link, linkedUser, unlinkOthers } from "moonbase/lib/auth/oauth2/links.ts";
+ * const db = new SqliteStorage(":memory:");
+ * await ensureSystemTables(db);
+ * const early = { entityId: "e", issuer: "https://a.example", subject: "1" };
+ * const owner = { entityId: "e", issuer: "https://b.example", subject: "2" };
+ * await link(db, early, "a", "u1", 1);
+ * await link(db, owner, "b", "u1", 2);
+ * await unlinkOthers(db, owner, "u1");
+ * assert.equal(await linkedUser(db, early), undefined);
+ * assert.equal(await linkedUser(db, owner), "u1");
+ * await db.close();
+ * ```
+ */
+export async function unlinkOthers(
+  store: Storage,
+  keep: LinkKey,
+  userId: string,
+): Promise<void> {
+  await store.run(
+    `DELETE FROM "mb_oauth2_links" WHERE "entity_id" = ? AND "user_id" = ? AND NOT ("issuer" = ? AND "subject" = ?)`,
+    [keep.entityId, userId, keep.issuer, keep.subject],
+  );
+}
+
+/**
+ * Removes every link of a user whose email was just proven by mail (a
+ * verification link, a password reset, an email change or a sign-in code)
+ * while the account was not verified: an identity linked to an unverified
+ * account may belong to whoever registered the address first (a provider
+ * that does not verify emails made the account), so it loses its way in
+ * once the address's owner proves it. Only that user's links go.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SqliteStorage } from "moonbase/lib/db/sqlite.ts";
+ * import { ensureSystemTables } from "moonbase/lib/schema/system.ts";
+ * import { link, linkedUser, unlinkUser } from "moonbase/lib/auth/oauth2/links.ts";
+ * const db = new SqliteStorage(":memory:");
+ * await ensureSystemTables(db);
+ * const early = { entityId: "e", issuer: "https://a.example", subject: "1" };
+ * const other = { entityId: "e", issuer: "https://a.example", subject: "2" };
+ * await link(db, early, "a", "u1", 1);
+ * await link(db, other, "a", "u2", 1);
+ * await unlinkUser(db, "e", "u1");
+ * assert.equal(await linkedUser(db, early), undefined);
+ * assert.equal(await linkedUser(db, other), "u2");
+ * await db.close();
+ * ```
+ */
+export async function unlinkUser(
+  store: Storage,
+  entityId: string,
+  userId: string,
+): Promise<void> {
+  await store.run(
+    `DELETE FROM "mb_oauth2_links" WHERE "entity_id" = ? AND "user_id" = ?`,
+    [entityId, userId],
+  );
+}

@@ -1,24 +1,26 @@
 /**
- * Issue 28 item 4: a script acting `{ as }` the caller runs the account
- * checks the records API runs — a user's own password or email change
- * needs `oldPassword` (each check counts as a login attempt), and sign-ups
- * are throttled per client address, one count shared with the API; and a
- * list's rule sees its query as `req.query`. Before the fix the script's
- * change answered 200 without `oldPassword`, every sign-up through the
- * script passed, and `req.query` was empty under `{ as }`.
+ * Entity operations `{ as }` a caller behave as the records API does for
+ * that caller: a script acting `{ as }` runs the account checks the API runs
+ * (a user's own password or email change needs `oldPassword`, each check
+ * counting as a login attempt; sign-ups throttled per client address, one
+ * count shared with the API; a list's rule sees its query as `req.query`);
+ * `remove(id, { as })` follows the delete rule; `{ as }` refuses what the
+ * API refuses (views, system entities, entities without an API).
  *
- * One server per database; the steps run in order (they share the
- * address's sign-up and login counters).
+ * One server per database and test; the account-check steps run in order
+ * (they share the address's sign-up and login counters).
  *
  * @module
  */
 
 import assert from "node:assert/strict";
+import { GUEST } from "../lib/caller.ts";
 import { MoonbaseError } from "../lib/errors.ts";
 import { verifyPassword } from "../lib/auth/password.ts";
 import { forEachDb, type Reply } from "./_server.ts";
 import { makeEntity, userOf, withScripts } from "./_extend_fixtures.ts";
 
+const text = (name: string) => ({ name, type: "string" });
 const rule = (mode: string, expr = "") => ({ mode, expr });
 const OWN = rule("custom", "auth.id == record.id");
 
@@ -43,7 +45,7 @@ function oldPasswordCode(r: Reply): unknown {
 }
 
 forEachDb(
-  "attack: { as } in a script runs the API's account checks",
+  "{ as }: a script runs the API's account checks",
   async (t, db) => {
     await withScripts(db, { "account.js": SCRIPT }, async (s) => {
       await makeEntity(s, {
@@ -213,6 +215,151 @@ forEachDb(
           assert.equal(twelfth.status, 429, twelfth.text);
         },
       );
+    });
+  },
+);
+
+/** The error code of a rejected promise ("ok" when it resolves). */
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return "ok";
+  } catch (err) {
+    return err instanceof MoonbaseError ? err.code : String(err);
+  }
+}
+
+// Found in review (low, fixed; the test fails without the fix): `Entity.remove(id, { as })` reads the record first with
+// `read(id, { as })` (lib/records/entity.ts remove()) to return it. Under
+// the `get` rule, not the `delete` rule: a caller the API lets delete but
+// not read (get admin-only, delete public) gets a 401/403 and nothing is
+// deleted, and a caller whose get rule hides the record (per row) deletes
+// it and gets `undefined`, which the method documents as "did not exist".
+// Fix: return the record the delete itself removed — make
+// `CallerAccess.remove` return `entity.remove`'s record (RecordService
+// .remove already has it) instead of a separate read.
+forEachDb(
+  "{ as }: remove(id, { as }) follows the delete rule, as the API does",
+  async (t, db) => {
+    await withScripts(db, {}, async (s) => {
+      await makeEntity(s, {
+        name: "drop",
+        fields: [text("t"), text("vis")],
+        rules: {
+          list: rule("public"),
+          get: rule("custom", 'record.vis == "yes"'),
+          add: rule("public"),
+          update: rule("public"),
+          delete: rule("public"),
+        },
+      });
+      await makeEntity(s, {
+        name: "blind",
+        fields: [text("t")],
+        rules: {
+          list: rule(""),
+          get: rule(""),
+          add: rule("public"),
+          update: rule("public"),
+          delete: rule("public"),
+        },
+      });
+      await t.step("the API lets a guest delete both", async () => {
+        for (const name of ["drop", "blind"]) {
+          const rec = await s.app.schemas.get(name)!.create({ t: "api" });
+          const r = await s.request(
+            "DELETE",
+            `/api/v1/entities/${name}/${rec.id}`,
+          );
+          assert.equal(r.status, 204, `${name}: ${r.text}`);
+        }
+      });
+      await t.step({
+        name: "remove(id, { as: guest }) deletes too",
+        fn: async () => {
+          const blind = s.app.schemas.get("blind")!;
+          const b = await blind.create({ t: "lib" });
+          assert.equal(
+            await codeOf(blind.remove(b.id as string, { as: GUEST })),
+            "ok",
+          );
+          assert.equal(await blind.read(b.id as string), undefined, "deleted");
+          const drop = s.app.schemas.get("drop")!;
+          const d = await drop.create({ t: "lib", vis: "no" });
+          const gone = await drop.remove(d.id as string, { as: GUEST });
+          assert.equal(await drop.read(d.id as string), undefined, "deleted");
+          assert.notEqual(
+            gone,
+            undefined,
+            "a deleted record reads as 'did not exist'",
+          );
+        },
+      });
+    });
+  },
+);
+
+forEachDb(
+  "{ as }: refuses what the API refuses (views, system, no API)",
+  async (t, db) => {
+    await withScripts(db, {}, async (s) => {
+      await makeEntity(s, {
+        name: "hidden",
+        fields: [text("t")],
+        has_api: false,
+      });
+      const admin = await s.app.sessions.resolve(
+        `Bearer ${await s.adminToken()}`,
+      );
+      const hidden = s.app.schemas.get("hidden")!;
+      const rec = await hidden.create({ t: "x" });
+      const admins = s.app.schemas.get("mb_admins")!;
+      const cases: [string, () => Promise<unknown>, string][] = [
+        [
+          "list of an entity without API",
+          () => hidden.list("", { as: admin }),
+          "not_found",
+        ],
+        [
+          "create in it",
+          () => hidden.create({ t: "y" }, { as: admin }),
+          "not_found",
+        ],
+        [
+          "update in it",
+          () => hidden.update(rec.id as string, { t: "z" }, { as: admin }),
+          "not_found",
+        ],
+        [
+          "remove in it",
+          () => hidden.remove(rec.id as string, { as: admin }),
+          "not_found",
+        ],
+        [
+          "list of mb_admins",
+          () => admins.list("", { as: admin }),
+          "not_found",
+        ],
+        [
+          "guest list of mb_admins",
+          () => admins.list("", { as: GUEST }),
+          "not_found",
+        ],
+      ];
+      for (const [what, op, code] of cases) {
+        await t.step(what, async () => assert.equal(await codeOf(op()), code));
+      }
+      await t.step("read in it: the entity is not found", async () => {
+        assert.equal(
+          await codeOf(hidden.read(rec.id as string, { as: admin })),
+          "not_found",
+        );
+        assert.equal(
+          (await hidden.read(rec.id as string))?.t,
+          "x",
+          "still there",
+        );
+      });
     });
   },
 );
