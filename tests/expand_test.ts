@@ -28,6 +28,7 @@ import {
   issue,
 } from "./_auth_fixtures.ts";
 import { openSse } from "./_realtime_fixtures.ts";
+import { connectWs } from "./_realtime_ws.ts";
 
 const ADMIN_ONLY = { mode: "", expr: "" };
 const AUTH = { mode: "auth", expr: "" };
@@ -322,7 +323,7 @@ const PATHS: Record<string, string> = {
 };
 
 forEachDb("expand", async (t, db) => {
-  const s = await startServer(db);
+  const s = await startServer(db, { webSocket: true });
   try {
     const admin = await fixtureAdmin(s);
     await schemas(s, admin);
@@ -729,6 +730,7 @@ forEachDb("expand", async (t, db) => {
         })}`;
         const topics = encodeURIComponent(topic);
         const mine = await openSse(s, `topics=${topics}`, { token });
+        let resumeFrom = "";
         const guest = await openSse(s, `topics=${topics}`);
         const plain = await openSse(s, "topics=posts", { token });
         try {
@@ -743,6 +745,7 @@ forEachDb("expand", async (t, db) => {
           assertStatus(p, 201);
           const ev = await mine.next();
           assertEquals(ev?.event, "create");
+          resumeFrom = String(ev?.id);
           assertEquals(ev?.data.record.expand.author.id, author.id);
           assertEquals(ev?.data.record.expand.comments_via_post, []);
           const g = await guest.next();
@@ -762,6 +765,69 @@ forEachDb("expand", async (t, db) => {
           assert(!JSON.stringify(g2?.data).includes("shy@example.com"));
         } finally {
           for (const c of [mine, guest, plain]) c.close();
+        }
+        // In order, each expanded, however fast they come; and on resume.
+        const before = await s.request("POST", "/api/v1/entities/posts", {
+          token,
+          body: { title: "mark", public: true, author: author.id },
+        });
+        const burst = await openSse(s, `topics=${topics}`, { token });
+        const ws = await connectWs(s, `token=${token}`);
+        try {
+          assertEquals((await burst.next())?.event, "ready");
+          ws.send({
+            type: "subscribe",
+            topics: ["posts?expand=author,comments_via_post"],
+          });
+          assertEquals((await ws.nextOf("ready"))?.topics, ["posts"]);
+          const made = await Promise.all(
+            Array.from(
+              { length: 12 },
+              (_, i) =>
+                s.request("POST", "/api/v1/entities/posts", {
+                  token,
+                  body: {
+                    title: `burst ${i}`,
+                    public: true,
+                    author: author.id,
+                  },
+                }),
+            ),
+          );
+          const ids = new Set(made.map((r) => r.data.id));
+          let last = 0;
+          for (let i = 0; i < 12; i++) {
+            const e = await burst.next();
+            assert(
+              Number(e?.id) > last,
+              `out of order: ${e?.id} after ${last}`,
+            );
+            last = Number(e?.id);
+            assert(ids.has(e?.data.record.id), "an unknown event");
+            assertEquals(e?.data.record.expand.author.id, author.id);
+            const w = await ws.nextOf("event");
+            assertEquals(w?.eventId, e?.id);
+            assertEquals(w?.record.expand.author.id, author.id);
+          }
+        } finally {
+          burst.close();
+          ws.close();
+        }
+        const resumed = await openSse(s, `topics=${topics}`, {
+          token,
+          headers: { "last-event-id": resumeFrom },
+        });
+        try {
+          // Replayed with expansions: find the mark.
+          for (let i = 0; i < 200; i++) {
+            const e = await resumed.next();
+            assert(e, "the resume ended before the mark");
+            if (e.data?.record?.id !== before.data.id) continue;
+            assertEquals(e.data.record.expand.author.id, author.id);
+            break;
+          }
+        } finally {
+          resumed.close();
         }
         const bad = await openSse(
           s,

@@ -22,7 +22,7 @@ import type { Entity } from "../entity.ts";
 import type { Access } from "../caller_access.ts";
 import type { RecordData } from "../codec.ts";
 import { MAX_SCAN } from "../list.ts";
-import { EXPAND_KEY, type ExpandNode } from "./plan.ts";
+import { EXPAND_KEY, type ExpandNode, putKey } from "./plan.ts";
 
 /** Records of one back-relation under one parent, oldest first. */
 export const BACK_LIMIT = 1000;
@@ -185,11 +185,11 @@ async function forward(
           list.push(rec);
         }
       }
-      expansions(parent)[node.key] = list;
+      putKey(expansions(parent), node.key, list);
     } else if (typeof value === "string" && byId.has(value)) {
       const rec = byId.get(value)!;
       budget.attach(parent, rec);
-      expansions(parent)[node.key] = rec;
+      putKey(expansions(parent), node.key, rec);
     }
   }
   return { entity: into, records: [...byId.values()] };
@@ -247,7 +247,7 @@ async function backward(
   for (const parent of group.records) {
     const list = byParent.get(String(parent.id)) ?? [];
     for (const r of list) budget.attach(parent, r);
-    expansions(parent)[node.key] = list;
+    putKey(expansions(parent), node.key, list);
   }
   for (const list of byParent.values()) records.push(...list);
   return { entity: from, records };

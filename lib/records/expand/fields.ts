@@ -10,7 +10,7 @@
 
 import { MoonbaseError } from "../../errors.ts";
 import type { RecordData } from "../codec.ts";
-import { EXPAND_KEY, type ExpandNode } from "./plan.ts";
+import { EXPAND_KEY, type ExpandNode, putKey } from "./plan.ts";
 
 /** What to keep of a record. */
 export interface Projection {
@@ -120,7 +120,7 @@ function place(
 export function project(record: RecordData, p: Projection): RecordData {
   const out: RecordData = {};
   for (const name of p.names) {
-    if (Object.hasOwn(record, name)) out[name] = record[name];
+    if (Object.hasOwn(record, name)) putKey(out, name, record[name]);
   }
   const expand = record[EXPAND_KEY];
   if (p.expand && expand && typeof expand === "object") {
@@ -131,11 +131,15 @@ export function project(record: RecordData, p: Projection): RecordData {
       for (const [key, sub] of p.expand) {
         if (!Object.hasOwn(from, key)) continue;
         const v = from[key];
-        kept[key] = sub === true
-          ? v
-          : Array.isArray(v)
-          ? v.map((r) => project(r as RecordData, sub))
-          : project(v as RecordData, sub);
+        putKey(
+          kept,
+          key,
+          sub === true
+            ? v
+            : Array.isArray(v)
+            ? v.map((r) => project(r as RecordData, sub))
+            : project(v as RecordData, sub),
+        );
       }
       out[EXPAND_KEY] = kept;
     }

@@ -90,6 +90,23 @@ export interface ExpandNode {
 /** The key an expanded record's expansions go under. */
 export const EXPAND_KEY = "expand";
 
+/**
+ * Sets an own property, whatever its name (a field or segment named
+ * `__proto__` stays a key of the JSON, never the object's prototype).
+ */
+export function putKey(
+  target: Record<string, unknown>,
+  key: string,
+  value: unknown,
+): void {
+  Object.defineProperty(target, key, {
+    value,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
+}
+
 function unknownPath(action: string, path: string, of: string): never {
   const seg = path.slice(path.lastIndexOf(".") + 1);
   throw new MoonbaseError(
