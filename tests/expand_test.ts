@@ -659,6 +659,29 @@ forEachDb("expand", async (t, db) => {
           assertEquals(ids[1], `${post.slice(0, 8)}-c000001`);
           assertEquals(ids[999], `${post.slice(0, 8)}-c000999`);
         }
+        // Under the per-row list rule at most 5000 rows are examined: past it,
+        // a 400 (as count=true), never a silently shorter list. An admin (no
+        // rule) still gets its 1000.
+        await insertSeries(s, "comments", 4000, {
+          id: padded(`${post.slice(0, 8)}-d`, 6),
+          body: "'more'",
+          flagged: s.db === "postgres" ? "false" : "0",
+          post: "?",
+        }, [post]);
+        const many = await s.request(
+          "GET",
+          `/api/v1/entities/posts/${post}?expand=comments_via_post&fields=id`,
+          { token },
+        );
+        assertStatus(many, 400);
+        assert(many.error.includes("checked row by row"), many.error);
+        const all = await s.request(
+          "GET",
+          `/api/v1/entities/posts/${post}?expand=comments_via_post&fields=expand.comments_via_post.id`,
+          { token: admin },
+        );
+        assertStatus(all, 200);
+        assertEquals(all.data.expand.comments_via_post.length, 1000);
         // 1000 comments, each expanding its post's 1000 comments: past the bound.
         const big = await s.request(
           "GET",
@@ -836,6 +859,16 @@ forEachDb("expand", async (t, db) => {
         );
         assertEquals(bad.status, 400);
         assert(String(bad.body?.error).includes('"nope"'), bad.body?.error);
+        // A plain comma splits the topics: the error says how to write it.
+        const cut = await openSse(
+          s,
+          `topics=${
+            encodeURIComponent("posts?expand=author,comments_via_post")
+          }`,
+          { token },
+        );
+        assertEquals(cut.status, 400);
+        assert(String(cut.body?.error).includes("%2C"), cut.body?.error);
         const opt = await openSse(
           s,
           `topics=${encodeURIComponent("posts?sort=title")}`,

@@ -143,8 +143,14 @@ export function checkTopics(
   for (const t of topics) {
     const entity = schemas.byName(t.entity);
     if (!isExposed(entity, t.entity)) {
+      // Most likely the rest of an expand cut at a comma by `topics=`.
+      const cut = topics.some((o) => o.expand) && t.id === undefined
+        ? " (a comma inside a topic's expand is written %2C)"
+        : "";
       throw invalid(
-        `Cannot subscribe to ${t.key}: no entity ${JSON.stringify(t.entity)}`,
+        `Cannot subscribe to ${t.key}: no entity ${
+          JSON.stringify(t.entity)
+        }${cut}`,
       );
     }
     if (entity.type === "view") {
