@@ -76,6 +76,7 @@ import { OtpCodes } from "./auth/otp.ts";
 import { MfaChallenges } from "./auth/mfa.ts";
 import { TotpEnrollments } from "./auth/totp_enrollment.ts";
 import { ensureSignInTables } from "./auth/sign_in_tables.ts";
+import { forgetUserRows } from "./auth/user_rows.ts";
 import { AccountTokens } from "./auth/account_tokens.ts";
 import { AccountFlows } from "./auth/account_mail.ts";
 import denoJson from "../deno.json" with { type: "json" };
@@ -305,6 +306,7 @@ export async function createCore(
       hashPassword,
       passwordChanged: (entity, id, keep) =>
         revocations.revokeUser(entity, id, keep),
+      usersRemoved: (entityId, id) => forgetUserRows(storage, entityId, id),
       hookFailed: (err, where) =>
         log.error(`${where.event} hook failed`, {
           entity: where.entity,

@@ -31,7 +31,7 @@ export function oauth2Routes(r: RouteTarget<OAuth2Host>): void {
       limitedLogin(ctx, async () => {
         const entity = authEntity(ctx.app, ctx.params.entity);
         const body = await ctx.body();
-        // As a second login it carries the first's mfa_id (a failure
+        // As a second login it carries the first's mfa_id (each attempt
         // counts against it).
         const mfaId = mfaIdOf(body);
         // A new user is a sign-up: counted against this client's address.

@@ -2,9 +2,10 @@
  * Sign-in by mailed code, the second factor and TOTP enrolment, under
  * `/api/v1/auth/<entity>/` (lib/auth/otp.ts, mfa.ts, totp_enrollment.ts,
  * sign_in.ts): `request-otp`, `login-otp`, `login-totp`, and with the
- * user's bearer token `totp/setup`, `totp/confirm`, `totp/disable`. The
- * logins and `request-otp` are under the login rate limit; each user's
- * TOTP confirmations and disables under one of their own.
+ * user's own bearer token (not an impersonation token) `totp/setup`,
+ * `totp/confirm`, `totp/disable`. The logins and `request-otp` are under
+ * the login rate limit; each user's TOTP confirmations and disables under
+ * one of their own.
  *
  * @module
  */
@@ -17,6 +18,7 @@ import type { RouteTarget } from "../lib/http/route_group.ts";
 import type { Entity } from "../lib/records/entity.ts";
 import { otpLogin, totpLogin } from "../lib/auth/sign_in.ts";
 import { rateLimited } from "../lib/auth/rate_limit.ts";
+import { refuseImpersonation } from "../lib/auth/impersonation.ts";
 import { authOptions } from "../lib/schema/auth_options.ts";
 import { authEntity, type AuthHost } from "./auth.ts";
 import { limitedLogin, limitedRequest } from "./login_limit.ts";
@@ -24,32 +26,40 @@ import { limitedLogin, limitedRequest } from "./login_limit.ts";
 /** What these routes read of the app: the auth routes' and the settings (the TOTP issuer). */
 export type SignInHost = AuthHost & Pick<Core, "settings">;
 
-/** The caller as a user of `entity` (401 for a guest, 403 for anyone else). */
+/**
+ * The caller as a user of `entity`, by their own token (401 for a guest,
+ * 403 for anyone else and for an impersonation token).
+ */
 async function ownUser(
   ctx: Context<SignInHost>,
   entity: Entity,
   action: string,
 ): Promise<{ id: string; email: string }> {
-  const auth = await ctx.auth();
-  if (auth.type === "guest") {
+  const header = ctx.req.headers.get("authorization");
+  if (header === null || header === "") {
     throw new MoonbaseError(
       "unauthenticated",
       `Cannot ${action}: log in first and send the token as Authorization: Bearer <token>`,
     );
   }
-  if (auth.type !== "user" || auth.entity !== entity.name) {
+  const session = await ctx.app.sessions.session(header);
+  if (session.entity.id !== entity.id) {
     throw new MoonbaseError(
       "forbidden",
       `Cannot ${action}: only a user of ${entity.name}, with their own token, can`,
     );
   }
+  refuseImpersonation(session.claims, action);
   if (!authOptions(entity.schema).totp.enabled) {
     throw new MoonbaseError(
       "forbidden",
       `Cannot ${action}: TOTP is not enabled for ${entity.name} (an admin sets auth.totp.enabled in the schema)`,
     );
   }
-  return { id: auth.id, email: String(auth.user?.email ?? "") };
+  return {
+    id: String(session.user.id),
+    email: String(session.user.email ?? ""),
+  };
 }
 
 /** Counts one TOTP confirmation or disable of a user (5 a minute). */

@@ -152,7 +152,7 @@ forEachDb("account mail: password reset and email change", async (t, db) => {
         const f = await fastUser(s, "users", { email: "fay@example.com" });
         const older = await reset("fay@example.com");
         await s.app.storage.run(
-          `UPDATE "mb_account_mail" SET "sent" = "sent" - 120000`,
+          `UPDATE "mb_mail_throttle" SET "until" = "until" - 120000`,
         );
         const newer = await reset("fay@example.com", 2);
         assertEquals((await tokenRows(s, f.id)).length, 1);

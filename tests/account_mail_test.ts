@@ -308,8 +308,8 @@ forEachDb(
           assertEquals(verify.subject, `Verify your ${APP_NAME} email`);
           // Two minutes later (the stored time moved back): one more.
           await s.app.storage.run(
-            `UPDATE "mb_account_mail" SET "sent" = "sent" - 120000 WHERE "key" LIKE ?`,
-            ["%:password_reset:bob@example.com"],
+            `UPDATE "mb_mail_throttle" SET "until" = "until" - 120000 WHERE "key" LIKE ?`,
+            ["%/password_reset/bob@example.com"],
           );
           assertStatus(
             await account(s, "users", "request-password-reset", {

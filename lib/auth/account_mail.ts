@@ -10,7 +10,8 @@
  *   their own (`#later`). The answer (204) and its cost are the same for
  *   known and unknown emails, so nobody learns which have accounts.
  * - At most one mail per entity, purpose and address in two minutes
- *   (mail_throttle.ts); the request still answers 204.
+ *   (lib/mail/throttle.ts, shared with the sign-in codes); the request
+ *   still answers 204.
  * - Mail goes through the outbox (lib/mail/outbox.ts): queued in the
  *   database in the transaction that makes its token (and takes its mail
  *   slot), sent by the sender, retried through an SMTP outage.
@@ -28,6 +29,7 @@ import { invalidFields, MoonbaseError } from "../errors.ts";
 import type { Storage } from "../db/storage.ts";
 import type { Logger } from "../logs/logger.ts";
 import type { Outbox } from "../mail/outbox.ts";
+import { claimWindow, pruneWindows, throttleKey } from "../mail/throttle.ts";
 import type { RecordData } from "../records/codec.ts";
 import { MAX_PASSWORD, MIN_PASSWORD } from "../records/codec.ts";
 import type { Entity } from "../records/entity.ts";
@@ -40,7 +42,6 @@ import {
   stampOf,
   type TokenPurpose,
 } from "./account_tokens.ts";
-import { pruneMailSlots, takeMailSlot } from "./mail_throttle.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
 
 /** What the flows need from the instance. */
@@ -155,8 +156,8 @@ export class AccountFlows {
     const { storage, tokens, outbox, now } = this.#env;
     const at = now();
     await storage.transaction(async (tx) => {
-      const slot = { entityId: entity.id, purpose, email: to };
-      if (!await takeMailSlot(tx, slot, at)) return; // one per two minutes
+      const key = throttleKey(entity.id, purpose, to);
+      if (!await claimWindow(tx, key, "", at)) return; // one per two minutes
       const token = await tokens.issue({
         purpose,
         entityId: entity.id,
@@ -172,7 +173,7 @@ export class AccountFlows {
         vars: { TOKEN: token, EMAIL: to },
       }, tx);
     });
-    if (++this.#runs % 100 === 0) await pruneMailSlots(storage, at);
+    if (++this.#runs % 100 === 0) await pruneWindows(storage, at);
   }
 
   /** `request-verification {email}`: mails a link to an unverified user. */

@@ -121,10 +121,6 @@ export async function ensureAccountTables(store: Storage): Promise<void> {
         await tx.exec(
           `CREATE INDEX IF NOT EXISTS "mb_account_tokens_user" ON "${ACCOUNT_TOKEN_TABLE}" ("entity_id", "user_id")`,
         );
-        // The last mail per entity, purpose and address (mail_throttle.ts).
-        await tx.exec(
-          `CREATE TABLE IF NOT EXISTS "mb_account_mail" ("key" ${text} PRIMARY KEY, "sent" ${int} NOT NULL)`,
-        );
       });
       return;
     } catch (err) {

@@ -10,6 +10,9 @@
  *   most 86 400 (a day); anything else is a 400.
  * - Each impersonation is logged with the admin and the user (ids), never
  *   the token (the route writes the line).
+ * - It cannot change the user's second factor (`totp/setup`, `confirm`,
+ *   `disable`: `refuseImpersonation`): an admin who could enrol a secret of
+ *   their own would hold the user's second factor.
  *
  * @module
  */
@@ -18,6 +21,30 @@ import { invalidFields, MoonbaseError } from "../errors.ts";
 import type { AuthValue } from "../caller.ts";
 import type { Entity } from "../records/entity.ts";
 import type { LoginResult, Sessions } from "./sessions.ts";
+
+/**
+ * 403 when `claims` are an impersonation token's: for the routes that
+ * change the user's second factor, which only the user may.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { refuseImpersonation } from "moonbase/lib/auth/impersonation.ts";
+ * refuseImpersonation({}, "set up TOTP");
+ * assert.throws(() => refuseImpersonation({ imp: "a1" }, "set up TOTP"), { code: "forbidden" });
+ * ```
+ */
+export function refuseImpersonation(
+  claims: { imp?: string },
+  action: string,
+): void {
+  if (claims.imp !== undefined) {
+    throw new MoonbaseError(
+      "forbidden",
+      `Cannot ${action}: an impersonation token cannot change the user's second factor; the user does it after logging in themselves`,
+    );
+  }
+}
 
 /** Lifetime of an impersonation token when the body names none (s). */
 export const IMPERSONATION_DEFAULT = 3600;

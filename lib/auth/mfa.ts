@@ -4,8 +4,9 @@
  * password generation it saw) and answers 401 with `{mfa_id}`; a second
  * login by another method that carries the `mfa_id` takes the row and gets
  * the token (complete_login.ts decides when). An `mfa_id` is bound to its
- * user, lives `auth.mfa.duration` seconds, is single use, and 5 failed
- * logins that carry it end it.
+ * user, lives `auth.mfa.duration` seconds, is single use, and allows 5
+ * logins that carry it: each is counted before its credential is checked
+ * (`attempt`), so parallel guesses get no more than 5 comparisons.
  *
  * @module
  */
@@ -74,29 +75,28 @@ export class MfaChallenges {
     return id;
   }
 
-  /** The first login of a live `mfa_id` (nothing counted); 401 when there is none. */
-  async pending(entity: Entity, mfaId: string): Promise<PendingLogin> {
+  /**
+   * Counts one attempt against a live `mfa_id` before its credential is
+   * checked, and answers its first login; 401 when there is none (unknown,
+   * expired, spent, or out of attempts). Atomic: of parallel attempts no
+   * more than `MFA_ATTEMPTS` ever get past this, so parallel guesses cannot
+   * outrun the counter.
+   */
+  async attempt(entity: Entity, mfaId: string): Promise<PendingLogin> {
     const rows = await this.#storage.query(
-      `SELECT "user_id", "method", "gen" FROM "mb_mfas" WHERE "id" = ? AND "entity_id" = ? AND "attempts" < ? AND "expires" > ?`,
+      `UPDATE "mb_mfas" SET "attempts" = "attempts" + 1 WHERE "id" = ? AND "entity_id" = ? AND "attempts" < ? AND "expires" > ? RETURNING "user_id", "method", "gen"`,
       [mfaId, entity.id, MFA_ATTEMPTS, this.#now()],
     );
     if (!rows[0]) throw new MoonbaseError("unauthenticated", BAD_MFA);
     return pendingOf(rows[0]);
   }
 
-  /** Counts a failed second login against `mfaId` (the fifth ends it). */
-  async fail(entity: Entity, mfaId: string): Promise<void> {
-    await this.#storage.run(
-      `UPDATE "mb_mfas" SET "attempts" = "attempts" + 1 WHERE "id" = ? AND "entity_id" = ?`,
-      [mfaId, entity.id],
-    );
-  }
-
   /**
-   * A second login of user `userId` by `method` takes `mfaId`: the first
-   * login, with the row gone (single use). Counts as an attempt; 401 for an
-   * unknown, expired or spent `mfa_id` or another user's, 400 when the
-   * method is the first login's.
+   * A second login of user `userId` by `method` takes `mfaId` (its attempt
+   * counted by `attempt` before the credential was checked): the first
+   * login, with the row gone (single use). 401 for an unknown, expired or
+   * spent `mfa_id` or another user's, 400 when the method is the first
+   * login's.
    */
   async take(
     entity: Entity,
@@ -105,7 +105,7 @@ export class MfaChallenges {
     method: string,
   ): Promise<PendingLogin> {
     const rows = await this.#storage.query(
-      `UPDATE "mb_mfas" SET "attempts" = "attempts" + 1 WHERE "id" = ? AND "entity_id" = ? AND "attempts" < ? AND "expires" > ? RETURNING "user_id", "method", "gen"`,
+      `SELECT "user_id", "method", "gen" FROM "mb_mfas" WHERE "id" = ? AND "entity_id" = ? AND "attempts" <= ? AND "expires" > ?`,
       [mfaId, entity.id, MFA_ATTEMPTS, this.#now()],
     );
     if (!rows[0]) throw new MoonbaseError("unauthenticated", BAD_MFA);

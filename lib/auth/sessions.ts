@@ -281,6 +281,10 @@ export class Sessions {
         "Cannot refresh: an impersonation token cannot be refreshed; an admin impersonates the user again when it expires",
       );
     }
+    // A refresh is a new token: `auth.require_verified`, switched on after
+    // the login, holds for it as for a login (the old token lives on to
+    // its expiry).
+    assertMayLogIn(s.entity, s.user);
     // Spent once: of parallel refreshes (or a racing logout) one wins.
     const first = await this.#revoked.revoke(s.claims);
     this.#signer.forget(s.token);

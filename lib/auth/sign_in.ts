@@ -2,8 +2,8 @@
  * The logins of auth entities' users by password (`login`), by mailed code
  * (`login-otp`) and by TOTP code (`login-totp`, a second factor only):
  * each proves who the user is its own way, then completes in
- * complete_login.ts. A failed login that carries an `mfa_id` counts
- * against it (5 end it).
+ * complete_login.ts. A login that carries an `mfa_id` counts against it
+ * before its credential is checked (5 end it).
  *
  * @module
  */
@@ -89,23 +89,24 @@ export async function totpLogin(
     );
   }
   const code = codeOf(body.code);
-  const user = await countingMfa(services, entity, mfaId, async () => {
-    const first = await services.mfa.pending(entity, mfaId);
-    const user = await entity.read(first.userId);
-    if (!user || !await services.totp.accept(entity, first.userId, code)) {
-      throw new MoonbaseError(
-        "unauthenticated",
-        "Cannot log in: invalid or used TOTP code",
-      );
-    }
-    return user;
-  });
+  // Counted before the code is checked (as countingMfa does).
+  const first = await services.mfa.attempt(entity, mfaId);
+  const user = await entity.read(first.userId);
+  if (!user || !await services.totp.accept(entity, first.userId, code)) {
+    throw new MoonbaseError(
+      "unauthenticated",
+      "Cannot log in: invalid or used TOTP code",
+    );
+  }
   return await completeLogin(services, entity, user, "totp", { mfaId });
 }
 
 /**
- * Runs a credential check; a 401 of one that carries an `mfa_id` counts
- * against it (every method's check: the OAuth2 sign-in's too).
+ * Runs a credential check of a login that may carry an `mfa_id`: the
+ * attempt is counted against the `mfa_id` first (mfa.ts `attempt`, 401 when
+ * it is spent), then the check runs. Every method's
+ * check goes through here (the OAuth2 sign-in's too), so 5 logins end an
+ * `mfa_id` however many run at once.
  */
 export async function countingMfa<T>(
   services: SignInServices,
@@ -113,15 +114,8 @@ export async function countingMfa<T>(
   mfaId: string | undefined,
   check: () => Promise<T>,
 ): Promise<T> {
-  try {
-    return await check();
-  } catch (err) {
-    if (
-      mfaId !== undefined && err instanceof MoonbaseError &&
-      err.code === "unauthenticated"
-    ) await services.mfa.fail(entity, mfaId);
-    throw err;
-  }
+  if (mfaId !== undefined) await services.mfa.attempt(entity, mfaId);
+  return await check();
 }
 
 /** 403 when the entity does not offer `method`. */

@@ -3,7 +3,8 @@
  * `mb_otps` (mailed sign-in codes, as hashes: otp.ts), `mb_mfas` (first
  * logins waiting for a second: mfa.ts), `mb_totp` (TOTP enrolments, the
  * secret sealed, with the last step used: totp_enrollment.ts), and the mail
- * throttle's `mb_mail_throttle` (lib/mail/throttle.ts).
+ * throttle's `mb_mail_throttle` (lib/mail/throttle.ts: the one throttle of
+ * every account mail, codes and links alike).
  *
  * @module
  */

@@ -79,11 +79,13 @@ export class TotpEnrollments {
 
   /** Confirms a setup with a current code: the user is enrolled. 400 on a wrong code. */
   async confirm(entity: Entity, userId: string, code: unknown): Promise<void> {
-    const step = await this.#check(entity, userId, codeOf(code), false);
-    if (step === undefined) throw wrongCode("confirm TOTP");
+    const match = await this.#check(entity, userId, codeOf(code), false);
+    if (match === undefined) throw wrongCode("confirm TOTP");
+    // The secret the code was checked against: a setup that replaced it
+    // meanwhile leaves this confirm without effect (its secret is unproved).
     const n = await this.#storage.run(
-      `UPDATE "mb_totp" SET "enrolled" = 1, "last_step" = ? WHERE "entity_id" = ? AND "user_id" = ? AND "enrolled" = 0 AND "last_step" < ?`,
-      [step, entity.id, userId, step],
+      `UPDATE "mb_totp" SET "enrolled" = 1, "last_step" = ? WHERE "entity_id" = ? AND "user_id" = ? AND "enrolled" = 0 AND "last_step" < ? AND "secret" = ?`,
+      [match.step, entity.id, userId, match.step, match.sealed],
     );
     if (n === 0) throw wrongCode("confirm TOTP");
   }
@@ -104,35 +106,41 @@ export class TotpEnrollments {
    * that was not accepted before (then its step is spent).
    */
   async accept(entity: Entity, userId: string, code: string): Promise<boolean> {
-    const step = await this.#check(entity, userId, code, true);
-    if (step === undefined) return false;
+    const match = await this.#check(entity, userId, code, true);
+    if (match === undefined) return false;
     // Of two requests with one code, one moves the step.
     const n = await this.#storage.run(
-      `UPDATE "mb_totp" SET "last_step" = ? WHERE "entity_id" = ? AND "user_id" = ? AND "enrolled" = 1 AND "last_step" < ?`,
-      [step, entity.id, userId, step],
+      `UPDATE "mb_totp" SET "last_step" = ? WHERE "entity_id" = ? AND "user_id" = ? AND "enrolled" = 1 AND "last_step" < ? AND "secret" = ?`,
+      [match.step, entity.id, userId, match.step, match.sealed],
     );
     return n === 1;
   }
 
-  /** The step `code` matches for the user's secret (enrolled or pending), after the last used. */
+  /**
+   * The step `code` matches for the user's secret (enrolled or pending),
+   * after the last used, and the sealed secret it was checked against.
+   */
   async #check(
     entity: Entity,
     userId: string,
     code: string,
     enrolled: boolean,
-  ): Promise<number | undefined> {
+  ): Promise<{ step: number; sealed: string } | undefined> {
     const rows = await this.#storage.query(
       `SELECT "secret", "last_step" FROM "mb_totp" WHERE "entity_id" = ? AND "user_id" = ? AND "enrolled" = ?`,
       [entity.id, userId, enrolled ? 1 : 0],
     );
     if (!rows[0]) return undefined;
-    const secret = unseal(
-      this.#key,
-      String(rows[0].secret),
-      context(entity, userId),
-    );
+    const sealed = String(rows[0].secret);
+    const secret = unseal(this.#key, sealed, context(entity, userId));
     if (!secret) return undefined;
-    return matchStep(secret, code, this.#now(), Number(rows[0].last_step));
+    const step = matchStep(
+      secret,
+      code,
+      this.#now(),
+      Number(rows[0].last_step),
+    );
+    return step === undefined ? undefined : { step, sealed };
   }
 }
 

@@ -2,9 +2,11 @@
  * At most one mail per address and purpose per window (2 minutes), shared
  * by every instance through `mb_mail_throttle`. A request inside the window
  * is answered as any other (silently: no error tells a caller that a mail
- * went out a moment ago) and sends nothing. The row keeps a `ref`, the
- * handle the first request answered with (an `otp_id`), so the later ones
- * can answer the same handle.
+ * went out a moment ago) and sends nothing. The one throttle of every
+ * account mail: sign-in codes (lib/auth/otp.ts) and the mailed links of
+ * verification, password reset and email change (lib/auth/account_mail.ts).
+ * The row keeps a `ref`, the handle the first request answered with (an
+ * `otp_id`; "" for a link), so the later ones can answer the same handle.
  *
  * @module
  */

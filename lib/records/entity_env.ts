@@ -73,6 +73,12 @@ export interface EntityEnv {
    * session of that user except `keep` (a session id, "" for none).
    */
   passwordChanged(entity: string, userId: string, keep: string): Promise<void>;
+  /**
+   * Runs after a delete of a user of the auth entity `entityId` committed
+   * (or, with no `userId`, after the entity was dropped): removes the
+   * user's sign-in rows (codes, second factors, mailed links).
+   */
+  usersRemoved?(entityId: string, userId?: string): Promise<void>;
   /** Hooks of extension scripts on record writes. */
   readonly hooks: RecordHooks;
   /** Reports an after-hook that threw (the write stands). */

@@ -3,8 +3,8 @@
  * record service runs once a rule became an `Access`, and what `Entity`
  * runs for a program without `{ as }`. Each write validates, hashes a new
  * password, runs the record hooks and the journal around the statement
- * (`WriteSteps`), and once committed ends sessions after a password change
- * and removes the files it orphaned.
+ * (`WriteSteps`), and once committed ends sessions after a password change,
+ * removes the files it orphaned and a deleted user's sign-in rows.
  *
  * @module
  */
@@ -262,6 +262,9 @@ export class EntityRecords {
           d.schema.id,
           fileNames(d.schema, d.record),
         );
+        if (d.schema.type === "auth") {
+          await this.#env.usersRemoved?.(d.schema.id, String(d.record.id));
+        }
       }
     });
     return rec;

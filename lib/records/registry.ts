@@ -470,6 +470,7 @@ export class Registry {
       await this.#audit(tx, entity.schema, "delete", before, world);
     }, version);
     await this.#env.files?.removeEntity(entity.id);
+    if (entity.type === "auth") await this.#env.usersRemoved?.(entity.id);
   }
 
   /**
