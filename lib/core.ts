@@ -371,6 +371,8 @@ export async function createCore(
         now: clock.now,
         sees: (entity, entityId, op, auth, record) =>
           records.sees(entity, entityId, op, auth, record),
+        expand: (entity, entityId, record, plan, auth) =>
+          records.expandEvent(entity, entityId, record, plan, auth),
         isRevoked: (claims) => revocations.isRevoked(claims),
         listening: () => instanceSync.listening,
         limits: {

@@ -6,14 +6,21 @@
 
 import type { RouteTarget } from "../lib/http/route_group.ts";
 import type { Core } from "../lib/core.ts";
-import { MoonbaseError } from "../lib/errors.ts";
+import { MoonbaseError, StorageUnavailableError } from "../lib/errors.ts";
+import { project } from "../lib/records/expand/fields.ts";
 import { mediaType } from "../lib/http/body.ts";
 import { readMultipartWrite } from "../lib/files/upload.ts";
 import type { Entity } from "../lib/records/entity.ts";
 import type { Context } from "../lib/http/context.ts";
 import { noContent } from "../lib/http/envelope.ts";
 import { checkedPerRow, PER_ROW_HEADERS } from "../lib/records/list.ts";
-import type { RecordService, RecordWrite } from "../lib/records/service.ts";
+import type {
+  AnswerShape,
+  RecordService,
+  RecordWrite,
+} from "../lib/records/service.ts";
+import type { RecordData } from "../lib/records/codec.ts";
+import type { AuthValue } from "../lib/caller.ts";
 import type { RuleRequest } from "../lib/records/rule_types.ts";
 
 /** What these routes read of the app: body limits, uploads and the instance sync (records come as `RecordService`). */
@@ -89,6 +96,39 @@ async function readFresh(
   return write;
 }
 
+/**
+ * A written record as the answer's shape asks (`expand`, `fields`), and
+ * the headers to add. The record was written: an expansion that fails
+ * (more records than one answer holds, the database gone meanwhile) must
+ * not read as a failed write, which a client would send again, so the
+ * record is answered without expansions and `X-Moonbase-Expand` says why.
+ */
+async function answer(
+  records: RecordService,
+  entity: Entity,
+  rec: RecordData,
+  shape: AnswerShape,
+  auth: AuthValue,
+  req: RuleRequest,
+): Promise<{ record: RecordData; headers?: Record<string, string> }> {
+  try {
+    return {
+      record: (await records.present(entity, [rec], shape, auth, req))[0],
+    };
+  } catch (err) {
+    const why = err instanceof MoonbaseError
+      ? err.message
+      : err instanceof StorageUnavailableError
+      ? "Cannot expand: the database did not answer"
+      : undefined;
+    if (why === undefined) throw err; // a bug: the pipeline logs it (500)
+    return {
+      record: shape.fields ? project(rec, shape.fields) : rec,
+      headers: { "X-Moonbase-Expand": `failed; ${why.slice(0, 300)}` },
+    };
+  }
+}
+
 /** Registers the record routes. */
 export function recordRoutes(
   r: RouteTarget<RecordsHost>,
@@ -118,6 +158,7 @@ export function recordRoutes(
         ctx.params.id,
         await ctx.auth(),
         ruleRequest(ctx),
+        ctx.url.searchParams,
       ),
     );
   });
@@ -127,36 +168,54 @@ export function recordRoutes(
     // Before the body: a refused caller or a throttled sign-up uploads nothing.
     const admitted = await records.admit(entity, auth, ctx);
     let write: RecordWrite;
+    let shape: AnswerShape | undefined;
     try {
+      // The answer's shape is checked before anything is written.
+      shape = records.answerShape(
+        entity,
+        ctx.url.searchParams,
+        auth,
+        "create record",
+      );
       write = await readFresh(ctx, records, entity);
     } catch (err) {
       throw admitted.headers && err instanceof MoonbaseError
         ? err.withHeaders(admitted.headers)
         : err;
     }
-    const rec = await records.create(
-      entity,
-      write,
-      auth,
-      ruleRequest(ctx, write.body),
-      { origin: ctx, admitted },
-    );
-    return ctx.json(201, rec, admitted.headers);
+    const req = ruleRequest(ctx, write.body);
+    const rec = await records.create(entity, write, auth, req, {
+      origin: ctx,
+      admitted,
+    });
+    if (!shape) return ctx.json(201, rec, admitted.headers);
+    const a = await answer(records, entity, rec, shape, auth, req);
+    return ctx.json(201, a.record, { ...admitted.headers, ...a.headers });
   });
   r.add("PATCH", `${base}/:id`, async (ctx) => {
     const entity = records.entity(ctx.params.entity);
     const auth = await ctx.auth();
     records.precheck(entity, "update", auth);
+    // The answer's shape is checked before anything is written.
+    const shape = records.answerShape(
+      entity,
+      ctx.url.searchParams,
+      auth,
+      "update record",
+    );
     const write = await readFresh(ctx, records, entity);
+    const req = ruleRequest(ctx, write.body);
     const rec = await records.update(
       entity,
       ctx.params.id,
       write,
       auth,
-      ruleRequest(ctx, write.body),
+      req,
       { origin: ctx },
     );
-    return ctx.json(200, rec);
+    if (!shape) return ctx.json(200, rec);
+    const a = await answer(records, entity, rec, shape, auth, req);
+    return ctx.json(200, a.record, a.headers);
   });
   r.add("DELETE", `${base}/:id`, async (ctx) => {
     const entity = records.entity(ctx.params.entity);

@@ -1,6 +1,7 @@
 /**
  * The wire format of realtime messages (a public contract): an event's JSON
- * `{"action","entity","id","record","timestamp"}`, framed for SSE
+ * `{"action","entity","id","record","timestamp"}` (and `expand_error` when
+ * a topic's expansions could not be given), framed for SSE
  * (`id:`/`event:`/`data:`) or for WebSocket (`{"type":"event","eventId",…}`).
  * One frame is built per event and shape and shared by every subscriber it
  * goes to; each framing is encoded once.
@@ -29,6 +30,7 @@ export class Frame {
     recordId: string,
     record: RecordData,
     at: number,
+    expandError?: string,
   ) {
     this.id = id;
     this.action = action;
@@ -38,6 +40,8 @@ export class Frame {
       id: recordId,
       record,
       timestamp: new Date(at).toISOString(),
+      // The topic's expansions could not be given (too many records).
+      ...(expandError !== undefined && { expand_error: expandError }),
     });
   }
 

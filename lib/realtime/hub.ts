@@ -14,8 +14,9 @@ import type { RecordData } from "../records/codec.ts";
 import type { StoredEvent } from "./event_log.ts";
 import { type EventLog, RETAIN_ROWS } from "./event_log.ts";
 import { Frame } from "./frames.ts";
-import type { Subscriber } from "./subscriber.ts";
-import type { Topic } from "./topics.ts";
+import type { LaterFrame, Subscriber } from "./subscriber.ts";
+import type { Topic, TopicExpand } from "./topics.ts";
+import type { ExpandNode } from "../records/expand/plan.ts";
 import type { EventFeed } from "./feed.ts";
 import type { Quota, StreamCounts } from "./stream_counts.ts";
 
@@ -41,6 +42,21 @@ export type Sees = (
   auth: AuthValue,
   record: RecordData,
 ) => boolean;
+
+/**
+ * An event's record with the expansions `plan` asks, as `auth` may see them
+ * now (RecordService.expandEvent).
+ */
+export type ExpandEvent = (
+  entity: string,
+  entityId: string,
+  record: RecordData,
+  plan: readonly ExpandNode[],
+  auth: AuthValue,
+) => Promise<RecordData>;
+
+/** Expanded frames kept for other subscribers of the same caller. */
+const MAX_EXPANDED_FRAMES = 256;
 
 /** Why a connection over `quota` is refused. */
 function refusal(quota: Quota): MoonbaseError {
@@ -68,10 +84,18 @@ function callerKey(auth: AuthValue): string {
   return auth.type === "guest" ? "" : `${auth.entity}\0${auth.id}`;
 }
 
+/** Who a caller is for expansions (its kind too: what it may read differs). */
+function expandKey(auth: AuthValue): string {
+  return `${auth.type}\0${callerKey(auth)}`;
+}
+
 /** Fan-out of events to this instance's subscribers. */
 export class Hub {
   readonly #log: EventLog;
   readonly #sees: Sees;
+  readonly #expand: ExpandEvent | undefined;
+  /** Expanded frames by event, record, caller and paths (bounded). */
+  readonly #expanded = new Map<string, Promise<Frame>>();
   readonly limits: RealtimeLimits;
   #feed: EventFeed | undefined;
   /** Entity → subscribers with any topic of it. */
@@ -90,9 +114,11 @@ export class Hub {
     sees: Sees,
     limits: RealtimeLimits,
     counts: StreamCounts,
+    expand?: ExpandEvent,
   ) {
     this.#log = log;
     this.#sees = sees;
+    this.#expand = expand;
     this.limits = limits;
     this.#counts = counts;
   }
@@ -265,6 +291,7 @@ export class Hub {
       for (const ev of events) {
         // Paced by the client: nothing more while its queue is full.
         await sub.sink.drain();
+        await sub.sent(); // expansions read one at a time, paced too
         if (sub.closed) return;
         this.#cached = -1; // decided now, under the rules of now
         sub.send(this.frameFor(sub, ev, only));
@@ -302,15 +329,20 @@ export class Hub {
     }
   }
 
-  #frame = (sub: Subscriber, ev: StoredEvent): Frame | undefined =>
-    this.frameFor(sub, ev);
+  #frame = (
+    sub: Subscriber,
+    ev: StoredEvent,
+  ): Frame | LaterFrame | undefined => this.frameFor(sub, ev);
 
-  /** What `sub` gets of `ev` (nothing, or a frame), by the rules now. */
+  /**
+   * What `sub` gets of `ev` (nothing, or a frame), by the rules now; with
+   * expansions, a frame read when its turn comes.
+   */
   frameFor(
     sub: Subscriber,
     ev: StoredEvent,
     only?: ReadonlySet<string>,
-  ): Frame | undefined {
+  ): Frame | LaterFrame | undefined {
     const ops = sub.ops(ev, only);
     if (ops.length === 0) return undefined;
     if (ev.id !== this.#cached) {
@@ -328,11 +360,63 @@ export class Hub {
         }
         return ok;
       });
-    if (sees(ev.record, "r")) return this.#build(ev, ev.action, ev.record, "r");
+    const expand = this.#expand && sub.expansion(ev, only);
+    if (sees(ev.record, "r")) {
+      return expand
+        ? this.#later(sub, ev, ev.action, ev.record, "r", expand)
+        : this.#build(ev, ev.action, ev.record, "r");
+    }
     if (ev.action === "update" && ev.previous && sees(ev.previous, "p")) {
-      return this.#build(ev, "delete", ev.previous, "p");
+      return expand
+        ? this.#later(sub, ev, "delete", ev.previous, "p", expand)
+        : this.#build(ev, "delete", ev.previous, "p");
     }
     return undefined;
+  }
+
+  /**
+   * The frame of `record` with the expansions `expand` asks, read for the
+   * subscriber's caller when its turn comes (once per event, record, caller
+   * and paths while it is kept). An expansion refused as too large is sent
+   * without its expansions and says why (`expand_error`); a database that
+   * does not answer rejects (the subscriber's stream ends, to resume).
+   */
+  #later(
+    sub: Subscriber,
+    ev: StoredEvent,
+    action: StoredEvent["action"],
+    record: RecordData,
+    which: string,
+    expand: TopicExpand,
+  ): LaterFrame {
+    const auth = sub.auth;
+    const plan = expand.plan;
+    const key = `${ev.id}\0${which}\0${expandKey(auth)}\0${expand.text}`;
+    return () => {
+      let f = this.#expanded.get(key);
+      if (!f) {
+        f = this.#expand!(ev.entity, ev.entityId, record, plan, auth).then(
+          (rec) => new Frame(ev.id, action, ev.entity, ev.recordId, rec, ev.at),
+          (err: unknown) => {
+            if (!(err instanceof MoonbaseError)) throw err;
+            return new Frame(
+              ev.id,
+              action,
+              ev.entity,
+              ev.recordId,
+              record,
+              ev.at,
+              err.message,
+            );
+          },
+        );
+        if (this.#expanded.size >= MAX_EXPANDED_FRAMES) this.#expanded.clear();
+        this.#expanded.set(key, f);
+        // A failed read is not kept: the next subscriber reads again.
+        f.catch(() => this.#expanded.delete(key));
+      }
+      return f;
+    };
   }
 
   #build(

@@ -15,7 +15,12 @@ import type { ChangeJournal } from "../records/changes.ts";
 import type { Registry } from "../records/registry.ts";
 import { EventLog } from "./event_log.ts";
 import { EventFeed } from "./feed.ts";
-import { Hub, type RealtimeLimits, type Sees } from "./hub.ts";
+import {
+  type ExpandEvent,
+  Hub,
+  type RealtimeLimits,
+  type Sees,
+} from "./hub.ts";
 import { Watchdog } from "./watchdog.ts";
 import type { Subscriber } from "./subscriber.ts";
 import type { Topic } from "./topics.ts";
@@ -31,6 +36,8 @@ export interface RealtimeEnv {
   /** The database clock (ms). */
   now: () => number;
   sees: Sees;
+  /** An event's record with a topic's expansions, for its subscriber. */
+  expand?: ExpandEvent;
   isRevoked(claims: TokenClaims): boolean;
   /** True while notifications from other instances arrive. */
   listening(): boolean;
@@ -70,7 +77,13 @@ export class Realtime {
       schemas: env.schemas,
       onError: env.onError,
     });
-    this.hub = new Hub(this.log, env.sees, env.limits, env.counts);
+    this.hub = new Hub(
+      this.log,
+      env.sees,
+      env.limits,
+      env.counts,
+      env.expand,
+    );
     this.feed = new EventFeed(
       this.log,
       (events) => this.hub.dispatch(events),

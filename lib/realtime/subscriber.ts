@@ -11,7 +11,7 @@ import type { AuthValue } from "../caller.ts";
 import type { TokenClaims } from "../auth/jwt.ts";
 import type { StoredEvent } from "./event_log.ts";
 import type { Frame } from "./frames.ts";
-import type { Topic } from "./topics.ts";
+import type { Topic, TopicExpand } from "./topics.ts";
 
 /** Where a subscriber's messages go (the SSE stream or the WebSocket). */
 export interface Sink {
@@ -27,11 +27,24 @@ export interface Sink {
   end(status: number, message: string): void;
 }
 
+/**
+ * A frame that needs a read first (an event's record with expansions): the
+ * subscriber calls it when the events before it are sent, so at most one
+ * such read per subscriber runs at a time. It rejects when the database
+ * does not answer.
+ */
+export type LaterFrame = () => Promise<Frame | undefined>;
+
 /** Decides and frames an event for one subscriber (the hub's `frameFor`). */
-export type Framer = (sub: Subscriber, ev: StoredEvent) => Frame | undefined;
+export type Framer = (
+  sub: Subscriber,
+  ev: StoredEvent,
+) => Frame | LaterFrame | undefined;
 
 /** Live events a resuming subscriber may have waiting. */
 const MAX_PENDING = 10_000;
+/** Events waiting behind a frame being read (expansions), per subscriber. */
+const MAX_LATER = 10_000;
 
 /** A connection's subscription state. */
 export class Subscriber {
@@ -57,6 +70,9 @@ export class Subscriber {
   closed = false;
   /** Serializes subscription changes (WebSocket messages). */
   chain: Promise<void> = Promise.resolve();
+  /** Frames in order behind one being read (`LaterFrame`), and their count. */
+  #later: Promise<void> = Promise.resolve();
+  #waiting = 0;
 
   constructor(
     auth: AuthValue,
@@ -105,6 +121,27 @@ export class Subscriber {
     return out;
   }
 
+  /**
+   * The expansions asked for this event's record: those of its record topic
+   * when that topic matches and asks some, else those of its entity topic.
+   */
+  expansion(
+    ev: StoredEvent,
+    only?: ReadonlySet<string>,
+  ): TopicExpand | undefined {
+    const keys = [`${ev.entity}/${ev.recordId}`, ev.entity];
+    for (const k of keys) {
+      const t = this.topics.get(k);
+      if (t?.expand && (!only || only.has(k))) return t.expand;
+    }
+    return undefined;
+  }
+
+  /** Resolves once every frame handed to `send` so far went out (or was dropped). */
+  sent(): Promise<void> {
+    return this.#later;
+  }
+
   /** A live event: sent now, or queued while resuming. */
   offer(ev: StoredEvent, frame: Framer): void {
     if (this.closed || ev.id <= this.lastId) return;
@@ -120,9 +157,38 @@ export class Subscriber {
     this.send(frame(this, ev));
   }
 
-  /** Sends a frame, ending a connection that does not keep up. */
-  send(f: Frame | undefined): void {
+  /**
+   * Sends a frame, ending a connection that does not keep up. A frame still
+   * to be read, and every frame after it, waits its turn: the order holds.
+   */
+  send(f: Frame | LaterFrame | undefined): void {
     if (!f || this.closed) return;
+    if (typeof f !== "function" && this.#waiting === 0) return this.#out(f);
+    if (this.#waiting >= MAX_LATER) {
+      this.sink.end(503, "Cannot keep up: too many events wait to be expanded");
+      return;
+    }
+    this.#waiting++;
+    this.#later = this.#later.then(async () => {
+      try {
+        if (this.closed) return;
+        const frame = typeof f === "function" ? await f() : f;
+        if (frame) this.#out(frame);
+      } catch {
+        // The read failed (the database did not answer): the client resumes
+        // from its last event once it reconnects.
+        this.sink.end(
+          503,
+          "Cannot expand an event: the database did not answer; reconnect",
+        );
+      } finally {
+        this.#waiting--;
+      }
+    });
+  }
+
+  #out(f: Frame): void {
+    if (this.closed) return;
     if (!this.sink.event(f)) {
       this.sink.end(503, "Cannot keep up: the client reads too slowly");
     }

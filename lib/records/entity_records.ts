@@ -38,6 +38,12 @@ import { type WriteJournal, writeJournal } from "./changes.ts";
 import { current } from "./write_scope.ts";
 import { assertWritable } from "./access.ts";
 import type { RuleTarget } from "./rule_types.ts";
+import type { Where } from "./list_query.ts";
+import {
+  type ReferencingLimits,
+  rowsByIds,
+  rowsReferencing,
+} from "./expand/fetch.ts";
 
 /** Library lists' filters run as an admin would (no script helpers). */
 const libraryRules = new ExpressionRules();
@@ -183,6 +189,35 @@ export class EntityRecords {
     const record = decodeRow(this.#schema, row, this.#store.dialect);
     if (keep && !(await keep(record))) return undefined;
     return record;
+  }
+  /**
+   * The records with these ids that match `where` (expansions: the caller
+   * applies its own per-row check), in no particular order.
+   */
+  async byIds(ids: readonly string[], where?: Where): Promise<RecordData[]> {
+    const rows = await rowsByIds(this.#store, this.#schema, ids, where);
+    return rows.map((r) => decodeRow(this.#schema, r, this.#store.dialect));
+  }
+  /**
+   * The records whose relation `field` holds one of `ids` and that match
+   * `where`, grouped by that id, oldest first within each (back-relations;
+   * see `rowsReferencing` for `limits`).
+   */
+  async referencing(
+    field: string,
+    ids: readonly string[],
+    where: Where | undefined,
+    limits: ReferencingLimits,
+  ): Promise<RecordData[]> {
+    const rows = await rowsReferencing(
+      this.#store,
+      this.#schema,
+      field,
+      ids,
+      where,
+      limits,
+    );
+    return rows.map((r) => decodeRow(this.#schema, r, this.#store.dialect));
   }
   /**
    * Updates a record; undefined when it does not exist. A new password of an

@@ -62,6 +62,13 @@ function unknownParameter(
   q: URLSearchParams,
   key: string,
 ): never {
+  if (key === "expand") {
+    // The API and `{ as }` lists expand (lib/records/service.ts); a
+    // program's own list has no caller whose rules the expansions pass.
+    bad(
+      "Cannot list records: expand needs a caller; list with { as: <caller> } (or through the records API)",
+    );
+  }
   const head = `Cannot list records: unknown parameter ${
     JSON.stringify(key.slice(0, 64))
   }`;
@@ -75,7 +82,9 @@ function unknownParameter(
       `${head}; to filter by a field, use filter=<expression> (e.g. filter=${key} == "x", URL-encoded)`,
     );
   }
-  bad(`${head} (lists take limit, after, sort, fields, count and filter)`);
+  bad(
+    `${head} (lists take limit, after, sort, fields, count, filter and expand)`,
+  );
 }
 
 const fieldMaps = new WeakMap<EntitySchema, Map<string, FieldDef>>();

@@ -26,6 +26,15 @@ import { type Access, both } from "./caller_access.ts";
 import { callerOf, type CursorKey } from "./list_cursor.ts";
 import { sortUnderPerRowRule, writable } from "./caller_limits.ts";
 import type { PasswordHashes } from "./entity_records.ts";
+import { parseExpand } from "./expand/paths.ts";
+import { canUseAs, type ExpandNode, planExpand } from "./expand/plan.ts";
+import {
+  type FieldNames,
+  parseFields,
+  project,
+  type Projection,
+} from "./expand/fields.ts";
+import { expandRecords, type ExpandScope } from "./expand/expander.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
 export interface RecordWrite {
@@ -66,6 +75,18 @@ export interface PreparedWrite {
   readonly body: Record<string, unknown>;
   readonly call: WriteCall;
 }
+
+/**
+ * What a read answer shows beyond the stored record, from the `expand` and
+ * `fields` parameters, checked before anything is read or written.
+ */
+export interface AnswerShape {
+  readonly plan: readonly ExpandNode[];
+  readonly fields?: Projection;
+}
+
+/** The parameters of an answer's shape (the rest is the operation's). */
+const SHAPE_PARAMS = ["expand", "fields"] as const;
 
 function notFound(entity: Entity): MoonbaseError {
   return new MoonbaseError(
@@ -176,7 +197,7 @@ export class RecordService {
     return this.#read(entity, (e) => this.#list(e, query, auth, req));
   }
 
-  #list(
+  async #list(
     entity: Entity,
     query: URLSearchParams,
     auth: AuthValue,
@@ -184,6 +205,27 @@ export class RecordService {
   ): Promise<ListResult> {
     const cursor = { key: this.#cursorKey, caller: callerOf(auth) };
     const access = this.#access(entity, "list", auth, req);
+    const shape = this.answerShape(entity, query, auth, "list records");
+    if (shape) {
+      query = new URLSearchParams(query);
+      for (const p of SHAPE_PARAMS) query.delete(p);
+    }
+    const page = await this.#page(entity, query, auth, req, access, cursor);
+    if (shape) {
+      // In place: the page object carries whether rows were checked one by one.
+      page.items = await this.present(entity, page.items, shape, auth, req);
+    }
+    return page;
+  }
+
+  #page(
+    entity: Entity,
+    query: URLSearchParams,
+    auth: AuthValue,
+    req: RuleRequest,
+    access: Access,
+    cursor: { key: CursorKey; caller: string },
+  ): Promise<ListResult> {
     if (access.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
     const filter = query.get("filter");
     if (filter === null || filter.trim() === "") {
@@ -230,20 +272,134 @@ export class RecordService {
       this.#rules.allows(d.expr, auth, EVENT_REQUEST, record);
   }
 
-  /** Reads a record the caller may see (404 otherwise). */
+  /**
+   * Reads a record the caller may see (404 otherwise), shaped by `query`'s
+   * `expand` and `fields` when given.
+   */
   async get(
     entity: Entity,
     id: string,
     auth: AuthValue,
     req: RuleRequest,
+    query?: URLSearchParams,
   ): Promise<RecordData> {
     return await this.#read(entity, async (e) => {
-      const rec = await e.records.read(id, {
-        access: this.#access(e, "get", auth, req),
-      });
+      const access = this.#access(e, "get", auth, req);
+      const shape = query && this.answerShape(e, query, auth, "get record");
+      const rec = await e.records.read(id, { access });
       if (!rec) throw notFound(e);
-      return rec;
+      if (!shape) return rec;
+      return (await this.present(e, [rec], shape, auth, req))[0];
     });
+  }
+
+  /**
+   * The shape `query`'s `expand` and `fields` ask of `entity`'s records
+   * (undefined: as stored), or a 400 naming what is unknown; `action`
+   * starts the message (`list records`). Check it before a write: a write
+   * must not happen when its answer cannot be given.
+   */
+  answerShape(
+    entity: Entity,
+    query: URLSearchParams,
+    auth: AuthValue,
+    action: string,
+  ): AnswerShape | undefined {
+    for (const p of SHAPE_PARAMS) {
+      if (query.getAll(p).length > 1) {
+        throw new MoonbaseError(
+          "invalid",
+          `Cannot ${action}: parameter "${p}" given twice`,
+        );
+      }
+    }
+    const expand = query.get("expand") ?? "";
+    const fields = query.get("fields") ?? "";
+    if (expand.trim() === "" && fields.trim() === "") return undefined;
+    const canUse = canUseAs(auth);
+    const plan = planExpand(
+      { lookup: (name) => this.#registry.byName(name), canUse, action },
+      entity,
+      parseExpand(expand, action),
+    );
+    const names: FieldNames = (name) => {
+      const e = this.#registry.byName(name);
+      return e ? readableNames(e) : undefined;
+    };
+    return {
+      plan,
+      ...(fields.trim() !== "" && {
+        fields: parseFields(fields, readableNames(entity), plan, names, action),
+      }),
+    };
+  }
+
+  /**
+   * Records of `entity` as `shape` shows them to `auth`: each expanded
+   * record only if it passes its own entity's rule for `auth` (read as a
+   * GET with `req`'s query would), then the fields kept.
+   */
+  async present(
+    entity: Entity,
+    records: readonly RecordData[],
+    shape: AnswerShape,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): Promise<RecordData[]> {
+    const now = this.#registry.get(entity.id) ?? entity;
+    const out = await expandRecords(
+      this.#expandScope(auth, readRequest(req), "expand records"),
+      now,
+      records,
+      shape.plan,
+    );
+    const fields = shape.fields;
+    return fields ? out.map((r) => project(r, fields)) : out;
+  }
+
+  /**
+   * An event's record with the expansions `plan` asks, as `auth` may see
+   * them now (realtime subscriptions with `?expand=`); the record itself
+   * was decided by `sees`.
+   */
+  async expandEvent(
+    name: string,
+    entityId: string,
+    record: RecordData,
+    plan: readonly ExpandNode[],
+    auth: AuthValue,
+  ): Promise<RecordData> {
+    const entity = this.#registry.get(entityId);
+    if (!entity || entity.name !== name || plan.length === 0) return record;
+    const scope = this.#expandScope(auth, EVENT_REQUEST, "expand event");
+    return (await expandRecords(scope, entity, [record], plan))[0];
+  }
+
+  #expandScope(
+    auth: AuthValue,
+    req: RuleRequest,
+    action: string,
+  ): ExpandScope {
+    return {
+      action,
+      entity: (name) => {
+        const e = this.#registry.byName(name);
+        if (!isExposed(e, name)) return undefined;
+        return this.#registry.viewRefusal(e.id) === undefined ? e : undefined;
+      },
+      access: (e, op) => {
+        try {
+          return this.#access(e, op, auth, req);
+        } catch (err) {
+          // Refused outright (401/403 on its own route): absent here.
+          if (
+            err instanceof MoonbaseError &&
+            (err.code === "unauthenticated" || err.code === "forbidden")
+          ) return undefined;
+          throw err;
+        }
+      },
+    };
   }
 
   /**
@@ -414,6 +570,27 @@ function withBody(
   return {
     body,
     method: req.method,
+    get query() {
+      return req.query;
+    },
+  };
+}
+
+/** A record's readable field names (never `password`). */
+function readableNames(entity: Entity): Set<string> {
+  return new Set(
+    entity.fields.map((f) => f.name).filter((n) => n !== "password"),
+  );
+}
+
+/**
+ * The request as the rules of expanded records see it: a read (method
+ * GET, no body, as a GET of that record would be), with `req`'s query.
+ */
+function readRequest(req: RuleRequest): RuleRequest {
+  return {
+    body: {},
+    method: "GET",
     get query() {
       return req.query;
     },
