@@ -20,7 +20,8 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { openSse, type SseClient, until } from "./_realtime_fixtures.ts";
+import { openSse, type SseClient } from "./_realtime_client.ts";
+import { poll } from "./_wait.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
 import type { Subscriber } from "../lib/realtime/subscriber.ts";
 
@@ -61,11 +62,15 @@ async function users(s: TestServer): Promise<string> {
 }
 
 /** The subscribers this instance holds, once they settle at `n`. */
-function settles(s: TestServer, n: number, what: string): Promise<void> {
-  return until(
-    () => s.app.realtime!.hub.subscribers.size === n,
-    3000,
+async function settles(
+  s: TestServer,
+  n: number,
+  what: string,
+): Promise<void> {
+  await poll(
     `${what}: ${n} subscriber(s)`,
+    () => s.app.realtime!.hub.subscribers.size === n,
+    { deadline: 3000 },
   );
 }
 
@@ -91,15 +96,15 @@ function byUser(id: string): (x: Sub) => boolean {
 }
 
 /** No subscriber matching `pred` is left (within 3 s). */
-function gone(
+async function gone(
   s: TestServer,
   pred: (x: Sub) => boolean,
   what: string,
 ): Promise<void> {
-  return until(
-    () => ![...s.app.realtime!.hub.subscribers].some(pred),
-    3000,
+  await poll(
     `${what}: the subscriber is gone`,
+    () => ![...s.app.realtime!.hub.subscribers].some(pred),
+    { deadline: 3000 },
   );
 }
 
@@ -171,7 +176,9 @@ forEachDb(
                 headers: { "x-forwarded-for": ip },
               });
               try {
-                await until(() => c.comments >= 2, 3500, "two heartbeats");
+                await poll("two heartbeats", () => c.comments >= 2, {
+                  deadline: 3500,
+                });
                 // Heartbeats are comments: no message was queued for them.
                 assertEquals(await c.drain(0), []);
               } finally {

@@ -15,7 +15,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { openSse } from "./_realtime_fixtures.ts";
+import { openSse } from "./_realtime_client.ts";
 import { makeEntity, userOf } from "./_extend_fixtures.ts";
 import {
   brief,

@@ -20,7 +20,7 @@ import {
   openSse,
   type SseClient,
   type SseMessage,
-} from "./_realtime_fixtures.ts";
+} from "./_realtime_client.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
 import {
   brief,

@@ -18,7 +18,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import type { SseClient } from "./_realtime_fixtures.ts";
+import type { SseClient } from "./_realtime_client.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
 import {
   ADMIN,

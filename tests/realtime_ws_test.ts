@@ -20,8 +20,13 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { openSse, until } from "./_realtime_fixtures.ts";
-import { connectWs, openWs, type WsClient } from "./_realtime_ws.ts";
+import {
+  connectWs,
+  openSse,
+  openWs,
+  type WsClient,
+} from "./_realtime_client.ts";
+import { poll } from "./_wait.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
 
 const MAX_TOPICS = 5;
@@ -466,10 +471,10 @@ forEachDb("realtime WebSocket", async (t, db) => {
 
     await t.step("closed sockets leave the hub", async () => {
       for (const c of open) c.close();
-      await until(
-        () => s.app.realtime!.hub.subscribers.size === 0,
-        3000,
+      await poll(
         "every socket left",
+        () => s.app.realtime!.hub.subscribers.size === 0,
+        { deadline: 3000 },
       );
     });
   } finally {
