@@ -431,16 +431,16 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
           [now, rec],
         );
         await keep.anchor(); // the feed is past them
-        const t0 = performance.now();
+        // How long the resume takes is measured by `deno task bench`, not
+        // here (no wall-clock upper bound in a test): this checks the guest
+        // gets none of them and the resume answers at all.
         const c = await subscribe(
           s,
           `topics=j_hidden,${K}&lastEventId=${from}`,
         );
-        const took = performance.now() - t0;
         const got = changes(await upTo(c, keep));
         c.close();
         assertEquals(got, []);
-        assert.ok(took < 100, `a guest's resume took ${Math.round(took)} ms`);
       },
     );
     if (db === "postgres") {
@@ -469,10 +469,13 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
               assert.equal(r.status, 204, r.text);
             });
           // Once the cascade holds an event id, a write commits past it.
-          await poll("condition", async () =>
-            (await s.app.storage.query(
-              `SELECT 1 AS one FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted`,
-            )).length > 0);
+          await poll(
+            "the cascade to hold an event id",
+            async () =>
+              (await s.app.storage.query(
+                `SELECT 1 AS one FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted`,
+              )).length > 0,
+          );
           await add(s, "z_other", { t: "gap" }, "");
           await pause(150);
           await add(s, "z_other", { t: "stalled?" }, "");
