@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { forEachDb, startServer, type TestServer } from "./_server.ts";
 import { entity, strings } from "./_attack_realtime.ts";
-import { pause } from "./_wait.ts";
+import { pause, poll } from "./_wait.ts";
 import { userOf } from "./_extend_fixtures.ts";
 import { OPEN_RULES, startCluster } from "./_workers_fixtures.ts";
 import {
@@ -271,10 +271,11 @@ forEachDb(
         async () => {
           for (const x of open.splice(0)) x.close();
           const hub = s.app.realtime!.hub;
-          const deadline = Date.now() + 5000;
-          while (hub.subscribers.size > 0 && Date.now() < deadline) {
-            await pause(20);
-          }
+          await poll(
+            "the closed streams to leave",
+            () => hub.subscribers.size === 0,
+            { deadline: 5000, every: 20 },
+          ).catch(() => {}); // the assertion below says what is left
           assert.equal(hub.subscribers.size, 0, "the closed streams left");
           // 30 connections: streams may hold 27, from addresses of their own.
           const refused: Stream[] = [];

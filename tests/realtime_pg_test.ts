@@ -24,7 +24,7 @@ import {
   type SseClient,
   type SseMessage,
 } from "./_realtime_client.ts";
-import { poll } from "./_wait.ts";
+import { poll, settlesWithin } from "./_wait.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
 
 let seq = 0;
@@ -269,11 +269,8 @@ Deno.test({
           });
           assert(r.status === 200 || r.status === 204, `logout: ${r.status}`);
           const t0 = Date.now();
-          const ended = await Promise.race([
-            c.ended.then(() => true),
-            new Promise<false>((r) => setTimeout(() => r(false), 2500)),
-          ]);
-          assert(ended, "the stream on B did not end");
+          const ended = await settlesWithin(c.ended.then(() => true), 2500);
+          assert(ended === true, "the stream on B did not end");
           assert(Date.now() - t0 <= 2100, `ended after ${Date.now() - t0} ms`);
           const last = (await c.drain(0)).at(-1);
           assertEquals([last?.event, last?.data.status], ["error", 401]);

@@ -26,7 +26,7 @@ import {
   openWs,
   type WsClient,
 } from "./_realtime_client.ts";
-import { poll } from "./_wait.ts";
+import { poll, within } from "./_wait.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
 
 const MAX_TOPICS = 5;
@@ -451,12 +451,7 @@ forEachDb("realtime WebSocket", async (t, db) => {
           token: u.token,
         });
         assert(r.status === 200 || r.status === 204, `logout: ${r.status}`);
-        const { code } = await Promise.race([
-          c.closed,
-          new Promise<never>((_, rej) =>
-            setTimeout(() => rej(new Error("not closed within 2.5 s")), 2500)
-          ),
-        ]);
+        const { code } = await within("the socket closed", 2500, c.closed);
         assert(Date.now() - t0 <= 2100, `closed after ${Date.now() - t0} ms`);
         assertEquals(code, 4401);
         const rest = await c.drain(0);
