@@ -12,7 +12,7 @@ import {
   openSse,
   type SseClient,
   type SseMessage,
-} from "./_realtime_fixtures.ts";
+} from "./_realtime_client.ts";
 
 /** One access rule. */
 export interface RuleOf {
@@ -199,68 +199,4 @@ export async function upTo(c: SseClient, keep: Keeper): Promise<SseMessage[]> {
     if (m.id !== undefined && Number(m.id) === id) return out;
     if (m.data?.entity !== keep.name) out.push(m);
   }
-}
-
-/** A WebSocket client that queues the server's messages. */
-export interface WsClient {
-  socket: WebSocket;
-  // deno-lint-ignore no-explicit-any
-  next(ms?: number): Promise<any>;
-  // deno-lint-ignore no-explicit-any
-  drain(ms?: number): Promise<any[]>;
-  send(m: unknown): void;
-  /** Resolves with the close code and reason. */
-  closed: Promise<{ code: number; reason: string }>;
-}
-
-/** Opens `GET /api/v1/realtime/ws` (query appended). */
-export async function openWs(s: TestServer, query = ""): Promise<WsClient> {
-  const socket = new WebSocket(
-    `${s.url.replace(/^http/, "ws")}/api/v1/realtime/ws${query}`,
-  );
-  // deno-lint-ignore no-explicit-any
-  const queue: any[] = [];
-  let wake: (() => void) | undefined;
-  let done = false;
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => {
-    socket.onclose = (e) => {
-      done = true;
-      wake?.();
-      resolve({ code: e.code, reason: e.reason });
-    };
-  });
-  socket.onmessage = (e) => {
-    queue.push(JSON.parse(String(e.data)));
-    wake?.();
-  };
-  await new Promise<void>((resolve, reject) => {
-    socket.onopen = () => resolve();
-    socket.onerror = () => reject(new Error("WebSocket failed to open"));
-  });
-  return {
-    socket,
-    closed,
-    async next(ms = 3000) {
-      const deadline = Date.now() + ms;
-      while (queue.length === 0 && !done && Date.now() < deadline) {
-        await new Promise<void>((r) => {
-          wake = r;
-          setTimeout(r, Math.max(1, deadline - Date.now()));
-        });
-      }
-      return queue.shift();
-    },
-    async drain(ms = 300) {
-      await new Promise((r) => setTimeout(r, ms));
-      return queue.splice(0);
-    },
-    send(m) {
-      socket.send(typeof m === "string" ? m : JSON.stringify(m));
-    },
-  };
-}
-
-/** Waits `ms`. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -20,7 +20,7 @@ import {
   openSse,
   type SseClient,
   type SseMessage,
-} from "./_realtime_fixtures.ts";
+} from "./_realtime_client.ts";
 import { makeEntity } from "./_extend_fixtures.ts";
 
 /** A rule of a mode. */

@@ -24,7 +24,8 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { startServer } from "./_server.ts";
-import { openSse, until } from "./_realtime_fixtures.ts";
+import { openSse } from "./_realtime_client.ts";
+import { poll } from "./_wait.ts";
 import {
   AUTH,
   claimsOf,
@@ -578,7 +579,7 @@ forEachDb("api keys and impersonation", async (t, db) => {
           );
           let ended = false;
           c.ended.then(() => ended = true);
-          await until(() => ended, 5000, "the stream to end");
+          await poll("the stream to end", () => ended, { deadline: 5000 });
           const last = (await c.drain(0)).at(-1);
           assertEquals(last?.event, "error");
           assertEquals(last?.data.status, 401);

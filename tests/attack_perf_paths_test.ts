@@ -7,7 +7,7 @@
  */
 
 import { assert, assertEquals, forEachDb, startServer } from "./_server.ts";
-import { openSse } from "./_realtime_fixtures.ts";
+import { openSse } from "./_realtime_client.ts";
 import { createEntity } from "./_scenarios.ts";
 
 const OPEN = { mode: "public", expr: "" };

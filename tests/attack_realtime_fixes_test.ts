@@ -12,12 +12,12 @@
 
 import assert from "node:assert/strict";
 import { forEachDb, startServer, type TestServer } from "./_server.ts";
-import { openSse, type SseMessage, until } from "./_realtime_fixtures.ts";
+import { openSse, type SseMessage } from "./_realtime_client.ts";
+import { pause, poll } from "./_wait.ts";
 import {
   changes,
   entity,
   keeper,
-  sleep,
   strings,
   subscribe,
 } from "./_attack_realtime.ts";
@@ -132,10 +132,14 @@ forEachDb(
             `GET /api/v1/realtime?topics=${E}&lastEventId=${from} HTTP/1.1\r\nHost: x\r\n\r\n`,
           ));
           try {
-            await until(() => hubSize(s) === before + 1, 3000, "joined");
+            await poll("joined", () => hubSize(s) === before + 1, {
+              deadline: 3000,
+            });
             // Live writes pile up while it is stuck.
             await create(s, E, 50, (i) => `live${i}`);
-            await until(() => hubSize(s) === before, 6000, "left the hub");
+            await poll("left the hub", () => hubSize(s) === before, {
+              deadline: 6000,
+            });
           } finally {
             conn.close();
           }
@@ -214,7 +218,7 @@ forEachDb(
               const t = `${w}-${i}`;
               await e.create({ t });
               written.push({ t, at: Date.now() });
-              await sleep(1); // busy, yet the reader gets its turns
+              await pause(1); // busy, yet the reader gets its turns
             }
           };
           // Ids burned outside any write: gaps only settling can close.
@@ -224,14 +228,16 @@ forEachDb(
               await s.app.storage.query(
                 `SELECT nextval(pg_get_serial_sequence('"mb_events"', 'id')) AS "n"`,
               );
-              await sleep(150);
+              await pause(150);
             }
           })();
           await Promise.all([
             ...Array.from({ length: 6 }, (_, w) => writer(w)),
             burner,
           ]);
-          await until(() => arrived.size >= written.length, 6000, "all events")
+          await poll("all events", () => arrived.size >= written.length, {
+            deadline: 6000,
+          })
             .catch(() => {});
           reading = false;
           c.close();

@@ -8,7 +8,8 @@
 
 import assert from "node:assert/strict";
 import { forEachDb, startServer, type TestServer } from "./_server.ts";
-import { entity, sleep, strings } from "./_attack_realtime.ts";
+import { entity, strings } from "./_attack_realtime.ts";
+import { pause, poll } from "./_wait.ts";
 import { userOf } from "./_extend_fixtures.ts";
 import { OPEN_RULES, startCluster } from "./_workers_fixtures.ts";
 import {
@@ -43,7 +44,7 @@ async function healthWhile(s: TestServer, done: Promise<unknown>) {
   const statuses: number[] = [];
   while (!over || statuses.length === 0) {
     statuses.push(await fresh(`${s.url}/api/v1/health`, 10_000));
-    await sleep(50);
+    await pause(50);
   }
   return statuses;
 }
@@ -75,7 +76,7 @@ Deno.test({
             try {
               for (let i = 0; i < 4000; i++) {
                 await writeAll(ws.conn, frame);
-                if (i % 8 === 7) await sleep(1);
+                if (i % 8 === 7) await pause(1);
               }
             } catch { /* closed by the server: what we want */ }
           })();
@@ -191,7 +192,7 @@ async function reopened(open: () => Promise<Stream>): Promise<Stream> {
   for (;;) {
     const s = await open();
     if (s.status === 200 || Date.now() > deadline) return s;
-    await sleep(50);
+    await pause(50);
   }
 }
 
@@ -270,10 +271,11 @@ forEachDb(
         async () => {
           for (const x of open.splice(0)) x.close();
           const hub = s.app.realtime!.hub;
-          const deadline = Date.now() + 5000;
-          while (hub.subscribers.size > 0 && Date.now() < deadline) {
-            await sleep(20);
-          }
+          await poll(
+            "the closed streams to leave",
+            () => hub.subscribers.size === 0,
+            { deadline: 5000, every: 20 },
+          ).catch(() => {}); // the assertion below says what is left
           assert.equal(hub.subscribers.size, 0, "the closed streams left");
           // 30 connections: streams may hold 27, from addresses of their own.
           const refused: Stream[] = [];

@@ -16,7 +16,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { openSse, type SseMessage } from "./_realtime_fixtures.ts";
+import { openSse, type SseMessage } from "./_realtime_client.ts";
 import { makeEntity } from "./_extend_fixtures.ts";
 import { topicsQuery, write } from "./_realtime_cases.ts";
 import type { RecordChange } from "../lib/records/changes.ts";

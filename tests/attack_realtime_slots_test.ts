@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { startServer } from "./_server.ts";
 import { type RawWs, rawWs } from "./_raw_ws.ts";
+import { poll, settlesWithin } from "./_wait.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -30,16 +31,10 @@ async function fresh(url: string, ms: number): Promise<number> {
 
 /** An upgrade, or the status line that refused it (none within `ms`: "timeout"). */
 async function upgrade(url: string, ms: number): Promise<RawWs | string> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    return await Promise.race([
-      rawWs(url),
-      new Promise<string>((r) => timer = setTimeout(() => r("timeout"), ms)),
-    ]);
+    return await settlesWithin(rawWs(url), ms);
   } catch (err) {
     return String(err);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -76,13 +71,17 @@ Deno.test({
 
       await t.step("closed sockets give their counts back", async () => {
         for (const ws of open.splice(0)) ws.conn.close();
-        const deadline = Date.now() + 10_000;
-        let got: RawWs | string = "";
-        while (Date.now() < deadline) {
-          got = await upgrade(s.url, 3000);
-          if (typeof got !== "string") break;
-          await new Promise((r) => setTimeout(r, 50));
-        }
+        let last = "";
+        const got: RawWs | string = await poll(
+          "an upgrade accepted again",
+          async () => {
+            const up = await upgrade(s.url, 3000);
+            if (typeof up !== "string") return up;
+            last = up;
+            return false;
+          },
+          { deadline: 10_000, every: 50 },
+        ).catch((e) => `${e.message}; last refusal: ${last}`);
         assert.ok(typeof got !== "string", `still refused: ${got}`);
         open.push(got);
         // All 30 again: nothing leaked.

@@ -20,7 +20,8 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { userOf } from "./_extend_fixtures.ts";
-import { openSse, until } from "./_realtime_fixtures.ts";
+import { openSse } from "./_realtime_client.ts";
+import { pause, poll } from "./_wait.ts";
 import { signToken } from "./_scenarios.ts";
 import {
   add,
@@ -32,7 +33,6 @@ import {
   keeper,
   patch,
   remove,
-  sleep,
   strings,
   subscribe,
   upTo,
@@ -377,7 +377,7 @@ forEachDb("attack realtime: leaks, resumes, tokens, writes", async (t, db) => {
         await remove(s, "people", u3.id);
         const ends = await Promise.all(subs.map(async (c) => {
           const m = await c.next(5000);
-          await Promise.race([c.ended, sleep(1000)]);
+          await Promise.race([c.ended, pause(1000)]);
           return [m?.event, m?.data?.status, Date.now() - t0];
         }));
         for (const c of subs) c.close();
@@ -407,7 +407,7 @@ forEachDb("attack realtime: leaks, resumes, tokens, writes", async (t, db) => {
         const got = changes(await upTo(sub, keep));
         if (got.length === 0) break;
         assert.ok(Date.now() - t0 < 2500, "still flowing after 2.5 s");
-        await sleep(200);
+        await pause(200);
       }
       sub.close();
     });
@@ -480,10 +480,10 @@ forEachDb(
           await entity(s, "w_feed", strings("t"));
           const first = await subscribe(s, "topics=w_feed");
           first.close();
-          await until(
-            () => s.app.realtime!.hub.subscribers.size === 0,
-            2000,
+          await poll(
             "the first stream to leave",
+            () => s.app.realtime!.hub.subscribers.size === 0,
+            { deadline: 2000 },
           );
           const second = await subscribe(s, "topics=w_feed");
           await add(s, "w_feed", { t: "live" });
@@ -517,7 +517,9 @@ async function shared(
   name: string,
 ): Promise<void> {
   await entity(a, name, strings("t"));
-  await until(() => b.app.schemas.get(name) !== undefined, 8000, name);
+  await poll(name, () => b.app.schemas.get(name) !== undefined, {
+    deadline: 8000,
+  });
 }
 
 Deno.test({

@@ -21,19 +21,19 @@ import {
 } from "./_server.ts";
 import { userOf } from "./_extend_fixtures.ts";
 import { startOwnPostgres } from "./_pg.ts";
-import { openSse, until } from "./_realtime_fixtures.ts";
+import { openSse } from "./_realtime_client.ts";
+import { pause, poll } from "./_wait.ts";
 import {
   add,
   changes,
   custom,
   entity,
   keeper,
-  openWs,
-  sleep,
   strings,
   subscribe,
   upTo,
 } from "./_attack_realtime.ts";
+import { connectWs } from "./_realtime_client.ts";
 
 /** Sends raw bytes on a new connection; returns what comes back within `ms`. */
 async function raw(s: TestServer, request: string, ms = 2000): Promise<string> {
@@ -44,7 +44,7 @@ async function raw(s: TestServer, request: string, ms = 2000): Promise<string> {
   try {
     await conn.write(new TextEncoder().encode(request));
     const buf = new Uint8Array(8192);
-    const n = await Promise.race([conn.read(buf), sleep(ms).then(() => null)]);
+    const n = await Promise.race([conn.read(buf), pause(ms).then(() => null)]);
     return new TextDecoder().decode(buf.subarray(0, n ?? 0));
   } finally {
     conn.close();
@@ -69,7 +69,7 @@ async function endsWithin(conn: Deno.Conn, ms: number): Promise<boolean> {
     while (Date.now() < deadline) {
       const n = await Promise.race([
         conn.read(buf),
-        sleep(deadline - Date.now()).then(() => 0),
+        pause(deadline - Date.now()).then(() => 0),
       ]);
       if (n === null) return true;
       if (n === 0) return false;
@@ -125,7 +125,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
       "a garbage first message is refused (400), the connection stays",
       async () => {
         for (const first of ["{", "[]", '{"type":"nope"}']) {
-          const ws = await openWs(s);
+          const ws = await connectWs(s);
           ws.send(first);
           const m = await ws.next();
           assertEquals([m?.type, m?.status], ["error", 400]);
@@ -135,7 +135,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
           ws.socket.close();
         }
         // Longer than a message may be: closed from the frame header.
-        const long = await openWs(s);
+        const long = await connectWs(s);
         long.send("x".repeat(20000));
         assertEquals((await long.closed).code, 1009);
       },
@@ -145,7 +145,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
       "refused subscribes change nothing; topics, sizes and floods are bounded",
       async () => {
         await entity(s, "a_ws", strings("t"));
-        const ws = await openWs(s);
+        const ws = await connectWs(s);
         ws.send({ type: "subscribe", topics: ["a_ws"] });
         assertEquals(await ws.next(), { type: "ready", topics: ["a_ws"] });
         for (
@@ -167,7 +167,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
             JSON.stringify(bad),
           );
         }
-        const big = await openWs(s);
+        const big = await connectWs(s);
         big.send("y".repeat(2 * 1024 * 1024));
         assertEquals((await big.closed).code, 1009, "a 2 MiB frame");
         const many = Array.from({ length: 100 }, (_, i) => `a_ws/r${i}`);
@@ -203,7 +203,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
       async () => {
         await entity(s, "b_ws", strings("t"));
         const u1 = await userOf(s, "people", "b1@example.com");
-        const a = await openWs(s);
+        const a = await connectWs(s);
         a.send({ type: "subscribe", topics: ["b_ws"], token: u1.token });
         assertEquals((await a.next())?.type, "ready");
         const t0 = Date.now();
@@ -234,12 +234,12 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
         const u = await userOf(s, "people", "c1@example.com");
         const open = [];
         for (let i = 0; i < 3; i++) {
-          const ws = await openWs(s, `?token=${u.token}`);
+          const ws = await connectWs(s, `token=${u.token}`);
           ws.send({ type: "subscribe", topics: ["c_ws"] });
           assertEquals((await ws.next())?.type, "ready");
           open.push(ws);
         }
-        const over = await openWs(s, `?token=${u.token}`);
+        const over = await connectWs(s, `token=${u.token}`);
         over.send({ type: "subscribe", topics: ["c_ws"] });
         const m = await over.next();
         const { code } = await over.closed;
@@ -261,7 +261,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
           s,
           `GET /api/v1/realtime/ws?token=${u.token} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
         );
-        await sleep(200);
+        await pause(200);
         // A masked text frame: {"type":"subscribe","topics":["d_ws"]}
         const body = new TextEncoder().encode(
           JSON.stringify({ type: "subscribe", topics: ["d_ws"] }),
@@ -270,10 +270,10 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
         frame.set([0x81, 0x80 | body.length, 0, 0, 0, 0]);
         frame.set(body, 6);
         await conn.write(frame);
-        await sleep(200);
+        await pause(200);
         await flood(s, "d_ws");
         await keep.anchor();
-        await sleep(500);
+        await pause(500);
         // Dropped as too slow, its slot is free again: 3 streams of its token open.
         const open = [];
         for (let i = 0; i < 3; i++) {
@@ -314,7 +314,7 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
         s,
         `GET /api/v1/realtime?topics=f_big HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\n\r\n`,
       );
-      await sleep(200);
+      await pause(200);
       await flood(s, "f_big");
       await keep.anchor();
       const ended = await endsWithin(conn, 3000);
@@ -404,12 +404,12 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
           const over = await openSse(s, "topics=i_any", { token });
           over.close();
           open.shift()!.close();
-          await sleep(100);
+          await pause(100);
           const again = await openSse(s, "topics=i_any", { token });
           again.close();
           for (const c of open) c.close();
           assertEquals([over.status, again.status], [429, 200]);
-          await sleep(100);
+          await pause(100);
         }
       },
     );
@@ -431,16 +431,16 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
           [now, rec],
         );
         await keep.anchor(); // the feed is past them
-        const t0 = performance.now();
+        // How long the resume takes is measured by `deno task bench`, not
+        // here (no wall-clock upper bound in a test): this checks the guest
+        // gets none of them and the resume answers at all.
         const c = await subscribe(
           s,
           `topics=j_hidden,${K}&lastEventId=${from}`,
         );
-        const took = performance.now() - t0;
         const got = changes(await upTo(c, keep));
         c.close();
         assertEquals(got, []);
-        assert.ok(took < 100, `a guest's resume took ${Math.round(took)} ms`);
       },
     );
     if (db === "postgres") {
@@ -469,13 +469,15 @@ forEachDb("attack realtime: WebSocket and limits", async (t, db) => {
               assert.equal(r.status, 204, r.text);
             });
           // Once the cascade holds an event id, a write commits past it.
-          await until(async () =>
-            (await s.app.storage.query(
-              `SELECT 1 AS one FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted`,
-            )).length > 0
+          await poll(
+            "the cascade to hold an event id",
+            async () =>
+              (await s.app.storage.query(
+                `SELECT 1 AS one FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted`,
+              )).length > 0,
           );
           await add(s, "z_other", { t: "gap" }, "");
-          await sleep(150);
+          await pause(150);
           await add(s, "z_other", { t: "stalled?" }, "");
           const other = performance.now() - t0;
           await del;
@@ -521,7 +523,7 @@ Deno.test({
         const t0 = Date.now();
         const c = await Promise.race([
           ask(),
-          sleep(8000).then(() => undefined),
+          pause(8000).then(() => undefined),
         ]);
         c?.close();
         assert.ok(c, "no answer within 8 s");
@@ -536,10 +538,10 @@ Deno.test({
       const h = await s.request("GET", "/api/v1/health");
       assert.ok([200, 503].includes(h.status), h.text);
       await pg.restart();
-      await until(
-        async () => (await s.request("GET", "/api/v1/health")).status === 200,
-        15000,
+      await poll(
         "the database back",
+        async () => (await s.request("GET", "/api/v1/health")).status === 200,
+        { deadline: 15000 },
       );
       await add(s, "down", { t: "after" }, "");
       // The stream opened before the outage is still served.

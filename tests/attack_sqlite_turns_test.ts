@@ -19,7 +19,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { openSse, type SseClient } from "./_realtime_fixtures.ts";
+import { openSse, type SseClient } from "./_realtime_client.ts";
 import {
   type Cluster,
   inLanes,

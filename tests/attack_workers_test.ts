@@ -8,7 +8,7 @@
 
 import { assert, assertEquals, startServer } from "./_server.ts";
 import { OPEN_RULES, startCluster } from "./_workers_fixtures.ts";
-import { openSse, type SseClient } from "./_realtime_fixtures.ts";
+import { openSse, type SseClient } from "./_realtime_client.ts";
 import { pause } from "./_wait.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

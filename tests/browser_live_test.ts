@@ -13,7 +13,8 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { axeSerious, browserTestAllDbs, shot } from "./_browser.ts";
 import { forEachDb, startServer, type TestServer } from "./_server.ts";
-import { openSse, until } from "./_realtime_fixtures.ts";
+import { openSse } from "./_realtime_client.ts";
+import { poll } from "./_wait.ts";
 
 /** Keeps every EventSource the page opens in `__es` (to look at them). */
 function trackEventSources(): void {
@@ -125,15 +126,11 @@ browserTestAllDbs(
     // A tab opened in front keeps the page from drawing (screenshots wait).
     await tab.close();
     await page.bringToFront();
-    await until(
-      async () => {
-        const all = await streams(page);
-        return all.filter(([, state]) => state !== 2).length === 1 &&
-          all.some(([url, state]) => state === 1 && url.includes(fresh.token));
-      },
-      5000,
-      "the stream reopened with the new token",
-    );
+    await poll("the stream reopened with the new token", async () => {
+      const all = await streams(page);
+      return all.filter(([, state]) => state !== 2).length === 1 &&
+        all.some(([url, state]) => state === 1 && url.includes(fresh.token));
+    }, { deadline: 5000 });
     await notes.create("Delta", 4);
     await row("Delta").waitFor();
 
@@ -175,15 +172,15 @@ browserTestAllDbs(
     // Leaving the entity closes its stream; coming back opens a new one
     // (after the server saw the old one go: its last subscriber).
     await page.getByRole("link", { name: "Schema", exact: true }).click();
-    await until(
-      async () => (await streams(page)).every(([, state]) => state === 2),
-      5000,
+    await poll(
       "the stream closed",
+      async () => (await streams(page)).every(([, state]) => state === 2),
+      { deadline: 5000 },
     );
-    await until(
-      () => s.app.realtime?.hub.subscribers.size === 0,
-      5000,
+    await poll(
       "the server saw the stream end",
+      () => s.app.realtime?.hub.subscribers.size === 0,
+      { deadline: 5000 },
     );
     await page.getByRole("link", { name: "Records", exact: true }).click();
     await live.waitFor();
@@ -193,10 +190,10 @@ browserTestAllDbs(
     // Logging out closes the stream.
     await page.getByRole("button", { name: "Log out" }).click();
     await page.waitForURL(/\/mb\/login/);
-    await until(
-      async () => (await streams(page)).every(([, state]) => state === 2),
-      5000,
+    await poll(
       "the stream closed",
+      async () => (await streams(page)).every(([, state]) => state === 2),
+      { deadline: 5000 },
     );
     assert.ok((await streams(page)).length >= 2);
     assert.deepEqual(errors, []);
@@ -216,10 +213,10 @@ forEachDb(
       const first = await openSse(s, "topics=notes", { token: notes.token });
       assert.equal((await first.next(2000))?.event, "ready");
       first.close();
-      await until(
-        () => s.app.realtime?.hub.subscribers.size === 0,
-        3000,
+      await poll(
         "the server saw the stream end",
+        () => s.app.realtime?.hub.subscribers.size === 0,
+        { deadline: 3000 },
       );
       const again = await openSse(s, "topics=notes", { token: notes.token });
       assert.equal((await again.next(2000))?.event, "ready");

@@ -26,7 +26,7 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { makeEntity } from "./_extend_fixtures.ts";
-import { openSse } from "./_realtime_fixtures.ts";
+import { openSse } from "./_realtime_client.ts";
 
 const ADMIN_ONLY = { mode: "", expr: "" };
 const RULES = {

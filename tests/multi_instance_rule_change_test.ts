@@ -19,7 +19,7 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { startPostgres } from "./_pg.ts";
-import { openSse, type SseClient } from "./_realtime_fixtures.ts";
+import { openSse, type SseClient } from "./_realtime_client.ts";
 import { OPEN } from "./_extend_fixtures.ts";
 import { AUTH, custom, MARKS, topicsQuery } from "./_realtime_cases.ts";
 

@@ -20,7 +20,8 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { openSse, type SseClient, until } from "./_realtime_fixtures.ts";
+import { openSse, type SseClient } from "./_realtime_client.ts";
+import { pause, poll, settlesWithin } from "./_wait.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
 import type { Subscriber } from "../lib/realtime/subscriber.ts";
 
@@ -61,11 +62,15 @@ async function users(s: TestServer): Promise<string> {
 }
 
 /** The subscribers this instance holds, once they settle at `n`. */
-function settles(s: TestServer, n: number, what: string): Promise<void> {
-  return until(
-    () => s.app.realtime!.hub.subscribers.size === n,
-    3000,
+async function settles(
+  s: TestServer,
+  n: number,
+  what: string,
+): Promise<void> {
+  await poll(
     `${what}: ${n} subscriber(s)`,
+    () => s.app.realtime!.hub.subscribers.size === n,
+    { deadline: 3000 },
   );
 }
 
@@ -91,15 +96,15 @@ function byUser(id: string): (x: Sub) => boolean {
 }
 
 /** No subscriber matching `pred` is left (within 3 s). */
-function gone(
+async function gone(
   s: TestServer,
   pred: (x: Sub) => boolean,
   what: string,
 ): Promise<void> {
-  return until(
-    () => ![...s.app.realtime!.hub.subscribers].some(pred),
-    3000,
+  await poll(
     `${what}: the subscriber is gone`,
+    () => ![...s.app.realtime!.hub.subscribers].some(pred),
+    { deadline: 3000 },
   );
 }
 
@@ -125,13 +130,10 @@ async function ready(
  */
 async function endsWith401(c: SseClient, ms = 2000): Promise<number> {
   const t0 = Date.now();
-  const timeout = new Promise<"timeout">((r) =>
-    setTimeout(() => r("timeout"), ms + 500)
-  );
-  const won = await Promise.race([
+  const won = await settlesWithin(
     c.ended.then(() => "ended" as const),
-    timeout,
-  ]);
+    ms + 500,
+  );
   const took = Date.now() - t0;
   assert(won === "ended", `the stream did not end within ${ms} ms`);
   assert(took <= ms + 100, `the stream ended after ${took} ms (limit ${ms})`);
@@ -171,7 +173,9 @@ forEachDb(
                 headers: { "x-forwarded-for": ip },
               });
               try {
-                await until(() => c.comments >= 2, 3500, "two heartbeats");
+                await poll("two heartbeats", () => c.comments >= 2, {
+                  deadline: 3500,
+                });
                 // Heartbeats are comments: no message was queued for them.
                 assertEquals(await c.drain(0), []);
               } finally {
@@ -246,7 +250,7 @@ forEachDb(
               const c = await ready(s, `topics=${e}`, { token });
               const wait = claims.exp * 1000 - s.app.now();
               assert(wait > 0 && wait <= 2000, `expires in ${wait} ms`);
-              await new Promise((r) => setTimeout(r, Math.max(0, wait)));
+              await pause(Math.max(0, wait)); // the token expires in real time
               await endsWith401(c);
               await gone(s, byUser(id), "after expiry");
             },
@@ -350,11 +354,8 @@ forEachDb(
               return "error";
             }
           })();
-          const how = await Promise.race([
-            drained,
-            new Promise((r) => setTimeout(() => r("still open"), 5000)),
-          ]);
-          assert(how !== "still open", "the dropped stream stays open");
+          const how = await settlesWithin(drained, 5000);
+          assert(how !== "timeout", "the dropped stream stays open");
           assert(events < writes, `got ${events} of ${writes}: not dropped`);
         } finally {
           ac.abort();

@@ -15,7 +15,8 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { openSse } from "./_realtime_fixtures.ts";
+import { openSse } from "./_realtime_client.ts";
+import { poll } from "./_wait.ts";
 import { makeEntity, userOf } from "./_extend_fixtures.ts";
 import {
   brief,
@@ -58,18 +59,6 @@ async function logBytes(s: TestServer): Promise<number> {
     }, 0)), 0) AS "bytes" FROM "mb_events"`,
   );
   return Number(rows[0].bytes);
-}
-
-async function until(
-  what: string,
-  pred: () => Promise<boolean>,
-  ms = 10_000,
-): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`Timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** Opens a resuming stream and returns it after its `ready` (and `reset`). */
@@ -118,7 +107,7 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
           { body: last },
           alice.token,
         );
-        await until(
+        await poll(
           `the log within ${LOG_BYTES} bytes after update ${i}`,
           async () => await logBytes(s) <= LOG_BYTES,
         );

@@ -23,8 +23,8 @@ import {
   openSse,
   type SseClient,
   type SseMessage,
-  until,
-} from "./_realtime_fixtures.ts";
+} from "./_realtime_client.ts";
+import { poll, settlesWithin } from "./_wait.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
 
 let seq = 0;
@@ -37,11 +37,9 @@ async function entity(
 ): Promise<string> {
   const name = `multi_${++seq}`;
   await makeEntity(a, { name, fields, rules: OPEN });
-  await until(
-    () => b.app.schemas.get(name) !== undefined,
-    5000,
-    `${name} on B`,
-  );
+  await poll(`${name} on B`, () => b.app.schemas.get(name) !== undefined, {
+    deadline: 5000,
+  });
   return name;
 }
 
@@ -188,10 +186,10 @@ Deno.test({
           await create(B, e, { title: "seen 2" });
           const seen = await collect(first, 2);
           first.close();
-          await until(
-            () => a.app.realtime!.hub.subscribers.size === 0,
-            3000,
+          await poll(
             "the stream on A left",
+            () => a.app.realtime!.hub.subscribers.size === 0,
+            { deadline: 3000 },
           );
           const missed = [
             await create(B, e, { title: "missed 1" }),
@@ -259,10 +257,10 @@ Deno.test({
             fields: [],
             rules: OPEN,
           });
-          await until(
-            () => B.app.schemas.get(users) !== undefined,
-            5000,
+          await poll(
             "users on B",
+            () => B.app.schemas.get(users) !== undefined,
+            { deadline: 5000 },
           );
           const u = await userOf(a, users, "multi@example.com");
           const c = await sse(B, `topics=${e}`, u.token);
@@ -271,11 +269,8 @@ Deno.test({
           });
           assert(r.status === 200 || r.status === 204, `logout: ${r.status}`);
           const t0 = Date.now();
-          const ended = await Promise.race([
-            c.ended.then(() => true),
-            new Promise<false>((r) => setTimeout(() => r(false), 2500)),
-          ]);
-          assert(ended, "the stream on B did not end");
+          const ended = await settlesWithin(c.ended.then(() => true), 2500);
+          assert(ended === true, "the stream on B did not end");
           assert(Date.now() - t0 <= 2100, `ended after ${Date.now() - t0} ms`);
           const last = (await c.drain(0)).at(-1);
           assertEquals([last?.event, last?.data.status], ["error", 401]);

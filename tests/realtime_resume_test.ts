@@ -20,8 +20,9 @@ import {
   openSse,
   type SseClient,
   type SseMessage,
-} from "./_realtime_fixtures.ts";
+} from "./_realtime_client.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
+import { pause } from "./_wait.ts";
 import {
   brief,
   closeAll,
@@ -309,7 +310,7 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
       assertEquals(await rt.log.prune(0, RETAIN_ROWS), 0, "newest kept");
       const kept = await resume(s, [e], oldId, "header");
       // Now only the newest are kept.
-      await new Promise((r) => setTimeout(r, 5));
+      await pause(5); // the kept events are now older than "now"
       assert((await rt.log.prune(0, 0)) > 0, "pruned");
       const { min } = await rt.log.bounds();
       assert(min > Number(oldId), `the oldest kept ${min} > ${oldId}`);

@@ -18,8 +18,9 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import type { SseClient } from "./_realtime_fixtures.ts";
+import type { SseClient } from "./_realtime_client.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
+import { pause } from "./_wait.ts";
 import {
   ADMIN,
   AUTH,
@@ -338,7 +339,7 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
             Date.now() - t0 < 2500,
             `role ${role}: the stream still judges by the old role`,
           );
-          await new Promise((r) => setTimeout(r, 100));
+          await pause(100);
         }
         // Then it stays so.
         assertEquals(await seen(), expected, `role ${role}, again`);

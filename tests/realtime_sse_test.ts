@@ -17,7 +17,8 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { openSse, until } from "./_realtime_fixtures.ts";
+import { openSse } from "./_realtime_client.ts";
+import { poll } from "./_wait.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
 import {
   ADMIN,
@@ -422,10 +423,10 @@ forEachDb("realtime SSE: topics, messages, tokens", async (t, db) => {
         // FAILS ON SQLITE (bug in lib/realtime/feed.ts `start`, see
         // keepFeedRunning in _realtime_cases.ts): once the instance's last
         // stream closed, the feed never runs again.
-        await until(
-          () => s.app.realtime!.hub.subscribers.size === 0,
-          3000,
+        await poll(
           "every stream to close",
+          () => s.app.realtime!.hub.subscribers.size === 0,
+          { deadline: 3000 },
         );
         await makeEntity(s, { name: "t_again", fields: title });
         const c = await subscribe(s, ["t_again"]);

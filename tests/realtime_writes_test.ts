@@ -19,7 +19,7 @@ import {
 } from "./_server.ts";
 import { sendForm } from "./_files_fixtures.ts";
 import { makeEntity, withScripts } from "./_extend_fixtures.ts";
-import type { SseMessage } from "./_realtime_fixtures.ts";
+import type { SseMessage } from "./_realtime_client.ts";
 import {
   brief,
   caughtUp,

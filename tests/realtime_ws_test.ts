@@ -20,8 +20,13 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { openSse, until } from "./_realtime_fixtures.ts";
-import { connectWs, openWs, type WsClient } from "./_realtime_ws.ts";
+import {
+  connectWs,
+  openSse,
+  openWs,
+  type WsClient,
+} from "./_realtime_client.ts";
+import { poll, within } from "./_wait.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
 
 const MAX_TOPICS = 5;
@@ -446,12 +451,7 @@ forEachDb("realtime WebSocket", async (t, db) => {
           token: u.token,
         });
         assert(r.status === 200 || r.status === 204, `logout: ${r.status}`);
-        const { code } = await Promise.race([
-          c.closed,
-          new Promise<never>((_, rej) =>
-            setTimeout(() => rej(new Error("not closed within 2.5 s")), 2500)
-          ),
-        ]);
+        const { code } = await within("the socket closed", 2500, c.closed);
         assert(Date.now() - t0 <= 2100, `closed after ${Date.now() - t0} ms`);
         assertEquals(code, 4401);
         const rest = await c.drain(0);
@@ -466,10 +466,10 @@ forEachDb("realtime WebSocket", async (t, db) => {
 
     await t.step("closed sockets leave the hub", async () => {
       for (const c of open) c.close();
-      await until(
-        () => s.app.realtime!.hub.subscribers.size === 0,
-        3000,
+      await poll(
         "every socket left",
+        () => s.app.realtime!.hub.subscribers.size === 0,
+        { deadline: 3000 },
       );
     });
   } finally {

@@ -19,6 +19,7 @@ import {
 } from "./_server.ts";
 import { startPostgres } from "./_pg.ts";
 import { startSmtp, type TestSmtp } from "./_smtp.ts";
+import { pause, poll } from "./_wait.ts";
 import type { MailTemplate } from "../lib/mail/template.ts";
 import type { Queryable } from "../lib/db/storage.ts";
 
@@ -53,19 +54,6 @@ async function useSmtp(
     },
   });
   assertStatus(r, 200);
-}
-
-/** Polls until `probe` holds (throws after `ms`). */
-async function until(
-  what: string,
-  probe: () => Promise<boolean>,
-  ms = 20_000,
-): Promise<void> {
-  const end = Date.now() + ms;
-  while (!await probe()) {
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function queued(s: TestServer): Promise<number> {
@@ -282,7 +270,7 @@ forEachDb("settings and mail", async (t, db) => {
           );
         }
         // The sender tried and failed: the messages stay, with their attempts.
-        await until("a failed attempt", async () => {
+        await poll("a failed attempt", async () => {
           const rows = await s.app.storage.query(
             `SELECT MIN("attempts") AS "a" FROM "mb_outbox" WHERE "status" = 'queued'`,
           );
@@ -297,8 +285,8 @@ forEachDb("settings and mail", async (t, db) => {
           mails.map((m) => m.to[0]).sort(),
           [0, 1, 2, 3, 4].map((i) => `user${i}@example.com`),
         );
-        await until("the outbox empties", async () => await queued(s) === 0);
-        await new Promise((r) => setTimeout(r, 300)); // no duplicate follows
+        await poll("the outbox empties", async () => await queued(s) === 0);
+        await pause(300); // no duplicate follows
         assertEquals(smtp.received.length, before + 5);
         const m = mails.find((m) => m.to[0] === "user0@example.com")!;
         assertEquals(m.subject, "Verify your Moonbase Test account");
@@ -338,7 +326,7 @@ forEachDb("settings and mail", async (t, db) => {
         }).catch(() => {});
         const [mail] = (await smtp.waitFor(before + 1)).slice(before);
         assertEquals(mail.to, ["tx@example.com"]);
-        await new Promise((r) => setTimeout(r, 300));
+        await pause(300);
         assertEquals(smtp.received.length, before + 1, "the rolled back one");
       },
     );
@@ -355,7 +343,7 @@ forEachDb("settings and mail", async (t, db) => {
           template: TEMPLATE,
           vars: { TOKEN: "late-token" },
         });
-        await until("a failed attempt", async () => {
+        await poll("a failed attempt", async () => {
           const rows = await s.app.storage.query(
             `SELECT "attempts" FROM "mb_outbox" WHERE "id" = ?`,
             [id],
@@ -414,7 +402,7 @@ forEachDb("settings and mail", async (t, db) => {
             template: TEMPLATE,
             vars: { TOKEN: "reset-secret" },
           });
-          await until("given up", async () => {
+          await poll("given up", async () => {
             const rows = await s.app.storage.query(
               `SELECT "status", "text_body", "last_error" FROM "mb_outbox" WHERE "id" = ?`,
               [id],
@@ -462,8 +450,8 @@ Deno.test({
           })),
       );
       await smtp.waitFor(n);
-      await until("the outbox empties", async () => await queued(a) === 0);
-      await new Promise((r) => setTimeout(r, 500)); // no duplicate follows
+      await poll("the outbox empties", async () => await queued(a) === 0);
+      await pause(500); // no duplicate follows
       assertEquals(smtp.received.length, n);
       assertEquals(
         new Set(smtp.received.map((m) => m.to[0])).size,

@@ -20,7 +20,7 @@ import {
   type WorkerReply,
   workersOf,
 } from "./_workers_fixtures.ts";
-import { openSse, type SseClient } from "./_realtime_fixtures.ts";
+import { openSse, type SseClient } from "./_realtime_client.ts";
 import { HOST } from "./_cli_fixtures.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

@@ -7,27 +7,9 @@
 
 import assert from "node:assert/strict";
 import { listen, Server } from "./server.ts";
+import { pause, within } from "../../tests/_wait.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Resolves with `p`, or rejects when it takes longer than `ms`. */
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`${what}: over ${ms} ms`)),
-          ms,
-        );
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 function url(server: Deno.HttpServer<Deno.NetAddr>, path = "/"): string {
   return `http://127.0.0.1:${server.addr.port}${path}`;
@@ -41,7 +23,7 @@ Deno.test(
       let n = 0;
       const body = new ReadableStream<Uint8Array>({
         async pull(c) {
-          await sleep(250);
+          await pause(250);
           if (n++ === 10) c.close();
           else c.enqueue(new TextEncoder().encode("x"));
         },
@@ -92,12 +74,12 @@ Deno.test(
         );
         c.close();
       }
-      await sleep(100);
+      await pause(100);
       assert.equal(await (await fetch(url(server))).text(), "ok");
       assert.equal(settled, false);
       assert.ok(logged.includes("Cannot handle request"));
     } finally {
-      await within(server.shutdown(), 5000, "shutdown");
+      await within("shutdown", 5000, server.shutdown());
     }
     assert.equal(settled, true);
   },
@@ -117,7 +99,7 @@ Deno.test(
       hostname: "127.0.0.1",
       port: server.addr.port,
     });
-    await sleep(50);
+    await pause(50);
     ac.abort();
     await server.finished;
     await assert.rejects(

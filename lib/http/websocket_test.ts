@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { listen, upgradeWebSocket } from "./server.ts";
 import type { ServerSocket } from "./websocket.ts";
+import { poll } from "../../tests/_wait.ts";
 import {
   clientFrame,
   frameHead,
@@ -72,21 +73,6 @@ function countServer(req: Request): Promise<Response> {
     }
   };
   return Promise.resolve(response);
-}
-
-function until(pred: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  return new Promise((resolve, reject) => {
-    const t = setInterval(() => {
-      if (pred()) {
-        clearInterval(t);
-        resolve();
-      } else if (Date.now() > deadline) {
-        clearInterval(t);
-        reject(new Error("Timed out"));
-      }
-    }, 5);
-  });
 }
 
 const closeCode = (end: RawEnd) =>
@@ -255,13 +241,18 @@ Deno.test("framed websocket: a raw client, frame by frame", opts, async (t) => {
       "found and fixed: a client that closes and never ends its side is cut off (its connection freed)",
       async () => {
         const ws = await rawUpgrade(url, "/ws");
-        await until(() => opened.length > 0 && opened.at(-1)!.readyState === 1);
+        await poll(
+          "the socket open",
+          () => opened.length > 0 && opened.at(-1)!.readyState === 1,
+        );
         const socket = opened.at(-1)!;
         const before = closedSockets;
         // The close handshake, then the TCP connection left open, unread.
         await writeAll(ws.conn, clientFrame(8, new Uint8Array([3, 232])));
         try {
-          await until(() => closedSockets > before, 10_000);
+          await poll("the socket closed", () => closedSockets > before, {
+            deadline: 10_000,
+          });
           assert.equal(socket.readyState, 3);
         } finally {
           ws.conn.close();
@@ -305,7 +296,10 @@ Deno.test("framed websocket: a raw client, frame by frame", opts, async (t) => {
       "found and fixed: pings from a client that never reads buffer one pong at most",
       async () => {
         const ws = await rawUpgrade(url, "/ws");
-        await until(() => opened.length > 0 && opened.at(-1)!.readyState === 1);
+        await poll(
+          "the socket open",
+          () => opened.length > 0 && opened.at(-1)!.readyState === 1,
+        );
         const socket = opened.at(-1)!;
         const ping = clientFrame(9, new Uint8Array(125).fill(7));
         const burst = new Uint8Array(ping.length * 10_000);
@@ -321,7 +315,7 @@ Deno.test("framed websocket: a raw client, frame by frame", opts, async (t) => {
         let handled = false;
         socket.addEventListener("message", () => handled = true);
         await writeAll(ws.conn, clientFrame(1, enc.encode("z")));
-        await until(() => handled, 20_000);
+        await poll("the handler to run", () => handled, { deadline: 20_000 });
         most = Math.max(most, socket.bufferedAmount);
         ws.conn.close();
         assert.ok(most < 64 * 1024, `${most} bytes waited to be sent`);

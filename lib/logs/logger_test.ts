@@ -10,6 +10,7 @@
 
 import assert from "node:assert/strict";
 import { Logger } from "./logger.ts";
+import { pause, poll } from "../../tests/_wait.ts";
 import type { LogStore } from "./store.ts";
 import { type PackedChunk, readChunk } from "./packed.ts";
 import type { LogEntry } from "./types.ts";
@@ -56,15 +57,12 @@ function hit(log: Logger, n: number, from = 0): void {
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 Deno.test("logger: entries reach the store on the timer, no flush", async () => {
   const store = new HeldStore();
   const log = logger(store);
   hit(log, 3);
   assert.equal(store.batches.length, 0, "nothing is written synchronously");
-  const t0 = Date.now();
-  while (store.requests < 3 && Date.now() - t0 < 1000) await sleep(5);
+  await poll("three entries written", () => store.requests >= 3, { every: 5 });
   assert.equal(store.requests, 3);
   assert.equal(store.batches.length, 1, "one batch");
   await log.close();
@@ -75,18 +73,17 @@ Deno.test("logger: a batch in progress holds the next one until the timer", asyn
   store.hold = true;
   const log = logger(store);
   hit(log, 1);
-  while (store.batches.length < 1) await sleep(2);
+  await poll("a first batch", () => store.batches.length >= 1, { every: 2 });
   // Entries arriving while the first batch is written go on together.
   for (let i = 0; i < 10; i++) {
     hit(log, 30, 1 + i * 30);
-    await sleep(1);
+    await pause(1);
   }
   store.release();
   store.hold = false;
-  await sleep(0);
+  await pause(0);
   assert.equal(store.batches.length, 1, "no batch right after the answer");
-  const t0 = Date.now();
-  while (store.requests < 301 && Date.now() - t0 < 1000) await sleep(2);
+  await poll("301 entries written", () => store.requests >= 301, { every: 2 });
   assert.equal(store.batches.length, 2, "the 300 waiting went as one batch");
   assert.equal(store.batches[1].packed.length, 300);
   await log.close();
@@ -97,14 +94,14 @@ Deno.test("logger: a writer that fell behind catches up without waiting", async 
   store.hold = true;
   const log = logger(store);
   hit(log, 1);
-  while (store.batches.length < 1) await sleep(2);
+  await poll("a first batch", () => store.batches.length >= 1, { every: 2 });
   hit(log, 2500, 1);
   store.hold = false;
   store.release();
   // The full batches waiting go at once: 1 000 + 1 000, then the rest of
   // 500 on the timer.
-  await sleep(0);
-  await sleep(0);
+  await pause(0);
+  await pause(0);
   assert.ok(store.batches.length >= 2, `${store.batches.length} batches`);
   assert.equal(store.batches[1].packed.length, 1000);
   await log.close();
@@ -133,7 +130,7 @@ Deno.test("logger: flush and close write everything, in order", async () => {
   store.hold = true;
   const log = logger(store);
   hit(log, 5);
-  while (store.batches.length < 1) await sleep(2);
+  await poll("a first batch", () => store.batches.length >= 1, { every: 2 });
   hit(log, 2200, 5);
   log.info("last");
   const closed = log.close();

@@ -10,6 +10,7 @@
 
 import { assert, assertEquals, DATABASES } from "../../tests/_server.ts";
 import { startPostgres } from "../../tests/_pg.ts";
+import { poll } from "../../tests/_wait.ts";
 import { PostgresStorage } from "../db/postgres.ts";
 import { SqliteStorage } from "../db/sqlite.ts";
 import type { Storage } from "../db/storage.ts";
@@ -35,21 +36,6 @@ async function storage(db: "sqlite" | "postgres"): Promise<Storage> {
   );
   await pg.connect();
   return pg;
-}
-
-function until(pred: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  return new Promise((resolve, reject) => {
-    const t = setInterval(() => {
-      if (pred()) {
-        clearInterval(t);
-        resolve();
-      } else if (Date.now() > deadline) {
-        clearInterval(t);
-        reject(new Error("Timed out"));
-      }
-    }, 5);
-  });
 }
 
 for (const db of DATABASES) {
@@ -132,7 +118,7 @@ Deno.test("feed: reads on past a byte-bounded batch (SQLite)", async () => {
       for (let i = 0; i < 6; i++) last = await log.append(tx, change("a", BIG));
     });
     feed.committed(last);
-    await until(() => got.length === 6);
+    await poll("six events", () => got.length === 6);
     assertEquals(feed.position, last);
   } finally {
     feed.stop();

@@ -9,6 +9,7 @@
 
 import { assertEquals, DATABASES } from "../../tests/_server.ts";
 import { startPostgres } from "../../tests/_pg.ts";
+import { pause, poll } from "../../tests/_wait.ts";
 import { PostgresStorage } from "../db/postgres.ts";
 import { SqliteStorage } from "../db/sqlite.ts";
 import type { Storage } from "../db/storage.ts";
@@ -23,21 +24,6 @@ const change = (id: string) => ({
   action: "create" as const,
   record: { id },
 });
-
-function until(pred: () => boolean, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  return new Promise((resolve, reject) => {
-    const t = setInterval(() => {
-      if (pred()) {
-        clearInterval(t);
-        resolve();
-      } else if (Date.now() > deadline) {
-        clearInterval(t);
-        reject(new Error("Timed out"));
-      }
-    }, 5);
-  });
-}
 
 async function withFeed(
   store: Storage,
@@ -77,15 +63,15 @@ Deno.test({
         firstId = await log.append(tx, change("a"));
         await held;
       });
-      await until(() => firstId > 0);
+      await poll("the first event", () => firstId > 0);
       await pg.transaction((tx) => log.append(tx, change("b")));
       feed.poke();
-      await new Promise((r) => setTimeout(r, 150));
+      await pause(150);
       assertEquals(got.map((e) => e.recordId), []);
       release();
       await a;
       feed.poke();
-      await until(() => got.length === 2);
+      await poll("two events", () => got.length === 2);
       assertEquals(got.map((e) => e.recordId), ["a", "b"]);
       // A rolled-back id leaves a gap that is settled, not waited on forever.
       await pg.transaction(async (tx) => {
@@ -94,7 +80,7 @@ Deno.test({
       }).catch(() => {});
       await pg.transaction((tx) => log.append(tx, change("c")));
       feed.poke();
-      await until(() => got.length === 3);
+      await poll("three events", () => got.length === 3);
       assertEquals(got.map((e) => e.recordId), ["a", "b", "c"]);
       assertEquals(feed.position, got[2].id);
     });
@@ -106,10 +92,10 @@ Deno.test("feed: SQLite reads only ids known committed", async () => {
   await withFeed(db, async (log, feed, got) => {
     const id = await db.transaction((tx) => log.append(tx, change("a")));
     feed.poke();
-    await new Promise((r) => setTimeout(r, 50));
+    await pause(50);
     assertEquals(got.length, 0);
     feed.committed(id);
-    await until(() => got.length === 1);
+    await poll("one event", () => got.length === 1);
     assertEquals(got[0].recordId, "a");
   });
 });
@@ -121,6 +107,6 @@ Deno.test("feed: starts again after it stopped (SQLite)", async () => {
     await feed.start();
     const id = await db.transaction((tx) => log.append(tx, change("a")));
     feed.committed(id);
-    await until(() => got.length === 1);
+    await poll("one event", () => got.length === 1);
   });
 });

@@ -1,11 +1,16 @@
 /**
- * Realtime test helpers: an SSE client that parses the stream into
- * messages, with timeouts, and a WebSocket client that queues messages.
+ * The realtime test client, in one place: an SSE client that parses
+ * `GET /api/v1/realtime` into messages and a WebSocket client for
+ * `/api/v1/realtime/ws` that queues the server's JSON messages. Both give the
+ * next message with a deadline (`next(ms)`, undefined past it or at the end),
+ * what arrives within a window (`drain(ms)`, for "nothing more came") and
+ * `close()`. Attacks that need raw bytes use tests/_raw_ws.ts instead.
  *
  * @module
  */
 
 import type { TestServer } from "./_server.ts";
+import { pause } from "./_wait.ts";
 
 /** One SSE message. */
 export interface SseMessage {
@@ -84,7 +89,7 @@ export async function openSse(
       return queue.shift();
     },
     async drain(ms = 300) {
-      await new Promise((r) => setTimeout(r, ms));
+      await pause(ms);
       return queue.splice(0);
     },
     close() {
@@ -130,15 +135,113 @@ export async function openSse(
   return client;
 }
 
-/** Waits until `pred` holds (polling), or fails after `ms`. */
-export async function until(
-  pred: () => boolean | Promise<boolean>,
-  ms = 3000,
-  what = "condition",
-): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
+/** One server message (`ready`, `event` or `error`). */
+// deno-lint-ignore no-explicit-any
+export type WsMessage = { type: string; [k: string]: any };
+
+/** How the socket closed. */
+export interface WsClose {
+  code: number;
+  reason: string;
+}
+
+/** An open (or refused) realtime WebSocket. */
+export interface WsClient {
+  socket: WebSocket;
+  /** True once open; false when the connection failed before opening. */
+  opened: Promise<boolean>;
+  /** Sends a value as JSON, or a string as it is. */
+  send(msg: unknown): void;
+  /** The next message, or undefined after `ms` or once closed. */
+  next(ms?: number): Promise<WsMessage | undefined>;
+  /** The next message of a type (others before it are dropped). */
+  nextOf(type: string, ms?: number): Promise<WsMessage | undefined>;
+  /** Messages arriving within `ms` (after the ones already queued). */
+  drain(ms?: number): Promise<WsMessage[]>;
+  /** Resolves when the socket closed. */
+  closed: Promise<WsClose>;
+  /** True once closed. */
+  isClosed(): boolean;
+  close(): void;
+}
+
+/** Opens `ws://…/api/v1/realtime/ws?<query>`. */
+export function openWs(s: TestServer, query = ""): WsClient {
+  const url = `${s.url.replace(/^http/, "ws")}/api/v1/realtime/ws${
+    query ? `?${query}` : ""
+  }`;
+  const socket = new WebSocket(url);
+  const queue: WsMessage[] = [];
+  let wake: (() => void) | undefined;
+  let done = false;
+  let openedResolve!: (v: boolean) => void;
+  const opened = new Promise<boolean>((r) => openedResolve = r);
+  let closedResolve!: (v: WsClose) => void;
+  const closed = new Promise<WsClose>((r) => closedResolve = r);
+  socket.onopen = () => openedResolve(true);
+  socket.onerror = () => openedResolve(false);
+  socket.onmessage = (e) => {
+    let m: WsMessage;
+    try {
+      m = JSON.parse(String(e.data));
+    } catch {
+      m = { type: "unparsable", text: String(e.data) };
+    }
+    queue.push(m);
+    wake?.();
+  };
+  socket.onclose = (e) => {
+    done = true;
+    openedResolve(false);
+    closedResolve({ code: e.code, reason: e.reason });
+    wake?.();
+  };
+  const next = async (ms = 3000) => {
+    const deadline = Date.now() + ms;
+    while (queue.length === 0 && !done && Date.now() < deadline) {
+      await new Promise<void>((r) => {
+        wake = r;
+        setTimeout(r, Math.max(1, deadline - Date.now()));
+      });
+    }
+    return queue.shift();
+  };
+  return {
+    socket,
+    opened,
+    send(msg) {
+      socket.send(typeof msg === "string" ? msg : JSON.stringify(msg));
+    },
+    next,
+    async nextOf(type, ms = 3000) {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const m = await next(Math.max(1, deadline - Date.now()));
+        if (!m || m.type === type) return m;
+      }
+    },
+    async drain(ms = 300) {
+      await pause(ms);
+      return queue.splice(0);
+    },
+    closed,
+    isClosed: () => done,
+    close() {
+      try {
+        socket.close();
+      } catch { /* closed */ }
+    },
+  };
+}
+
+/** Opens a socket that must open (throws otherwise). */
+export async function connectWs(
+  s: TestServer,
+  query = "",
+): Promise<WsClient> {
+  const c = openWs(s, query);
+  if (!(await c.opened)) {
+    throw new Error(`the WebSocket did not open (${query})`);
   }
+  return c;
 }
