@@ -27,8 +27,7 @@ import {
   fixtureAdmin,
   issue,
 } from "./_auth_fixtures.ts";
-import { openSse } from "./_realtime_fixtures.ts";
-import { connectWs } from "./_realtime_ws.ts";
+import { connectWs, openSse } from "./_realtime_client.ts";
 
 const ADMIN_ONLY = { mode: "", expr: "" };
 const AUTH = { mode: "auth", expr: "" };
