@@ -7,6 +7,7 @@
  */
 
 import type { Storage } from "../db/storage.ts";
+import { current } from "../records/write_scope.ts";
 import { MoonbaseError } from "../errors.ts";
 import { clientKey } from "./client_key.ts";
 
@@ -72,7 +73,11 @@ export class LoginLimiter {
     limit: number = LOGIN_LIMIT,
     now: number = Date.now(),
   ): Promise<RateState> {
-    const rows = await this.#store.query(
+    // Inside a record hook's write (a sign-up made with `{ as }`), through
+    // that write's transaction: on SQLite a statement beside it would wait
+    // for the write, which waits for the hook.
+    const store = current(this.#store);
+    const rows = await store.query(
       `INSERT INTO "mb_ratelimit" ("key", "window_start", "count") VALUES (?, ?, 1)
        ON CONFLICT ("key") DO UPDATE SET
          "count" = CASE WHEN "mb_ratelimit"."window_start" > ? THEN "mb_ratelimit"."count" + 1 ELSE 1 END,
@@ -81,7 +86,7 @@ export class LoginLimiter {
       [limitKey(key).slice(0, 200), now, now - WINDOW_MS, now - WINDOW_MS],
     );
     if (++this.#hits % 500 === 0) {
-      await this.#store.run(
+      await store.run(
         `DELETE FROM "mb_ratelimit" WHERE "window_start" < ?`,
         [now - WINDOW_MS],
       );

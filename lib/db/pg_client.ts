@@ -75,6 +75,14 @@ export function clientError(err: unknown): unknown {
       { "retry-after": "5" },
     );
   }
+  if (code === "40P01" || code === "40001") {
+    // deadlock_detected, serialization_failure: two writes (batches) took
+    // rows in opposite order; PostgreSQL rolled this one back whole.
+    return new MoonbaseError(
+      "conflict",
+      "Cannot complete: a concurrent write held the same records; retry",
+    );
+  }
   if (code === "42703" || code === "42P01") {
     return new MoonbaseError(
       "conflict",
@@ -88,6 +96,15 @@ export function clientError(err: unknown): unknown {
     );
   }
   return err;
+}
+
+/**
+ * A deadlock or serialization failure raised where no statement of ours
+ * maps it (at `COMMIT`): the 409 `clientError` gives.
+ */
+export function conflicted(err: unknown): unknown {
+  const code = (err as { code?: string } | null)?.code;
+  return code === "40P01" || code === "40001" ? clientError(err) : undefined;
 }
 
 const makers = new RowMakers();
@@ -185,7 +202,7 @@ export function queryable(sql: Sql | postgres.TransactionSql): Queryable {
         await sql.unsafe(text);
       } catch (err) {
         // DDL errors keep their own meaning (the registry maps them).
-        throw unreachable(err) ? lost(err) : err;
+        throw unreachable(err) ? lost(err) : conflicted(err) ?? err;
       }
     },
   };

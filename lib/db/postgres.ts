@@ -21,6 +21,7 @@ import { Breaker, BREAKER_TIMES } from "./pg_breaker.ts";
 import {
   client,
   clientError,
+  conflicted,
   endClient,
   lost,
   queryable,
@@ -227,7 +228,7 @@ export class PostgresStorage implements Storage {
         return await lane.sql.begin((tx) => fn(queryable(tx))) as T;
       } catch (err) {
         // DDL errors inside a transaction keep their own meaning (the registry maps them).
-        throw unreachable(err) ? lost(err) : err;
+        throw unreachable(err) ? lost(err) : conflicted(err) ?? err;
       } finally {
         lane.held = false;
         this.#wake();
