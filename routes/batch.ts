@@ -10,6 +10,7 @@ import type { Core } from "../lib/core.ts";
 import { mediaType } from "../lib/http/body.ts";
 import { readMultipartBatch } from "../lib/files/batch_upload.ts";
 import { parseBatch } from "../lib/records/batch_input.ts";
+import { AfterCommitFailure } from "../lib/records/batch.ts";
 
 /** What the batch route reads of the app. */
 export type BatchHost = Pick<
@@ -44,6 +45,8 @@ export function batchRoutes(r: RouteTarget<BatchHost>): void {
       const out = await batches.run(input.calls, auth, ctx, input.files);
       return ctx.json(200, out.answers, out.headers);
     } catch (err) {
+      // After the commit the files belong to the batch's records.
+      if (err instanceof AfterCommitFailure) throw err.cause;
       await input.cleanup();
       throw err;
     }

@@ -139,7 +139,12 @@ export class RecordBatches {
     } catch (err) {
       throw withHeaders(err, headers);
     }
-    await scope.flush();
+    try {
+      await scope.flush();
+    } catch (err) {
+      // Committed: the batch's files belong to its records now.
+      throw new AfterCommitFailure(err);
+    }
     return { answers, headers };
   }
 
@@ -257,4 +262,15 @@ function withHeaders(
     err.data,
     { ...headers, ...err.headers },
   );
+}
+
+/**
+ * What a batch throws when the work after its commit failed (`cause`):
+ * the writes stand, so the uploads of the request must not be removed.
+ */
+export class AfterCommitFailure extends Error {
+  /** Wraps the failure of the work after the commit. */
+  constructor(override readonly cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause));
+  }
 }

@@ -35,7 +35,7 @@ import {
   writeHooks,
 } from "./entity_hooks.ts";
 import { type WriteJournal, writeJournal } from "./changes.ts";
-import { current } from "./write_scope.ts";
+import { current, openScope } from "./write_scope.ts";
 import { assertWritable } from "./access.ts";
 import type { RuleTarget } from "./rule_types.ts";
 import type { Where } from "./list_query.ts";
@@ -66,6 +66,12 @@ export interface ListAccess extends ReadOptions {
 export interface WriteOptions extends ReadOptions {
   /** Files uploaded with this write (field → stored names). */
   uploads?: Uploads;
+  /**
+   * Called once the write's rows are committed (no outer write scope holds
+   * them): from then on its uploaded files belong to a committed record,
+   * and a failure of the work that follows the commit must not remove them.
+   */
+  stored?: () => void;
   /**
    * The caller of the write: record hooks see it as `e.auth` (default: the
    * program itself, as admin), and when it changes its own password its own
@@ -148,6 +154,7 @@ export class EntityRecords {
       { before: hooks?.before, changed: journal?.changed, fuse: journal?.fuse },
       opts.id,
     );
+    if (!openScope(this.#base)) opts.stored?.();
     await afterCommit(this.#base, hooks, () => {
       journal?.committed();
       return hooks?.after(rec);
@@ -244,6 +251,7 @@ export class EntityRecords {
       { before: hooks?.before, changed: journal?.changed },
     );
     if (!updated) return undefined;
+    if (!openScope(this.#base)) opts.stored?.();
     const { record: rec, removedFiles } = updated;
     newPassword ||= hooks?.passwordSet ?? false;
     await afterCommit(this.#base, hooks, async () => {

@@ -481,6 +481,7 @@ export class RecordService {
     call: WriteCall = {},
   ): Promise<RecordData> {
     let headers = call.admitted?.headers;
+    let stored = false;
     try {
       entity = await this.#writing(entity, write);
       const access = this.#access(entity, "add", auth, req);
@@ -493,9 +494,11 @@ export class RecordService {
         uploads: write.uploads,
         hashed: call.hashed,
         id: call.id,
+        stored: () => stored = true,
       });
     } catch (err) {
-      await write.cleanup();
+      // A failure after the commit leaves the record's files to the record.
+      if (!stored) await write.cleanup();
       throw headers && err instanceof MoonbaseError
         ? err.withHeaders(headers)
         : err;
@@ -516,6 +519,7 @@ export class RecordService {
     call: WriteCall = {},
   ): Promise<RecordData> {
     let rec: RecordData | undefined;
+    let stored = false;
     try {
       entity = await this.#writing(entity, write);
       let body = write.body;
@@ -533,9 +537,11 @@ export class RecordService {
         caller: auth,
         uploads: write.uploads,
         hashed: call.hashed,
+        stored: () => stored = true,
       });
     } catch (err) {
-      await write.cleanup();
+      // A failure after the commit leaves the record's files to the record.
+      if (!stored) await write.cleanup();
       throw err;
     }
     if (!rec) {
