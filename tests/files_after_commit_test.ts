@@ -54,7 +54,10 @@ forEachDb(
             token: admin,
           },
         );
-        assert(r.status >= 400, `the failure is reported: ${r.status} ${r.text}`);
+        assert(
+          r.status >= 400,
+          `the failure is reported: ${r.status} ${r.text}`,
+        );
         const rec = await s.request("GET", `/api/v1/entities/people/${ada}`, {
           token: admin,
         });
@@ -86,7 +89,10 @@ forEachDb(
         const r = await sendForm(s, "POST", "/api/v1/batch", fd, {
           token: admin,
         });
-        assert(r.status >= 400, `the failure is reported: ${r.status} ${r.text}`);
+        assert(
+          r.status >= 400,
+          `the failure is reported: ${r.status} ${r.text}`,
+        );
         const rec = await s.request("GET", `/api/v1/entities/people/${bob}`, {
           token: admin,
         });
