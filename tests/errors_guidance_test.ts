@@ -122,7 +122,7 @@ runScenarios("errors say what to do", [
     {
       setup: posts,
       token: "admin",
-      contains: ["limit, after, sort, fields, count and filter"],
+      contains: ["limit, after, sort, fields, count, filter and expand"],
     },
   ),
   sc(
