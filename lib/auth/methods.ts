@@ -12,6 +12,7 @@ import { authOptions } from "../schema/auth_options.ts";
 export interface ProviderLink {
   name: string;
   display_name: string;
+  /** The authorization URL; ends with `redirect_uri=` when `methods` was given none. */
   auth_url: string;
   state: string;
   code_verifier: string;

@@ -29,24 +29,13 @@ import { identityOf } from "./identity.ts";
 import { KeySets } from "./id_token.ts";
 import type { OidcPreset } from "./presets.ts";
 import { spendFlow } from "./spent.ts";
+import type { ProviderLink } from "../methods.ts";
 import type {
   Endpoints,
   OAuth2Options,
   PresetName,
   ProviderConfig,
 } from "./types.ts";
-
-/** One provider as a login page uses it (`methods`). */
-export interface ProviderLink {
-  name: string;
-  display_name: string;
-  /** The authorization URL; ends with `redirect_uri=` when `methods` was given none. */
-  auth_url: string;
-  state: string;
-  code_verifier: string;
-  code_challenge: string;
-  code_challenge_method: string;
-}
 
 /** Bounds and endpoints tests change (`AppConfig.oauth2`). */
 export interface OAuth2Tuning {

@@ -6,14 +6,8 @@
  * @module
  */
 
-/** The presets (docs/guide/accounts-oauth2.md). */
-export type PresetName =
-  | "google"
-  | "github"
-  | "microsoft"
-  | "gitlab"
-  | "discord"
-  | "apple";
+/** The presets (docs/guide/accounts-oauth2.md): the schema's `ProviderPreset`. */
+export type { ProviderPreset as PresetName } from "../../schema/auth_types.ts";
 
 /** One provider of an auth entity (`auth.oauth2.providers[i]`). */
 export interface ProviderConfig {
