@@ -145,8 +145,12 @@ const AUTH_SHAPE: Shape = {
   ),
 };
 
-/** An http(s) URL; plain http only for this machine (loopback). */
-function issuerUrl(v: unknown): Checked {
+/**
+ * An OpenID issuer: an https URL without query or fragment (plain http only
+ * for this machine), trailing slashes dropped; "" for none. The one check of
+ * an issuer URL (the schema and the dashboard's issuer check).
+ */
+export function issuerUrl(v: unknown): Checked {
   if (v === "") return { ok: true, value: "" };
   const l = line(2000)(v);
   if (!l.ok) return l;

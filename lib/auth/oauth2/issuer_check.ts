@@ -9,6 +9,7 @@
  * @module
  */
 
+import { issuerUrl } from "../../schema/auth_options.ts";
 import { MoonbaseError } from "../../errors.ts";
 import type { ProviderResolver } from "./discovery.ts";
 import { failureReason } from "./fetch.ts";
@@ -19,22 +20,6 @@ export interface IssuerSummary {
   authorization_endpoint: string;
   token_endpoint: string;
   jwks_uri: string;
-}
-
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
-
-/** An https URL (http on this machine) without query or fragment. */
-function issuerUrl(v: unknown): v is string {
-  if (typeof v !== "string" || v.length > 2000) return false;
-  let u: URL;
-  try {
-    u = new URL(v);
-  } catch {
-    return false;
-  }
-  return !u.search && !u.hash &&
-    (u.protocol === "https:" ||
-      (u.protocol === "http:" && LOOPBACK.test(u.hostname)));
 }
 
 /** The provider name the resolver's errors carry for a check. */
@@ -58,7 +43,8 @@ export async function checkIssuer(
   resolver: ProviderResolver,
   body: Record<string, unknown>,
 ): Promise<IssuerSummary> {
-  if (!issuerUrl(body.issuer)) {
+  const checked = body.issuer === "" ? undefined : issuerUrl(body.issuer);
+  if (!checked?.ok) {
     const message =
       "Must be an https URL without query or fragment (http only for localhost)";
     throw new MoonbaseError(
@@ -67,7 +53,7 @@ export async function checkIssuer(
       { fields: { issuer: { code: "invalid_url", message } } },
     );
   }
-  const issuer = body.issuer.replace(/\/+$/, "");
+  const issuer = String(checked.value);
   resolver.forget(issuer);
   try {
     const e = await resolver.resolve({
