@@ -25,12 +25,12 @@ import {
   USER_PW,
 } from "./_auth_fixtures.ts";
 import { startSmtp, type TestSmtp } from "./_smtp.ts";
+import { account, FAST_MAIL } from "./_account_fixtures.ts";
 import { base32Decode, totpAt } from "../lib/auth/totp.ts";
 
-const FAST = { pace: { pollMs: 50, firstMs: 100, maxMs: 400 } };
 const BAD_TOTP = "Cannot log in: invalid or used TOTP code";
 
-/** POSTs to `/api/v1/auth/<entity>/<path>` from a fresh client address. */
+/** `account` (a fresh client address) with the token as its last argument. */
 function post(
   s: TestServer,
   entity: string,
@@ -38,11 +38,7 @@ function post(
   body: unknown,
   token?: string,
 ): Promise<Reply> {
-  return s.request("POST", `/api/v1/auth/${entity}/${path}`, {
-    body,
-    token,
-    headers: { "x-forwarded-for": nextIp() },
-  });
+  return account(s, entity, path, body, { token });
 }
 
 /** The user's TOTP code `steps` steps from the server's now. */
@@ -108,7 +104,7 @@ async function rowsOf(
 }
 
 forEachDb("attacks on accounts, MFA and TOTP", async (t, db) => {
-  const s = await startServer(db, { trustProxy: true, mail: FAST });
+  const s = await startServer(db, { trustProxy: true, mail: FAST_MAIL });
   const smtp = await startSmtp();
   try {
     const admin = await fixtureAdmin(s);

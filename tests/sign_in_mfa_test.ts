@@ -30,11 +30,11 @@ import {
   USER_PW,
 } from "./_auth_fixtures.ts";
 import { startSmtp, type TestSmtp } from "./_smtp.ts";
+import { account, FAST_MAIL, mailsTo } from "./_account_fixtures.ts";
 
-const FAST = { pace: { pollMs: 50, firstMs: 100, maxMs: 400 } };
 const BAD_CODE = "Cannot log in: invalid or expired code";
 
-/** POSTs to `/api/v1/auth/<entity>/<path>` from a fresh client address. */
+/** `account` (a fresh client address) with the token as its last argument. */
 function post(
   s: TestServer,
   entity: string,
@@ -42,16 +42,7 @@ function post(
   body: unknown,
   token?: string,
 ): Promise<Reply> {
-  return s.request("POST", `/api/v1/auth/${entity}/${path}`, {
-    body,
-    token,
-    headers: { "x-forwarded-for": nextIp() },
-  });
-}
-
-/** The mails to `to` received so far. */
-function mailsTo(smtp: TestSmtp, to: string) {
-  return smtp.received.filter((m) => m.to.includes(to));
+  return account(s, entity, path, body, { token });
 }
 
 /** Polls until `n` mails to `to` arrived; returns the last one's code. */
@@ -115,7 +106,7 @@ async function stepWithMargin(s: TestServer, margin = 8_000): Promise<number> {
 }
 
 forEachDb("sign-in by code, MFA and TOTP", async (t, db) => {
-  const s = await startServer(db, { trustProxy: true, mail: FAST });
+  const s = await startServer(db, { trustProxy: true, mail: FAST_MAIL });
   const smtp = await startSmtp();
   try {
     const admin = await fixtureAdmin(s);
