@@ -1,5 +1,5 @@
 /**
- * The `moonbase` command line: `serve` and `admins`.
+ * The `moonbase` command line: `serve`, `admins` and `files migrate`.
  *
  * About 350 lines: the usage text, the option table and the parsing that
  * turns them into an `AppConfig` are one piece (an option is added to all
@@ -17,6 +17,17 @@ import { MoonbaseError } from "./lib/errors.ts";
 import { removeAdmin } from "./lib/auth/admins.ts";
 import { isLevel } from "./lib/logs/types.ts";
 import { serveCommand } from "./lib/workers/command.ts";
+import {
+  type FilesUrl,
+  openBackend,
+  parseFilesUrl,
+} from "./lib/files/files_url.ts";
+import {
+  bytesText,
+  journalPath,
+  migrateFiles,
+  stepText,
+} from "./lib/files/migrate.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
@@ -26,6 +37,7 @@ Usage:
   moonbase [options] admins --add <email> <password>
   moonbase [options] admins --ls
   moonbase [options] admins --rm <email|id>
+  moonbase [options] files migrate --to <local|s3://…>
 
 Options:
   --port <port>            listening port (default 7070; 0 picks a free port)
@@ -42,6 +54,9 @@ Options:
                            database first used with it (see database.json in it)
   --rebindDataDir          take over a data directory of another database (its
                            files stay untouched); otherwise that is refused
+  --files <store>          where uploaded files live: local (default: <dataDir>/files)
+                           or s3://<bucket>[/<prefix>]?endpoint=<url>&region=<region>
+                           &path_style=true|false (also MB_FILES)
   --publicDir <dir>        directory served at /
   --scriptsDir <dir>       directory of JavaScript extension scripts (default ./scripts)
   --tokenTtl <seconds>     token lifetime (default 3600)
@@ -77,6 +92,14 @@ Options:
 
 Environment:
   MB_JWT_SECRET            token signing secret (at least 32 characters); set it in production
+  MB_FILES                 the --files store when the option is not given
+  MB_S3_ACCESS_KEY_ID, MB_S3_SECRET_ACCESS_KEY
+                           the key of an s3:// store (else AWS_ACCESS_KEY_ID,
+                           AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN)
+
+files migrate --to <store> copies every stored file from the --files store to
+<store>, verified (size and SHA-256); a run again skips verified copies; the
+source is never changed. Then start the server with --files <store>.
 `;
 
 class UsageError extends Error {}
@@ -146,6 +169,8 @@ export function parseCli(args: string[]): Cli {
         statementTimeout: { type: "string" },
         dataDir: { type: "string" },
         rebindDataDir: { type: "boolean" },
+        files: { type: "string" },
+        to: { type: "string" },
         publicDir: { type: "string" },
         scriptsDir: { type: "string" },
         tokenTtl: { type: "string" },
@@ -203,8 +228,17 @@ export function parseCli(args: string[]): Cli {
       `invalid --publicDir ${JSON.stringify(v.publicDir)}: ${publicDir}`,
     );
   }
+  const files = v.files ?? (Deno.env.get("MB_FILES") || undefined);
+  if (files !== undefined) {
+    try {
+      parseFilesUrl(files);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const config: AppConfig = {
     dataDir: v.dataDir,
+    files,
     rebindDataDir: v.rebindDataDir,
     database: v.database?.toUpperCase(),
     connection: v.connection,
@@ -310,6 +344,64 @@ async function admins(
   }
 }
 
+/** `files migrate --to <store>`: copies the stored files to another store. */
+async function filesCommand(
+  config: AppConfig,
+  values: Record<string, unknown>,
+  rest: string[],
+): Promise<void> {
+  if (rest.join(" ") !== "migrate" || typeof values.to !== "string") {
+    throw new UsageError("files needs migrate --to <local|s3://…>");
+  }
+  let to: FilesUrl;
+  try {
+    to = parseFilesUrl(values.to);
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace("--files", "--to"));
+  }
+  const from = parseFilesUrl(config.files ?? "local");
+  if (JSON.stringify(to) === JSON.stringify(from)) {
+    throw new UsageError(
+      `files migrate --to ${values.to}: that is the store in use (--files); name another`,
+    );
+  }
+  // A command: it neither sweeps files nor prunes logs.
+  const core = await createCore({ ...config, quiet: true }, "command");
+  const target = openBackend(values.to, core.config.dataDir, {
+    timeoutMs: core.config.bodyTimeout * 1000,
+  }, config.filesCredentials);
+  try {
+    await target.check();
+    const terminal = Deno.stdout.isTerminal();
+    const out = new TextEncoder();
+    console.log(
+      `Copying files from ${core.files.backend.name} to ${target.name}`,
+    );
+    const sum = await migrateFiles(
+      core.files.ledger,
+      core.files.backend,
+      target,
+      journalPath(core.config.dataDir, target),
+      (step) => Deno.stdout.writeSync(out.encode(stepText(step, terminal))),
+    );
+    if (terminal && sum.total > 0) console.log("");
+    console.log(
+      `${sum.copied} copied (${
+        bytesText(sum.bytes)
+      }), ${sum.skipped} already there, ${sum.missing} not in the source, ${sum.failed} failed, of ${sum.total}`,
+    );
+    if (sum.failed > 0) {
+      throw new Error(
+        `Cannot migrate every file: ${sum.failed} failed (listed above); run the command again`,
+      );
+    }
+    console.log(`Done: start the server with --files ${values.to}`);
+  } finally {
+    await target.close();
+    await core.close();
+  }
+}
+
 /** Runs the CLI; returns the exit code. */
 export async function main(args: string[]): Promise<number> {
   try {
@@ -328,6 +420,10 @@ export async function main(args: string[]): Promise<number> {
     }
     if (cli.command === "admins") {
       await admins(cli.config, cli.values, cli.rest);
+      return 0;
+    }
+    if (cli.command === "files") {
+      await filesCommand(cli.config, cli.values, cli.rest);
       return 0;
     }
     throw new UsageError(

@@ -47,8 +47,7 @@ async function download(
       "file",
     );
   }
-  const path = core.files.path(entity.id, ctx.params.name);
-  if (!path) throw notFound();
+  if (!core.files.isStoredName(ctx.params.name)) throw notFound();
   const owner = await fileOwner(core.storage, entity, ctx.params.name);
   if (!owner) throw notFound();
   if (auth) {
@@ -66,7 +65,8 @@ async function download(
   }
   const res = await serveFile(
     ctx.req,
-    path,
+    core.files.backend,
+    entity.id,
     ctx.params.name,
     open ? "public, max-age=3600" : "private, no-cache",
     owner.field.mime_types,

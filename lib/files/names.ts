@@ -38,3 +38,31 @@ export function storedName(original: string): string {
     .padEnd(10, "0");
   return `${stem}_${suffix}${ext ? "." + ext : ""}`;
 }
+
+/** What every entity id used in a file's place matches. */
+export const ENTITY_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * The place of a stored file inside a store, `<entity id>/<stored name>`:
+ * the one place a file's path on disk or key in a bucket is made, from a
+ * checked entity id and a stored name only (anything else throws), so no
+ * input can leave the store's directory or the bucket's prefix.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { fileKey } from "moonbase/lib/files/names.ts";
+ * assert.equal(fileKey("e1", "a_0123456789.png"), "e1/a_0123456789.png");
+ * assert.throws(() => fileKey("..", "a_0123456789.png"));
+ * assert.throws(() => fileKey("e1", "../a_0123456789.png"));
+ * ```
+ */
+export function fileKey(entityId: string, name: string): string {
+  if (!ENTITY_ID.test(entityId)) {
+    throw new Error(`Cannot use entity id ${entityId.slice(0, 80)} for files`);
+  }
+  if (!STORED_NAME.test(name)) {
+    throw new Error(`Cannot use ${name.slice(0, 80)} as a stored file name`);
+  }
+  return `${entityId}/${name}`;
+}

@@ -1,16 +1,21 @@
 /**
- * Files on disk: `<dataDir>/files/<entity id>/<stored name>`. Uploads are
- * streamed to their final path while bytes are counted; a failed request
- * deletes what it wrote. Every file written is first recorded in the
- * database's ledger (lib/files/ledger.ts), and only recorded files are ever
- * removed: a file of another database in the same data directory, or one
- * put there by hand, is never touched.
+ * Stored files, written once over either backend (lib/files/backend.ts:
+ * the data directory's `files/`, or an S3 bucket). Uploads are streamed to
+ * the backend while bytes are counted and the type is checked; a failed
+ * request removes what it wrote. Every file written is first recorded in
+ * the database's ledger (lib/files/ledger.ts), and only recorded files are
+ * ever removed: a file of another database in the same directory or
+ * bucket, or one put there by hand, is never touched.
  *
  * @module
  */
 
-import { join } from "node:path";
-import { diskFull, MoonbaseError } from "../errors.ts";
+import { MoonbaseError } from "../errors.ts";
+import {
+  type FileBackend,
+  FilesUnavailableError,
+  LeftBehindError,
+} from "./backend.ts";
 import type { FileLedger } from "./ledger.ts";
 import type { Part } from "./multipart.ts";
 import { STORED_NAME, storedName } from "./names.ts";
@@ -29,32 +34,53 @@ export interface UploadBudget {
   remaining: number;
 }
 
-/** The file area of one data directory. */
+/** The stored files of one database, in one backend. */
 export class FileStore {
-  readonly root: string;
+  /** Where the bytes live. */
+  readonly backend: FileBackend;
   /** The files this database wrote (the only ones it removes). */
   readonly ledger: FileLedger;
+  /** Milliseconds since the epoch: the ledger's clock (the database's). */
+  readonly now: () => number;
+  #strayAt: number | undefined;
 
-  /** Files live under `<dataDir>/files`; `ledger` is the connected database's. */
-  constructor(dataDir: string, ledger: FileLedger) {
-    this.root = join(dataDir, "files");
+  /** `ledger` is the connected database's; `now` its clock. */
+  constructor(
+    backend: FileBackend,
+    ledger: FileLedger,
+    now: () => number = Date.now,
+  ) {
+    this.backend = backend;
     this.ledger = ledger;
+    this.now = now;
   }
 
-  /** Directory of an entity's files. */
-  dir(entityId: string): string {
-    if (!/^[A-Za-z0-9_-]{1,64}$/.test(entityId)) {
-      throw new Error(`Cannot use entity id ${entityId} as a directory`);
+  /** True when `name` is a stored name (only those are ever looked up). */
+  isStoredName(name: string): boolean {
+    return STORED_NAME.test(name);
+  }
+
+  /**
+   * When (`now()`) a file was last left behind that a sweep must remove
+   * (a removal or a failed upload the store did not answer), or undefined;
+   * `swept(t)` clears it when no file was left since `t`.
+   */
+  get strayAt(): number | undefined {
+    return this.#strayAt;
+  }
+
+  /** A sweep covered every file left behind up to `t`. */
+  swept(t: number): void {
+    if (this.#strayAt !== undefined && this.#strayAt <= t) {
+      this.#strayAt = undefined;
     }
-    return join(this.root, entityId);
   }
 
-  /** Path of a stored file, or undefined when the name is not a stored name. */
-  path(entityId: string, name: string): string | undefined {
-    return STORED_NAME.test(name) ? join(this.dir(entityId), name) : undefined;
+  #stray(): void {
+    this.#strayAt = this.now();
   }
 
-  /** Streams one file part to disk under a new stored name. */
+  /** Streams one file part to the backend under a new stored name. */
   async write(
     entityId: string,
     part: Part,
@@ -62,24 +88,11 @@ export class FileStore {
     mimeTypes?: readonly string[],
   ): Promise<StoredFile> {
     const name = storedName(part.filename ?? "");
-    const path = join(this.dir(entityId), name);
     // Recorded before it exists: a crash from here on leaves a file (or a
-    // row) the start-up sweep knows to be this database's own.
+    // row) the sweep knows to be this database's own.
     await this.ledger.record(entityId, name);
-    let file: Deno.FsFile;
-    try {
-      await Deno.mkdir(this.dir(entityId), { recursive: true });
-      file = await Deno.open(path, {
-        write: true,
-        createNew: true,
-        mode: 0o640,
-      });
-    } catch (err) {
-      await this.#forget(entityId, [name]);
-      throw noSpace(err) ? diskFull() : err;
-    }
     let size = 0, head: Uint8Array = new Uint8Array(0), type = "";
-    try {
+    async function* checked(): AsyncGenerator<Uint8Array> {
       for await (const chunk of part.body()) {
         size += chunk.length;
         if (size > budget.maxFile || size > budget.remaining) {
@@ -92,32 +105,36 @@ export class FileStore {
           head = concat(head, chunk.subarray(0, 512 - head.length));
           if (head.length >= 512) type = checkType(part, head, mimeTypes);
         }
-        let off = 0;
-        while (off < chunk.length) off += await file.write(chunk.subarray(off));
+        yield chunk;
       }
+      // Before the last bytes are committed (an S3 PUT is sent after this).
       if (!type) type = checkType(part, head, mimeTypes);
-      budget.remaining -= size;
-      return { name, size, type };
-    } catch (err) {
-      file.close();
-      // createNew above: this file is the one this request made.
-      if (await removeFile(path)) await this.#forget(entityId, [name]);
-      throw noSpace(err) ? diskFull() : err;
-    } finally {
-      try {
-        file.close();
-      } catch { /* already closed */ }
     }
+    try {
+      await this.backend.write(entityId, name, checked());
+    } catch (err) {
+      if (err instanceof LeftBehindError) {
+        this.#stray();
+        throw err.cause;
+      }
+      // The store did not answer: whether an object landed is unknown. The
+      // row stays, and a sweep removes it (and the object) later.
+      if (err instanceof FilesUnavailableError) this.#stray();
+      else await this.#forget(entityId, [name]);
+      throw err;
+    }
+    budget.remaining -= size;
+    return { name, size, type };
   }
 
   /**
    * Deletes stored files of an entity that the ledger records (others, and
    * missing ones, are left alone); returns how many were removed. Never
-   * throws: a file it could not remove stays recorded, and the start-up
-   * sweep tries again once no record references it.
+   * throws: a file it could not remove stays recorded, and a sweep tries
+   * again once no record references it.
    */
   async remove(entityId: string, names: readonly string[]): Promise<number> {
-    const valid = names.filter((n) => this.path(entityId, n) !== undefined);
+    const valid = names.filter((n) => this.isStoredName(n));
     if (valid.length === 0) return 0;
     let recorded: string[];
     try {
@@ -128,7 +145,8 @@ export class FileStore {
     }
     const gone: string[] = [];
     for (const n of recorded) {
-      if (await removeFile(this.path(entityId, n)!)) gone.push(n);
+      if (await this.backend.remove(entityId, n)) gone.push(n);
+      else this.#stray();
     }
     await this.#forget(entityId, gone);
     return gone.length;
@@ -152,10 +170,7 @@ export class FileStore {
 
   /** Removes an entity's directory when it is empty (a non-empty one stays). */
   async removeEmptyDir(entityId: string): Promise<void> {
-    try {
-      // Not recursive: fails, and so keeps the directory, when anything is in it.
-      await Deno.remove(this.dir(entityId));
-    } catch { /* not empty, missing, or not an entity id: it stays */ }
+    await this.backend.removeEntity(entityId);
   }
 
   async #forget(entityId: string, names: readonly string[]): Promise<void> {
@@ -163,22 +178,6 @@ export class FileStore {
     // A row left behind names a missing file: the sweep drops it later.
     await this.ledger.forget(entityId, names).catch(() => {});
   }
-}
-
-/** Removes one file; true when it is gone (removed now, or missing). */
-async function removeFile(path: string): Promise<boolean> {
-  try {
-    await Deno.remove(path);
-    return true;
-  } catch (err) {
-    return err instanceof Deno.errors.NotFound;
-  }
-}
-
-/** The disk (or the user's quota) is full. */
-function noSpace(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
-  return code === "ENOSPC" || code === "EDQUOT";
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
