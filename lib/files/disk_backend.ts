@@ -83,8 +83,9 @@ export class DiskBackend implements FileBackend {
   }
 
   async stat(entityId: string, name: string): Promise<FileInfo | undefined> {
+    const path = this.path(entityId, name);
     try {
-      const info = await Deno.stat(this.path(entityId, name));
+      const info = await Deno.stat(path);
       if (!info.isFile) return undefined;
       return { size: info.size, modified: info.mtime ?? new Date(0) };
     } catch (err) {
@@ -98,9 +99,10 @@ export class DiskBackend implements FileBackend {
     name: string,
     range?: ByteRange,
   ): Promise<ReadableStream<Uint8Array> | undefined> {
+    const path = this.path(entityId, name);
     let file: Deno.FsFile;
     try {
-      file = await Deno.open(this.path(entityId, name), { read: true });
+      file = await Deno.open(path, { read: true });
     } catch (err) {
       if (err instanceof Deno.errors.NotFound) return undefined;
       throw err;
@@ -111,8 +113,9 @@ export class DiskBackend implements FileBackend {
   }
 
   async remove(entityId: string, name: string): Promise<boolean> {
+    const path = this.path(entityId, name);
     try {
-      await Deno.remove(this.path(entityId, name));
+      await Deno.remove(path);
       return true;
     } catch (err) {
       return err instanceof Deno.errors.NotFound;
