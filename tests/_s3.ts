@@ -407,3 +407,117 @@ export async function ownGateway(): Promise<OwnGateway> {
     },
   };
 }
+
+/** What `S3Proxy` does with requests. */
+export type ProxyMode = "pass" | "stall" | "error403" | "error500";
+
+/** A TCP proxy in front of a gateway that can stall or answer errors itself. */
+export interface S3Proxy {
+  /** `http://127.0.0.1:<port>` of the proxy. */
+  readonly endpoint: string;
+  /** Switches mode; connections open now are closed (a client reconnects). */
+  set(mode: ProxyMode): void;
+  close(): void;
+}
+
+/**
+ * An error as S3 sends it, with the parts a client must never be shown
+ * (what the server signed, its request id).
+ */
+export const S3_ERROR_BODY =
+  `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match</Message><StringToSign>AWS4-HMAC-SHA256 LEAKED-STRING-TO-SIGN</StringToSign><RequestId>LEAKED-REQUEST-ID</RequestId></Error>`;
+
+/** Starts a proxy to `upstream` (an endpoint URL) in mode `pass`. */
+export function s3Proxy(upstream: string): S3Proxy {
+  const target = new URL(upstream);
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  let mode: ProxyMode = "pass";
+  const open = new Set<Deno.Conn>();
+  const closeConn = (c: Deno.Conn) => {
+    open.delete(c);
+    try {
+      c.close();
+    } catch { /* closed */ }
+  };
+  const enc = new TextEncoder();
+  const serve = async (conn: Deno.Conn) => {
+    open.add(conn);
+    const now = mode;
+    if (now === "stall") {
+      // Read and drop; never answer.
+      const buf = new Uint8Array(64 * 1024);
+      while (await conn.read(buf).catch(() => null) !== null) { /* dropped */ }
+      closeConn(conn);
+      return;
+    }
+    if (now === "error403" || now === "error500") {
+      const buf = new Uint8Array(64 * 1024);
+      let head = "";
+      while (!head.includes("\r\n\r\n")) {
+        const n = await conn.read(buf).catch(() => null);
+        if (n === null) return closeConn(conn);
+        head += new TextDecoder().decode(buf.subarray(0, n));
+      }
+      const status = now === "error403"
+        ? "403 Forbidden"
+        : "500 Internal Server Error";
+      const body = enc.encode(S3_ERROR_BODY);
+      await conn.write(enc.encode(
+        `HTTP/1.1 ${status}\r\ncontent-type: application/xml\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n`,
+      )).catch(() => 0);
+      await conn.write(body).catch(() => 0);
+      return closeConn(conn);
+    }
+    let up: Deno.Conn;
+    try {
+      up = await Deno.connect({
+        hostname: target.hostname,
+        port: Number(target.port),
+      });
+    } catch {
+      return closeConn(conn);
+    }
+    open.add(up);
+    const pipe = async (from: Deno.Conn, to: Deno.Conn) => {
+      const buf = new Uint8Array(64 * 1024);
+      for (;;) {
+        const n = await from.read(buf).catch(() => null);
+        if (n === null) break;
+        let off = 0;
+        while (off < n) {
+          const w = await to.write(buf.subarray(off, n)).catch(() => -1);
+          if (w < 0) return;
+          off += w;
+        }
+      }
+    };
+    await Promise.race([pipe(conn, up), pipe(up, conn)]);
+    closeConn(conn);
+    closeConn(up);
+  };
+  (async () => {
+    for (;;) {
+      let c: Deno.Conn;
+      try {
+        c = await listener.accept();
+      } catch {
+        return;
+      }
+      serve(c);
+    }
+  })();
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    set(m) {
+      mode = m;
+      for (const c of [...open]) closeConn(c);
+    },
+    close() {
+      try {
+        listener.close();
+      } catch { /* closed */ }
+      for (const c of [...open]) closeConn(c);
+    },
+  };
+}
