@@ -214,6 +214,20 @@ async function twice(f: () => Promise<unknown>): Promise<void> {
   }
 }
 
+/** `f` again each second until it succeeds, for at most a minute. */
+async function retried(f: () => Promise<unknown>): Promise<void> {
+  const end = Date.now() + 60_000;
+  for (;;) {
+    try {
+      await f();
+      return;
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await pause(1000);
+    }
+  }
+}
+
 /** Starts the cluster (monitor, OSD, one gateway) in `dir`. */
 async function startCluster(dir: string): Promise<ClusterInfo> {
   const fsid = crypto.randomUUID();
@@ -273,26 +287,31 @@ rgw dns name = 127.0.0.1
     `${dir}/monmap`,
   ]);
   await run("ceph-mon", ["-c", conf, "-i", "a"]);
-  await run("ceph", ["-c", conf, "--connect-timeout", "60", "osd", "create"]);
+  // The monitor may still be forming its quorum (seen: EPERM at first).
+  await retried(() =>
+    run("ceph", ["-c", conf, "--connect-timeout", "30", "osd", "create"])
+  );
   // Seen once on a busy machine: the OSD's first start failing; a second one works.
   await twice(() => run("ceph-osd", ["-c", conf, "--mkfs", "-i", "0"]));
   await twice(() => run("ceph-osd", ["-c", conf, "-i", "0"]));
   const port = freePort();
   await startGateway({ dir, conf }, "rgw", port);
-  await run("radosgw-admin", [
-    "-c",
-    conf,
-    "user",
-    "create",
-    "--uid",
-    "moonbase-tests",
-    "--display-name",
-    "Moonbase tests",
-    "--access-key",
-    S3_KEY.accessKeyId,
-    "--secret",
-    S3_KEY.secretAccessKey,
-  ]);
+  await retried(() =>
+    run("radosgw-admin", [
+      "-c",
+      conf,
+      "user",
+      "create",
+      "--uid",
+      "moonbase-tests",
+      "--display-name",
+      "Moonbase tests",
+      "--access-key",
+      S3_KEY.accessKeyId,
+      "--secret",
+      S3_KEY.secretAccessKey,
+    ])
+  );
   return { dir, conf, endpoint: `http://127.0.0.1:${port}` };
 }
 

@@ -20,7 +20,7 @@
  * @module
  */
 
-import { AwsClient } from "aws4fetch";
+import { AwsClient } from "npm:aws4fetch@1.0.20";
 import {
   type ByteRange,
   type FileBackend,
