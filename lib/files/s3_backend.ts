@@ -20,6 +20,8 @@
  * @module
  */
 
+// Full specifier, not the import map: embedders import mod.ts without it.
+// deno-lint-ignore no-import-prefix
 import { AwsClient } from "npm:aws4fetch@1.0.20";
 import {
   type ByteRange,
