@@ -42,7 +42,8 @@ const USE =
  *     pathStyle: true,
  *   },
  * );
- * assert.equal(parseFilesUrl("s3://media").endpoint, "https://s3.us-east-1.amazonaws.com");
+ * const aws = parseFilesUrl("s3://media");
+ * assert.equal(aws.kind === "s3" && aws.endpoint, "https://s3.us-east-1.amazonaws.com");
  * assert.throws(() => parseFilesUrl("s3://media/../x"));
  * ```
  */
