@@ -422,6 +422,40 @@ forEachDb("aggregate: groups, figures and rules", async (t, db) => {
           token: admin,
         });
         status(r, 404, "no entity");
+        // Without an API, a system entity, admins only: the list's answers.
+        await createEntity(s, {
+          name: "hidden_api",
+          has_api: false,
+          fields: [{ name: "n", type: "int" }],
+          rules: allRules("public"),
+        });
+        await createEntity(s, {
+          name: "admins_only",
+          fields: [{ name: "n", type: "int" }],
+        });
+        for (
+          const [entity, token] of [
+            ["hidden_api", admin],
+            ["mb_admins", admin],
+            ["admins_only", w.bob.token],
+            ["admins_only", undefined],
+          ] as const
+        ) {
+          const agg = await s.request("GET", path("count=true", entity), {
+            token,
+          });
+          const list = await s.request("GET", `/api/v1/entities/${entity}`, {
+            token,
+          });
+          eq(
+            [agg.status, agg.error.replace(/aggregate|list/, "…")],
+            [list.status, list.error.replace(/aggregate|list/, "…")],
+            `${entity} as ${token ? "a caller" : "a guest"}`,
+          );
+          if (![401, 403, 404].includes(agg.status)) {
+            throw new Error(`${entity}: ${agg.status}`);
+          }
+        }
         const patch = await s.request("PATCH", path("count=true"), {
           token: admin,
           body: {},
