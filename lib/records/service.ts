@@ -22,6 +22,7 @@ import type { RequestOrigin } from "../http/request_scope.ts";
 
 import type { RecordData } from "./codec.ts";
 import type { ListResult } from "./list.ts";
+import type { AggregateResult } from "./aggregate.ts";
 import { type Access, both } from "./caller_access.ts";
 import { callerOf, type CursorKey } from "./list_cursor.ts";
 import { sortUnderPerRowRule, writable } from "./caller_limits.ts";
@@ -243,6 +244,33 @@ export class RecordService {
       access: filtered,
       filtered: true,
       cursor,
+    });
+  }
+
+  /**
+   * Aggregates the records the caller may list (`GET …/aggregate`,
+   * lib/records/aggregate.ts): the list rule and the `filter`, compiled
+   * with the caller's values, must run in SQL (400 otherwise), so no row
+   * the caller cannot list is read.
+   */
+  aggregate(
+    entity: Entity,
+    query: URLSearchParams,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): Promise<AggregateResult> {
+    return this.#read(entity, (e) => {
+      let access = this.#access(e, "list", auth, req);
+      const filter = query.get("filter");
+      if (
+        filter !== null && filter.trim() !== "" &&
+        query.getAll("filter").length === 1
+      ) {
+        // Per row under a per-row rule, as lists do: refused either way.
+        const perRow = access.keep !== undefined;
+        access = both(access, this.#rules.filter(e, filter, auth, req, perRow));
+      }
+      return e.records.aggregate(query, { access, filtered: true });
     });
   }
 
