@@ -120,7 +120,7 @@ export type WithExpand<R, P extends string> = string extends P ? R
   : Omit<R, "expand"> & {
     expand: {
       [K in Head<Split<P>> & keyof ExpandOf<R>]?: Deeper<
-        ExpandOf<R>[K],
+        NonNullable<ExpandOf<R>[K]>,
         Below<Split<P>, K & string>
       >;
     };
