@@ -1,5 +1,5 @@
 /**
- * The `moonbase` command line: `serve` and `admins`.
+ * The `moonbase` command line: `serve`, `admins` and `types`.
  *
  * About 350 lines: the usage text, the option table and the parsing that
  * turns them into an `AppConfig` are one piece (an option is added to all
@@ -17,6 +17,8 @@ import { MoonbaseError } from "./lib/errors.ts";
 import { removeAdmin } from "./lib/auth/admins.ts";
 import { isLevel } from "./lib/logs/types.ts";
 import { serveCommand } from "./lib/workers/command.ts";
+import { allEntities } from "./lib/openapi/described.ts";
+import { typesModule } from "./lib/openapi/types_ts.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
@@ -26,6 +28,7 @@ Usage:
   moonbase [options] admins --add <email> <password>
   moonbase [options] admins --ls
   moonbase [options] admins --rm <email|id>
+  moonbase [options] types [--out <file>]
 
 Options:
   --port <port>            listening port (default 7070; 0 picks a free port)
@@ -72,6 +75,8 @@ Options:
   --realtimeResumeBytes <n>  bytes of missed events a resume replays (default 8 MiB)
   --websocket              serve WebSocket upgrades (/api/v1/realtime/ws); each
                            connection then holds two descriptors
+  --out <file>             types: write the TypeScript types there (default:
+                           standard output)
   -h, --help               show this help
   -v, --version            show the version
 
@@ -176,6 +181,7 @@ export function parseCli(args: string[]): Cli {
         add: { type: "string" },
         ls: { type: "boolean" },
         rm: { type: "string" },
+        out: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -310,6 +316,40 @@ async function admins(
   }
 }
 
+/**
+ * `types`: the TypeScript types of every entity the records API serves
+ * (lib/openapi/types_ts.ts), to `--out` or standard output.
+ */
+async function types(
+  config: AppConfig,
+  values: Record<string, unknown>,
+  rest: string[],
+): Promise<void> {
+  if (rest.length > 0) throw new UsageError("types takes only --out <file>");
+  const core = await createCore({ ...config, quiet: true }, "command");
+  let text: string;
+  try {
+    text = typesModule(allEntities(core.records.served()), {
+      version: VERSION,
+    });
+  } finally {
+    await core.close();
+  }
+  if (typeof values.out === "string") {
+    try {
+      await Deno.writeTextFile(values.out, text);
+    } catch (err) {
+      throw new MoonbaseError(
+        "invalid",
+        `Cannot write the types to ${values.out}: ${
+          err instanceof Error ? err.message.split("\n")[0] : String(err)
+        }; check that its directory exists and is writable`,
+      );
+    }
+    console.error(`Wrote the types to ${values.out}`);
+  } else await Deno.stdout.write(new TextEncoder().encode(text));
+}
+
 /** Runs the CLI; returns the exit code. */
 export async function main(args: string[]): Promise<number> {
   try {
@@ -328,6 +368,10 @@ export async function main(args: string[]): Promise<number> {
     }
     if (cli.command === "admins") {
       await admins(cli.config, cli.values, cli.rest);
+      return 0;
+    }
+    if (cli.command === "types") {
+      await types(cli.config, cli.values, cli.rest);
       return 0;
     }
     throw new UsageError(

@@ -26,6 +26,7 @@ import { schemaRoutes } from "./schemas.ts";
 import { settingsRoutes } from "./settings.ts";
 import { signInRoutes } from "./sign_in.ts";
 import { accountRoutes } from "./account.ts";
+import { openApiRoutes } from "./openapi.ts";
 
 /**
  * Builds the router with all built-in routes.
@@ -57,5 +58,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   settingsRoutes(r);
   accountRoutes(r);
   oidcDiscoveryRoutes(r);
+  // The description lists what the router holds when it is asked for.
+  openApiRoutes(r, () => r.routes());
   return r;
 }

@@ -133,6 +133,34 @@ export class RecordService {
     return e;
   }
 
+  /**
+   * The entities the records API serves now (exposed, and no view the
+   * view rule refuses), system ones excluded.
+   */
+  served(): Entity[] {
+    return this.#registry.all().filter((e) =>
+      isExposed(e, e.name) && this.#registry.viewRefusal(e.id) === undefined
+    );
+  }
+
+  /**
+   * Whether `op` on `entity` may be open to `auth` at all, before any
+   * record or body: the rule mode lets the caller through, or its custom
+   * rule reads the record or the request (decided per call) or passes for
+   * the caller as it is. Writes to views never are. The API description
+   * (lib/openapi) shows a caller the routes this opens.
+   */
+  opens(entity: Entity, op: Operation, auth: AuthValue): boolean {
+    if (entity.type === "view" && op !== "list" && op !== "get") return false;
+    let d;
+    try {
+      d = authorize(entity, op, auth);
+    } catch {
+      return false; // the rule mode refuses this caller
+    }
+    return d.kind === "allow" || this.#rules.mayPass(d.expr, auth);
+  }
+
   /** What `auth` may see and write through `op` (throws a denial). */
   #access(
     entity: Entity,
