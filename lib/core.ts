@@ -9,6 +9,8 @@
  * @module
  */
 
+import { Backups } from "./backup/service.ts";
+import { WritePause } from "./http/write_pause.ts";
 import { join } from "node:path";
 import {
   type AppConfig,
@@ -135,6 +137,10 @@ export interface Core {
   readonly notices: string[];
   /** The app's settings, shared by every instance (`mb_settings`). */
   readonly settings: SettingsStore;
+  /** Backups in `<dataDir>/backups`: make, list, restore (lib/backup). */
+  readonly backups: Backups;
+  /** Write requests answer 503 while this is paused (a restore). */
+  readonly writePause: WritePause;
   /** Mail waiting to be sent (`outbox.enqueue`: docs/guide/settings-and-mail.md). */
   readonly outbox: Outbox;
   /** Sends one message now, through the SMTP server of the settings (test mail). */
@@ -457,6 +463,24 @@ export async function createCore(
       deriveKey(secret.value, "totp"),
       clock.now,
     );
+    const writePause = new WritePause();
+    const backups = new Backups({
+      dataDir: config.dataDir,
+      storage,
+      files,
+      secrets: {
+        unsealTotp: (e, u, sealed) => totp.openSecret(e, u, sealed),
+        sealTotp: (e, u, plain) => totp.sealSecret(e, u, plain),
+      },
+      version: VERSION,
+      now: clock.now,
+      pause: writePause,
+      restored: async () => {
+        await schemas.load();
+        schemas.onChange?.();
+        settings.invalidate();
+      },
+    });
     const setupToken = (await hasAdmin(storage))
       ? undefined
       : config.peers?.setupToken ?? randomToken(24);
@@ -506,6 +530,8 @@ export async function createCore(
       mfa,
       totp,
       accounts,
+      backups,
+      writePause,
       async close() {
         await accounts.close();
         await mailer?.close();
