@@ -17,6 +17,8 @@ import { MoonbaseError } from "./lib/errors.ts";
 import { removeAdmin } from "./lib/auth/admins.ts";
 import { isLevel } from "./lib/logs/types.ts";
 import { serveCommand } from "./lib/workers/command.ts";
+import { backupCommand, moveToCommand } from "./lib/commands/backup.ts";
+import { UsageMistake } from "./lib/commands/usage.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
@@ -26,6 +28,10 @@ Usage:
   moonbase [options] admins --add <email> <password>
   moonbase [options] admins --ls
   moonbase [options] admins --rm <email|id>
+  moonbase [options] backup create [<name>] [--out <file>]
+  moonbase [options] backup list
+  moonbase [options] backup restore <file|name>   (with the server stopped)
+  moonbase [options] move-to --database PSQL --connection <url>
 
 Options:
   --port <port>            listening port (default 7070; 0 picks a free port)
@@ -79,7 +85,7 @@ Environment:
   MB_JWT_SECRET            token signing secret (at least 32 characters); set it in production
 `;
 
-class UsageError extends Error {}
+class UsageError extends UsageMistake {}
 
 function onOff(v: string | undefined, name: string): boolean | undefined {
   if (v === undefined) return undefined;
@@ -176,6 +182,7 @@ export function parseCli(args: string[]): Cli {
         add: { type: "string" },
         ls: { type: "boolean" },
         rm: { type: "string" },
+        out: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -330,6 +337,14 @@ export async function main(args: string[]): Promise<number> {
       await admins(cli.config, cli.values, cli.rest);
       return 0;
     }
+    if (cli.command === "backup") {
+      await backupCommand(cli.config, cli.rest, cli.values.out as string);
+      return 0;
+    }
+    if (cli.command === "move-to" && cli.rest.length === 0) {
+      await moveToCommand(cli.config);
+      return 0;
+    }
     throw new UsageError(
       cli.command
         ? `unknown command ${
@@ -338,7 +353,7 @@ export async function main(args: string[]): Promise<number> {
         : "missing command",
     );
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageMistake) {
       console.error(`moonbase: ${err.message}\n\n${USAGE}`);
     } else if (err instanceof MoonbaseError) {
       const fields =

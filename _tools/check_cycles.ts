@@ -36,7 +36,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["lib/core.ts"],
   ["lib/extend"],
   ["routes"],
-  ["mod.ts", "main.ts", "lib/workers"],
+  ["mod.ts", "main.ts", "lib/workers", "lib/commands"],
 ];
 
 const ROOTS = ["lib", "routes", "mod.ts", "main.ts"];

@@ -115,7 +115,7 @@ async function writeRows(
 }
 
 /** Pages of a table's rows in key order, each value made portable by `conv`. */
-async function* pagesOf(
+export async function* pagesOf(
   q: Queryable,
   table: string,
   columns: [string, ColumnKind][],
