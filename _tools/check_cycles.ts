@@ -19,7 +19,13 @@ import { fileURLToPath } from "node:url";
 
 /** Layers from the bottom up: a module may import its own layer or lower. */
 export const LAYERS: readonly (readonly string[])[] = [
-  ["lib/errors.ts", "lib/ids.ts", "lib/cli_hint.ts", "lib/caller.ts"],
+  [
+    "lib/errors.ts",
+    "lib/ids.ts",
+    "lib/cli_hint.ts",
+    "lib/caller.ts",
+    "lib/schedule.ts",
+  ],
   ["lib/rules", "lib/http"],
   ["lib/db"],
   ["lib/schema"],

@@ -10,6 +10,7 @@
  */
 
 import { Backups } from "./backup/service.ts";
+import { BackupSchedule } from "./backup/schedule.ts";
 import { WritePause } from "./http/write_pause.ts";
 import { join } from "node:path";
 import {
@@ -71,6 +72,7 @@ import { SharedStreamCounts } from "./cluster/stream_table.ts";
 import { LocalStreamCounts } from "./realtime/stream_counts.ts";
 import { connectionCap, streamCap } from "./http/limits.ts";
 import { SETTINGS_CHANNEL, SettingsStore } from "./settings/store.ts";
+import { mailReady } from "./settings/types.ts";
 import { Outbox } from "./mail/outbox.ts";
 import { MailSender } from "./mail/sender.ts";
 import { SEND_LIMITS, type SendMail, smtpSender } from "./mail/transport.ts";
@@ -238,6 +240,7 @@ export async function createCore(
   let logs: LogStore | undefined;
   let pruner: ReturnType<typeof setInterval> | undefined;
   let mailer: MailSender | undefined;
+  let schedule: BackupSchedule | undefined;
   try {
     const notices: string[] = [];
     if (first) {
@@ -481,6 +484,37 @@ export async function createCore(
         settings.invalidate();
       },
     });
+    // Scheduled backups: every server looks, one claims each tick.
+    if (first && role === "server") {
+      schedule = new BackupSchedule({
+        storage,
+        backups,
+        settings: () => settings.current(),
+        now: clock.now,
+        log,
+        alert: async (error) => {
+          const current = await settings.current();
+          if (!mailReady(current)) return;
+          const admins = await storage.query(`SELECT "email" FROM "mb_admins"`);
+          for (const a of admins) {
+            await outbox.enqueue({
+              to: String(a.email),
+              purpose: "backup_failed",
+              entity: "mb_admins",
+              template: {
+                subject: "{APP_NAME}: a scheduled backup failed",
+                body:
+                  `The scheduled backup of {APP_NAME} ({APP_URL}) failed:\n\n${
+                    error.replace(/[{}]/g, "")
+                  }\n\nSee the logs of the server for details.`,
+                action_url: "",
+              },
+            });
+          }
+        },
+      });
+      schedule.start();
+    }
     const setupToken = (await hasAdmin(storage))
       ? undefined
       : config.peers?.setupToken ?? randomToken(24);
@@ -533,6 +567,7 @@ export async function createCore(
       backups,
       writePause,
       async close() {
+        await schedule?.stop();
         await accounts.close();
         await mailer?.close();
         realtime?.close();
@@ -549,6 +584,7 @@ export async function createCore(
       },
     };
   } catch (err) {
+    await schedule?.stop();
     await mailer?.close();
     realtime?.close();
     await sync?.close();
