@@ -19,6 +19,8 @@ import { isLevel } from "./lib/logs/types.ts";
 import { serveCommand } from "./lib/workers/command.ts";
 import { allEntities } from "./lib/openapi/described.ts";
 import { typesModule } from "./lib/openapi/types_ts.ts";
+import { backupCommand, moveToCommand } from "./lib/commands/backup.ts";
+import { UsageMistake } from "./lib/commands/usage.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
@@ -29,6 +31,10 @@ Usage:
   moonbase [options] admins --ls
   moonbase [options] admins --rm <email|id>
   moonbase [options] types [--out <file>]
+  moonbase [options] backup create [<name>] [--out <file>]
+  moonbase [options] backup list
+  moonbase [options] backup restore <file|name>   (with the server stopped)
+  moonbase [options] move-to --database PSQL --connection <url>
 
 Options:
   --port <port>            listening port (default 7070; 0 picks a free port)
@@ -84,7 +90,7 @@ Environment:
   MB_JWT_SECRET            token signing secret (at least 32 characters); set it in production
 `;
 
-class UsageError extends Error {}
+class UsageError extends UsageMistake {}
 
 function onOff(v: string | undefined, name: string): boolean | undefined {
   if (v === undefined) return undefined;
@@ -374,6 +380,14 @@ export async function main(args: string[]): Promise<number> {
       await types(cli.config, cli.values, cli.rest);
       return 0;
     }
+    if (cli.command === "backup") {
+      await backupCommand(cli.config, cli.rest, cli.values.out as string);
+      return 0;
+    }
+    if (cli.command === "move-to" && cli.rest.length === 0) {
+      await moveToCommand(cli.config);
+      return 0;
+    }
     throw new UsageError(
       cli.command
         ? `unknown command ${
@@ -382,7 +396,7 @@ export async function main(args: string[]): Promise<number> {
         : "missing command",
     );
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageMistake) {
       console.error(`moonbase: ${err.message}\n\n${USAGE}`);
     } else if (err instanceof MoonbaseError) {
       const fields =

@@ -20,6 +20,7 @@ import { oidcDiscoveryRoutes } from "./oidc_discovery.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
 import { batchRoutes } from "./batch.ts";
+import { backupRoutes } from "./backups.ts";
 import { ruleRoutes } from "./rules.ts";
 import { realtimeRoutes } from "./realtime.ts";
 import { schemaRoutes } from "./schemas.ts";
@@ -56,6 +57,7 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   ruleRoutes(r);
   realtimeRoutes(r);
   settingsRoutes(r);
+  backupRoutes(r);
   accountRoutes(r);
   oidcDiscoveryRoutes(r);
   // The description lists what the router holds when it is asked for.

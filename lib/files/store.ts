@@ -34,6 +34,8 @@ export class FileStore {
   readonly root: string;
   /** The files this database wrote (the only ones it removes). */
   readonly ledger: FileLedger;
+  #holds = 0;
+  #deferred: { entityId: string; names: string[] }[] = [];
 
   /** Files live under `<dataDir>/files`; `ledger` is the connected database's. */
   constructor(dataDir: string, ledger: FileLedger) {
@@ -111,6 +113,103 @@ export class FileStore {
   }
 
   /**
+   * Defers removals (`remove`) until the returned function is called, so
+   * that a backup reading the files of its snapshot finds them all; holds
+   * nest, and the deferred removals run when the last one is released.
+   */
+  hold(): () => void {
+    this.#holds++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.#holds > 0) return;
+      const deferred = this.#deferred.splice(0);
+      for (const d of deferred) {
+        // Never throws (see `remove`): a file left stays recorded for the sweep.
+        this.remove(d.entityId, d.names);
+      }
+    };
+  }
+
+  /**
+   * The bytes and size of a stored file, or undefined when it is missing
+   * (for a backup, which reads every recorded file).
+   */
+  async read(
+    entityId: string,
+    name: string,
+  ): Promise<{ size: number; body: AsyncIterable<Uint8Array> } | undefined> {
+    const path = this.path(entityId, name);
+    if (!path) return undefined;
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(path, { read: true });
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return undefined;
+      throw err;
+    }
+    const { size } = await file.stat();
+    return { size, body: file.readable };
+  }
+
+  /**
+   * Writes a file under its stored name (a restore puts back the files of a
+   * backup): recorded first, like an upload; a file already there with the
+   * same name and size is kept (it is that file); any other is a conflict.
+   * Returns false when the file was already there.
+   */
+  async writeNamed(
+    entityId: string,
+    name: string,
+    size: number,
+    body: AsyncIterable<Uint8Array>,
+  ): Promise<boolean> {
+    const path = this.path(entityId, name);
+    if (!path) {
+      throw new MoonbaseError(
+        "invalid",
+        `Cannot restore file ${name}: not a stored file name`,
+      );
+    }
+    try {
+      const st = await Deno.stat(path);
+      if (st.isFile && st.size === size) return false;
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot restore file ${entityId}/${name}: another file of that name is in the data directory`,
+      );
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+    }
+    await this.ledger.adopt(entityId, [name]);
+    let file: Deno.FsFile;
+    try {
+      await Deno.mkdir(this.dir(entityId), { recursive: true });
+      file = await Deno.open(path, {
+        write: true,
+        createNew: true,
+        mode: 0o640,
+      });
+    } catch (err) {
+      throw noSpace(err) ? diskFull() : err;
+    }
+    try {
+      for await (const chunk of body) {
+        let off = 0;
+        while (off < chunk.length) off += await file.write(chunk.subarray(off));
+      }
+    } catch (err) {
+      file.close();
+      // createNew above: this file is the one this restore made.
+      await removeFile(path);
+      throw noSpace(err) ? diskFull() : err;
+    }
+    file.close();
+    return true;
+  }
+
+  /**
    * Deletes stored files of an entity that the ledger records (others, and
    * missing ones, are left alone); returns how many were removed. Never
    * throws: a file it could not remove stays recorded, and the start-up
@@ -119,6 +218,11 @@ export class FileStore {
   async remove(entityId: string, names: readonly string[]): Promise<number> {
     const valid = names.filter((n) => this.path(entityId, n) !== undefined);
     if (valid.length === 0) return 0;
+    if (this.#holds > 0) {
+      // A backup is reading: these go when it is done (see `hold`).
+      this.#deferred.push({ entityId, names: valid });
+      return valid.length;
+    }
     let recorded: string[];
     try {
       recorded = await this.ledger.recorded(entityId, valid);
