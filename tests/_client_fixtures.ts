@@ -24,12 +24,17 @@ export const freshAddressFetch: typeof fetch = (input, init = {}) => {
   return fetch(input, { ...init, headers });
 };
 
-/** A client of `s` typed by the example app's schema. */
+/** A client of `s` (or of a server at `s.url`) typed by the example app's schema. */
 export function clientOf(
-  s: TestServer,
+  s: Pick<TestServer, "url">,
   options: MoonbaseOptions = {},
 ): Moonbase<Schema> {
   return new Moonbase<Schema>(s.url, { fetch: freshAddressFetch, ...options });
+}
+
+/** The same client, for entities outside the example's schema. */
+export function untyped(mb: Moonbase<Schema>): Moonbase {
+  return mb as unknown as Moonbase;
 }
 
 /** A client of `s` signed in as the harness admin (token issued directly). */

@@ -356,6 +356,12 @@ export class Realtime {
       : new MoonbaseError(0, `Cannot keep the realtime stream: ${err}`, {
         cause: err,
       });
+    if (this.#t.authStore.token !== token) {
+      // The token changed meanwhile (a refresh revoked the one this stream
+      // had): not the subscriptions' failure; reopen with the new one.
+      this.#schedule();
+      return;
+    }
     const pending = waiting.filter((w) => this.#waiters.includes(w));
     if (pending.length > 0) {
       // A subscription that never started fails as a call would.
