@@ -24,8 +24,8 @@ export interface AuthStore {
   readonly user: AuthRecord | null;
   /** A token is held and has not expired. */
   readonly isValid: boolean;
-  /** Keeps a login's token and user. */
-  save(token: string, user: AuthRecord | null): void;
+  /** Keeps a login's token and user (any record type: a generated one too). */
+  save(token: string, user: object | null): void;
   /** Forgets the token and user. */
   clear(): void;
   /** Calls `cb` after each change; returns the function that stops it. */
@@ -54,9 +54,9 @@ export class MemoryAuthStore implements AuthStore {
   }
 
   /** Keeps a token and user and tells the listeners. */
-  save(token: string, user: AuthRecord | null): void {
+  save(token: string, user: object | null): void {
     this.#token = token;
-    this.#user = token === "" ? null : user;
+    this.#user = token === "" ? null : user as AuthRecord | null;
     this.changed();
   }
 
@@ -131,7 +131,7 @@ export class LocalAuthStore extends MemoryAuthStore {
   }
 
   /** Keeps a token and user, in `localStorage` too. */
-  override save(token: string, user: AuthRecord | null): void {
+  override save(token: string, user: object | null): void {
     try {
       if (token === "") this.#storage?.removeItem(this.#key);
       else this.#storage?.setItem(this.#key, JSON.stringify({ token, user }));

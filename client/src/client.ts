@@ -103,10 +103,7 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
       freshToken: () => this.#freshToken(),
       refused: (token) => this.#refused(token),
       signIn: (answer) => {
-        this.authStore.save(
-          answer.token,
-          answer.user as AuthResult["user"],
-        );
+        this.authStore.save(answer.token, answer.user as object | null);
         return answer;
       },
     };
