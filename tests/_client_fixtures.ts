@@ -18,7 +18,10 @@ import { fixtureAdmin, nextIp } from "./_auth_fixtures.ts";
 import type { TestServer } from "./_server.ts";
 
 /** A `fetch` that sends each request from a fresh address (`X-Forwarded-For`). */
-export const freshAddressFetch: typeof fetch = (input, init = {}) => {
+export const freshAddressFetch: typeof fetch = (
+  input: string | URL | Request,
+  init: RequestInit = {},
+): Promise<Response> => {
   const headers = new Headers(init.headers);
   headers.set("x-forwarded-for", nextIp());
   return fetch(input, { ...init, headers });
