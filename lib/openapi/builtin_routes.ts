@@ -433,6 +433,53 @@ export const BUILTIN_ROUTES: Readonly<Record<string, RouteDoc>> = {
     }, ["entity", "op", "rule"]),
     ok: { status: 200, description: "each record allowed or not", data: obj },
   },
+  // Backups
+  "GET /api/v1/sys/backups": {
+    tag: "backups",
+    summary: "The backups in the data directory, newest first",
+    access: "admin",
+    ok: {
+      status: 200,
+      description: "the backups",
+      data: { type: "array", items: ref("Backup") },
+    },
+  },
+  "POST /api/v1/sys/backups": {
+    tag: "backups",
+    summary: "Make a backup while the server keeps serving",
+    access: "admin",
+    body: objectOf({ name: str }, []),
+    bodyOptional: true,
+    ok: { status: 201, description: "made", data: ref("Backup") },
+  },
+  "POST /api/v1/sys/backups/upload": {
+    tag: "backups",
+    summary:
+      "Upload a backup (multipart: the archive in `file`, its name in `name`)",
+    access: "admin",
+    ok: { status: 201, description: "checked and stored", data: ref("Backup") },
+  },
+  "GET /api/v1/sys/backups/:name": {
+    tag: "backups",
+    summary:
+      "Download a backup (an admin token, or an admin's file token as `?token=`)",
+    access: "admin",
+    query: [{ name: "token", description: "an admin's file token" }],
+    ok: { status: 200, description: "the archive", media: "application/gzip" },
+  },
+  "DELETE /api/v1/sys/backups/:name": {
+    tag: "backups",
+    summary: "Delete a backup",
+    access: "admin",
+    ok: { status: 204, description: "deleted" },
+  },
+  "POST /api/v1/sys/backups/:name/restore": {
+    tag: "backups",
+    summary:
+      "Replace the data with a backup's, all or nothing (writes answer 503 meanwhile)",
+    access: "admin",
+    ok: { status: 200, description: "restored", data: obj },
+  },
   // Settings
   "GET /api/v1/sys/settings": {
     tag: "settings",
@@ -653,6 +700,34 @@ export const BUILTIN_ROUTES: Readonly<Record<string, RouteDoc>> = {
     summary: "Delete a record of any entity (the delete rule decides)",
     access: "rules",
     ok: { status: 204, description: "deleted" },
+  },
+  "GET /api/v1/entities/:entity/aggregate": {
+    tag: "records",
+    summary:
+      "Counts, sums, averages, minimums and maximums per group (the list rule decides)",
+    access: "rules",
+    query: [
+      {
+        name: "group",
+        description:
+          "comma list of fields; dates as `created:day|week|month|year` (UTC)",
+      },
+      {
+        name: "count",
+        description: "`true` counts each group",
+        schema: { type: "string", enum: ["true", "false"] },
+      },
+      { name: "sum", description: "comma list of number fields" },
+      { name: "avg", description: "comma list of number fields" },
+      { name: "min", description: "comma list of number or date fields" },
+      { name: "max", description: "comma list of number or date fields" },
+      ...LIST_PARAMS.filter((p) => p.name === "filter" || p.name === "search"),
+    ],
+    ok: {
+      status: 200,
+      description: "the groups (at most 1000)",
+      data: objectOf({ groups: { type: "array", items: obj } }),
+    },
   },
   "POST /api/v1/batch": {
     tag: "records",

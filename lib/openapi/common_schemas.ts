@@ -117,6 +117,16 @@ export const COMMON_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     },
     required: ["items", "items_count", "limit", "has_more", "cursor"],
   },
+  Backup: {
+    type: "object",
+    description: "A backup archive in the data directory.",
+    properties: {
+      name: str,
+      size: { type: "integer" },
+      created: { type: "string", format: "date-time" },
+    },
+    required: ["name", "size", "created"],
+  },
   Admin: {
     type: "object",
     properties: {
