@@ -1,5 +1,6 @@
 /**
- * The `moonbase` command line: `serve`, `admins` and `files migrate`.
+ * The `moonbase` command line: `serve`, `admins`, `types`, `backup`,
+ * `move-to` and `files migrate`.
  *
  * About 350 lines: the usage text, the option table and the parsing that
  * turns them into an `AppConfig` are one piece (an option is added to all
@@ -17,17 +18,12 @@ import { MoonbaseError } from "./lib/errors.ts";
 import { removeAdmin } from "./lib/auth/admins.ts";
 import { isLevel } from "./lib/logs/types.ts";
 import { serveCommand } from "./lib/workers/command.ts";
-import {
-  type FilesUrl,
-  openBackend,
-  parseFilesUrl,
-} from "./lib/files/files_url.ts";
-import {
-  bytesText,
-  journalPath,
-  migrateFiles,
-  stepText,
-} from "./lib/files/migrate.ts";
+import { allEntities } from "./lib/openapi/described.ts";
+import { typesModule } from "./lib/openapi/types_ts.ts";
+import { backupCommand, moveToCommand } from "./lib/commands/backup.ts";
+import { UsageMistake } from "./lib/commands/usage.ts";
+import { filesCommand } from "./lib/commands/files.ts";
+import { parseFilesUrl } from "./lib/files/files_url.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
@@ -37,6 +33,11 @@ Usage:
   moonbase [options] admins --add <email> <password>
   moonbase [options] admins --ls
   moonbase [options] admins --rm <email|id>
+  moonbase [options] types [--out <file>]
+  moonbase [options] backup create [<name>] [--out <file>]
+  moonbase [options] backup list
+  moonbase [options] backup restore <file|name>   (with the server stopped)
+  moonbase [options] move-to --database PSQL --connection <url>
   moonbase [options] files migrate --to <local|s3://…>
 
 Options:
@@ -87,6 +88,8 @@ Options:
   --realtimeResumeBytes <n>  bytes of missed events a resume replays (default 8 MiB)
   --websocket              serve WebSocket upgrades (/api/v1/realtime/ws); each
                            connection then holds two descriptors
+  --out <file>             types: write the TypeScript types there (default:
+                           standard output)
   -h, --help               show this help
   -v, --version            show the version
 
@@ -102,7 +105,7 @@ files migrate --to <store> copies every stored file from the --files store to
 source is never changed. Then start the server with --files <store>.
 `;
 
-class UsageError extends Error {}
+class UsageError extends UsageMistake {}
 
 function onOff(v: string | undefined, name: string): boolean | undefined {
   if (v === undefined) return undefined;
@@ -201,6 +204,7 @@ export function parseCli(args: string[]): Cli {
         add: { type: "string" },
         ls: { type: "boolean" },
         rm: { type: "string" },
+        out: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -344,62 +348,38 @@ async function admins(
   }
 }
 
-/** `files migrate --to <store>`: copies the stored files to another store. */
-async function filesCommand(
+/**
+ * `types`: the TypeScript types of every entity the records API serves
+ * (lib/openapi/types_ts.ts), to `--out` or standard output.
+ */
+async function types(
   config: AppConfig,
   values: Record<string, unknown>,
   rest: string[],
 ): Promise<void> {
-  if (rest.join(" ") !== "migrate" || typeof values.to !== "string") {
-    throw new UsageError("files needs migrate --to <local|s3://…>");
-  }
-  let to: FilesUrl;
-  try {
-    to = parseFilesUrl(values.to);
-  } catch (err) {
-    throw new UsageError((err as Error).message.replace("--files", "--to"));
-  }
-  const from = parseFilesUrl(config.files ?? "local");
-  if (JSON.stringify(to) === JSON.stringify(from)) {
-    throw new UsageError(
-      `files migrate --to ${values.to}: that is the store in use (--files); name another`,
-    );
-  }
-  // A command: it neither sweeps files nor prunes logs.
+  if (rest.length > 0) throw new UsageError("types takes only --out <file>");
   const core = await createCore({ ...config, quiet: true }, "command");
-  const target = openBackend(values.to, core.config.dataDir, {
-    timeoutMs: core.config.bodyTimeout * 1000,
-  }, config.filesCredentials);
+  let text: string;
   try {
-    await target.check();
-    const terminal = Deno.stdout.isTerminal();
-    const out = new TextEncoder();
-    console.log(
-      `Copying files from ${core.files.backend.name} to ${target.name}`,
-    );
-    const sum = await migrateFiles(
-      core.files.ledger,
-      core.files.backend,
-      target,
-      journalPath(core.config.dataDir, target),
-      (step) => Deno.stdout.writeSync(out.encode(stepText(step, terminal))),
-    );
-    if (terminal && sum.total > 0) console.log("");
-    console.log(
-      `${sum.copied} copied (${
-        bytesText(sum.bytes)
-      }), ${sum.skipped} already there, ${sum.missing} not in the source, ${sum.failed} failed, of ${sum.total}`,
-    );
-    if (sum.failed > 0) {
-      throw new Error(
-        `Cannot migrate every file: ${sum.failed} failed (listed above); run the command again`,
-      );
-    }
-    console.log(`Done: start the server with --files ${values.to}`);
+    text = typesModule(allEntities(core.records.served()), {
+      version: VERSION,
+    });
   } finally {
-    await target.close();
     await core.close();
   }
+  if (typeof values.out === "string") {
+    try {
+      await Deno.writeTextFile(values.out, text);
+    } catch (err) {
+      throw new MoonbaseError(
+        "invalid",
+        `Cannot write the types to ${values.out}: ${
+          err instanceof Error ? err.message.split("\n")[0] : String(err)
+        }; check that its directory exists and is writable`,
+      );
+    }
+    console.error(`Wrote the types to ${values.out}`);
+  } else await Deno.stdout.write(new TextEncoder().encode(text));
 }
 
 /** Runs the CLI; returns the exit code. */
@@ -422,8 +402,20 @@ export async function main(args: string[]): Promise<number> {
       await admins(cli.config, cli.values, cli.rest);
       return 0;
     }
+    if (cli.command === "types") {
+      await types(cli.config, cli.values, cli.rest);
+      return 0;
+    }
+    if (cli.command === "backup") {
+      await backupCommand(cli.config, cli.rest, cli.values.out as string);
+      return 0;
+    }
     if (cli.command === "files") {
-      await filesCommand(cli.config, cli.values, cli.rest);
+      await filesCommand(cli.config, cli.values.to, cli.rest);
+      return 0;
+    }
+    if (cli.command === "move-to" && cli.rest.length === 0) {
+      await moveToCommand(cli.config);
       return 0;
     }
     throw new UsageError(
@@ -434,7 +426,7 @@ export async function main(args: string[]): Promise<number> {
         : "missing command",
     );
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageMistake) {
       console.error(`moonbase: ${err.message}\n\n${USAGE}`);
     } else if (err instanceof MoonbaseError) {
       const fields =

@@ -9,6 +9,9 @@
  * @module
  */
 
+import { Backups } from "./backup/service.ts";
+import { BackupSchedule } from "./backup/schedule.ts";
+import { WritePause } from "./http/write_pause.ts";
 import { join } from "node:path";
 import {
   type AppConfig,
@@ -70,6 +73,7 @@ import { SharedStreamCounts } from "./cluster/stream_table.ts";
 import { LocalStreamCounts } from "./realtime/stream_counts.ts";
 import { connectionCap, streamCap } from "./http/limits.ts";
 import { SETTINGS_CHANNEL, SettingsStore } from "./settings/store.ts";
+import { mailReady } from "./settings/types.ts";
 import { Outbox } from "./mail/outbox.ts";
 import { MailSender } from "./mail/sender.ts";
 import { SEND_LIMITS, type SendMail, smtpSender } from "./mail/transport.ts";
@@ -136,6 +140,10 @@ export interface Core {
   readonly notices: string[];
   /** The app's settings, shared by every instance (`mb_settings`). */
   readonly settings: SettingsStore;
+  /** Backups in `<dataDir>/backups`: make, list, restore (lib/backup). */
+  readonly backups: Backups;
+  /** Write requests answer 503 while this is paused (a restore). */
+  readonly writePause: WritePause;
   /** Mail waiting to be sent (`outbox.enqueue`: docs/guide/settings-and-mail.md). */
   readonly outbox: Outbox;
   /** Sends one message now, through the SMTP server of the settings (test mail). */
@@ -241,6 +249,7 @@ export async function createCore(
   let logs: LogStore | undefined;
   let pruner: ReturnType<typeof setInterval> | undefined;
   let mailer: MailSender | undefined;
+  let schedule: BackupSchedule | undefined;
   try {
     const notices: string[] = [];
     if (first) {
@@ -470,6 +479,55 @@ export async function createCore(
       deriveKey(secret.value, "totp"),
       clock.now,
     );
+    const writePause = new WritePause();
+    const backups = new Backups({
+      dataDir: config.dataDir,
+      storage,
+      files,
+      secrets: {
+        unsealTotp: (e, u, sealed) => totp.openSecret(e, u, sealed),
+        sealTotp: (e, u, plain) => totp.sealSecret(e, u, plain),
+      },
+      version: VERSION,
+      now: clock.now,
+      pause: writePause,
+      restored: async () => {
+        await schemas.load();
+        schemas.onChange?.();
+        settings.invalidate();
+      },
+    });
+    // Scheduled backups: every server looks, one claims each tick.
+    if (first && role === "server") {
+      schedule = new BackupSchedule({
+        storage,
+        backups,
+        settings: () => settings.current(),
+        now: clock.now,
+        log,
+        alert: async (error) => {
+          const current = await settings.current();
+          if (!mailReady(current)) return;
+          const admins = await storage.query(`SELECT "email" FROM "mb_admins"`);
+          for (const a of admins) {
+            await outbox.enqueue({
+              to: String(a.email),
+              purpose: "backup_failed",
+              entity: "mb_admins",
+              template: {
+                subject: "{APP_NAME}: a scheduled backup failed",
+                body:
+                  `The scheduled backup of {APP_NAME} ({APP_URL}) failed:\n\n${
+                    error.replace(/[{}]/g, "")
+                  }\n\nSee the logs of the server for details.`,
+                action_url: "",
+              },
+            });
+          }
+        },
+      });
+      schedule.start();
+    }
     const setupToken = (await hasAdmin(storage))
       ? undefined
       : config.peers?.setupToken ?? randomToken(24);
@@ -519,7 +577,10 @@ export async function createCore(
       mfa,
       totp,
       accounts,
+      backups,
+      writePause,
       async close() {
+        await schedule?.stop();
         await accounts.close();
         await mailer?.close();
         realtime?.close();
@@ -537,6 +598,7 @@ export async function createCore(
       },
     };
   } catch (err) {
+    await schedule?.stop();
     await mailer?.close();
     realtime?.close();
     await sync?.close();

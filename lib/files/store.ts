@@ -43,6 +43,8 @@ export class FileStore {
   /** Milliseconds since the epoch: the ledger's clock (the database's). */
   readonly now: () => number;
   #strayAt: number | undefined;
+  #holds = 0;
+  #deferred: { entityId: string; names: string[] }[] = [];
 
   /** `ledger` is the connected database's; `now` its clock. */
   constructor(
@@ -128,6 +130,83 @@ export class FileStore {
   }
 
   /**
+   * Defers removals (`remove`) until the returned function is called, so
+   * that a backup reading the files of its snapshot finds them all; holds
+   * nest, and the deferred removals run when the last one is released.
+   */
+  hold(): () => void {
+    this.#holds++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.#holds > 0) return;
+      const deferred = this.#deferred.splice(0);
+      for (const d of deferred) {
+        // Never throws (see `remove`): a file left stays recorded for the sweep.
+        this.remove(d.entityId, d.names);
+      }
+    };
+  }
+
+  /**
+   * The bytes and size of a stored file, or undefined when it is missing
+   * (for a backup, which reads every recorded file).
+   */
+  async read(
+    entityId: string,
+    name: string,
+  ): Promise<{ size: number; body: AsyncIterable<Uint8Array> } | undefined> {
+    if (!this.isStoredName(name)) return undefined;
+    const info = await this.backend.stat(entityId, name);
+    if (!info) return undefined;
+    const body = await this.backend.read(entityId, name);
+    return body ? { size: info.size, body } : undefined;
+  }
+
+  /**
+   * Writes a file under its stored name (a restore puts back the files of a
+   * backup): recorded first, like an upload; a file already there with the
+   * same name and size is kept (it is that file); any other is a conflict.
+   * Returns false when the file was already there.
+   */
+  async writeNamed(
+    entityId: string,
+    name: string,
+    size: number,
+    body: AsyncIterable<Uint8Array>,
+  ): Promise<boolean> {
+    if (!this.isStoredName(name)) {
+      throw new MoonbaseError(
+        "invalid",
+        `Cannot restore file ${name}: not a stored file name`,
+      );
+    }
+    const there = await this.backend.stat(entityId, name);
+    if (there) {
+      if (there.size === size) return false;
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot restore file ${entityId}/${name}: another file of that name is in the file store`,
+      );
+    }
+    await this.ledger.adopt(entityId, [name]);
+    try {
+      await this.backend.write(entityId, name, body);
+    } catch (err) {
+      // The row stays (adopted: maybe an older one): the sweep drops it
+      // once no record references the file.
+      if (err instanceof LeftBehindError) {
+        this.#stray();
+        throw err.cause;
+      }
+      if (err instanceof FilesUnavailableError) this.#stray();
+      throw err;
+    }
+    return true;
+  }
+
+  /**
    * Deletes stored files of an entity that the ledger records (others, and
    * missing ones, are left alone); returns how many were removed. Never
    * throws: a file it could not remove stays recorded, and a sweep tries
@@ -136,6 +215,11 @@ export class FileStore {
   async remove(entityId: string, names: readonly string[]): Promise<number> {
     const valid = names.filter((n) => this.isStoredName(n));
     if (valid.length === 0) return 0;
+    if (this.#holds > 0) {
+      // A backup is reading: these go when it is done (see `hold`).
+      this.#deferred.push({ entityId, names: valid });
+      return valid.length;
+    }
     let recorded: string[];
     try {
       recorded = await this.ledger.recorded(entityId, valid);

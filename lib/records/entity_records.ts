@@ -19,7 +19,13 @@ import {
 } from "./codec.ts";
 import { deleteRecord } from "./delete.ts";
 import { insertRecord, readRow, type RefsOf, updateRecord } from "./crud.ts";
-import { listRecords, type ListResult } from "./list.ts";
+import { listRecords, type ListResult, rowScope } from "./list.ts";
+import { parseAggregate } from "./aggregate_query.ts";
+import {
+  aggregateRecords,
+  type AggregateResult,
+  sqlOnly,
+} from "./aggregate.ts";
 import { parseListOptions } from "./list_query.ts";
 import { type Access, both } from "./caller_access.ts";
 import { fileNames, type Uploads } from "./file_values.ts";
@@ -183,6 +189,34 @@ export class EntityRecords {
       options,
       access,
       opts.cursor,
+    );
+  }
+  /**
+   * Aggregates records (`group`, `count`, `sum`, `avg`, `min`, `max`, and
+   * the list's `filter`; lib/records/aggregate.ts) within `opts.access`,
+   * which must compile to SQL (400 otherwise).
+   */
+  async aggregate(
+    query: URLSearchParams | string = "",
+    opts: ListAccess = {},
+  ): Promise<AggregateResult> {
+    const q = typeof query === "string" ? new URLSearchParams(query) : query;
+    const parsed = parseAggregate(this.#schema, q);
+    // The rows are the list's: its parameters, parsed (and refused) as it does.
+    const rows = parseListOptions(this.#schema, parsed.rows);
+    let access = opts.access ?? {};
+    if (rows.filter !== undefined && !opts.filtered) {
+      const req = { body: {}, query: Object.fromEntries(q), method: "GET" };
+      access = both(
+        access,
+        libraryRules.filter(this.#owner, rows.filter, PROGRAM, req),
+      );
+    }
+    return await aggregateRecords(
+      this.#store,
+      this.#schema,
+      parsed,
+      rowScope(rows, { where: sqlOnly(access) }),
     );
   }
   /** Reads a record by id; undefined when it does not exist. */

@@ -159,6 +159,18 @@ export class ExpressionRules implements RuleEngine {
     return this.#test(ast, { auth, req: plainRequest(ast, req), record });
   }
 
+  /** See {@link RuleEngine.mayPass}. */
+  mayPass(expr: string, auth: AuthValue): boolean {
+    let ast: Expr;
+    try {
+      ast = this.#parse(`r\0${expr}`, expr, "rule");
+    } catch {
+      return false; // a rule that does not parse denies every request (access)
+    }
+    if (readsRecord(ast) || readsRequest(ast)) return true;
+    return this.#test(ast, { auth, req: NO_REQUEST });
+  }
+
   /** The `Access` of one operation under a custom rule (throws when the rule denies outright). */
   access(
     entity: RuleTarget,
