@@ -42,6 +42,7 @@ import { SetupGate } from "./auth/setup_gate.ts";
 import { type CursorKey, cursorKeyOf } from "./records/list_cursor.ts";
 import { FileStore } from "./files/store.ts";
 import { FileLedger } from "./files/ledger.ts";
+import { Thumbnails } from "./files/thumbs.ts";
 import {
   bindDataDir,
   checkBeforeOpen,
@@ -105,6 +106,8 @@ export interface Core {
    */
   readonly sync: InstanceSync;
   readonly files: FileStore;
+  /** Thumbnails of stored images (`?thumb=`), made on workers. */
+  readonly thumbs: Thumbnails;
   readonly log: Logger;
   /**
    * Rule helpers of the extension scripts (one map for the life of the
@@ -288,6 +291,18 @@ export async function createCore(
       config.dataDir,
       new FileLedger(storage, clock.now),
     );
+    const thumbs = new Thumbnails(files, {
+      // The process's number, shared among its isolates.
+      concurrency: Math.max(
+        1,
+        Math.floor(config.thumbConcurrency / (config.peers?.count ?? 1)),
+      ),
+      maxPixels: config.thumbMaxPixels,
+      maxSide: 65_535,
+      deadlineMs: config.thumbDeadline * 1000,
+      // Held in memory while its thumbnail is made (one per worker).
+      maxBytes: 128 * 1024 * 1024,
+    });
     const revocations = peers
       ? new AnnouncedRevocations(storage, clock.now, peers)
       : new Revocations(storage, clock.now);
@@ -478,6 +493,7 @@ export async function createCore(
       limiter,
       sync: instanceSync,
       files,
+      thumbs,
       log,
       logs: logStore,
       realtime,
@@ -507,6 +523,7 @@ export async function createCore(
       totp,
       accounts,
       async close() {
+        thumbs.close();
         await accounts.close();
         await mailer?.close();
         realtime?.close();
