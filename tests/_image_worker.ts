@@ -6,6 +6,7 @@
  * @module
  */
 
+// deno-lint-ignore no-import-prefix
 import Vips from "npm:wasm-vips@0.0.19";
 
 interface Scope {

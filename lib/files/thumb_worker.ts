@@ -18,6 +18,7 @@
  * @module
  */
 
+// deno-lint-ignore no-import-prefix
 import Vips from "npm:wasm-vips@0.0.19";
 import {
   type ThumbFormat,
