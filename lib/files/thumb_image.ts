@@ -101,7 +101,7 @@ export interface ThumbGeometry {
  * assert.deepEqual(thumbGeometry(200, 400, size("100x100b")).crop, { left: 0, top: 100, width: 100, height: 100 });
  * assert.deepEqual(thumbGeometry(400, 200, size("100x100f")), { width: 100, height: 50 });
  * assert.deepEqual(thumbGeometry(400, 200, size("0x50")), { width: 100, height: 50 });
- * assert.deepEqual(thumbGeometry(1, 100000, size("100x0")), { width: 4, height: 4096 });
+ * assert.deepEqual(thumbGeometry(100, 20000, size("50x0")), { width: 20, height: 4096 });
  * ```
  */
 export function thumbGeometry(
