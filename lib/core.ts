@@ -45,6 +45,7 @@ import { SetupGate } from "./auth/setup_gate.ts";
 import { type CursorKey, cursorKeyOf } from "./records/list_cursor.ts";
 import { FileStore } from "./files/store.ts";
 import { FileLedger } from "./files/ledger.ts";
+import { Thumbnails } from "./files/thumbs.ts";
 import {
   bindDataDir,
   checkBeforeOpen,
@@ -109,6 +110,8 @@ export interface Core {
    */
   readonly sync: InstanceSync;
   readonly files: FileStore;
+  /** Thumbnails of stored images (`?thumb=`), made on workers. */
+  readonly thumbs: Thumbnails;
   readonly log: Logger;
   /**
    * Rule helpers of the extension scripts (one map for the life of the
@@ -297,6 +300,18 @@ export async function createCore(
       config.dataDir,
       new FileLedger(storage, clock.now),
     );
+    const thumbs = new Thumbnails(files, {
+      // The process's number, shared among its isolates.
+      concurrency: Math.max(
+        1,
+        Math.floor(config.thumbConcurrency / (config.peers?.count ?? 1)),
+      ),
+      maxPixels: config.thumbMaxPixels,
+      maxSide: 65_535,
+      deadlineMs: config.thumbDeadline * 1000,
+      // Held in memory while its thumbnail is made (one per worker).
+      maxBytes: 128 * 1024 * 1024,
+    });
     const revocations = peers
       ? new AnnouncedRevocations(storage, clock.now, peers)
       : new Revocations(storage, clock.now);
@@ -536,6 +551,7 @@ export async function createCore(
       limiter,
       sync: instanceSync,
       files,
+      thumbs,
       log,
       logs: logStore,
       realtime,
@@ -568,6 +584,7 @@ export async function createCore(
       writePause,
       async close() {
         await schedule?.stop();
+        thumbs.close();
         await accounts.close();
         await mailer?.close();
         realtime?.close();

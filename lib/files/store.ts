@@ -13,7 +13,13 @@ import { join } from "node:path";
 import { diskFull, MoonbaseError } from "../errors.ts";
 import type { FileLedger } from "./ledger.ts";
 import type { Part } from "./multipart.ts";
-import { STORED_NAME, storedName } from "./names.ts";
+import {
+  isFileName,
+  originalOf,
+  STORED_NAME,
+  storedName,
+  tempName,
+} from "./names.ts";
 import { sniff, typeAllowed } from "./sniff.ts";
 
 /** A file written by an upload. */
@@ -54,6 +60,102 @@ export class FileStore {
   /** Path of a stored file, or undefined when the name is not a stored name. */
   path(entityId: string, name: string): string | undefined {
     return STORED_NAME.test(name) ? join(this.dir(entityId), name) : undefined;
+  }
+
+  /**
+   * Path of a thumbnail (lib/files/names.ts `thumbName`), or undefined when
+   * the name is not one. Thumbnails live beside their originals.
+   */
+  derivedPath(entityId: string, name: string): string | undefined {
+    return originalOf(name) !== undefined
+      ? join(this.dir(entityId), name)
+      : undefined;
+  }
+
+  /**
+   * The first `length` bytes of a stored file (fewer if it is shorter), or
+   * undefined when it is missing.
+   */
+  async head(
+    entityId: string,
+    name: string,
+    length: number,
+  ): Promise<Uint8Array | undefined> {
+    const path = this.path(entityId, name);
+    if (!path) return undefined;
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(path, { read: true });
+    } catch {
+      return undefined;
+    }
+    try {
+      const buf = new Uint8Array(length);
+      let n = 0;
+      while (n < length) {
+        const got = await file.read(buf.subarray(n));
+        if (got === null) break;
+        n += got;
+      }
+      return buf.subarray(0, n);
+    } finally {
+      file.close();
+    }
+  }
+
+  /**
+   * A stored file's bytes, or undefined when it is missing or larger than
+   * `maxBytes`.
+   */
+  async read(
+    entityId: string,
+    name: string,
+    maxBytes: number,
+  ): Promise<Uint8Array<ArrayBuffer> | undefined> {
+    const path = this.path(entityId, name);
+    if (!path) return undefined;
+    try {
+      const info = await Deno.stat(path);
+      if (!info.isFile || info.size > maxBytes) return undefined;
+      const bytes = await Deno.readFile(path);
+      return bytes.length > maxBytes ? undefined : bytes;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Writes a thumbnail (a file derived from a stored one, named by
+   * `thumbName`) whole: recorded in the ledger first, written under a
+   * temporary name, then renamed, so a reader never sees half of it. Two
+   * writers of the same thumbnail both succeed (the same bytes, the last
+   * rename wins). Removing the original removes it (`remove`).
+   */
+  async writeDerived(
+    entityId: string,
+    name: string,
+    bytes: Uint8Array,
+  ): Promise<void> {
+    const path = this.derivedPath(entityId, name);
+    if (!path) throw new Error(`Cannot write ${name}: not a thumbnail's name`);
+    // Kept even if this write fails: another writer of the same thumbnail
+    // may have recorded it too, and a row without its file is harmless.
+    await this.ledger.ensure(entityId, name);
+    const temp = tempName(name);
+    const tempPath = join(this.dir(entityId), temp);
+    // Recorded too: a crash leaves a file the sweep knows to be its own
+    // (no record references a temporary name).
+    await this.ledger.record(entityId, temp);
+    try {
+      await Deno.mkdir(this.dir(entityId), { recursive: true });
+      await Deno.writeFile(tempPath, bytes, { createNew: true, mode: 0o640 });
+      await Deno.rename(tempPath, path);
+    } catch (err) {
+      await removeFile(tempPath);
+      throw noSpace(err) ? diskFull() : err;
+    } finally {
+      await this.#forget(entityId, [temp]);
+    }
   }
 
   /** Streams one file part to disk under a new stored name. */
@@ -211,12 +313,13 @@ export class FileStore {
 
   /**
    * Deletes stored files of an entity that the ledger records (others, and
-   * missing ones, are left alone); returns how many were removed. Never
-   * throws: a file it could not remove stays recorded, and the start-up
-   * sweep tries again once no record references it.
+   * missing ones, are left alone), and the recorded thumbnails of each;
+   * returns how many files were removed. Never throws: a file it could not
+   * remove stays recorded, and the start-up sweep tries again once no
+   * record references it (or its original).
    */
   async remove(entityId: string, names: readonly string[]): Promise<number> {
-    const valid = names.filter((n) => this.path(entityId, n) !== undefined);
+    const valid = names.filter((n) => isFileName(n));
     if (valid.length === 0) return 0;
     if (this.#holds > 0) {
       // A backup is reading: these go when it is done (see `hold`).
@@ -226,13 +329,15 @@ export class FileStore {
     let recorded: string[];
     try {
       recorded = await this.ledger.recorded(entityId, valid);
+      const originals = valid.filter((n) => STORED_NAME.test(n));
+      recorded.push(...await this.ledger.derivedOf(entityId, originals));
     } catch {
       // The database is unreachable: remove nothing (the sweep will).
       return 0;
     }
     const gone: string[] = [];
-    for (const n of recorded) {
-      if (await removeFile(this.path(entityId, n)!)) gone.push(n);
+    for (const n of new Set(recorded.filter(isFileName))) {
+      if (await removeFile(join(this.dir(entityId), n))) gone.push(n);
     }
     await this.#forget(entityId, gone);
     return gone.length;

@@ -228,13 +228,13 @@ export const FIELD_TYPES: Readonly<Record<FieldType, TypeSpec>> = {
   },
   file: {
     kind: "text",
-    options: ["mime_types"],
+    options: ["mime_types", "thumbs"],
     uniqueable: false,
     check: fileName,
   },
   files: {
     kind: "json",
-    options: ["mime_types", "min", "max"],
+    options: ["mime_types", "thumbs", "min", "max"],
     uniqueable: false,
     check: fileNames,
   },

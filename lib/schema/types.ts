@@ -41,6 +41,8 @@ export interface FieldDef {
   pattern?: string;
   values?: string[];
   mime_types?: string[];
+  /** File fields: the thumbnail sizes anyone who may read a file may have (`100x100`). */
+  thumbs?: string[];
   foreign_key?: { entity: string; on_delete: OnDelete };
   /** Built-in field (id, created, updated, email, password, verified). */
   system?: boolean;

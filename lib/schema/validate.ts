@@ -15,6 +15,7 @@ import {
   isFieldType,
 } from "./field_types.ts";
 import { RESERVED_FIELD_NAMES } from "./builtin.ts";
+import { parseThumbSize } from "./thumb_sizes.ts";
 import { CALLER_DEFAULT, type EntityType, type FieldDef } from "./types.ts";
 
 const NAME = /^[A-Za-z0-9_]{1,64}$/;
@@ -140,6 +141,17 @@ function mimeTypes(v: unknown, where: string): string[] {
   return list;
 }
 
+// A file field's `thumbs`: the thumbnail sizes made for anyone who may read
+// the file (lib/schema/thumb_sizes.ts); at most 20.
+function thumbSizes(v: unknown, where: string): string[] {
+  const list = stringList(v, where, 20);
+  for (const t of list) {
+    const size = parseThumbSize(t);
+    if (typeof size === "string") fail(`Cannot accept ${where}: ${size}`);
+  }
+  return list;
+}
+
 /**
  * Validates one field object. `id` is the field's id (kept or newly assigned).
  * `self` is the name of the entity being defined (a relation may point to it).
@@ -208,6 +220,9 @@ export function validateField(
   }
   if (raw.mime_types !== undefined && raw.mime_types !== null) {
     field.mime_types = mimeTypes(raw.mime_types, `${where}.mime_types`);
+  }
+  if (raw.thumbs !== undefined && raw.thumbs !== null) {
+    field.thumbs = thumbSizes(raw.thumbs, `${where}.thumbs`);
   }
   if (raw.type === "relation") {
     field.foreign_key = foreignKey(raw.foreign_key, where, ctx, self);
