@@ -229,6 +229,19 @@ function planFields(
       continue;
     }
     const old = schema.fields[index];
+    if (
+      item.multiple !== undefined && !!item.multiple !== !!old.multiple
+    ) {
+      // The column's kind changes (text ↔ JSON) and a list of several ids has
+      // no single-id form: refused rather than guessed.
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot change field "${old.name}": "multiple" cannot change on an existing field (its stored values are ${
+          old.multiple ? "lists of ids" : "single ids"
+        }); add a new relation field with "multiple": ${!old
+          .multiple}, copy the values (a batch can do it in one transaction), then delete this one`,
+      );
+    }
     const next = validateField(
       { ...stripUndefined(old), ...item },
       old.id,
@@ -246,17 +259,6 @@ function planFields(
     ) {
       bad(
         `Cannot change field "${old.name}": its foreign_key entity cannot change`,
-      );
-    }
-    if (!!next.multiple !== !!old.multiple) {
-      // The column's kind changes (text ↔ JSON) and a list of several ids has
-      // no single-id form: refused rather than guessed.
-      throw new MoonbaseError(
-        "conflict",
-        `Cannot change field "${old.name}": "multiple" cannot change on an existing field (its stored values are ${
-          old.multiple ? "lists of ids" : "single ids"
-        }); add a new relation field with "multiple": ${!old
-          .multiple}, copy the values (a batch can do it in one transaction), then delete this one`,
       );
     }
     if (next.name !== old.name) {

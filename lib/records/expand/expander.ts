@@ -166,8 +166,7 @@ async function forward(
   for (const r of group.records) {
     for (const id of idsOf(r[node.field])) ids.add(id);
   }
-  if (ids.size === 0) return { entity: into, records: [] };
-  const found = await visible(
+  const found = ids.size === 0 ? [] : await visible(
     await into.records.byIds([...ids], access.where),
     access.keep,
   );
