@@ -790,3 +790,46 @@ forEachDb("relations: multiple", async (t, db) => {
     await s.close();
   }
 });
+
+forEachDb("json lists: an update rule checks the list as written", async (
+  _t,
+  db,
+) => {
+  // The record an update would store, checked by the update rule, held the
+  // PostgreSQL parameter wrapper instead of a list (`includes` read nothing).
+  const s = await startServer(db);
+  try {
+    const admin = await fixtureAdmin(s);
+    await createSchema(s, admin, {
+      name: "users",
+      type: "auth",
+      fields: [],
+    });
+    await createSchema(s, admin, {
+      name: "boxes",
+      type: "base",
+      fields: [{ name: "keys", type: "json" }],
+      rules: {
+        get: PUBLIC,
+        update: custom('record.keys.includes("k") && req.body.keys != null'),
+      },
+    });
+    const user = await fastUser(s, "users", { email: "k@example.com" });
+    const token = await issue(s, "users", user.id);
+    const box = await make(s, admin, "boxes", { keys: ["k"] });
+    const r = await s.request("PATCH", `/api/v1/entities/boxes/${box.id}`, {
+      token,
+      body: { keys: ["k", "z"] },
+    });
+    assertStatus(r, 200);
+    assertEquals(r.data.keys, ["k", "z"]);
+    const refused = await s.request(
+      "PATCH",
+      `/api/v1/entities/boxes/${box.id}`,
+      { token, body: { keys: ["z"] } },
+    );
+    assertStatus(refused, 403);
+  } finally {
+    await s.close();
+  }
+});
