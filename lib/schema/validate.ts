@@ -13,6 +13,7 @@ import {
   COMMON_KEYS,
   FIELD_TYPES,
   isFieldType,
+  MAX_RELATED,
 } from "./field_types.ts";
 import { RESERVED_FIELD_NAMES } from "./builtin.ts";
 import { parseThumbSize } from "./thumb_sizes.ts";
@@ -226,6 +227,14 @@ export function validateField(
   }
   if (raw.type === "relation") {
     field.foreign_key = foreignKey(raw.foreign_key, where, ctx, self);
+    if (optBool(raw, "multiple", where)) {
+      field.multiple = true;
+      multipleOptions(field, where);
+    } else if (field.max !== undefined) {
+      fail(
+        `Cannot accept ${where}.max: only a multiple relation ("multiple": true) has a maximum (of record ids)`,
+      );
+    }
   }
   if (raw.default === CALLER_DEFAULT && raw.type === "relation") {
     const target = field.foreign_key!.entity;
@@ -250,6 +259,25 @@ export function validateField(
     field.default = checked.value;
   }
   return field;
+}
+
+// A multiple relation: no unique index (a list is no key), `max` a count
+// of ids within MAX_RELATED.
+function multipleOptions(field: FieldDef, where: string): void {
+  if (field.unique) {
+    fail(
+      `Cannot accept ${where}.unique: not for a multiple relation (it holds a list of ids)`,
+    );
+  }
+  const max = field.max;
+  if (
+    max !== undefined &&
+    (!Number.isInteger(max) || max < 1 || max > MAX_RELATED)
+  ) {
+    fail(
+      `Cannot accept ${where}.max: the most record ids the field holds, an integer from 1 to ${MAX_RELATED}`,
+    );
+  }
 }
 
 function foreignKey(
