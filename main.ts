@@ -65,6 +65,10 @@ Options:
   --maxBodySize <bytes>    largest JSON body (default 1048576)
   --maxUploadSize <bytes>  largest upload (default 10485760)
   --batchMaxRequests <n>   most requests in one POST /api/v1/batch (default 100)
+  --thumbMaxPixels <n>     largest image (width x height) thumbnails are made of
+                           (default 40000000; a larger one answers its original)
+  --thumbConcurrency <n>   thumbnails made at once by the process (default 2)
+  --thumbDeadline <s>      longest time to make one thumbnail (default 10)
   --trustProxy             take the client IP from X-Forwarded-For
   --headerTimeout <s>      time allowed for a request head (default 10)
   --idleTimeout <s>        idle keep-alive connection lifetime (default 30)
@@ -181,6 +185,9 @@ export function parseCli(args: string[]): Cli {
         maxBodySize: { type: "string" },
         maxUploadSize: { type: "string" },
         batchMaxRequests: { type: "string" },
+        thumbMaxPixels: { type: "string" },
+        thumbConcurrency: { type: "string" },
+        thumbDeadline: { type: "string" },
         trustProxy: { type: "boolean" },
         headerTimeout: { type: "string" },
         idleTimeout: { type: "string" },
@@ -256,6 +263,9 @@ export function parseCli(args: string[]): Cli {
     maxBodySize: int(v.maxBodySize, "maxBodySize", 1024, 1024 ** 3),
     maxUploadSize: int(v.maxUploadSize, "maxUploadSize", 1024, 64 * 1024 ** 3),
     batchMaxRequests: int(v.batchMaxRequests, "batchMaxRequests", 1, 10_000),
+    thumbMaxPixels: int(v.thumbMaxPixels, "thumbMaxPixels", 1, 1_000_000_000),
+    thumbConcurrency: int(v.thumbConcurrency, "thumbConcurrency", 1, 64),
+    thumbDeadline: int(v.thumbDeadline, "thumbDeadline", 1, 3600),
     trustProxy: v.trustProxy,
     logLevel: logLevelOf(v.logLevel),
     logRetentionDays: int(v.logRetentionDays, "logRetentionDays", 1, 3650),

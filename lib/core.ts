@@ -46,6 +46,7 @@ import { type CursorKey, cursorKeyOf } from "./records/list_cursor.ts";
 import { FileStore } from "./files/store.ts";
 import { openBackend } from "./files/files_url.ts";
 import { FileLedger } from "./files/ledger.ts";
+import { Thumbnails } from "./files/thumbs.ts";
 import {
   bindDataDir,
   checkBeforeOpen,
@@ -110,6 +111,8 @@ export interface Core {
    */
   readonly sync: InstanceSync;
   readonly files: FileStore;
+  /** Thumbnails of stored images (`?thumb=`), made on workers. */
+  readonly thumbs: Thumbnails;
   readonly log: Logger;
   /**
    * Rule helpers of the extension scripts (one map for the life of the
@@ -310,6 +313,18 @@ export async function createCore(
       new FileLedger(storage, clock.now),
       clock.now,
     );
+    const thumbs = new Thumbnails(files, {
+      // The process's number, shared among its isolates.
+      concurrency: Math.max(
+        1,
+        Math.floor(config.thumbConcurrency / (config.peers?.count ?? 1)),
+      ),
+      maxPixels: config.thumbMaxPixels,
+      maxSide: 65_535,
+      deadlineMs: config.thumbDeadline * 1000,
+      // Held in memory while its thumbnail is made (one per worker).
+      maxBytes: 128 * 1024 * 1024,
+    });
     const revocations = peers
       ? new AnnouncedRevocations(storage, clock.now, peers)
       : new Revocations(storage, clock.now);
@@ -549,6 +564,7 @@ export async function createCore(
       limiter,
       sync: instanceSync,
       files,
+      thumbs,
       log,
       logs: logStore,
       realtime,
@@ -581,6 +597,7 @@ export async function createCore(
       writePause,
       async close() {
         await schedule?.stop();
+        thumbs.close();
         await accounts.close();
         await mailer?.close();
         realtime?.close();

@@ -5,9 +5,11 @@
  * serving with its headers, protection and tokens) is written once over
  * this interface; tests/_file_backend_contract.ts holds both to it.
  *
- * A file's place is `<entity id>/<stored name>` (lib/files/names.ts
- * `fileKey`, which refuses anything else). Files are never overwritten: a
- * stored name is new (random) and the ledger's unique row guards it.
+ * A file's place is `<entity id>/<name>` (lib/files/names.ts `fileKey`,
+ * which refuses anything but a stored name, a thumbnail's or a temporary
+ * one). Stored files are never overwritten: a stored name is new (random)
+ * and the ledger's unique row guards it; only a thumbnail is written again
+ * (`put`, the same bytes).
  *
  * @module
  */
@@ -57,6 +59,21 @@ export interface FileBackend {
     name: string,
     chunks: AsyncIterable<Uint8Array>,
     modified?: Date,
+  ): Promise<void>;
+  /**
+   * Writes a small file whole from `bytes` (a thumbnail): a reader sees none
+   * of it or all of it, never a part, and a file already of that name is
+   * replaced (two writers of one thumbnail write the same bytes). A store
+   * without whole writes of its own (a disk) writes it under `temp` first
+   * and renames it (the caller records `temp` so that a crash leaves a file
+   * the sweep knows); one with them (S3) never uses `temp`. When it fails it
+   * throws and leaves no file, except as `write` says.
+   */
+  put(
+    entityId: string,
+    name: string,
+    bytes: Uint8Array,
+    temp: string,
   ): Promise<void>;
   /** The file's size and time, or undefined when there is no such file. */
   stat(entityId: string, name: string): Promise<FileInfo | undefined>;

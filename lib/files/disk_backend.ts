@@ -1,8 +1,9 @@
 /**
  * Stored files on disk: `<dataDir>/files/<entity id>/<stored name>`
- * (`--files local`, the default). A file is created new (never over
- * another), written as its chunks come, and removed again when the write
- * fails.
+ * (`--files local`, the default), thumbnails beside them. A file is created
+ * new (never over another), written as its chunks come, and removed again
+ * when the write fails; a thumbnail is written under a temporary name and
+ * renamed.
  *
  * @module
  */
@@ -80,6 +81,32 @@ export class DiskBackend implements FileBackend {
       throw failure;
     }
     file.close();
+  }
+
+  async put(
+    entityId: string,
+    name: string,
+    bytes: Uint8Array,
+    temp: string,
+  ): Promise<void> {
+    const path = this.path(entityId, name);
+    const tempPath = this.path(entityId, temp);
+    try {
+      await Deno.mkdir(join(this.root, entityId), { recursive: true });
+      await Deno.writeFile(tempPath, bytes, { createNew: true, mode: 0o640 });
+      // A rename is whole: a reader opens the old file or the new one.
+      await Deno.rename(tempPath, path);
+    } catch (err) {
+      const failure = noSpace(err) ? diskFull() : err;
+      try {
+        await Deno.remove(tempPath);
+      } catch (gone) {
+        if (!(gone instanceof Deno.errors.NotFound)) {
+          throw new LeftBehindError(failure);
+        }
+      }
+      throw failure;
+    }
   }
 
   async stat(entityId: string, name: string): Promise<FileInfo | undefined> {

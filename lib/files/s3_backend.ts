@@ -1,6 +1,7 @@
 /**
  * Stored files in an S3-compatible bucket (`--files s3://bucket/prefix?…`):
- * the key of a file is `<prefix>/<entity id>/<stored name>`. Requests are
+ * the key of a file is `<prefix>/<entity id>/<stored name>` (a thumbnail's
+ * `<prefix>/<entity id>/<thumbnail name>`). Requests are
  * signed (SigV4) by aws4fetch; nothing else of an S3 SDK is needed.
  *
  * - Uploads stream: a file up to `partSize` (8 MiB) is held until it ends and
@@ -361,6 +362,26 @@ export class S3Backend implements FileBackend {
       if (upload) this.#abortMultipart(upload);
       throw err;
     }
+  }
+
+  async put(
+    entityId: string,
+    name: string,
+    bytes: Uint8Array,
+  ): Promise<void> {
+    // One PUT is whole: a reader gets the old object or the new one.
+    const key = this.#key(entityId, name);
+    let a: Answer;
+    try {
+      a = await this.#send("PUT", key, {
+        headers: { "content-type": "application/octet-stream" },
+        body: bytes,
+      });
+    } catch (err) {
+      throw this.#failed("PUT", err);
+    }
+    if (a.status !== 200) throw this.#failed("PUT", undefined, a);
+    this.#seen("ok");
   }
 
   async #startMultipart(

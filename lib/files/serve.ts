@@ -18,6 +18,7 @@
 import { trackedResponse } from "../http/progress.ts";
 import { contentTypeOf } from "../http/static.ts";
 import type { FileBackend } from "./backend.ts";
+import { originalOf, thumbSizeOf } from "./names.ts";
 import { isActiveType, typeAllowed } from "./sniff.ts";
 
 /**
@@ -49,22 +50,30 @@ export function servedType(
 }
 
 /**
- * A stored file's ETag: its size and the random part of its stored name.
- * A stored name is never written twice (the ledger's row guards it), so
- * this names its bytes, and stays the same when `moonbase files migrate`
- * moves the file to another store.
+ * A stored file's ETag: its size and the random part of its stored name
+ * (a thumbnail's: its original's, and its size). A stored name is never
+ * written twice (the ledger's row guards it), nor a thumbnail with other
+ * bytes, so this names its bytes, and stays the same when `moonbase files
+ * migrate` moves the file to another store.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { etagOf } from "moonbase/lib/files/serve.ts";
  * assert.equal(etagOf("photo_Ab3dE5gH9k.png", 1000), '"rs-Ab3dE5gH9k"');
+ * assert.equal(
+ *   etagOf("photo_Ab3dE5gH9k.png.100x100t.thumb.png", 1000),
+ *   '"rs-Ab3dE5gH9k-100x100t"',
+ * );
  * ```
  */
 export function etagOf(name: string, size: number): string {
-  const random = /_([A-Za-z0-9]{10})(?:\.[a-z0-9]{1,10})?$/.exec(name)?.[1] ??
-    "0";
-  return `"${size.toString(36)}-${random}"`;
+  const original = originalOf(name);
+  const random = /_([A-Za-z0-9]{10})(?:\.[a-z0-9]{1,10})?$/.exec(
+    original ?? name,
+  )?.[1] ?? "0";
+  const thumb = thumbSizeOf(name);
+  return `"${size.toString(36)}-${random}${thumb ? `-${thumb}` : ""}"`;
 }
 
 /**

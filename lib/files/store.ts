@@ -5,7 +5,9 @@
  * request removes what it wrote. Every file written is first recorded in
  * the database's ledger (lib/files/ledger.ts), and only recorded files are
  * ever removed: a file of another database in the same directory or
- * bucket, or one put there by hand, is never touched.
+ * bucket, or one put there by hand, is never touched. Thumbnails
+ * (lib/files/thumbs.ts) are kept beside their originals, in the same
+ * backend, and go with them.
  *
  * @module
  */
@@ -18,7 +20,13 @@ import {
 } from "./backend.ts";
 import type { FileLedger } from "./ledger.ts";
 import type { Part } from "./multipart.ts";
-import { STORED_NAME, storedName } from "./names.ts";
+import {
+  isFileName,
+  originalOf,
+  STORED_NAME,
+  storedName,
+  tempName,
+} from "./names.ts";
 import { sniff, typeAllowed } from "./sniff.ts";
 
 /** A file written by an upload. */
@@ -80,6 +88,101 @@ export class FileStore {
 
   #stray(): void {
     this.#strayAt = this.now();
+  }
+
+  /**
+   * True when `name` is a thumbnail's name (lib/files/names.ts `thumbName`):
+   * a file derived from a stored one, kept beside it in the same store.
+   */
+  isDerivedName(name: string): boolean {
+    return originalOf(name) !== undefined;
+  }
+
+  /**
+   * The first `length` bytes of a stored file (fewer if it is shorter), or
+   * undefined when it is missing. A store that cannot be reached throws its
+   * 503.
+   */
+  async head(
+    entityId: string,
+    name: string,
+    length: number,
+  ): Promise<Uint8Array | undefined> {
+    if (!this.isStoredName(name)) return undefined;
+    const info = await this.backend.stat(entityId, name);
+    if (!info) return undefined;
+    if (info.size === 0 || length <= 0) return new Uint8Array(0);
+    const body = await this.backend.read(entityId, name, {
+      start: 0,
+      end: Math.min(length, info.size) - 1,
+    });
+    return body && await collect(body, length);
+  }
+
+  /**
+   * A stored file's bytes, or undefined when it is missing or larger than
+   * `maxBytes`. A store that cannot be reached throws its 503.
+   */
+  async read(
+    entityId: string,
+    name: string,
+    maxBytes: number,
+  ): Promise<Uint8Array<ArrayBuffer> | undefined> {
+    if (!this.isStoredName(name)) return undefined;
+    const info = await this.backend.stat(entityId, name);
+    if (!info || info.size > maxBytes) return undefined;
+    const body = await this.backend.read(entityId, name);
+    const bytes = body && await collect(body, maxBytes + 1);
+    return bytes && bytes.length <= maxBytes ? bytes : undefined;
+  }
+
+  /**
+   * Whether a thumbnail (`isDerivedName`) is in the store. A store that
+   * cannot be reached throws its 503.
+   */
+  async hasDerived(entityId: string, name: string): Promise<boolean> {
+    if (!this.isDerivedName(name)) return false;
+    return await this.backend.stat(entityId, name) !== undefined;
+  }
+
+  /**
+   * Writes a thumbnail (a file derived from a stored one, named by
+   * `thumbName`) whole, in the same store as its original: recorded in the
+   * ledger first, then written so that a reader never sees half of it (on
+   * disk under a temporary name, itself recorded, then renamed; on S3 one
+   * PUT). Two writers of the same thumbnail both succeed (the same bytes,
+   * the last write wins). Removing the original removes it (`remove`).
+   */
+  async writeDerived(
+    entityId: string,
+    name: string,
+    bytes: Uint8Array,
+  ): Promise<void> {
+    if (!this.isDerivedName(name)) {
+      throw new Error(`Cannot write ${name}: not a thumbnail's name`);
+    }
+    // Kept even if this write fails: another writer of the same thumbnail
+    // may have recorded it too, and a row without its file is harmless.
+    await this.ledger.ensure(entityId, name);
+    const temp = tempName(name);
+    // Recorded too: a crash leaves a file the sweep knows to be its own
+    // (no record references a temporary name).
+    await this.ledger.record(entityId, temp);
+    try {
+      await this.backend.put(entityId, name, bytes, temp);
+    } catch (err) {
+      if (err instanceof LeftBehindError) {
+        // The temporary file stays recorded for the sweep.
+        this.#stray();
+        throw err.cause;
+      }
+      // The store did not answer: the thumbnail's row stays, and the sweep
+      // removes it with its original.
+      if (err instanceof FilesUnavailableError) this.#stray();
+      await this.#forget(entityId, [temp]);
+      throw err;
+    }
+    await this.#forget(entityId, [temp]);
   }
 
   /** Streams one file part to the backend under a new stored name. */
@@ -153,7 +256,7 @@ export class FileStore {
    * The bytes and size of a stored file, or undefined when it is missing
    * (for a backup, which reads every recorded file).
    */
-  async read(
+  async stream(
     entityId: string,
     name: string,
   ): Promise<{ size: number; body: AsyncIterable<Uint8Array> } | undefined> {
@@ -208,12 +311,13 @@ export class FileStore {
 
   /**
    * Deletes stored files of an entity that the ledger records (others, and
-   * missing ones, are left alone); returns how many were removed. Never
-   * throws: a file it could not remove stays recorded, and a sweep tries
-   * again once no record references it.
+   * missing ones, are left alone), and the recorded thumbnails of each;
+   * returns how many files were removed. Never throws: a file it could not
+   * remove stays recorded, and a sweep tries again once no record
+   * references it (or its original).
    */
   async remove(entityId: string, names: readonly string[]): Promise<number> {
-    const valid = names.filter((n) => this.isStoredName(n));
+    const valid = names.filter((n) => isFileName(n));
     if (valid.length === 0) return 0;
     if (this.#holds > 0) {
       // A backup is reading: these go when it is done (see `hold`).
@@ -223,12 +327,14 @@ export class FileStore {
     let recorded: string[];
     try {
       recorded = await this.ledger.recorded(entityId, valid);
+      const originals = valid.filter((n) => STORED_NAME.test(n));
+      recorded.push(...await this.ledger.derivedOf(entityId, originals));
     } catch {
       // The database is unreachable: remove nothing (the sweep will).
       return 0;
     }
     const gone: string[] = [];
-    for (const n of recorded) {
+    for (const n of new Set(recorded.filter(isFileName))) {
       if (await this.backend.remove(entityId, n)) gone.push(n);
       else this.#stray();
     }
@@ -262,6 +368,42 @@ export class FileStore {
     // A row left behind names a missing file: the sweep drops it later.
     await this.ledger.forget(entityId, names).catch(() => {});
   }
+}
+
+/**
+ * A stream's bytes, at most `max` of them (the rest is not read), or
+ * undefined when it breaks.
+ */
+async function collect(
+  body: ReadableStream<Uint8Array>,
+  max: number,
+): Promise<Uint8Array<ArrayBuffer> | undefined> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = body.getReader();
+  try {
+    while (size < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.length;
+    }
+  } catch {
+    // A broken or stalled read: the caller treats the file as missing.
+    return undefined;
+  } finally {
+    // Stops the download (and closes the file) when `max` was reached early.
+    await reader.cancel().catch(() => {});
+  }
+  const out = new Uint8Array(Math.min(size, max));
+  let at = 0;
+  for (const c of chunks) {
+    if (at >= out.length) break;
+    const part = c.subarray(0, out.length - at);
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

@@ -46,6 +46,7 @@ import { assertWritable } from "./access.ts";
 import type { RuleTarget } from "./rule_types.ts";
 import type { Where } from "./list_query.ts";
 import {
+  PARENT_COLUMN,
   type ReferencingLimits,
   rowsByIds,
   rowsReferencing,
@@ -241,7 +242,9 @@ export class EntityRecords {
   }
   /**
    * The records whose relation `field` holds one of `ids` and that match
-   * `where`, grouped by that id, oldest first within each (back-relations;
+   * `where`, each with the id it was found under (a record of a multiple
+   * relation once per id its list holds), grouped by that id, oldest first
+   * within each (back-relations;
    * see `rowsReferencing` for `limits`).
    */
   async referencing(
@@ -249,16 +252,22 @@ export class EntityRecords {
     ids: readonly string[],
     where: Where | undefined,
     limits: ReferencingLimits,
-  ): Promise<RecordData[]> {
+  ): Promise<{ parent: string; record: RecordData }[]> {
+    const f = this.#schema.fields.find((f) => f.name === field);
+    if (!f) return [];
     const rows = await rowsReferencing(
       this.#store,
+      this.#store.dialect,
       this.#schema,
-      field,
+      f,
       ids,
       where,
       limits,
     );
-    return rows.map((r) => decodeRow(this.#schema, r, this.#store.dialect));
+    return rows.map((r) => ({
+      parent: String(r[PARENT_COLUMN]),
+      record: decodeRow(this.#schema, r, this.#store.dialect),
+    }));
   }
   /**
    * Updates a record; undefined when it does not exist. A new password of an

@@ -90,6 +90,9 @@ export function memberProblem(
       return `${head} is a boolean (it has no members)`;
   }
   if (property === "length" || /^[0-9]+$/.test(property)) return undefined;
+  if (type === "relation[]") {
+    return `${head} is a multiple relation, a list of the related records' ids (only .length, [index] and .includes(id) read into it)`;
+  }
   return type === "relation"
     ? `${head} is a relation, whose value is the related record's id (rules cannot read that record's fields)`
     : `${head} is a string (only .length and [index] read into it)`;

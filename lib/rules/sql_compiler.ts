@@ -13,7 +13,7 @@ import { readsRecord, readsRequest } from "./parser.ts";
 import { isCompareOperator } from "./sql_compare.ts";
 import { includesColumn, textMethod } from "./sql_methods.ts";
 import { jsonIncludes } from "./sql_json.ts";
-import { jsonMember } from "./sql_json_path.ts";
+import { jsonMember, listLength } from "./sql_json_path.ts";
 import {
   arithmetic,
   negative,
@@ -76,8 +76,12 @@ export class Compiler {
   /** A record field: a column, or a json column's value. */
   field(name: string): Compiled {
     const sqlText = this.#ctx.column(name);
-    if (sqlText !== undefined && this.#ctx.fieldType(name) === "json") {
+    const type = sqlText === undefined ? undefined : this.#ctx.fieldType(name);
+    if (sqlText !== undefined && type === "json") {
       return { kind: "json", json: { column: sqlText, path: [] } };
+    }
+    if (sqlText !== undefined && type === "relation[]") {
+      return { kind: "json", json: { column: sqlText, path: [], list: true } };
     }
     return { kind: "column", column: this.column(name) };
   }
@@ -149,6 +153,9 @@ export class Compiler {
       return { kind: "const", value: getMember(o.value, property) };
     }
     if (o.kind === "json") {
+      if (property === "length" && o.json.list) {
+        return { kind: "column", column: listLength(o.json, this.#d) };
+      }
       return { kind: "json", json: jsonMember(o.json, property) };
     }
     if (o.kind === "truthy" || unsureOf(o) !== false) {
