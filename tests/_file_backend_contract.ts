@@ -13,7 +13,12 @@
 
 import assert from "node:assert/strict";
 import type { FileBackend } from "../lib/files/backend.ts";
-import { fileKey, storedName } from "../lib/files/names.ts";
+import {
+  fileKey,
+  storedName,
+  tempName,
+  thumbName,
+} from "../lib/files/names.ts";
 
 /** A backend to test, and a way to look at what it holds. */
 export interface OpenedBackend {
@@ -200,6 +205,38 @@ const cases: Case[] = [
     },
   },
   {
+    name: "put: a thumbnail is written whole, beside its original, again",
+    async run(b, e) {
+      const original = storedName("cat.png");
+      await b.backend.write(e, original, chunksOf(enc.encode("original")));
+      const thumb = thumbName(original, "100x100", "png");
+      await b.backend.put(e, thumb, pattern(70_000), tempName(thumb));
+      assert.equal((await b.backend.stat(e, thumb))?.size, 70_000);
+      assert.deepEqual(
+        await bytesOf(await b.backend.read(e, thumb)),
+        pattern(70_000),
+      );
+      assert.deepEqual(
+        await bytesOf(await b.backend.read(e, thumb, { start: 5, end: 9 })),
+        pattern(70_000).subarray(5, 10),
+      );
+      // A second writer of the same thumbnail: the last write is the file.
+      await b.backend.put(e, thumb, pattern(60_000, 9), tempName(thumb));
+      assert.deepEqual(
+        await bytesOf(await b.backend.read(e, thumb)),
+        pattern(60_000, 9),
+      );
+      assert.deepEqual(
+        (await b.places()).inside.filter((p) => p.startsWith(`${e}/`)).sort(),
+        [`${e}/${original}`, `${e}/${thumb}`].sort(),
+        "beside its original, no temporary file left",
+      );
+      assert.equal(await b.backend.remove(e, thumb), true);
+      assert.equal(await b.backend.stat(e, thumb), undefined);
+      assert.equal((await b.backend.stat(e, original))?.size, 8);
+    },
+  },
+  {
     name: "places are built from an entity id and a stored name only",
     async run(b, e) {
       const bad: [string, string][] = [
@@ -214,6 +251,12 @@ const cases: Case[] = [
         [e, "a/b_0123456789.txt"],
         [e, "a\\b_0123456789.txt"],
         [e, ""],
+        // A thumbnail's name only in full: no path in its original's part.
+        [e, "../x_0123456789.png.100x100.thumb.png"],
+        [e, "x_0123456789.png/../../y.100x100.thumb.png"],
+        [e, "x_0123456789.png.100x100.thumb.png/.."],
+        [e, "x_0123456789.png.100x100.thumb.exe"],
+        [e, "../x_0123456789.png.tmp_0123456789"],
       ];
       for (const [id, name] of bad) {
         await assert.rejects(
@@ -224,7 +267,12 @@ const cases: Case[] = [
         await assert.rejects(b.backend.stat(id, name), /Cannot use/);
         await assert.rejects(b.backend.read(id, name), /Cannot use/);
         await assert.rejects(b.backend.remove(id, name), /Cannot use/);
+        await assert.rejects(
+          b.backend.put(id, name, enc.encode("x"), tempName(storedName("t"))),
+          /Cannot use/,
+        );
       }
+
       const { inside, outside } = await b.places();
       assert.deepEqual(outside, [], "nothing outside the store");
       for (const p of inside) {
