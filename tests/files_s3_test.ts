@@ -4,8 +4,10 @@
  * PUT, and a multipart upload above the part size), downloads with their
  * headers, ETag/304, Range/206/416, replace and delete (the object goes
  * after the commit), a write that fails (no object, no ledger row),
- * protection and file tokens, key safety (no input leaves the prefix), and
- * the ledger as the one authority for removal: objects someone else put in
+ * protection and file tokens, thumbnails (made once, stored beside the
+ * original in the bucket, served from it with the original's headers and
+ * protection, removed with it), key safety (no input leaves the prefix),
+ * and the ledger as the one authority for removal: objects someone else put in
  * the bucket, and another database's under the same prefix, survive every
  * removal and sweep.
  *
@@ -34,6 +36,7 @@ import {
   userOf,
 } from "./_files_fixtures.ts";
 import { hasS3, S3_KEY, type S3Peer, startS3 } from "./_s3.ts";
+import { hue, Images } from "./_images.ts";
 import { sweepFiles } from "../lib/files/sweep.ts";
 
 const PREFIX = "shop/prod";
@@ -322,6 +325,154 @@ for (const db of DATABASES) {
             "a file token is for files only",
           );
         });
+
+        await t.step(
+          "thumbnails: made once in the bucket, served from it, removed with the original",
+          async () => {
+            const admin = await s.adminToken();
+            assertStatus(
+              await s.request("POST", "/api/v1/schemas", {
+                token: admin,
+                body: {
+                  name: "pics",
+                  type: "base",
+                  fields: [
+                    { name: "owner", type: "string" },
+                    { name: "img", type: "file", thumbs: ["100x100"] },
+                  ],
+                  rules: {
+                    list: { mode: "custom", expr: "record.owner == auth.id" },
+                    get: { mode: "custom", expr: "record.owner == auth.id" },
+                  },
+                },
+              }),
+              201,
+            );
+            const picsId = s.app.schemas.get("pics")!.id;
+            const images = new Images();
+            try {
+              const png = await images.make("png", 200, 400);
+              const up = await sendForm(s, "POST", "/api/v1/entities/pics", [
+                { name: "owner", value: "nobody" },
+                { name: "img", filename: "photo.png", data: png },
+              ], { token: admin });
+              assertStatus(up, 201);
+              const name = up.data.img as string;
+              const path = `/api/files/pics/${name}`;
+              const thumb = `${name}.100x100.thumb.png`;
+              const key = `${PREFIX}/${picsId}/${thumb}`;
+              // The original's protection: a guest sees a missing file.
+              assertEquals(
+                (await getFile(s, `${path}?thumb=100x100`)).status,
+                404,
+                "a guest",
+              );
+              assertEquals(
+                await keysOf(s3, bucket, s, "pics"),
+                [name],
+                "nothing made for a guest",
+              );
+              const original = await getFile(s, path, { token: admin });
+              const res = await fetch(`${s.url}${path}?thumb=100x100`, {
+                headers: { authorization: `Bearer ${admin}` },
+              });
+              const made = new Uint8Array(await res.arrayBuffer());
+              assertEquals(res.status, 200);
+              assertEquals(res.headers.get("content-type"), "image/png");
+              assertEquals(
+                res.headers.get("cache-control"),
+                original.headers.get("cache-control"),
+                "the original's caching",
+              );
+              assertEquals(
+                res.headers.get("x-content-type-options"),
+                "nosniff",
+              );
+              const etag = res.headers.get("etag") ?? "";
+              assert(etag && etag !== original.headers.get("etag"), etag);
+              const info = await images.read(made, [[50, 25], [50, 75]]);
+              assertEquals([info.width, info.height], [100, 100]);
+              assertEquals(info.points.map(hue), ["red", "blue"]);
+              // Stored beside its original, in the bucket, and recorded.
+              assertEquals(
+                (await keysOf(s3, bucket, s, "pics")).sort(),
+                [name, thumb].sort(),
+              );
+              assertEquals(sha((await s3.get(bucket, key))!), sha(made));
+              const rows = await s.app.storage.query(
+                `SELECT "name" FROM "mb_files" WHERE "entity_id" = ? ORDER BY "name"`,
+                [picsId],
+              );
+              assertEquals(
+                rows.map((r) => String(r.name)),
+                [name, thumb].sort(),
+                "recorded; no temporary name left",
+              );
+              // Made once: the next request serves the object in the bucket
+              // (swapped here for other bytes of the same length).
+              const marker = made.slice();
+              marker[marker.length - 1] ^= 0xff;
+              await s3.put(bucket, key, marker);
+              const again = await fetch(`${s.url}${path}?thumb=100x100`, {
+                headers: { authorization: `Bearer ${admin}` },
+              });
+              assertEquals(again.status, 200);
+              assertEquals(
+                sha(new Uint8Array(await again.arrayBuffer())),
+                sha(marker),
+                "served from the bucket, not made again",
+              );
+              assertEquals(again.headers.get("etag"), etag);
+              const nm = await getFile(s, `${path}?thumb=100x100`, {
+                token: admin,
+                headers: { "if-none-match": etag },
+              });
+              assertEquals(nm.status, 304);
+              const part = await getFile(s, `${path}?thumb=100x100`, {
+                token: admin,
+                headers: { range: "bytes=0-7" },
+              });
+              assertEquals(part.status, 206);
+              assertEquals(
+                part.headers.get("content-range"),
+                `bytes 0-7/${marker.length}`,
+              );
+              // A sweep keeps the thumbnail of a referenced file.
+              await sweepFiles(
+                s.app.storage,
+                s.app.schemas,
+                s.app.files,
+                s.app.now,
+                0,
+              );
+              assertEquals(
+                (await keysOf(s3, bucket, s, "pics")).sort(),
+                [name, thumb].sort(),
+                "the sweep keeps it",
+              );
+              // Deleting the record removes the original and its thumbnail.
+              assertStatus(
+                await s.request(
+                  "DELETE",
+                  `/api/v1/entities/pics/${up.data.id}`,
+                  { token: admin },
+                ),
+                204,
+              );
+              assertEquals(await keysOf(s3, bucket, s, "pics"), []);
+              assertEquals(
+                (await s.app.storage.query(
+                  `SELECT "name" FROM "mb_files" WHERE "entity_id" = ?`,
+                  [picsId],
+                )).length,
+                0,
+                "the ledger forgets both",
+              );
+            } finally {
+              images.close();
+            }
+          },
+        );
 
         await t.step("keys: no input leaves the prefix", async () => {
           const rec = await createWith(s, "pub", [
