@@ -4,9 +4,10 @@
  * databases: from disk to S3 and back. Every recorded file is copied and
  * verified; a run again copies nothing; a run cut off (no journal, a copy
  * that differs) resumes and mends it; the source is never changed; a file
- * the ledger records that the source lacks is skipped and told; and the
- * server started on the new store serves every file identically (bytes
- * and headers).
+ * the ledger records that the source lacks is skipped and told; a
+ * thumbnail is copied too (and served from the new store), a temporary file
+ * of a write under way is not; and the server started on the new store
+ * serves every file identically (bytes and headers).
  *
  * @module
  */
@@ -29,6 +30,7 @@ import {
   walk,
 } from "./_files_fixtures.ts";
 import { hasS3, S3_KEY, startS3 } from "./_s3.ts";
+import { tempName, thumbName } from "../lib/files/names.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
 
@@ -90,7 +92,8 @@ for (const db of DATABASES) {
         ? ["--database", "PSQL", "--connection", connection!]
         : [];
       const seen = new Map<string, string>();
-      let pubId = "";
+      let pubId = "", thumb = "", temp = "";
+      const thumbBytes = new TextEncoder().encode("a thumbnail made before");
       try {
         await createEntities(s, "pub");
         pubId = s.app.schemas.get("pub")!.id;
@@ -110,6 +113,14 @@ for (const db of DATABASES) {
         }
         // A row whose file a crash cut off: recorded, never written.
         await s.app.files.ledger.record(pubId, "lost_0123456789.txt");
+        // A thumbnail of the PNG (made as a request would), and a
+        // thumbnail's temporary file of a write under way.
+        const pic = [...seen.keys()].find((n) => n.endsWith(".png"))!;
+        thumb = thumbName(pic, "8x8", "png");
+        await s.app.files.writeDerived(pubId, thumb, thumbBytes);
+        temp = tempName(thumbName(pic, "16x16", "png"));
+        await s.app.files.ledger.record(pubId, temp);
+        await Deno.writeTextFile(join(dataDir, "files", pubId, temp), "half");
       } finally {
         await s.close();
       }
@@ -150,8 +161,10 @@ for (const db of DATABASES) {
               ),
               r.out,
             );
+            assert(r.out.includes(`copied ${pubId}/${thumb} (`), r.out);
+            assert(!r.out.includes(temp), "no temporary file copied");
             assert(
-              /3 copied \(9\.0 MiB\), 0 already there, 1 not in the source, 0 failed, of 4/
+              /4 copied \(9\.0 MiB\), 0 already there, 1 not in the source, 0 failed, of 5/
                 .test(r.out),
               r.out,
             );
@@ -165,7 +178,7 @@ for (const db of DATABASES) {
             );
             assertEquals(
               (await s3.keys(bucket, "moved/")).sort(),
-              names.map((n) => `moved/${pubId}/${n}`).sort(),
+              [...names, thumb].map((n) => `moved/${pubId}/${n}`).sort(),
             );
           },
         );
@@ -174,7 +187,7 @@ for (const db of DATABASES) {
           const r = await run(url);
           assertEquals(r.code, 0, r.out);
           assert(
-            /0 copied \(0 B\), 3 already there, 1 not in the source/.test(
+            /0 copied \(0 B\), 4 already there, 1 not in the source/.test(
               r.out,
             ),
             r.out,
@@ -194,7 +207,7 @@ for (const db of DATABASES) {
             const r = await run(url);
             assertEquals(r.code, 0, r.out);
             assert(r.out.includes(`copied ${pubId}/${first}`), r.out);
-            assert(/1 copied .*, 2 already there/.test(r.out), r.out);
+            assert(/1 copied .*, 3 already there/.test(r.out), r.out);
           },
         );
 
@@ -220,6 +233,15 @@ for (const db of DATABASES) {
               for (const [n, before] of seen) {
                 assertEquals(await served(s, n), before, n);
               }
+              const pic = thumb.slice(0, thumb.indexOf(".8x8."));
+              const t = await fetch(`${s.url}/api/files/pub/${pic}?thumb=8x8`, {
+                headers: { authorization: `Bearer ${await s.adminToken()}` },
+              });
+              assertEquals(
+                [t.status, new Uint8Array(await t.arrayBuffer())],
+                [200, thumbBytes],
+                "the thumbnail copied, served from S3",
+              );
               const rec = await createWith(s, "pub", [
                 { name: "cover", filename: "new.txt", data: "made on S3" },
               ]);
@@ -237,7 +259,7 @@ for (const db of DATABASES) {
             const r = await run("local", url);
             assertEquals(r.code, 0, r.out);
             assert(r.out.includes(`copied ${pubId}/${added}`), r.out);
-            assert(/1 copied .*, 3 already there/.test(r.out), r.out);
+            assert(/1 copied .*, 4 already there/.test(r.out), r.out);
             s = await startServer(db, { ...base, connection });
             try {
               for (const [n, before] of seen) {

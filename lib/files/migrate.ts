@@ -1,7 +1,8 @@
 /**
  * `moonbase files migrate --to <store>`: copies every file the database's
- * ledger records from the store in use to another (disk to S3, S3 to disk,
- * one bucket to another), so the server can start on the new one.
+ * ledger records (stored files and their thumbnails; not a temporary file
+ * of a write under way) from the store in use to another (disk to S3, S3 to
+ * disk, one bucket to another), so the server can start on the new one.
  *
  * - Each copy is verified: its size, and a SHA-256 of the copy read back
  *   against the one of the bytes read from the source. A copy that does
@@ -20,6 +21,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { FileBackend } from "./backend.ts";
 import type { FileLedger } from "./ledger.ts";
+import { originalOf, STORED_NAME } from "./names.ts";
 
 /** What a migration did. */
 export interface MigrateSummary {
@@ -135,7 +137,13 @@ export async function migrateFiles(
   const done = await readJournal(journal);
   const files: [string, string][] = [];
   for (const entityId of await ledger.entities(Number.MAX_SAFE_INTEGER)) {
-    for (const name of await ledger.of(entityId)) files.push([entityId, name]);
+    for (const name of await ledger.of(entityId)) {
+      // Stored files and thumbnails; a temporary name is a write under way
+      // (its writer forgets it), and a copy of it would be no one's.
+      if (STORED_NAME.test(name) || originalOf(name) !== undefined) {
+        files.push([entityId, name]);
+      }
+    }
   }
   const sum: MigrateSummary = {
     total: files.length,
