@@ -11,7 +11,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { readTar, TarWriter } from "../lib/backup/tar.ts";
+import { readTar, tarHeader, TarWriter } from "../lib/backup/tar.ts";
 import { createHash } from "node:crypto";
 
 type Entry = [name: string, bytes: Uint8Array];
@@ -26,7 +26,9 @@ async function unpack(bytes: Uint8Array): Promise<Entry[]> {
       >,
     );
   const out: Entry[] = [];
-  for await (const e of readTar(stream)) out.push([e.name, await e.bytes()]);
+  for await (const e of readTar(stream)) {
+    out.push([e.name, await e.bytes(Infinity)]);
+  }
   return out;
 }
 
@@ -287,6 +289,32 @@ forEachDb(
         async () => {
           const r = await restoreBytes(s, token, await withSchema(entries));
           assertStatus(r, 200);
+          assertEquals(await schemas(), before);
+        },
+      );
+      await t.step(
+        "an entry claiming gigabytes is refused before anything is allocated",
+        async () => {
+          // A header saying 2 GiB, followed by a few bytes: a small upload.
+          const head = tarHeader({
+            name: "moonbase-backup.json",
+            size: 2 ** 31,
+          }, Date.now());
+          const raw = new Uint8Array(head.length + 1024);
+          raw.set(head);
+          const gz = new Uint8Array(
+            await new Response(
+              new Blob([raw]).stream().pipeThrough(
+                new CompressionStream("gzip") as unknown as TransformStream<
+                  Uint8Array,
+                  Uint8Array
+                >,
+              ),
+            ).arrayBuffer(),
+          );
+          const r = await restoreBytes(s, token, gz);
+          assertStatus(r, 400);
+          assert(/larger than 65536 bytes/.test(r.error), r.error);
           assertEquals(await schemas(), before);
         },
       );

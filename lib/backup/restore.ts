@@ -42,6 +42,7 @@ import {
   fileOfEntry,
   HEADER_ENTRY,
   MANIFEST_ENTRY,
+  MAX_ENTRY_BYTES,
   tableOfEntry,
 } from "./format.ts";
 import { type Progress, tableColumns } from "./create.ts";
@@ -100,7 +101,7 @@ export async function verifyBackup(open: OpenArchive): Promise<BackupManifest> {
       if (entry.name !== HEADER_ENTRY) {
         throw corrupt("it is not a Moonbase backup (no moonbase-backup.json)");
       }
-      const bytes = await entry.bytes();
+      const bytes = await entry.bytes(MAX_ENTRY_BYTES.header);
       header = parseJson<BackupHeader>(bytes, HEADER_ENTRY);
       if (header.format !== BACKUP_FORMAT) {
         throw corrupt(
@@ -112,7 +113,10 @@ export async function verifyBackup(open: OpenArchive): Promise<BackupManifest> {
     }
     if (manifest) throw corrupt("an entry follows the manifest");
     if (entry.name === MANIFEST_ENTRY) {
-      manifest = parseJson<BackupManifest>(await entry.bytes(), MANIFEST_ENTRY);
+      manifest = parseJson<BackupManifest>(
+        await entry.bytes(MAX_ENTRY_BYTES.manifest),
+        MANIFEST_ENTRY,
+      );
       continue;
     }
     if (!tableOfEntry(entry.name) && !fileOfEntry(entry.name)) {
@@ -359,7 +363,7 @@ export async function restoreDatabase(
     for await (const entry of entriesOf(open)) {
       const table = tableOfEntry(entry.name);
       if (!table) continue;
-      const batch = linesOf(await entry.bytes(), table);
+      const batch = linesOf(await entry.bytes(MAX_ENTRY_BYTES.rows), table);
       counts[table] = (counts[table] ?? 0) + batch.length;
       rows += batch.length;
       if (table === "mb_tables") {
