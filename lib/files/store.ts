@@ -158,6 +158,16 @@ export class FileStore {
     }
   }
 
+  /**
+   * Removes a thumbnail this process wrote whose original is gone (removed
+   * while the thumbnail was made), and its row: the original's removal may
+   * have forgotten the row before the file was renamed into place.
+   */
+  async removeDerived(entityId: string, name: string): Promise<void> {
+    const path = this.derivedPath(entityId, name);
+    if (path && await removeFile(path)) await this.#forget(entityId, [name]);
+  }
+
   /** Streams one file part to disk under a new stored name. */
   async write(
     entityId: string,
