@@ -22,7 +22,12 @@ function show(e: Expr): string {
       return e.value === undefined ? "undefined" : JSON.stringify(e.value);
     case "root":
     case "field":
+    case "param":
       return e.name;
+    case "relation":
+      return `${show(e.object)}->${e.key}`;
+    case "quantifier":
+      return `${show(e.object)}.${e.method}(${e.param} => ${show(e.body)})`;
     case "member":
       return `${show(e.object)}[${JSON.stringify(e.property)}]`;
     case "unary":
