@@ -313,6 +313,55 @@ forEachDb("rules and filters read through relations", async (t, db) => {
     );
 
     await t.step(
+      "a relation rule checked row by row (not compiled to SQL)",
+      async () => {
+        // `+ ""` on a related column has no SQL: the related records are read per row.
+        const perRow = '(record.project.owner + "") == auth.id';
+        assertStatus(
+          await setRule(w, "tasks", {
+            list: custom(perRow),
+            get: custom(perRow),
+            update: custom(perRow),
+          }),
+          200,
+        );
+        const r = await call(w, "GET", "entities/tasks?limit=500", alice.token);
+        assertStatus(r, 200);
+        assert(r.headers.get("x-moonbase-checked") !== null, "checked per row");
+        assertEquals(
+          sorted(r.data.items.map((x: { id: string }) => x.id)),
+          sorted([w.tasks.a1, w.tasks.a2]),
+        );
+        assertStatus(
+          await call(w, "GET", `entities/tasks/${w.tasks.b1}`, alice.token),
+          404,
+        );
+        assertStatus(
+          await call(w, "PATCH", `entities/tasks/${w.tasks.a1}`, alice.token, {
+            title: "a1",
+          }),
+          200,
+        );
+        const away = await call(
+          w,
+          "PATCH",
+          `entities/tasks/${w.tasks.a1}`,
+          alice.token,
+          { project: w.projects.b },
+        );
+        assert(away.status === 403 || away.status === 404, away.text);
+        assertStatus(
+          await setRule(w, "tasks", {
+            list: custom(OWNER),
+            get: custom(OWNER),
+            update: custom(OWNER),
+          }),
+          200,
+        );
+      },
+    );
+
+    await t.step(
       "a batch: the rule reads the project the same batch created",
       async () => {
         // The add rule's check reads the new project inside the batch's transaction.

@@ -266,22 +266,34 @@ export class ExpressionRules implements RuleEngine {
         : deny(entity.name, op, auth);
     }
     const rows = readsRelations(ast, "record");
-    const keep = async (record: RecordData, tx?: Queryable) => {
+    // One loader per database handle: a list's rows share what they read.
+    const loaders = new WeakMap<Queryable, RelationLoader>();
+    /** `fresh`: read the related records anew (a write's check: they may have changed). */
+    const allowed = async (
+      record: RecordData,
+      tx: Queryable | undefined,
+      fresh: boolean,
+    ) => {
       let related: Related | undefined = users;
       if (rows) {
-        const loader = new RelationLoader(tx ?? entity.reads);
+        const db = tx ?? entity.reads;
+        let loader = fresh ? undefined : loaders.get(db);
+        if (!loader) {
+          loader = new RelationLoader(db);
+          if (!fresh) loaders.set(db, loader);
+        }
         await loader.load(ast, "record", entity, [record]);
         related = either(loader, users);
       }
       return this.#test(ast, { auth, req, record }, related);
     };
-    if (op === "add") {
-      return {
-        check: async (next, tx) => {
-          if (!(await keep(next, tx))) deny(entity.name, "add", auth);
-        },
+    const keep = (record: RecordData, tx?: Queryable) =>
+      allowed(record, tx, false);
+    const check =
+      (what: Operation) => async (next: RecordData, tx: Queryable) => {
+        if (!(await allowed(next, tx, true))) deny(entity.name, what, auth);
       };
-    }
+    if (op === "add") return { check: check("add") };
     const ctx = sqlContextOf(entity, auth, req, this.#helpers, users);
     const compiled = compileToSql(ast, ctx);
     // Not exact: a superset in SQL narrows the rows checked per row — only
@@ -296,11 +308,7 @@ export class ExpressionRules implements RuleEngine {
       : pre
       ? { where: { sql: pre.sql, params: pre.params as SqlValue[] }, keep }
       : { keep };
-    if (op === "update") {
-      opts.check = async (next, tx) => {
-        if (!(await keep(next, tx))) deny(entity.name, "update", auth);
-      };
-    }
+    if (op === "update") opts.check = check("update");
     return opts;
   }
 
@@ -423,8 +431,11 @@ export class ExpressionRules implements RuleEngine {
     const reader = view &&
       ((e: RuleTarget, op: "get" | "list") => view.access(e, op));
     const users = await this.#userRelated(bound, entity, auth, view);
+    const loaders = new WeakMap<Queryable, RelationLoader>();
     const keep = async (record: RecordData, tx?: Queryable) => {
-      const loader = new RelationLoader(tx ?? entity.reads, reader);
+      const db = tx ?? entity.reads;
+      let loader = loaders.get(db);
+      if (!loader) loaders.set(db, loader = new RelationLoader(db, reader));
       await loader.load(bound, "record", entity, [record]);
       try {
         return test(

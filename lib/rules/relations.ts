@@ -586,8 +586,9 @@ class Binder {
       }
     }
     // The first level was checked by the parser (the names given it); a
-    // related record's names are checked here.
-    if (this.#strict && v.hops > 0) {
+    // related record's names are checked here, and a back-relation that
+    // does not resolve (for this reader) anywhere.
+    if (this.#strict && (v.hops > 0 || property.includes("_via_"))) {
       this.#fail(
         unknownName(property, v.path, v.entity.fieldNames),
         pos,
