@@ -1,5 +1,5 @@
 /**
- * The `moonbase` command line: `serve` and `admins`.
+ * The `moonbase` command line: `serve`, `admins` and `types`.
  *
  * About 350 lines: the usage text, the option table and the parsing that
  * turns them into an `AppConfig` are one piece (an option is added to all
@@ -17,6 +17,10 @@ import { MoonbaseError } from "./lib/errors.ts";
 import { removeAdmin } from "./lib/auth/admins.ts";
 import { isLevel } from "./lib/logs/types.ts";
 import { serveCommand } from "./lib/workers/command.ts";
+import { allEntities } from "./lib/openapi/described.ts";
+import { typesModule } from "./lib/openapi/types_ts.ts";
+import { backupCommand, moveToCommand } from "./lib/commands/backup.ts";
+import { UsageMistake } from "./lib/commands/usage.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
@@ -26,6 +30,11 @@ Usage:
   moonbase [options] admins --add <email> <password>
   moonbase [options] admins --ls
   moonbase [options] admins --rm <email|id>
+  moonbase [options] types [--out <file>]
+  moonbase [options] backup create [<name>] [--out <file>]
+  moonbase [options] backup list
+  moonbase [options] backup restore <file|name>   (with the server stopped)
+  moonbase [options] move-to --database PSQL --connection <url>
 
 Options:
   --port <port>            listening port (default 7070; 0 picks a free port)
@@ -49,6 +58,10 @@ Options:
   --maxBodySize <bytes>    largest JSON body (default 1048576)
   --maxUploadSize <bytes>  largest upload (default 10485760)
   --batchMaxRequests <n>   most requests in one POST /api/v1/batch (default 100)
+  --thumbMaxPixels <n>     largest image (width x height) thumbnails are made of
+                           (default 40000000; a larger one answers its original)
+  --thumbConcurrency <n>   thumbnails made at once by the process (default 2)
+  --thumbDeadline <s>      longest time to make one thumbnail (default 10)
   --trustProxy             take the client IP from X-Forwarded-For
   --headerTimeout <s>      time allowed for a request head (default 10)
   --idleTimeout <s>        idle keep-alive connection lifetime (default 30)
@@ -72,6 +85,8 @@ Options:
   --realtimeResumeBytes <n>  bytes of missed events a resume replays (default 8 MiB)
   --websocket              serve WebSocket upgrades (/api/v1/realtime/ws); each
                            connection then holds two descriptors
+  --out <file>             types: write the TypeScript types there (default:
+                           standard output)
   -h, --help               show this help
   -v, --version            show the version
 
@@ -79,7 +94,7 @@ Environment:
   MB_JWT_SECRET            token signing secret (at least 32 characters); set it in production
 `;
 
-class UsageError extends Error {}
+class UsageError extends UsageMistake {}
 
 function onOff(v: string | undefined, name: string): boolean | undefined {
   if (v === undefined) return undefined;
@@ -153,6 +168,9 @@ export function parseCli(args: string[]): Cli {
         maxBodySize: { type: "string" },
         maxUploadSize: { type: "string" },
         batchMaxRequests: { type: "string" },
+        thumbMaxPixels: { type: "string" },
+        thumbConcurrency: { type: "string" },
+        thumbDeadline: { type: "string" },
         trustProxy: { type: "boolean" },
         headerTimeout: { type: "string" },
         idleTimeout: { type: "string" },
@@ -176,6 +194,7 @@ export function parseCli(args: string[]): Cli {
         add: { type: "string" },
         ls: { type: "boolean" },
         rm: { type: "string" },
+        out: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -218,6 +237,9 @@ export function parseCli(args: string[]): Cli {
     maxBodySize: int(v.maxBodySize, "maxBodySize", 1024, 1024 ** 3),
     maxUploadSize: int(v.maxUploadSize, "maxUploadSize", 1024, 64 * 1024 ** 3),
     batchMaxRequests: int(v.batchMaxRequests, "batchMaxRequests", 1, 10_000),
+    thumbMaxPixels: int(v.thumbMaxPixels, "thumbMaxPixels", 1, 1_000_000_000),
+    thumbConcurrency: int(v.thumbConcurrency, "thumbConcurrency", 1, 64),
+    thumbDeadline: int(v.thumbDeadline, "thumbDeadline", 1, 3600),
     trustProxy: v.trustProxy,
     logLevel: logLevelOf(v.logLevel),
     logRetentionDays: int(v.logRetentionDays, "logRetentionDays", 1, 3650),
@@ -310,6 +332,40 @@ async function admins(
   }
 }
 
+/**
+ * `types`: the TypeScript types of every entity the records API serves
+ * (lib/openapi/types_ts.ts), to `--out` or standard output.
+ */
+async function types(
+  config: AppConfig,
+  values: Record<string, unknown>,
+  rest: string[],
+): Promise<void> {
+  if (rest.length > 0) throw new UsageError("types takes only --out <file>");
+  const core = await createCore({ ...config, quiet: true }, "command");
+  let text: string;
+  try {
+    text = typesModule(allEntities(core.records.served()), {
+      version: VERSION,
+    });
+  } finally {
+    await core.close();
+  }
+  if (typeof values.out === "string") {
+    try {
+      await Deno.writeTextFile(values.out, text);
+    } catch (err) {
+      throw new MoonbaseError(
+        "invalid",
+        `Cannot write the types to ${values.out}: ${
+          err instanceof Error ? err.message.split("\n")[0] : String(err)
+        }; check that its directory exists and is writable`,
+      );
+    }
+    console.error(`Wrote the types to ${values.out}`);
+  } else await Deno.stdout.write(new TextEncoder().encode(text));
+}
+
 /** Runs the CLI; returns the exit code. */
 export async function main(args: string[]): Promise<number> {
   try {
@@ -330,6 +386,18 @@ export async function main(args: string[]): Promise<number> {
       await admins(cli.config, cli.values, cli.rest);
       return 0;
     }
+    if (cli.command === "types") {
+      await types(cli.config, cli.values, cli.rest);
+      return 0;
+    }
+    if (cli.command === "backup") {
+      await backupCommand(cli.config, cli.rest, cli.values.out as string);
+      return 0;
+    }
+    if (cli.command === "move-to" && cli.rest.length === 0) {
+      await moveToCommand(cli.config);
+      return 0;
+    }
     throw new UsageError(
       cli.command
         ? `unknown command ${
@@ -338,7 +406,7 @@ export async function main(args: string[]): Promise<number> {
         : "missing command",
     );
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageMistake) {
       console.error(`moonbase: ${err.message}\n\n${USAGE}`);
     } else if (err instanceof MoonbaseError) {
       const fields =

@@ -19,17 +19,31 @@ import { fileURLToPath } from "node:url";
 
 /** Layers from the bottom up: a module may import its own layer or lower. */
 export const LAYERS: readonly (readonly string[])[] = [
-  ["lib/errors.ts", "lib/ids.ts", "lib/cli_hint.ts", "lib/caller.ts"],
+  [
+    "lib/errors.ts",
+    "lib/ids.ts",
+    "lib/cli_hint.ts",
+    "lib/caller.ts",
+    "lib/schedule.ts",
+  ],
   ["lib/rules", "lib/http"],
   ["lib/db"],
   ["lib/schema"],
   ["lib/records"],
-  ["lib/auth", "lib/files", "lib/logs", "lib/settings", "lib/mail"],
+  [
+    "lib/auth",
+    "lib/files",
+    "lib/logs",
+    "lib/settings",
+    "lib/mail",
+    "lib/openapi",
+    "lib/backup",
+  ],
   ["lib/config.ts", "lib/sync.ts", "lib/realtime", "lib/cluster"],
   ["lib/core.ts"],
   ["lib/extend"],
   ["routes"],
-  ["mod.ts", "main.ts", "lib/workers"],
+  ["mod.ts", "main.ts", "lib/workers", "lib/commands"],
 ];
 
 const ROOTS = ["lib", "routes", "mod.ts", "main.ts"];

@@ -7,7 +7,9 @@
  * way Moonbase does (its `Logger` and writer thread): the ceiling with logs
  * on. Routes: `GET /health` (`SELECT 1`), `GET /items/:id`, `GET /notes/:id`
  * (token), `GET /list`, `GET /filtered` (`n >= 2000 && n < 4000 && tag ==
- * "t3"`, sorted by `-n`), `POST /create`, `PATCH /items/:id`, and
+ * "t3"`, sorted by `-n`), `GET /aggregate` (Moonbase's aggregate statement
+ * for `group=status&count=true&sum=total` over `orders`, its groups ordered
+ * and the sums rounded as Moonbase does), `POST /create`, `PATCH /items/:id`, and
  * `PATCH /items-rt/:id`: the work of Moonbase's PATCH with realtime on, one
  * transaction per request (`BEGIN IMMEDIATE`, the previous record, `UPDATE …
  * RETURNING`, the `mb_events` row with both records as JSON, `COMMIT`).
@@ -31,6 +33,10 @@ const list = db.prepare(`SELECT ${cols} FROM "items" ORDER BY "id" LIMIT 51`);
 // Filter + sort: the same WHERE and ORDER BY as Moonbase's list query.
 const filtered = db.prepare(
   `SELECT ${cols} FROM "items" WHERE "n" >= ? AND "n" < ? AND "tag" = ? ORDER BY "n" DESC NULLS LAST, "id" ASC LIMIT 51`,
+);
+// Aggregate: the statement Moonbase runs for group=status&count=true&sum=total.
+const aggregate = db.prepare(
+  `SELECT "status" AS g0, COUNT(*) AS n, SUM("total") AS a0_sum, COUNT("total") AS a0_n FROM "orders" GROUP BY 1 LIMIT 1001`,
 );
 // PATCH: one UPDATE … RETURNING, as Moonbase does when nothing is read first.
 const patch = db.prepare(
@@ -123,6 +129,17 @@ async function requestLog(file: string | undefined): Promise<Logger | null> {
   return new Logger(store, "info", "off");
 }
 const log = await requestLog(Deno.args[1]);
+
+/** Aggregate rows as Moonbase answers them: ordered by key, sums rounded. */
+function groups(rows: Record<string, unknown>[]) {
+  const out = rows.map((r) => ({
+    key: { status: r.g0 },
+    count: Number(r.n),
+    sum: { total: Number(Number(r.a0_sum ?? 0).toPrecision(12)) },
+  }));
+  out.sort((a, b) => String(a.key.status) < String(b.key.status) ? -1 : 1);
+  return { groups: out };
+}
 let seq = 0;
 
 /** PATCH with its change event, in one transaction. */
@@ -184,6 +201,9 @@ async function handle(req: Request, path: string): Promise<Response> {
   if (path === "/health") {
     ping.all();
     return reply(200, { status: "ok" });
+  }
+  if (path === "/aggregate") {
+    return reply(200, groups(aggregate.all() as Record<string, unknown>[]));
   }
   const rows = objects(
     path === "/filtered" ? filtered.all(2000, 4000, "t3") : list.all(),

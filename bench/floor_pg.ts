@@ -11,6 +11,8 @@
  * row telling whether there is more; the reply carries the last id shown
  * as the cursor's value, unsealed), `GET /filtered` (`n >= 2000 && n < 4000
  * && tag == "t3"`, sorted by `-n`, Moonbase's WHERE and ORDER BY),
+ * `GET /aggregate` (Moonbase's statement for `group=status&count=true&
+ * sum=total` over `orders`, groups ordered and sums rounded as it does),
  * `POST /create` (one INSERT), `PATCH /items/:id` (one UPDATE … RETURNING).
  *
  * @module
@@ -111,6 +113,20 @@ function page(rows: unknown[][]): Response {
   });
 }
 
+const AGGREGATE =
+  `SELECT "status" AS g0, COUNT(*) AS n, SUM("total") AS a0_sum, COUNT("total") AS a0_n FROM "orders" GROUP BY 1 LIMIT 1001`;
+
+/** Aggregate rows (g0, n, a0_sum, a0_n) as Moonbase answers them. */
+function groups(rows: unknown[][]) {
+  const out = rows.map((r) => ({
+    key: { status: r[0] },
+    count: Number(r[1]),
+    sum: { total: Number(Number(r[2] ?? 0).toPrecision(12)) },
+  }));
+  out.sort((a, b) => String(a.key.status) < String(b.key.status) ? -1 : 1);
+  return { groups: out };
+}
+
 async function handle(req: Request, path: string): Promise<Response> {
   if (req.method === "PATCH") {
     const b = await req.json();
@@ -131,6 +147,9 @@ async function handle(req: Request, path: string): Promise<Response> {
   if (path === "/health") {
     await values("SELECT 1 AS ok", []);
     return reply(200, { status: "ok" });
+  }
+  if (path === "/aggregate") {
+    return reply(200, groups(await values(AGGREGATE, [])));
   }
   if (path === "/filtered") {
     return page(await values(FILTERED, [2000, 4000, "t3"]));

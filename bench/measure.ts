@@ -20,6 +20,7 @@ import {
   stop,
 } from "./procs.ts";
 import {
+  AGGREGATE,
   bareEventName,
   bareLogName,
   bareName,
@@ -86,6 +87,7 @@ function bareTargets(s: Seeded, token: string): Record<string, Target> {
     },
     "list 50": { method: "GET", path: "/list" },
     "list filter + sort": { method: "GET", path: "/filtered" },
+    [AGGREGATE]: { method: "GET", path: "/aggregate" },
     "create": {
       method: "POST",
       path: "/create",

@@ -68,6 +68,9 @@ export const bareLogName = (scenario: string): string =>
 export const bareEventName = (scenario: string): string =>
   `bare handler + event row: ${scenario}`;
 
+/** The aggregate scenario: orders counted and summed per value of a select. */
+export const AGGREGATE = "aggregate: group by select, count + sum";
+
 /** The scenarios the bare handler also runs with the log row. */
 export const LOGGED_BARE = [
   "health",
@@ -86,6 +89,7 @@ export const PG_BARE = [
   "list filter + sort",
   "create",
   "PATCH",
+  AGGREGATE,
 ];
 
 /** The measured row of `name` on `db`, if there is one. */
@@ -137,6 +141,14 @@ export function scenarios(
       target: {
         method: "GET",
         path: `/api/v1/entities/items?limit=50&after=${page200}`,
+      },
+    },
+    {
+      name: AGGREGATE,
+      target: {
+        method: "GET",
+        path:
+          "/api/v1/entities/orders/aggregate?group=status&count=true&sum=total",
       },
     },
     {

@@ -1,6 +1,8 @@
 /**
  * Seeds a benchmark database through the library: a `users` auth entity,
- * `items` (public, 10 000 records), `notes` (owner-only custom rule) and
+ * `items` (public, 10 000 records), `notes` (owner-only custom rule),
+ * `orders` (public, as many records as `items`, inserted in one statement:
+ * a `status` select and a `total` double, for the aggregate scenario) and
  * `rt_pings` (public, empty: the realtime benchmark's writes).
  *
  * @module
@@ -8,6 +10,7 @@
 
 import { createApp } from "../mod.ts";
 import type { AppConfig } from "../lib/config.ts";
+import type { Storage } from "../lib/db/storage.ts";
 
 /** What the scenarios need to know about the seeded data. */
 export interface Seeded {
@@ -71,6 +74,20 @@ export async function seed(config: AppConfig, count = 10_000): Promise<Seeded> {
       ],
       rules: { list: PUBLIC, get: PUBLIC, add: PUBLIC },
     });
+    await app.schemas.create({
+      name: "orders",
+      type: "base",
+      fields: [
+        {
+          name: "status",
+          type: "select",
+          values: ["open", "paid", "shipped", "void"],
+        },
+        { name: "total", type: "double" },
+      ],
+      rules: { list: PUBLIC, get: PUBLIC },
+    });
+    await seedOrders(app.storage, count);
     const email = "bench@example.com", password = "bench-password-1";
     const user = await users.create({ email, password });
     const items = app.schemas.get("items")!;
@@ -88,4 +105,25 @@ export async function seed(config: AppConfig, count = 10_000): Promise<Seeded> {
   } finally {
     await app.close();
   }
+}
+
+/**
+ * `count` orders in one statement: status by `i % 4` (the first value a
+ * quarter of the time, and so on), total `(i % 1000) / 4`, created one
+ * minute apart from 2026-01-01.
+ */
+async function seedOrders(store: Storage, count: number): Promise<void> {
+  const pg = store.dialect.name === "postgres";
+  const status =
+    `CASE i % 4 WHEN 0 THEN 'open' WHEN 1 THEN 'paid' WHEN 2 THEN 'shipped' ELSE 'void' END`;
+  const at = pg
+    ? `to_char(timestamp '2026-01-01' + i * interval '1 minute', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+    : `strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', i || ' minutes')`;
+  const cols =
+    `"id", "created", "updated", "status", "total") SELECT 'o' || i, ${at}, ${at}, ${status}, (i % 1000) / 4.0`;
+  await store.run(
+    pg
+      ? `INSERT INTO "orders" (${cols} FROM generate_series(1, ${count}) AS g(i)`
+      : `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${count}) INSERT INTO "orders" (${cols} FROM c`,
+  );
 }

@@ -136,6 +136,20 @@ export interface AppConfig {
    */
   webSocket?: boolean;
   /**
+   * Most pixels (width × height) of an image a thumbnail is made of
+   * (default 40 million); a larger one is not decoded and its original is
+   * served.
+   */
+  thumbMaxPixels?: number;
+  /**
+   * Thumbnails made at once by the process (default 2; with several
+   * `workers` each isolate takes its share, at least 1). A few more wait;
+   * past that a thumbnail request gets 503 with `Retry-After`.
+   */
+  thumbConcurrency?: number;
+  /** Seconds one thumbnail may take to make (default 10; then the original is served). */
+  thumbDeadline?: number;
+  /**
    * Isolates `moonbase serve` answers from (default 1; 0: one per CPU core),
    * each listening on the port with SO_REUSEPORT. The serve command starts
    * them; `createApp` builds one isolate's app whatever it says (only the
@@ -236,6 +250,9 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     realtimeLogBytes: c.realtimeLogBytes ?? 64 * 1024 * 1024,
     realtimeResumeBytes: c.realtimeResumeBytes ?? 8 * 1024 * 1024,
     webSocket: c.webSocket ?? false,
+    thumbMaxPixels: c.thumbMaxPixels ?? 40_000_000,
+    thumbConcurrency: c.thumbConcurrency ?? 2,
+    thumbDeadline: c.thumbDeadline ?? 10,
     workers: workerCount(c.workers),
     peers: c.peers,
     oauth2: c.oauth2,

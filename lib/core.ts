@@ -9,6 +9,9 @@
  * @module
  */
 
+import { Backups } from "./backup/service.ts";
+import { BackupSchedule } from "./backup/schedule.ts";
+import { WritePause } from "./http/write_pause.ts";
 import { join } from "node:path";
 import {
   type AppConfig,
@@ -42,6 +45,7 @@ import { SetupGate } from "./auth/setup_gate.ts";
 import { type CursorKey, cursorKeyOf } from "./records/list_cursor.ts";
 import { FileStore } from "./files/store.ts";
 import { FileLedger } from "./files/ledger.ts";
+import { Thumbnails } from "./files/thumbs.ts";
 import {
   bindDataDir,
   checkBeforeOpen,
@@ -69,6 +73,7 @@ import { SharedStreamCounts } from "./cluster/stream_table.ts";
 import { LocalStreamCounts } from "./realtime/stream_counts.ts";
 import { connectionCap, streamCap } from "./http/limits.ts";
 import { SETTINGS_CHANNEL, SettingsStore } from "./settings/store.ts";
+import { mailReady } from "./settings/types.ts";
 import { Outbox } from "./mail/outbox.ts";
 import { MailSender } from "./mail/sender.ts";
 import { SEND_LIMITS, type SendMail, smtpSender } from "./mail/transport.ts";
@@ -105,6 +110,8 @@ export interface Core {
    */
   readonly sync: InstanceSync;
   readonly files: FileStore;
+  /** Thumbnails of stored images (`?thumb=`), made on workers. */
+  readonly thumbs: Thumbnails;
   readonly log: Logger;
   /**
    * Rule helpers of the extension scripts (one map for the life of the
@@ -135,6 +142,10 @@ export interface Core {
   readonly notices: string[];
   /** The app's settings, shared by every instance (`mb_settings`). */
   readonly settings: SettingsStore;
+  /** Backups in `<dataDir>/backups`: make, list, restore (lib/backup). */
+  readonly backups: Backups;
+  /** Write requests answer 503 while this is paused (a restore). */
+  readonly writePause: WritePause;
   /** Mail waiting to be sent (`outbox.enqueue`: docs/guide/settings-and-mail.md). */
   readonly outbox: Outbox;
   /** Sends one message now, through the SMTP server of the settings (test mail). */
@@ -232,6 +243,7 @@ export async function createCore(
   let logs: LogStore | undefined;
   let pruner: ReturnType<typeof setInterval> | undefined;
   let mailer: MailSender | undefined;
+  let schedule: BackupSchedule | undefined;
   try {
     const notices: string[] = [];
     if (first) {
@@ -288,6 +300,18 @@ export async function createCore(
       config.dataDir,
       new FileLedger(storage, clock.now),
     );
+    const thumbs = new Thumbnails(files, {
+      // The process's number, shared among its isolates.
+      concurrency: Math.max(
+        1,
+        Math.floor(config.thumbConcurrency / (config.peers?.count ?? 1)),
+      ),
+      maxPixels: config.thumbMaxPixels,
+      maxSide: 65_535,
+      deadlineMs: config.thumbDeadline * 1000,
+      // Held in memory while its thumbnail is made (one per worker).
+      maxBytes: 128 * 1024 * 1024,
+    });
     const revocations = peers
       ? new AnnouncedRevocations(storage, clock.now, peers)
       : new Revocations(storage, clock.now);
@@ -457,6 +481,55 @@ export async function createCore(
       deriveKey(secret.value, "totp"),
       clock.now,
     );
+    const writePause = new WritePause();
+    const backups = new Backups({
+      dataDir: config.dataDir,
+      storage,
+      files,
+      secrets: {
+        unsealTotp: (e, u, sealed) => totp.openSecret(e, u, sealed),
+        sealTotp: (e, u, plain) => totp.sealSecret(e, u, plain),
+      },
+      version: VERSION,
+      now: clock.now,
+      pause: writePause,
+      restored: async () => {
+        await schemas.load();
+        schemas.onChange?.();
+        settings.invalidate();
+      },
+    });
+    // Scheduled backups: every server looks, one claims each tick.
+    if (first && role === "server") {
+      schedule = new BackupSchedule({
+        storage,
+        backups,
+        settings: () => settings.current(),
+        now: clock.now,
+        log,
+        alert: async (error) => {
+          const current = await settings.current();
+          if (!mailReady(current)) return;
+          const admins = await storage.query(`SELECT "email" FROM "mb_admins"`);
+          for (const a of admins) {
+            await outbox.enqueue({
+              to: String(a.email),
+              purpose: "backup_failed",
+              entity: "mb_admins",
+              template: {
+                subject: "{APP_NAME}: a scheduled backup failed",
+                body:
+                  `The scheduled backup of {APP_NAME} ({APP_URL}) failed:\n\n${
+                    error.replace(/[{}]/g, "")
+                  }\n\nSee the logs of the server for details.`,
+                action_url: "",
+              },
+            });
+          }
+        },
+      });
+      schedule.start();
+    }
     const setupToken = (await hasAdmin(storage))
       ? undefined
       : config.peers?.setupToken ?? randomToken(24);
@@ -478,6 +551,7 @@ export async function createCore(
       limiter,
       sync: instanceSync,
       files,
+      thumbs,
       log,
       logs: logStore,
       realtime,
@@ -506,7 +580,11 @@ export async function createCore(
       mfa,
       totp,
       accounts,
+      backups,
+      writePause,
       async close() {
+        await schedule?.stop();
+        thumbs.close();
         await accounts.close();
         await mailer?.close();
         realtime?.close();
@@ -523,6 +601,7 @@ export async function createCore(
       },
     };
   } catch (err) {
+    await schedule?.stop();
     await mailer?.close();
     realtime?.close();
     await sync?.close();

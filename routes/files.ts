@@ -1,6 +1,7 @@
 /**
  * File routes: `GET|HEAD /api/files/<entity>/<name>` (alias
- * `/api/v1/files/...`) and `POST /api/v1/files/token` for short-lived
+ * `/api/v1/files/...`; `?thumb=<W>x<H>[t|b|f]` for a thumbnail, behind the
+ * same checks as the file) and `POST /api/v1/files/token` for short-lived
  * file tokens (`?token=` in `<img src>`).
  *
  * @module
@@ -15,12 +16,12 @@ import { fileOwner } from "../lib/files/owner.ts";
 import { serveFile } from "../lib/files/serve.ts";
 import type { RecordService } from "../lib/records/service.ts";
 import { isExposed } from "../lib/records/access.ts";
-import type { AuthValue } from "../lib/caller.ts";
+import { type AuthValue, GUEST } from "../lib/caller.ts";
 
 /** What these routes read of the app: the file store and the caller's file tokens. */
 export type FilesHost = Pick<
   Core,
-  "files" | "schemas" | "sessions" | "storage"
+  "files" | "schemas" | "sessions" | "storage" | "thumbs"
 >;
 
 function notFound(): MoonbaseError {
@@ -38,15 +39,11 @@ async function download(
   // A presented token is checked first, before the file is looked up: an
   // invalid, expired or revoked one is a 401 whatever the name (so it tells
   // nothing about which files exist). Files of public entities ignore tokens.
+  const query = ctx.url.searchParams.get("token");
+  const header = ctx.req.headers.get("authorization") ??
+    (query ? `Bearer ${query}` : null);
   let auth: AuthValue | undefined;
-  if (!open) {
-    const query = ctx.url.searchParams.get("token");
-    auth = await core.sessions.resolve(
-      ctx.req.headers.get("authorization") ??
-        (query ? `Bearer ${query}` : null),
-      "file",
-    );
-  }
+  if (!open) auth = await core.sessions.resolve(header, "file");
   const path = core.files.path(entity.id, ctx.params.name);
   if (!path) throw notFound();
   const owner = await fileOwner(core.storage, entity, ctx.params.name);
@@ -64,10 +61,26 @@ async function download(
       throw err;
     }
   }
+  let served = { path, name: ctx.params.name };
+  const thumb = ctx.url.searchParams.get("thumb");
+  if (thumb !== null) {
+    // A public file's token is read only for an admin's unlisted sizes: a
+    // bad one answers as no token would.
+    if (open && header) {
+      auth = await core.sessions.resolve(header, "file").catch(() => GUEST);
+    }
+    served = await core.thumbs.pick(
+      entity.id,
+      ctx.params.name,
+      owner.field,
+      thumb,
+      auth,
+    ) ?? served;
+  }
   const res = await serveFile(
     ctx.req,
-    path,
-    ctx.params.name,
+    served.path,
+    served.name,
     open ? "public, max-age=3600" : "private, no-cache",
     owner.field.mime_types,
   );

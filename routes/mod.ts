@@ -20,12 +20,14 @@ import { oidcDiscoveryRoutes } from "./oidc_discovery.ts";
 import { healthRoutes } from "./health.ts";
 import { recordRoutes } from "./records.ts";
 import { batchRoutes } from "./batch.ts";
+import { backupRoutes } from "./backups.ts";
 import { ruleRoutes } from "./rules.ts";
 import { realtimeRoutes } from "./realtime.ts";
 import { schemaRoutes } from "./schemas.ts";
 import { settingsRoutes } from "./settings.ts";
 import { signInRoutes } from "./sign_in.ts";
 import { accountRoutes } from "./account.ts";
+import { openApiRoutes } from "./openapi.ts";
 
 /**
  * Builds the router with all built-in routes.
@@ -55,7 +57,10 @@ export function buildRouter(core: Core): Router<Handler<Core>> {
   ruleRoutes(r);
   realtimeRoutes(r);
   settingsRoutes(r);
+  backupRoutes(r);
   accountRoutes(r);
   oidcDiscoveryRoutes(r);
+  // The description lists what the router holds when it is asked for.
+  openApiRoutes(r, () => r.routes());
   return r;
 }

@@ -149,6 +149,19 @@ export function recordRoutes(
       checkedPerRow(page) ? PER_ROW_HEADERS : undefined,
     );
   });
+  // Static segments win over `:id` (record ids are UUIDs: none is "aggregate").
+  r.add("GET", `${base}/aggregate`, async (ctx) => {
+    const entity = records.entity(ctx.params.entity);
+    return ctx.json(
+      200,
+      await records.aggregate(
+        entity,
+        ctx.url.searchParams,
+        await ctx.auth(),
+        ruleRequest(ctx),
+      ),
+    );
+  });
   r.add("GET", `${base}/:id`, async (ctx) => {
     const entity = records.entity(ctx.params.entity);
     return ctx.json(

@@ -46,6 +46,7 @@ function skewedSilent(db: Storage): Storage {
     ...wrap(db),
     dialect: db.dialect,
     transaction: (fn) => db.transaction((tx) => fn(wrap(tx))),
+    snapshot: (fn) => db.snapshot((q) => fn(wrap(q))),
     ping: () => db.ping(),
     state: () => db.state(),
     close: () => db.close(),

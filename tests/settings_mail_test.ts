@@ -89,6 +89,7 @@ forEachDb("settings and mail", async (t, db) => {
             password_set: false,
           },
         },
+        backups: { cron: "", keep: 7 },
       });
     });
 

@@ -15,6 +15,8 @@ import { AboutPage } from "./ops/about.tsx";
 import { AdminsPage } from "./admins/admins.tsx";
 import { ApiKeysPage } from "./api_keys/api_keys.tsx";
 import { AuthTabPage } from "./schema/auth_tab.tsx";
+import { ApiTabPage } from "./api_docs/api_tab.tsx";
+import { ApiReferencePage } from "./api_docs/reference.tsx";
 import { EntityFormPage } from "./schema/entity_form.tsx";
 import { FilesPage } from "./files/files.tsx";
 import { HomePage } from "./shell/home.tsx";
@@ -68,6 +70,11 @@ const ROUTES: Route[] = [
     (p) => `${p.name} · Auth`,
   ],
   [
+    "/mb/entities/:name/api",
+    (p) => <ApiTabPage key={p.name} entity={p.name} />,
+    (p) => `${p.name} · API`,
+  ],
+  [
     "/mb/entities/:name/records/:id",
     (p) => (
       <RecordEditorPage key={p.name + "/" + p.id} entity={p.name} id={p.id} />
@@ -87,6 +94,7 @@ const ROUTES: Route[] = [
   ["/mb/api-keys", () => <ApiKeysPage />, () => "API keys"],
   ["/mb/settings", () => <SettingsPage />, () => "Settings"],
   ["/mb/about", () => <AboutPage />, () => "Health & about"],
+  ["/mb/api", () => <ApiReferencePage />, () => "API reference"],
 ];
 
 /** The page of a logged-in path and its title. */

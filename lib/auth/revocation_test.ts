@@ -33,6 +33,7 @@ function slowCutoffReads(db: Storage): { store: Storage; release(): void } {
   const store: Storage = {
     dialect: db.dialect,
     transaction: (fn) => db.transaction(fn),
+    snapshot: (fn) => db.snapshot(fn),
     run: (sql, params) => db.run(sql, params),
     exec: (sql) => db.exec(sql),
     ping: () => db.ping(),

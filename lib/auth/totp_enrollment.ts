@@ -12,6 +12,7 @@
  * @module
  */
 
+import { Buffer } from "node:buffer";
 import type { Storage } from "../db/storage.ts";
 import { invalidFields, MoonbaseError } from "../errors.ts";
 import type { Entity } from "../records/entity.ts";
@@ -38,6 +39,28 @@ export class TotpEnrollments {
     this.#storage = storage;
     this.#key = key;
     this.#now = now;
+  }
+
+  /**
+   * A stored secret in the open (base64url), for a backup; undefined when it
+   * does not open under this server's key.
+   */
+  openSecret(
+    entityId: string,
+    userId: string,
+    sealed: string,
+  ): string | undefined {
+    const plain = unseal(this.#key, sealed, context({ id: entityId }, userId));
+    return plain && Buffer.from(plain).toString("base64url");
+  }
+
+  /** Seals a secret from `openSecret` under this server's key (a restore). */
+  sealSecret(entityId: string, userId: string, plain: string): string {
+    return seal(
+      this.#key,
+      new Uint8Array(Buffer.from(plain, "base64url")),
+      context({ id: entityId }, userId),
+    );
   }
 
   /** True when the user confirmed a TOTP enrolment. */
@@ -145,7 +168,7 @@ export class TotpEnrollments {
 }
 
 /** What a sealed secret is bound to: its row. */
-function context(entity: Entity, userId: string): string {
+function context(entity: Pick<Entity, "id">, userId: string): string {
   return `totp/${entity.id}/${userId}`;
 }
 

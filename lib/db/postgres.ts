@@ -236,6 +236,22 @@ export class PostgresStorage implements Storage {
     });
   }
 
+  async snapshot<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    if (this.#breaker.open) throw this.#unavailable();
+    // A connection of its own: a long backup holds none of the pool's.
+    const sql = client(this.#url, BREAKER_TIMES.probeMs / 1000);
+    try {
+      return await sql.begin(
+        "ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        (tx) => fn(queryable(tx)),
+      ) as T;
+    } catch (err) {
+      throw unreachable(err) ? lost(err) : err;
+    } finally {
+      await endClient(sql, 0);
+    }
+  }
+
   async ping(): Promise<void> {
     await this.#on(async (l) => {
       try {

@@ -28,6 +28,14 @@ const CODES: Record<string, ConstraintFailure["kind"]> = {
   "54000": "too_long",
 };
 
+/** A JSON parameter postgres.js must not infer a type for (see `encode`). */
+class JsonParam {
+  constructor(readonly value: unknown) {}
+  toJSON(): unknown {
+    return this.value;
+  }
+}
+
 /** The PostgreSQL dialect. */
 export const postgresDialect: Dialect = {
   name: "postgres",
@@ -43,13 +51,16 @@ export const postgresDialect: Dialect = {
     // unknown, serialized through toJSON as the JSON they are.
     if (kind === "json") {
       return (typeof value === "boolean" || Array.isArray(value)
-        ? { toJSON: () => value }
+        ? new JsonParam(value)
         : value) as SqlValue;
     }
     return value as SqlValue;
   },
   decode(kind, value) {
     if (value === null || value === undefined) return null;
+    // A value encoded here and not stored yet (a write's record as it will
+    // be stored, read by its rule check and hooks): the value itself.
+    if (value instanceof JsonParam) return value.value;
     if (kind === "int" || kind === "double") return Number(value);
     return value;
   },

@@ -41,9 +41,11 @@ export class SqliteStorage implements Storage {
   readonly #conn: SqliteConnection;
   readonly #reads: ReadTurn;
   readonly #writes: GroupCommit;
+  readonly #path: string;
 
   /** Opens (creating if needed) the database file at `path`. */
   constructor(path: string) {
+    this.#path = path;
     this.#conn = new SqliteConnection(path);
     this.#reads = new ReadTurn(this.#conn);
     this.#writes = new GroupCommit(this.#conn, this.#reads, path);
@@ -127,6 +129,28 @@ export class SqliteStorage implements Storage {
    */
   leanTransaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     return this.#writes.transaction(fn, true);
+  }
+
+  async snapshot<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    if (this.#path === ":memory:" || this.#path === "") {
+      // No second connection sees an in-memory database: read in a transaction.
+      return await this.transaction(fn);
+    }
+    // A connection of its own in one read transaction (WAL: writers go on).
+    const conn = new SqliteConnection(this.#path, { readOnly: true });
+    try {
+      conn.db.exec("BEGIN");
+      // The snapshot starts at the first read, so take it now.
+      conn.all(`SELECT 1 AS "one" FROM "sqlite_schema" LIMIT 1`);
+      return await fn(conn.queryable(() => {}));
+    } finally {
+      try {
+        conn.db.exec("ROLLBACK");
+      } catch {
+        // Ignored: a read transaction that cannot end ends with its connection.
+      }
+      conn.close();
+    }
   }
 
   async ping(): Promise<void> {

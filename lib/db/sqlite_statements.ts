@@ -58,10 +58,20 @@ export class SqliteConnection {
   readonly db: DatabaseSync;
   readonly #cache = new Map<string, Prepared>();
   readonly #space: Space = { full: false, at: 0 };
+  readonly #readOnly: boolean;
 
-  /** Opens (creating if needed) the database file at `path`. */
-  constructor(path: string) {
+  /**
+   * Opens (creating if needed) the database file at `path`; `readOnly`
+   * opens an existing one for reading only (a snapshot's connection).
+   */
+  constructor(path: string, options: { readOnly?: boolean } = {}) {
+    this.#readOnly = options.readOnly === true;
     try {
+      if (this.#readOnly) {
+        this.db = new DatabaseSync(path, { readOnly: true });
+        this.db.exec("PRAGMA busy_timeout=5000");
+        return;
+      }
       ownerOnly(path);
       this.db = new DatabaseSync(path);
       this.db.exec("PRAGMA journal_mode=WAL");
@@ -213,6 +223,7 @@ export class SqliteConnection {
   close(): void {
     this.#cache.clear();
     if (!this.db.isOpen) return;
+    if (this.#readOnly) return this.db.close();
     try {
       // Without waiting: a reader of another connection in this thread (its
       // turn's read transaction) could not end meanwhile.

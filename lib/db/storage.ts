@@ -92,6 +92,13 @@ export interface Storage extends Queryable {
    * cheaper (SQLite: no savepoint of its own in the write group) has it.
    */
   leanTransaction?<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` on a read-only view of the database as it was when the
+   * snapshot began (every commit before it, none after), on a connection of
+   * its own, so writers go on meanwhile (a backup reads through it). `fn`
+   * may run for long; its statements must be reads.
+   */
+  snapshot<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /**

@@ -13,11 +13,15 @@
  * @module
  */
 
-// Full specifier, not the import map: embedders import mod.ts without it.
-// deno-lint-ignore no-import-prefix
-import { Cron } from "npm:croner@11.0.1";
+import {
+  type Cron,
+  parseSchedule as parse,
+  scheduleProblem,
+} from "../schedule.ts";
 import type { Storage } from "../db/storage.ts";
 import type { Logger } from "../logs/logger.ts";
+
+export { scheduleProblem };
 
 /** One registered job. */
 export interface CronJob {
@@ -34,53 +38,6 @@ const KEEP_CLAIMS = 60 * 60_000;
 const PRUNE_EVERY = 5 * 60_000;
 /** The longest delay a timer takes (ms); farther ticks are re-planned. */
 const MAX_DELAY = 2 ** 31 - 1;
-
-/** The parsed schedule, or the reason it is refused. */
-function parse(schedule: string): Cron | string {
-  if (typeof schedule !== "string") return "not a string";
-  const text = schedule.trim();
-  const fields = text.split(/\s+/).length;
-  if (!text.startsWith("@") && fields !== 5 && fields !== 6) {
-    return `has ${
-      text ? fields : 0
-    } fields; use 5 (minute hour day month weekday), or 6 with seconds first`;
-  }
-  let cron: Cron;
-  try {
-    cron = new Cron(text, {
-      paused: true,
-      timezone: "UTC",
-      mode: "5-or-6-parts",
-    });
-  } catch (err) {
-    if (text.startsWith("@")) {
-      return "unknown nickname; use @yearly, @monthly, @weekly, @daily or @hourly";
-    }
-    return messageOf(err).replace(/^CronPattern:\s*/, "");
-  }
-  if (!cron.nextRun()) return "never matches a date";
-  return cron;
-}
-
-/**
- * Why a schedule is not valid, or undefined when it is.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { scheduleProblem } from "moonbase/lib/extend/cron.ts";
- * assert.equal(scheduleProblem("*\/5 * * * *"), undefined);
- * assert.equal(scheduleProblem("0 0 3 * * *"), undefined); // seconds first
- * assert.match(scheduleProblem("* * *")!, /has 3 fields/);
- * assert.match(scheduleProblem("61 * * * *")!, /minute/);
- * assert.equal(scheduleProblem("0 0 30 2 *"), "never matches a date");
- * assert.equal(scheduleProblem("@daily"), undefined);
- * ```
- */
-export function scheduleProblem(schedule: string): string | undefined {
-  const parsed = parse(schedule);
-  return typeof parsed === "string" ? parsed : undefined;
-}
 
 /** The jobs of one `start()`: stopping them clears their timers. */
 interface Generation {

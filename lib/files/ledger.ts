@@ -39,6 +39,14 @@ export class FileLedger {
     );
   }
 
+  /** Records a file unless it is recorded (two writers of one thumbnail). */
+  async ensure(entityId: string, name: string): Promise<void> {
+    await this.#db.run(
+      `INSERT INTO "mb_files" ("entity_id", "name", "created") VALUES (?, ?, ?) ON CONFLICT ("entity_id", "name") DO NOTHING`,
+      [entityId, name, Math.floor(this.#now())],
+    );
+  }
+
   /**
    * Records files already on disk that a record of this database references
    * (files written before the ledger existed); recorded ones stay as they are.
@@ -65,6 +73,29 @@ export class FileLedger {
           part.map(() => "?").join(", ")
         })`,
         [entityId, ...part],
+      );
+      for (const r of rows) out.push(String(r.name));
+    }
+    return out;
+  }
+
+  /**
+   * The recorded names derived from `originals` (their thumbnails, and
+   * their temporary files): those that start with an original's name and a
+   * dot.
+   */
+  async derivedOf(
+    entityId: string,
+    originals: readonly string[],
+  ): Promise<string[]> {
+    const out: string[] = [];
+    for (let i = 0; i < originals.length; i += 100) {
+      const part = originals.slice(i, i + 100);
+      const rows = await this.#db.query(
+        `SELECT "name" FROM "mb_files" WHERE "entity_id" = ? AND (${
+          part.map(() => `"name" LIKE ? ESCAPE '\\'`).join(" OR ")
+        })`,
+        [entityId, ...part.map((n) => n.replace(/[\\%_]/g, "\\$&") + ".%")],
       );
       for (const r of rows) out.push(String(r.name));
     }

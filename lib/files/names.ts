@@ -38,3 +38,54 @@ export function storedName(original: string): string {
     .padEnd(10, "0");
   return `${stem}_${suffix}${ext ? "." + ext : ""}`;
 }
+
+/**
+ * What every thumbnail's name matches: its original's stored name, the
+ * size, and the format's extension (`a_0123456789.png.100x100t.thumb.png`).
+ * Never a stored name: a thumbnail is served only through its original.
+ */
+const THUMB_NAME =
+  /^([A-Za-z0-9][A-Za-z0-9_-]{0,120}_[A-Za-z0-9]{10}(?:\.[a-z0-9]{1,10})?)\.(?:[0-9]{1,4}x[0-9]{1,4}[tbf]?)\.thumb\.(?:jpg|png|gif|webp)$/;
+
+/** A file being written under a name of its own before it is renamed. */
+const TEMP_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.tmp_[A-Za-z0-9]{10}$/;
+
+/**
+ * The name of a thumbnail of the stored file `original`: `size` is its
+ * canonical text (`100x100t`), `extension` its format's.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { originalOf, thumbName } from "moonbase/lib/files/names.ts";
+ * const t = thumbName("cat_0123456789.png", "100x0", "png");
+ * assert.equal(t, "cat_0123456789.png.100x0.thumb.png");
+ * assert.equal(originalOf(t), "cat_0123456789.png");
+ * assert.equal(originalOf("cat_0123456789.png"), undefined);
+ * ```
+ */
+export function thumbName(
+  original: string,
+  size: string,
+  extension: string,
+): string {
+  return `${original}.${size}.thumb.${extension}`;
+}
+
+/** The stored name a thumbnail's name was made from, or undefined. */
+export function originalOf(name: string): string | undefined {
+  return THUMB_NAME.exec(name)?.[1];
+}
+
+/** A name for `name` while it is written (renamed to `name` once complete). */
+export function tempName(name: string): string {
+  const suffix = randomToken(16).replace(/[^A-Za-z0-9]/g, "").slice(0, 10)
+    .padEnd(10, "0");
+  return `${name}.tmp_${suffix}`;
+}
+
+/** Whether a name is one Moonbase writes: stored, a thumbnail, or a temporary file. */
+export function isFileName(name: string): boolean {
+  return STORED_NAME.test(name) || THUMB_NAME.test(name) ||
+    TEMP_NAME.test(name);
+}

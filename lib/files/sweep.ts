@@ -4,7 +4,8 @@
  * more (an upload a crash cut off before its record was written, a file of
  * a record or entity whose removal a crash interrupted). A file the ledger
  * does not record is never removed, nor a directory because its entity is
- * unknown: it may be another database's.
+ * unknown: it may be another database's. A thumbnail goes with its
+ * original.
  *
  * Files written before the ledger existed are adopted into it once, at the
  * first start that sweeps: those a record of this database references.
@@ -16,6 +17,7 @@ import type { Storage } from "../db/storage.ts";
 import type { Entity } from "../records/entity.ts";
 import { fileNames } from "../records/file_values.ts";
 import type { Registry } from "../records/registry.ts";
+import { originalOf } from "./names.ts";
 import type { FileStore } from "./store.ts";
 
 /** The `mb_meta` key set once the files on disk have been adopted. */
@@ -125,8 +127,9 @@ export async function sweepFiles(
     const referenced = entity?.id === entityId
       ? await referencedBy(entity)
       : new Set<string>();
+    // A thumbnail stays while its original is referenced.
     const stale = (await files.ledger.olderThan(entityId, cutoff))
-      .filter((name) => !referenced.has(name));
+      .filter((name) => !referenced.has(originalOf(name) ?? name));
     n += await files.remove(entityId, stale);
     if (entity?.id !== entityId) await files.removeEmptyDir(entityId);
   }

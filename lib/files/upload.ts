@@ -42,6 +42,15 @@ function fromText(field: FieldDef, text: string): unknown {
         : ["false", "0", "off", ""].includes(text)
         ? false
         : text;
+    case "relation":
+      if (!field.multiple) return text;
+      // A multiple relation's part is a JSON list of ids ("" for none).
+      if (text === "") return null;
+      try {
+        return JSON.parse(text);
+      } catch {
+        return text;
+      }
     case "json":
       try {
         return JSON.parse(text);

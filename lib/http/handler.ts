@@ -295,6 +295,7 @@ function dispatch<A extends HttpHost>(
     ? own
     : builtin;
   if (match.kind === "found") {
+    core.writePause?.check(req.method);
     ctx.params = match.params;
     // A script's route under /mb is no dashboard request: it is logged.
     ctx.builtinRoute = match === builtin;

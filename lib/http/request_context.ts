@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { WritePause } from "./write_pause.ts";
 import { type AuthValue, GUEST } from "../caller.ts";
 import type { Context } from "./context.ts";
 import { JSON_TYPE } from "./envelope.ts";
@@ -29,6 +30,8 @@ export interface HttpHost {
   };
   /** The request-body reads in progress and their time limits. */
   readonly bodies?: BodyDeadlines;
+  /** Write requests answer 503 while this is paused (a restore). */
+  readonly writePause?: WritePause;
   readonly log: {
     enabled(level: "info" | "warn" | "error"): boolean;
     request(

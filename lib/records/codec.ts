@@ -51,6 +51,10 @@ function isBlank(v: unknown): boolean {
   return v === null || v === undefined || v === "";
 }
 
+function isEmptyList(v: unknown): boolean {
+  return Array.isArray(v) && v.length === 0;
+}
+
 /**
  * The default of a field for a record `caller` creates: `"@auth"` (a
  * relation to an auth entity) is the caller's id when the caller is a user
@@ -78,9 +82,10 @@ export function defaultOf(
     return field.default;
   }
   const target = field.foreign_key?.entity.toLowerCase();
-  return caller?.type === "user" && caller.entity.toLowerCase() === target
-    ? caller.id
-    : undefined;
+  if (caller?.type !== "user" || caller.entity.toLowerCase() !== target) {
+    return undefined;
+  }
+  return field.multiple ? [caller.id] : caller.id;
 }
 
 /**
@@ -117,6 +122,16 @@ export function checkInput(
     if (!present && mode === "update") continue;
     let value = present ? input[field.name] : defaultOf(field, caller);
     if (value === undefined) value = null;
+    if (field.multiple && (isBlank(value) || isEmptyList(value))) {
+      // A multiple relation holds a list, empty when it names no record.
+      if (field.required) {
+        errors[field.name] = {
+          code: "required",
+          message: "Must name at least one record",
+        };
+      } else out.set(field.name, []);
+      continue;
+    }
     if (isBlank(value)) {
       // Required files are checked once uploads are known (lib/records/file_values.ts).
       const isFile = field.type === "file" || field.type === "files";

@@ -57,7 +57,22 @@ export function constraintError(
   );
 }
 
-/** Refuses (400) a write whose relation values name missing records. */
+/** The ids a relation value names (one, or a multiple relation's list). */
+function relatedIds(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value)) {
+    return value.filter((v): v is string => typeof v === "string");
+  }
+  return [];
+}
+
+/**
+ * Refuses (400) a write whose relation values name missing records: one
+ * error per field, naming each missing id of a multiple relation. Only
+ * existence is checked (not the target's rules), the same for one id or a
+ * list: ids are random UUIDv7s, and the caller learns nothing about a record
+ * whose id it did not already hold.
+ */
 export async function checkRelations(
   tx: Queryable,
   dialect: string,
@@ -65,30 +80,47 @@ export async function checkRelations(
   values: CheckedInput,
 ): Promise<void> {
   const errors: Record<string, { code: string; message: string }> = {};
+  const lock = dialect === "postgres" ? " FOR SHARE" : "";
   for (const f of schema.fields) {
-    const v = values.get(f.name);
-    if (f.type !== "relation" || !f.foreign_key || typeof v !== "string") {
-      continue;
+    if (f.type !== "relation" || !f.foreign_key) continue;
+    const ids = relatedIds(values.get(f.name));
+    if (ids.length === 0) continue;
+    const table = tableOf(f.foreign_key.entity);
+    const found = new Set<string>();
+    for (let i = 0; i < ids.length; i += IDS_PER_CHECK) {
+      const part = ids.slice(i, i + IDS_PER_CHECK);
+      const rows = await tx.query(
+        `SELECT "id" FROM ${table} WHERE "id" IN (${
+          part.map(() => "?").join(", ")
+        })${lock}`,
+        part,
+      );
+      for (const r of rows) found.add(String(r.id));
     }
-    const lock = dialect === "postgres" ? " FOR SHARE" : "";
-    const rows = await tx.query(
-      `SELECT 1 AS ok FROM ${
-        tableOf(f.foreign_key.entity)
-      } WHERE "id" = ?${lock}`,
-      [v],
-    );
-    if (rows.length === 0) {
-      errors[f.name] = { code: "invalid_reference", message: "No such record" };
-    }
+    const missing = ids.filter((id) => !found.has(id));
+    if (missing.length === 0) continue;
+    errors[f.name] = {
+      code: "invalid_reference",
+      message: f.multiple
+        ? `No such record: ${
+          missing.slice(0, 20).map((id) => JSON.stringify(id)).join(", ")
+        }${missing.length > 20 ? ` and ${missing.length - 20} more` : ""}`
+        : "No such record",
+    };
   }
   if (Object.keys(errors).length > 0) {
     throw new MoonbaseError(
       "invalid",
-      "Cannot save record: relation to a missing record",
+      `Cannot save record: relation to a missing record (${
+        Object.keys(errors).join(", ")
+      })`,
       { fields: errors },
     );
   }
 }
+
+/** Ids per existence check (well under either database's parameter limit). */
+const IDS_PER_CHECK = 500;
 
 /** True when a write sets a relation (checked inside a transaction). */
 export function hasRelationValue(
@@ -96,6 +128,6 @@ export function hasRelationValue(
   values: CheckedInput,
 ): boolean {
   return schema.fields.some((f) =>
-    f.type === "relation" && typeof values.get(f.name) === "string"
+    f.type === "relation" && relatedIds(values.get(f.name)).length > 0
   );
 }

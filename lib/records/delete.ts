@@ -10,7 +10,13 @@ import type { Queryable, Storage } from "../db/storage.ts";
 import { columnOf, tableOf } from "../schema/ddl.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
-import { readRow, type RefsOf, selectList, type WriteSteps } from "./crud.ts";
+import {
+  readRow,
+  type RefsOf,
+  type RelationRef,
+  selectList,
+  type WriteSteps,
+} from "./crud.ts";
 import { constraintError } from "./constraints.ts";
 import type { Access } from "./caller_access.ts";
 
@@ -43,6 +49,15 @@ async function releaseRefs(
   for (const ref of refsOf(schema.name)) {
     const table = tableOf(ref.schema.name), col = columnOf(ref.field.name);
     const onDelete = ref.field.foreign_key?.on_delete ?? "set null";
+    // A multiple relation holds the id among others: "set null" takes it
+    // out of each list, restrict and cascade look at every list holding it.
+    const holds = ref.field.multiple
+      ? store.dialect.jsonArrayContains(col)
+      : `${col} = ?`;
+    if (onDelete === "set null" && ref.field.multiple) {
+      await removeFromLists(tx, store, ref, id, changed);
+      continue;
+    }
     if (onDelete === "set null") {
       const sql = `UPDATE ${table} SET ${col} = NULL WHERE ${col} = ?`;
       if (!changed) {
@@ -69,7 +84,7 @@ async function releaseRefs(
       continue;
     }
     const rows = await tx.query(
-      `SELECT ${selectList(ref.schema)} FROM ${table} WHERE ${col} = ?`,
+      `SELECT ${selectList(ref.schema)} FROM ${table} WHERE ${holds}`,
       [id],
     );
     const children = rows.filter((r) =>
@@ -111,6 +126,56 @@ async function releaseRefs(
         record,
       });
     }
+  }
+}
+
+/**
+ * `on_delete: "set null"` of a multiple relation: the id leaves every list
+ * that holds it (the others keep their order), each record so changed
+ * reported to `changed` as an update.
+ */
+async function removeFromLists(
+  tx: Queryable,
+  store: Storage,
+  ref: RelationRef,
+  id: string,
+  changed: WriteSteps["changed"],
+): Promise<void> {
+  const table = tableOf(ref.schema.name), col = columnOf(ref.field.name);
+  const holds = store.dialect.jsonArrayContains(col);
+  const without = store.dialect.name === "postgres"
+    ? `${col} - ?::text`
+    : `(SELECT json_group_array("value") FROM (SELECT "value" FROM json_each(${col}) WHERE "value" <> ? ORDER BY "key"))`;
+  const sql = `UPDATE ${table} SET ${col} = ${without} WHERE ${holds}`;
+  if (!changed) {
+    await tx.run(sql, [id, id]);
+    return;
+  }
+  // The lists as they were, for the events' `previous`.
+  const before = await tx.query(
+    `SELECT "id", ${col} AS "mb_list" FROM ${table} WHERE ${holds}`,
+    [id],
+  );
+  const was = new Map(before.map((r) => [String(r.id), r.mb_list]));
+  const rows = await tx.query(
+    `${sql} RETURNING ${selectList(ref.schema)}`,
+    [id, id],
+  );
+  for (const row of rows) {
+    const record = decodeRow(ref.schema, row, store.dialect);
+    const previous = { ...record };
+    previous[ref.field.name] = store.dialect.decode(
+      "json",
+      was.get(String(row.id)),
+    );
+    await changed(tx, {
+      entity: ref.schema.name,
+      entityId: ref.schema.id,
+      id: String(row.id),
+      action: "update",
+      record,
+      previous,
+    });
   }
 }
 

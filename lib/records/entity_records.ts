@@ -19,7 +19,13 @@ import {
 } from "./codec.ts";
 import { deleteRecord } from "./delete.ts";
 import { insertRecord, readRow, type RefsOf, updateRecord } from "./crud.ts";
-import { listRecords, type ListResult } from "./list.ts";
+import { listRecords, type ListResult, rowScope } from "./list.ts";
+import { parseAggregate } from "./aggregate_query.ts";
+import {
+  aggregateRecords,
+  type AggregateResult,
+  sqlOnly,
+} from "./aggregate.ts";
 import { parseListOptions, type SortVia } from "./list_query.ts";
 import { type Access, both } from "./caller_access.ts";
 import { fileNames, type Uploads } from "./file_values.ts";
@@ -40,6 +46,7 @@ import { assertWritable } from "./access.ts";
 import type { RuleTarget } from "./rule_types.ts";
 import type { Where } from "./list_query.ts";
 import {
+  PARENT_COLUMN,
   type ReferencingLimits,
   rowsByIds,
   rowsReferencing,
@@ -205,6 +212,35 @@ export class EntityRecords {
     }
     return out;
   }
+
+  /**
+   * Aggregates records (`group`, `count`, `sum`, `avg`, `min`, `max`, and
+   * the list's `filter`; lib/records/aggregate.ts) within `opts.access`,
+   * which must compile to SQL (400 otherwise).
+   */
+  async aggregate(
+    query: URLSearchParams | string = "",
+    opts: ListAccess = {},
+  ): Promise<AggregateResult> {
+    const q = typeof query === "string" ? new URLSearchParams(query) : query;
+    const parsed = parseAggregate(this.#schema, q);
+    // The rows are the list's: its parameters, parsed (and refused) as it does.
+    const rows = parseListOptions(this.#schema, parsed.rows);
+    let access = opts.access ?? {};
+    if (rows.filter !== undefined && !opts.filtered) {
+      const req = { body: {}, query: Object.fromEntries(q), method: "GET" };
+      access = both(
+        access,
+        await libraryRules.filter(this.#owner, rows.filter, PROGRAM, req),
+      );
+    }
+    return await aggregateRecords(
+      this.#store,
+      this.#schema,
+      parsed,
+      rowScope(rows, { where: sqlOnly(access) }),
+    );
+  }
   /** Reads a record by id; undefined when it does not exist. */
   async read(
     id: string,
@@ -227,7 +263,9 @@ export class EntityRecords {
   }
   /**
    * The records whose relation `field` holds one of `ids` and that match
-   * `where`, grouped by that id, oldest first within each (back-relations;
+   * `where`, each with the id it was found under (a record of a multiple
+   * relation once per id its list holds), grouped by that id, oldest first
+   * within each (back-relations;
    * see `rowsReferencing` for `limits`).
    */
   async referencing(
@@ -235,16 +273,22 @@ export class EntityRecords {
     ids: readonly string[],
     where: Where | undefined,
     limits: ReferencingLimits,
-  ): Promise<RecordData[]> {
+  ): Promise<{ parent: string; record: RecordData }[]> {
+    const f = this.#schema.fields.find((f) => f.name === field);
+    if (!f) return [];
     const rows = await rowsReferencing(
       this.#store,
+      this.#store.dialect,
       this.#schema,
-      field,
+      f,
       ids,
       where,
       limits,
     );
-    return rows.map((r) => decodeRow(this.#schema, r, this.#store.dialect));
+    return rows.map((r) => ({
+      parent: String(r[PARENT_COLUMN]),
+      record: decodeRow(this.#schema, r, this.#store.dialect),
+    }));
   }
   /**
    * Updates a record; undefined when it does not exist. A new password of an

@@ -44,6 +44,7 @@ import {
   type SortKey,
   type SortVia,
   viaColumn,
+  type Where,
 } from "./list_query.ts";
 
 /** A page of records. */
@@ -198,9 +199,7 @@ export async function listRecords(
   const start: CursorPosition = opts.after
     ? openCursor(ctx, query, opts.after)
     : { skip: 0 };
-  const base = access.where
-    ? { sql: access.where.sql, params: access.where.params }
-    : undefined;
+  const base = rowScope(opts, access);
   const reader = new Reader(store, schema, base, keys);
   const found = access.keep
     ? await scanPage(reader, start, opts.limit, access.keep)
@@ -234,6 +233,26 @@ export async function listRecords(
   if (access.keep) perRow.add(page);
   return page;
 }
+
+/**
+ * The SQL condition of the rows a list with `opts` covers under `access`
+ * (before any per-row check), or undefined for every row. Lists and
+ * aggregates (`aggregate.ts`) take their rows from here, so a list
+ * parameter that selects rows applies to both. (`filter` is in `access`
+ * already: the record service compiles it with the caller's rules.)
+ */
+export function rowScope(
+  _opts: Pick<ListOptions, "filter">,
+  access: Access,
+): Where | undefined {
+  return access.where
+    ? { sql: access.where.sql, params: access.where.params }
+    : undefined;
+}
+
+/** What a rule or filter that cannot run in SQL is called in a 400. */
+export const ROW_BY_ROW =
+  "the rule or filter is checked row by row (not compiled to SQL)";
 
 /** Where the next page starts: after a shown row, or (none shown) the start moved on by `skip` rows. */
 type Next = { row: Row } | { row?: undefined; skip: number };
@@ -322,7 +341,7 @@ async function countKept(
       if (++examined > MAX_SCAN) {
         throw new MoonbaseError(
           "invalid",
-          `Cannot count records: the rule or filter is checked row by row (not compiled to SQL) and more than ${MAX_SCAN} rows would need checking; use a filter that compiles to SQL, or list without count`,
+          `Cannot count records: ${ROW_BY_ROW} and more than ${MAX_SCAN} rows would need checking; use a filter that compiles to SQL, or list without count`,
         );
       }
       await pace.step();

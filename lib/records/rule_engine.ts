@@ -243,6 +243,20 @@ export class ExpressionRules implements RuleEngine {
     return this.#test(ast, { auth, req: plainRequest(ast, req), record });
   }
 
+  /** See {@link RuleEngine.mayPass}. */
+  mayPass(expr: string, auth: AuthValue): boolean {
+    let ast: Expr;
+    try {
+      ast = this.#parseRule(expr);
+    } catch {
+      return false; // a rule that does not parse denies every request (access)
+    }
+    if (readsRecord(ast) || readsRequest(ast)) return true;
+    // Through the caller's relations: decided when it is read (maybe).
+    if (mayCrossRelations(ast)) return true;
+    return this.#test(ast, { auth, req: NO_REQUEST });
+  }
+
   /** The `Access` of one operation under a custom rule (throws when the rule denies outright). */
   async access(
     entity: RuleTarget,

@@ -104,8 +104,13 @@ export function knownNames(
     // string): members of its columns are not checked.
     types: entity.schema.type === "view"
       ? undefined
-      : new Map(entity.fields.map((f) => [f.name, f.type])),
+      : new Map(entity.fields.map((f) => [f.name, typeName(f)])),
   };
+}
+
+/** A field's type as rules' name checks see it (`names.ts` `memberProblem`). */
+function typeName(f: FieldDef): string {
+  return f.type === "relation" && f.multiple ? "relation[]" : f.type;
 }
 
 /** One stored custom rule that reads a name that does not exist. */

@@ -22,7 +22,7 @@ import { ABSENT, type Related, RuleEvalError } from "../rules/evaluate.ts";
 import { relationPaths } from "../rules/relations.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
 import type { Access } from "./caller_access.ts";
-import { rowsByIds, rowsReferencing } from "./expand/fetch.ts";
+import { PARENT_COLUMN, rowsByIds, rowsReferencing } from "./expand/fetch.ts";
 import type { RuleTarget } from "./rule_types.ts";
 
 /** Records of one back-relation read under one record, at most. */
@@ -202,20 +202,25 @@ export class RelationLoader implements Related {
   ): Promise<{ entity: RuleTarget; records: RecordData[] }> {
     const ids = [...new Set(parents.map((p) => String(p.id)))];
     const byParent = new Map<string, RecordData[]>();
-    if (access && ids.length > 0) {
+    const field = from.field(node.field);
+    if (access && field && ids.length > 0) {
       // One more than the bound per record: a list cut short is known.
       const rows = await rowsReferencing(
         this.#db,
+        from.dialect,
         from.schema,
-        node.field,
+        field,
         ids,
         access.where,
         access.keep
           ? { per: 0, max: (BACK_READ + 1) * ids.length }
           : { per: BACK_READ + 1, max: (BACK_READ + 1) * ids.length },
       );
-      for (const r of await this.#read(from, rows, access)) {
-        const key = String(r[node.field]);
+      for (const row of rows) {
+        const r = decodeRow(from.schema, row, from.dialect);
+        if (access.keep && !(await access.keep(r, this.#db))) continue;
+        // A record of a multiple relation comes once per parent it names.
+        const key = String(row[PARENT_COLUMN]);
         let list = byParent.get(key);
         if (!list) byParent.set(key, list = []);
         list.push(r);

@@ -39,7 +39,10 @@ export function sqlTable(entity: RuleTarget): SqlTable {
         ? `"${physicalName(name)}"`
         : undefined,
     fieldType: (name) => {
-      const type = name === "password" ? undefined : entity.field(name)?.type;
+      const f = name === "password" ? undefined : entity.field(name);
+      // A multiple relation: a JSON list of ids (sql_json_path.ts `list`).
+      if (f?.type === "relation" && f.multiple) return "relation[]";
+      const type = f?.type;
       // A view's json column holds whatever its query computes: not compiled.
       return type === "json" && entity.type === "view" ? undefined : type;
     },

@@ -83,6 +83,12 @@ export interface RuleEngine {
     record: RecordData,
     entity?: RuleTarget,
   ): boolean;
+  /**
+   * Whether the custom rule `expr` may let `auth` through at all: it reads
+   * the record or the request (decided per record and per request), or it
+   * passes for `auth` as it is. Nothing is denied or logged.
+   */
+  mayPass(expr: string, auth: AuthValue): boolean;
   /** What `auth` may see and write through `op` under the custom rule `expr`. */
   access(
     entity: RuleTarget,

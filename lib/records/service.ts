@@ -27,6 +27,7 @@ import type { RequestOrigin } from "../http/request_scope.ts";
 
 import type { RecordData } from "./codec.ts";
 import type { ListResult } from "./list.ts";
+import type { AggregateResult } from "./aggregate.ts";
 import { type Access, both } from "./caller_access.ts";
 import { callerOf, type CursorKey } from "./list_cursor.ts";
 import { sortUnderPerRowRule, writable } from "./caller_limits.ts";
@@ -135,6 +136,34 @@ export class RecordService {
     }
     assertServed(e, this.#registry.viewRefusal(e.id));
     return e;
+  }
+
+  /**
+   * The entities the records API serves now (exposed, and no view the
+   * view rule refuses), system ones excluded.
+   */
+  served(): Entity[] {
+    return this.#registry.all().filter((e) =>
+      isExposed(e, e.name) && this.#registry.viewRefusal(e.id) === undefined
+    );
+  }
+
+  /**
+   * Whether `op` on `entity` may be open to `auth` at all, before any
+   * record or body: the rule mode lets the caller through, or its custom
+   * rule reads the record or the request (decided per call) or passes for
+   * the caller as it is. Writes to views never are. The API description
+   * (lib/openapi) shows a caller the routes this opens.
+   */
+  opens(entity: Entity, op: Operation, auth: AuthValue): boolean {
+    if (entity.type === "view" && op !== "list" && op !== "get") return false;
+    let d;
+    try {
+      d = authorize(entity, op, auth);
+    } catch {
+      return false; // the rule mode refuses this caller
+    }
+    return d.kind === "allow" || this.#rules.mayPass(d.expr, auth);
   }
 
   /** What `auth` may see and write through `op` (throws a denial). */
@@ -317,6 +346,43 @@ export class RecordService {
       filtered: true,
       cursor,
       sorts,
+    });
+  }
+
+  /**
+   * Aggregates the records the caller may list (`GET …/aggregate`,
+   * lib/records/aggregate.ts): the list rule and the `filter`, compiled
+   * with the caller's values, must run in SQL (400 otherwise), so no row
+   * the caller cannot list is read.
+   */
+  aggregate(
+    entity: Entity,
+    query: URLSearchParams,
+    auth: AuthValue,
+    req: RuleRequest,
+  ): Promise<AggregateResult> {
+    return this.#read(entity, async (e) => {
+      let access = await this.#access(e, "list", auth, req);
+      const filter = query.get("filter");
+      if (
+        filter !== null && filter.trim() !== "" &&
+        query.getAll("filter").length === 1
+      ) {
+        // Per row under a per-row rule, as lists do: refused either way.
+        const perRow = access.keep !== undefined;
+        access = both(
+          access,
+          await this.#rules.filter(
+            e,
+            filter,
+            auth,
+            req,
+            perRow,
+            this.#view(auth, req),
+          ),
+        );
+      }
+      return await e.records.aggregate(query, { access, filtered: true });
     });
   }
 

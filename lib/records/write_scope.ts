@@ -85,6 +85,8 @@ export class WriteScope {
       run: (sql, params) => savepoint((q) => q.run(sql, params)),
       exec: (sql) => savepoint((q) => q.exec(sql)),
       transaction: (fn) => savepoint(fn),
+      // Inside a write, its own transaction is the consistent view.
+      snapshot: (fn) => savepoint(fn),
       ping: () => base.ping(),
       state: () => base.state(),
       close: () =>

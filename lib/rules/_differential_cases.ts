@@ -61,6 +61,7 @@ const TYPES: Readonly<Record<string, string>> = {
   b: "bool",
   dt: "date",
   j: "json",
+  rel: "relation[]",
 };
 const TEXT = ["s", "s2", "dt"];
 const NUMBER = ["i", "f"];
@@ -84,12 +85,53 @@ const DOUBLES = [
   ...[1e20, -1e-7, 1e308, Infinity, -Infinity],
 ];
 
+/** Ids a multiple relation (`rel`) may hold. */
+const REL_IDS = ["u1", "5", "a", "A", "😀", "é", "r001", "0190-x"];
+
+/** A multiple relation's stored list: distinct ids in any order, or [] (never null once written). */
+function relIds(): string[] {
+  const out: string[] = [];
+  const n = Math.floor(rand() * 5);
+  for (let k = 0; k < n; k++) {
+    const id = pick(REL_IDS);
+    if (!out.includes(id)) out.push(id);
+  }
+  return out;
+}
+
 function makeRows(): Row[] {
   const rows: Row[] = [
-    { s: null, s2: null, i: null, f: null, b: null, dt: null, j: null },
-    { s: "", s2: "", i: 0, f: 0, b: false, dt: DATES[0], j: {} },
-    { s: "5", s2: "5", i: 5, f: 5, b: true, dt: DATES[1], j: { a: "u1" } },
-    { s: "u1", s2: "a", i: -1, f: -0, b: null, dt: DATES[2], j: { a: 5 } },
+    {
+      s: null,
+      s2: null,
+      i: null,
+      f: null,
+      b: null,
+      dt: null,
+      j: null,
+      rel: null,
+    },
+    { s: "", s2: "", i: 0, f: 0, b: false, dt: DATES[0], j: {}, rel: [] },
+    {
+      s: "5",
+      s2: "5",
+      i: 5,
+      f: 5,
+      b: true,
+      dt: DATES[1],
+      j: { a: "u1" },
+      rel: ["u1"],
+    },
+    {
+      s: "u1",
+      s2: "a",
+      i: -1,
+      f: -0,
+      b: null,
+      dt: DATES[2],
+      j: { a: 5 },
+      rel: ["5", "a"],
+    },
   ];
   while (rows.length < 50) {
     const maybe = <T>(v: T) => (chance(0.15) ? null : v);
@@ -101,10 +143,20 @@ function makeRows(): Row[] {
       b: maybe(chance(0.5)),
       dt: maybe(pick(DATES)),
       j: jsonValue(pick, chance),
+      rel: relIds(),
     });
   }
   for (const j of coveringValues()) {
-    rows.push({ s: null, s2: null, i: null, f: null, b: null, dt: null, j });
+    rows.push({
+      s: null,
+      s2: null,
+      i: null,
+      f: null,
+      b: null,
+      dt: null,
+      j,
+      rel: relIds(),
+    });
   }
   return rows.map((r, n) => ({ id: `r${String(n).padStart(3, "0")}`, ...r }));
 }
@@ -211,7 +263,9 @@ function constant(column: string): string {
   return literal(chance(0.6) ? chance(0.5) : pick([0, 1, 2, "1", "", "true"]));
 }
 
-const column = (names = Object.keys(TYPES)) => `record.${pick(names)}`;
+/** Columns of the generic atoms (the multiple relation has atoms of its own). */
+const COLUMNS = Object.keys(TYPES).filter((c) => c !== "rel");
+const column = (names = COLUMNS) => `record.${pick(names)}`;
 const COMPARE = ["==", "!=", "===", "!==", "<", "<=", ">", ">="];
 
 function comparison(): string {
@@ -258,7 +312,25 @@ function numericAtom(): string {
   return chance(0.5) ? numeric(2) : `!${numeric(1)}`;
 }
 
+/** `.includes` and `.length` of the multiple relation `rel`. */
+function relAtom(): string {
+  const r = rand();
+  if (r < 0.4) {
+    const arg = chance(0.6)
+      ? literal(pick([...REL_IDS, "", "u"]))
+      : pick([...AUTH_VALUES, "req.body.x", "5", "null", "undefined"]);
+    return `record.rel.includes(${arg})`;
+  }
+  const k = literal(pick([0, 1, 2, 3, 4, -1, 0.5, "1", "", "a"]));
+  if (r < 0.8) return `record.rel.length ${pick(COMPARE)} ${k}`;
+  if (r < 0.9) return chance(0.5) ? "record.rel.length" : "!record.rel.length";
+  return `(record.rel.length ${pick(["+", "-", "*", "%"])} ${
+    literal(pick(INTS))
+  }) ${pick(COMPARE)} ${k}`;
+}
+
 function atom(): string {
+  if (chance(0.12)) return relAtom();
   if (chance(0.3)) return jsonAtom(pick, chance);
   if (chance(0.3)) return numericAtom();
   const r = rand();

@@ -140,6 +140,7 @@ async function differential(
   let selective = 0; // compiled queries selecting some but not all rows
   let prefilters = 0; // supersets (JSON comparisons SQL cannot decide)
   let json = 0; // compiled expressions reading the json field
+  let lists = 0; // compiled expressions reading the multiple relation
   for (const { source, expr, scope } of CASES) {
     for (const auth of AUTHS) {
       total++;
@@ -158,6 +159,7 @@ async function differential(
       }
       compiled++;
       if (/\bj\b/.test(source)) json++;
+      if (/\brel\b/.test(source)) lists++;
       let got: string[];
       try {
         got = (await select(q.sql, q.params)).sort();
@@ -179,9 +181,14 @@ async function differential(
   console.log(
     `${dialect}: ${compiled} of ${total} (rule or filter, auth) pairs compiled ` +
       `and matched the evaluator; ${selective} of them select some but not all rows; ` +
-      `${json} read the json field; ${prefilters} prefilters were supersets`,
+      `${json} read the json field, ${lists} the multiple relation; ` +
+      `${prefilters} prefilters were supersets`,
   );
   assert.ok(json > 100, `only ${json} json expressions compiled`);
+  assert.ok(
+    lists > 100,
+    `only ${lists} multiple relation expressions compiled`,
+  );
   assert.ok(compiled >= total / 2, `only ${compiled} of ${total} compiled`);
   return compiled;
 }
@@ -243,7 +250,7 @@ async function relations(
 Deno.test("differential: SQLite selects exactly the rows the evaluator accepts", async () => {
   const db = new DatabaseSync(":memory:");
   db.exec(
-    `CREATE TABLE t (id TEXT PRIMARY KEY, s TEXT, s2 TEXT, i INTEGER, f REAL, b INTEGER, dt TEXT, j TEXT, p TEXT)`,
+    `CREATE TABLE t (id TEXT PRIMARY KEY, s TEXT, s2 TEXT, i INTEGER, f REAL, b INTEGER, dt TEXT, j TEXT, rel TEXT, p TEXT)`,
   );
   db.exec(`CREATE INDEX t_p ON t (p)`);
   const insert = db.prepare(
@@ -254,8 +261,8 @@ Deno.test("differential: SQLite selects exactly the rows the evaluator accepts",
   for (const r of ROWS) {
     insert.run(
       ...COLUMNS.map((c) =>
-        (c === "j"
-          ? r.j === null ? null : JSON.stringify(r.j)
+        (c === "j" || c === "rel"
+          ? r[c] === null ? null : JSON.stringify(r[c])
           : typeof r[c] === "boolean"
           ? Number(r[c])
           : r[c]) as SQLInputValue
@@ -267,6 +274,7 @@ Deno.test("differential: SQLite selects exactly the rows the evaluator accepts",
     ...r,
     b: r.b === null ? null : r.b === 1,
     j: typeof r.j === "string" ? JSON.parse(r.j) : null,
+    rel: typeof r.rel === "string" ? JSON.parse(r.rel) : null,
   }));
   assert.deepEqual(back, ROWS.map((r) => ({ ...r, f: r.f === 0 ? 0 : r.f })));
   const statements = new Map<string, ReturnType<DatabaseSync["prepare"]>>();
@@ -298,18 +306,19 @@ Deno.test({
       );
       const text = icu ? `text COLLATE "en-x-icu"` : "text";
       await sql.unsafe(
-        `CREATE TABLE t (id text PRIMARY KEY, s ${text}, s2 ${text}, i bigint, f double precision, b boolean, dt ${text}, j jsonb, p text)`,
+        `CREATE TABLE t (id text PRIMARY KEY, s ${text}, s2 ${text}, i bigint, f double precision, b boolean, dt ${text}, j jsonb, rel jsonb, p text)`,
       );
       await sql.unsafe(`CREATE INDEX t_p ON t (p)`);
-      // j as JSON.stringify text, like the storage's jsonb parameters.
+      // j and rel as JSON.stringify text, like the storage's jsonb parameters.
+      const json = (c: string) => c === "j" || c === "rel";
       const placeholders = COLUMNS.map((c, n) =>
-        c === "j" ? `$${n + 1}::text::jsonb` : `$${n + 1}`
+        json(c) ? `$${n + 1}::text::jsonb` : `$${n + 1}`
       ).join(", ");
       for (const r of ROWS) {
         await sql.unsafe(
           `INSERT INTO t (${COLUMNS.join(", ")}) VALUES (${placeholders})`,
           COLUMNS.map((c) =>
-            c === "j" && r.j !== null ? JSON.stringify(r.j) : r[c]
+            json(c) && r[c] !== null ? JSON.stringify(r[c]) : r[c]
           ) as never,
         );
       }

@@ -135,6 +135,9 @@ export function memberProblem(
       return `${head} is a boolean (it has no members)`;
   }
   if (property === "length" || /^[0-9]+$/.test(property)) return undefined;
+  if (type === "relation[]") {
+    return `${head} is a multiple relation, a list of the related records' ids (only .length, [index] and .includes(id) read into it)`;
+  }
   return `${head} is a string (only .length and [index] read into it)`;
 }
 

@@ -17,6 +17,7 @@ import { readsRecord, readsRequest } from "./parser.ts";
 import {
   aliasRef,
   countOf,
+  heldBy,
   liftedCond,
   type ListRef,
   quantified,
@@ -26,7 +27,7 @@ import {
 import { isCompareOperator } from "./sql_compare.ts";
 import { includesColumn, textMethod } from "./sql_methods.ts";
 import { jsonIncludes } from "./sql_json.ts";
-import { jsonMember } from "./sql_json_path.ts";
+import { jsonMember, listLength } from "./sql_json_path.ts";
 import {
   arithmetic,
   negative,
@@ -127,6 +128,9 @@ export class Compiler {
     if (sqlText !== undefined && fieldType === "json") {
       return { kind: "json", json: { column: sqlText, path: [] } };
     }
+    if (sqlText !== undefined && fieldType === "relation[]") {
+      return { kind: "json", json: { column: sqlText, path: [], list: true } };
+    }
     const family = fieldType === undefined ? undefined : familyOf(fieldType);
     if (
       sqlText === undefined || fieldType === undefined || family === undefined
@@ -225,6 +229,9 @@ export class Compiler {
       return { kind: "const", value: getMember(o.value, property) };
     }
     if (o.kind === "json") {
+      if (property === "length" && o.json.list) {
+        return { kind: "column", column: listLength(o.json, this.#d) };
+      }
       return { kind: "json", json: jsonMember(o.json, property) };
     }
     if (o.kind === "truthy" || unsureOf(o) !== false) {
@@ -296,17 +303,19 @@ export class Compiler {
     const table = this.#table(e.entity);
     if (e.kind === "back") {
       const field = table.column(e.field) ?? fail("no relation column");
+      const many = table.fieldType(e.field) === "relation[]";
       return {
         kind: "records",
         list: {
           entity: e.entity,
           table,
-          link: (alias) => ({
-            sql: `${alias}.${field} = ${
-              from.column("id") ?? fail("no id column")
-            }`,
-            params: [],
-          }),
+          link: (alias) => {
+            const id = from.column("id") ?? fail("no id column");
+            return {
+              sql: heldBy(`${alias}.${field}`, id, many, this.#d),
+              params: [],
+            };
+          },
           guard: (alias) => this.#guard(e.entity, "list", alias),
         },
       };

@@ -58,7 +58,7 @@ export interface SqlContext {
   dialect: Dialect;
   /** Quoted column expression for a record field, e.g. `"title"`, or undefined if not a field. */
   column(name: string): string | undefined;
-  /** Declared type of a record field: "string"|"text"|"email"|"url"|"select"|"date"|"int"|"double"|"bool"|"json"|"relation"|"file"|"files". */
+  /** Declared type of a record field: "string"|"text"|"email"|"url"|"select"|"date"|"int"|"double"|"bool"|"json"|"relation"|"relation[]" (a multiple relation: a JSON list of ids)|"file"|"files". */
   fieldType(name: string): string | undefined;
   /** The values of `auth` (and optionally `req`) known at request time: used as bound parameters. */
   scope: { auth: unknown; req?: unknown };

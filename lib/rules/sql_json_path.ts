@@ -19,6 +19,7 @@
  * @module
  */
 
+import type { Column } from "./sql_column.ts";
 import {
   and,
   type Cond,
@@ -42,6 +43,12 @@ import {
 export interface JsonRef {
   readonly column: string;
   readonly path: readonly string[];
+  /**
+   * The column holds a JSON array of strings or SQL NULL (a multiple
+   * relation's list of ids), never another JSON value: its `.length`
+   * compiles ({@link listLength}).
+   */
+  readonly list?: boolean;
 }
 
 /** The types of a JSON value at a path, as JavaScript sees them. */
@@ -178,4 +185,35 @@ export function stringTest(
   const collate = d === "postgres" && op !== "=" ? ' COLLATE "C"' : "";
   const test = sql(`${jsonText(ref, d)}${collate} ${op} `, textParam(s, d));
   return onKind(ref, "string", test, d);
+}
+
+/**
+ * `.length` of a multiple relation's list ({@link JsonRef} `list`): the
+ * number of ids; SQL NULL (a NULL column: `null.length` reads `undefined`)
+ * otherwise.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { listLength } from "moonbase/lib/rules/sql_json_path.ts";
+ * const n = listLength({ column: '"tags"', path: [], list: true }, "sqlite");
+ * assert.equal(n.sql, `(CASE WHEN json_type("tags") = 'array' THEN json_array_length("tags") END)`);
+ * ```
+ */
+export function listLength(ref: JsonRef, d: Dialect): Column {
+  if (!ref.list || ref.path.length > 0) {
+    throw new NotCompilable("length of a json value");
+  }
+  const c = ref.column;
+  const sql = d === "sqlite"
+    ? `(CASE WHEN json_type(${c}) = 'array' THEN json_array_length(${c}) END)`
+    : `(CASE WHEN jsonb_typeof(${c}) = 'array' THEN jsonb_array_length(${c}) END)`;
+  return {
+    sql,
+    fieldType: "int",
+    family: "number",
+    nullValue: undefined,
+    bound: 2_000_000,
+    integral: true,
+  };
 }

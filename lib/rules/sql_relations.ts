@@ -8,11 +8,11 @@
  * that reads one related record only (the form the index on the relation
  * column serves).
  *
- * A relation field holding several ids (`multiple`) would need only a
- * `ListRef` whose `link` tests membership in the JSON array (SQLite:
- * `EXISTS (SELECT 1 FROM json_each(<list>) WHERE value = <id>)`;
- * PostgreSQL: `<list> @> jsonb_build_array(<id>)`): `.some`, `.every` and
- * `.length` are built on `link` alone.
+ * A back-relation through a relation field holding several ids (`multiple`)
+ * links by membership in the JSON list (`heldBy`); `.some`, `.every` and
+ * `.length` are built on a `ListRef`'s `link` alone, so reading a multiple
+ * relation forward (`record.tags.some(t => …)`) needs only a `ListRef`
+ * whose link is `<alias>."id"` held by the record's list.
  *
  * @module
  */
@@ -58,6 +58,31 @@ export function aliasRef(table: SqlTable, alias: string): RecordRef {
     },
     fieldType: (name) => table.fieldType(name),
   };
+}
+
+/**
+ * The condition "`list` names `id`": equality for a relation holding one id,
+ * membership in the JSON list of ids for one holding several (`many`). Used
+ * inside a subquery's `WHERE` only (a NULL there counts as false).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { heldBy } from "moonbase/lib/rules/sql_relations.ts";
+ * assert.equal(heldBy('"a"."post"', '"posts"."id"', false, "sqlite"), '"a"."post" = "posts"."id"');
+ * assert.equal(heldBy('"a"."tags"', '"t"."id"', true, "postgres"), '"a"."tags" @> jsonb_build_array("t"."id")');
+ * ```
+ */
+export function heldBy(
+  list: string,
+  id: string,
+  many: boolean,
+  dialect: "sqlite" | "postgres",
+): string {
+  if (!many) return `${list} = ${id}`;
+  return dialect === "postgres"
+    ? `${list} @> jsonb_build_array(${id})`
+    : `EXISTS (SELECT 1 FROM json_each(${list}) WHERE json_each.value = ${id})`;
 }
 
 /**

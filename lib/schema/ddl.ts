@@ -100,6 +100,19 @@ export function fieldIndexSql(
 ): string[] {
   const out: string[] = [];
   const table = tableOf(schema.name);
+  if (field.type === "relation" && field.multiple) {
+    // A list of ids: on PostgreSQL a GIN index serves "holds this id"
+    // (`@>`: back-relations, on_delete, `includes` in rules); SQLite has no
+    // index over JSON array elements, so those read the table.
+    if (dialect.name === "postgres") {
+      out.push(
+        `CREATE INDEX ${ident(relationIndexOf(field))} ON ${table} USING GIN (${
+          columnOf(field.name)
+        })`,
+      );
+    }
+    return out;
+  }
   // Lists order NULL first ascending; PostgreSQL indexes must say so to serve that order.
   const col = columnOf(field.name) +
     (dialect.name === "postgres" ? " NULLS FIRST" : "");

@@ -159,14 +159,40 @@ function select(value: unknown, f: FieldDef): Checked {
   return ok(value);
 }
 
-function relation(value: unknown): Checked {
-  if (
-    typeof value !== "string" || value.length === 0 || value.length > 64 ||
-    value.includes("\0")
-  ) {
-    return bad("invalid_type", "Must be a record id");
-  }
+/** Most ids a multiple relation holds (its `max` may be lower). */
+export const MAX_RELATED = 1000;
+
+function isRecordId(value: unknown): value is string {
+  return typeof value === "string" && value.length > 0 &&
+    value.length <= 64 && !value.includes("\0");
+}
+
+function relation(value: unknown, f: FieldDef): Checked {
+  if (f.multiple) return relations(value, f);
+  if (!isRecordId(value)) return bad("invalid_type", "Must be a record id");
   return ok(value);
+}
+
+// A multiple relation: a list of distinct record ids, in the order given.
+function relations(value: unknown, f: FieldDef): Checked {
+  if (!Array.isArray(value) || !value.every(isRecordId)) {
+    return bad("invalid_type", "Must be a list of record ids");
+  }
+  const max = Math.min(f.max ?? MAX_RELATED, MAX_RELATED);
+  if (value.length > max) {
+    return bad("too_large", `Must hold at most ${max} record ids`);
+  }
+  const seen = new Set<string>();
+  for (const id of value) {
+    if (seen.has(id)) {
+      return bad(
+        "duplicate",
+        `Must not name a record twice (${JSON.stringify(id)})`,
+      );
+    }
+    seen.add(id);
+  }
+  return ok([...value]);
 }
 
 function fileName(value: unknown): Checked {
@@ -228,19 +254,19 @@ export const FIELD_TYPES: Readonly<Record<FieldType, TypeSpec>> = {
   },
   file: {
     kind: "text",
-    options: ["mime_types"],
+    options: ["mime_types", "thumbs"],
     uniqueable: false,
     check: fileName,
   },
   files: {
     kind: "json",
-    options: ["mime_types", "min", "max"],
+    options: ["mime_types", "thumbs", "min", "max"],
     uniqueable: false,
     check: fileNames,
   },
   relation: {
-    kind: "text",
-    options: ["foreign_key"],
+    kind: "text", // json when `multiple` (kindOf)
+    options: ["foreign_key", "multiple", "max"],
     uniqueable: true,
     check: relation,
   },
@@ -280,5 +306,6 @@ export function checkValue(field: FieldDef, value: unknown): Checked {
 
 /** Storage kind of a field. */
 export function kindOf(field: FieldDef): ColumnKind {
+  if (field.multiple && field.type === "relation") return "json";
   return FIELD_TYPES[field.type].kind;
 }

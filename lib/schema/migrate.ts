@@ -218,11 +218,30 @@ function planFields(
           sql: `UPDATE ${table} SET ${columnOf(f.name)} = ?`,
           params: [dialect.encode(kindOf(f), f.default)],
         });
+      } else if (f.multiple) {
+        // A multiple relation is never null: existing rows hold no ids.
+        fills.push({
+          sql: `UPDATE ${table} SET ${columnOf(f.name)} = ?`,
+          params: [dialect.encode("json", [])],
+        });
       }
       statements.push(...fieldIndexSql(schema, f, dialect));
       continue;
     }
     const old = schema.fields[index];
+    if (
+      item.multiple !== undefined && !!item.multiple !== !!old.multiple
+    ) {
+      // The column's kind changes (text ↔ JSON) and a list of several ids has
+      // no single-id form: refused rather than guessed.
+      throw new MoonbaseError(
+        "conflict",
+        `Cannot change field "${old.name}": "multiple" cannot change on an existing field (its stored values are ${
+          old.multiple ? "lists of ids" : "single ids"
+        }); add a new relation field with "multiple": ${!old
+          .multiple}, copy the values (a batch can do it in one transaction), then delete this one`,
+      );
+    }
     const next = validateField(
       { ...stripUndefined(old), ...item },
       old.id,

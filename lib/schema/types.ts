@@ -41,7 +41,14 @@ export interface FieldDef {
   pattern?: string;
   values?: string[];
   mime_types?: string[];
+  /** File fields: the thumbnail sizes anyone who may read a file may have (`100x100`). */
+  thumbs?: string[];
   foreign_key?: { entity: string; on_delete: OnDelete };
+  /**
+   * Relations only: the field holds a list of record ids (a JSON array,
+   * stored like a `json` field) instead of one (docs/reference/schemas.md).
+   */
+  multiple?: boolean;
   /** Built-in field (id, created, updated, email, password, verified). */
   system?: boolean;
   /**

@@ -13,8 +13,10 @@ import {
   COMMON_KEYS,
   FIELD_TYPES,
   isFieldType,
+  MAX_RELATED,
 } from "./field_types.ts";
 import { RESERVED_FIELD_NAMES } from "./builtin.ts";
+import { parseThumbSize } from "./thumb_sizes.ts";
 import { CALLER_DEFAULT, type EntityType, type FieldDef } from "./types.ts";
 
 const NAME = /^[A-Za-z0-9_]{1,64}$/;
@@ -140,6 +142,17 @@ function mimeTypes(v: unknown, where: string): string[] {
   return list;
 }
 
+// A file field's `thumbs`: the thumbnail sizes made for anyone who may read
+// the file (lib/schema/thumb_sizes.ts); at most 20.
+function thumbSizes(v: unknown, where: string): string[] {
+  const list = stringList(v, where, 20);
+  for (const t of list) {
+    const size = parseThumbSize(t);
+    if (typeof size === "string") fail(`Cannot accept ${where}: ${size}`);
+  }
+  return list;
+}
+
 /**
  * Validates one field object. `id` is the field's id (kept or newly assigned).
  * `self` is the name of the entity being defined (a relation may point to it).
@@ -209,8 +222,19 @@ export function validateField(
   if (raw.mime_types !== undefined && raw.mime_types !== null) {
     field.mime_types = mimeTypes(raw.mime_types, `${where}.mime_types`);
   }
+  if (raw.thumbs !== undefined && raw.thumbs !== null) {
+    field.thumbs = thumbSizes(raw.thumbs, `${where}.thumbs`);
+  }
   if (raw.type === "relation") {
     field.foreign_key = foreignKey(raw.foreign_key, where, ctx, self);
+    if (optBool(raw, "multiple", where)) {
+      field.multiple = true;
+      multipleOptions(field, where);
+    } else if (field.max !== undefined) {
+      fail(
+        `Cannot accept ${where}.max: only a multiple relation ("multiple": true) has a maximum (of record ids)`,
+      );
+    }
   }
   if (raw.default === CALLER_DEFAULT && raw.type === "relation") {
     const target = field.foreign_key!.entity;
@@ -235,6 +259,25 @@ export function validateField(
     field.default = checked.value;
   }
   return field;
+}
+
+// A multiple relation: no unique index (a list is no key), `max` a count
+// of ids within MAX_RELATED.
+function multipleOptions(field: FieldDef, where: string): void {
+  if (field.unique) {
+    fail(
+      `Cannot accept ${where}.unique: not for a multiple relation (it holds a list of ids)`,
+    );
+  }
+  const max = field.max;
+  if (
+    max !== undefined &&
+    (!Number.isInteger(max) || max < 1 || max > MAX_RELATED)
+  ) {
+    fail(
+      `Cannot accept ${where}.max: the most record ids the field holds, an integer from 1 to ${MAX_RELATED}`,
+    );
+  }
 }
 
 function foreignKey(

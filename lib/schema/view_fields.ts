@@ -65,7 +65,10 @@ function typed(
     : undefined;
   if (from) {
     const f = from.field;
-    out.type = COPY_AS[f.type] ?? f.type;
+    // A multiple relation's list of ids is JSON in a view.
+    out.type = f.type === "relation" && f.multiple
+      ? "json"
+      : COPY_AS[f.type] ?? f.type;
     if (f.type === "select" && f.values) out.values = [...f.values];
     // A view's field names its own origin (or has none: it is computed).
     const origin = from.view ? f.origin : `${from.entity}.${f.name}`;

@@ -28,6 +28,8 @@ export interface Settings {
     from: { name: string; address: string };
     smtp: SmtpSettings;
   };
+  /** Scheduled backups (lib/backup/schedule.ts): `cron` "" is off. */
+  backups: { cron: string; keep: number };
 }
 
 /** The SMTP security values. */
@@ -51,6 +53,7 @@ export function defaultSettings(): Settings {
         password: "",
       },
     },
+    backups: { cron: "", keep: 7 },
   };
 }
 
@@ -61,6 +64,7 @@ export interface PublicSettings {
     from: Settings["mail"]["from"];
     smtp: SmtpSettings & { password_set: boolean };
   };
+  backups: Settings["backups"];
 }
 
 /** True when mail can go out: an SMTP host and a sender address. */
@@ -75,4 +79,5 @@ export interface PublicSettings {
     from: Settings["mail"]["from"];
     smtp: SmtpSettings & { password_set: boolean };
   };
+  backups: Settings["backups"];
 }

@@ -7,6 +7,7 @@
 
 import { type FieldErrors, invalidFields } from "../errors.ts";
 import {
+  type Checked,
   emailOrEmpty,
   hostOrEmpty,
   httpUrl,
@@ -17,6 +18,7 @@ import {
   redactShape,
   type Shape,
 } from "../schema/shape.ts";
+import { scheduleProblem } from "../schedule.ts";
 import { type PublicSettings, type Settings, SMTP_SECURITY } from "./types.ts";
 
 /** Every settings key, its check, and the secrets. */
@@ -43,7 +45,26 @@ export const SETTINGS_SHAPE: Shape = {
       },
     },
   },
+  backups: {
+    cron: { check: scheduleOrEmpty },
+    keep: { check: integer(1, 1000) },
+  },
 };
+
+/** "" (off) or a cron schedule (lib/schedule.ts). */
+function scheduleOrEmpty(v: unknown): Checked {
+  if (v === "") return { ok: true, value: "" };
+  const text = line(200)(v);
+  if (!text.ok) return text;
+  const problem = scheduleProblem(String(text.value));
+  return problem
+    ? {
+      ok: false,
+      code: "invalid_schedule",
+      message: `Not a schedule: ${problem} (e.g. "0 3 * * *", or "" for none)`,
+    }
+    : text;
+}
 
 /**
  * The settings after a partial change, or 400 with `data.fields` naming

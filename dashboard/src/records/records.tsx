@@ -1,7 +1,8 @@
 /// <reference lib="dom" />
 /**
  * `/mb/entities/:name`: an entity's records in a keyset-paged table with
- * sort, filter, quick search, column picker and bulk delete. Filter,
+ * sort, filter, quick search, column picker, bulk delete and a group-by
+ * summary (group_summary.tsx). Filter,
  * search, sort and page size live in the URL. The table follows the
  * entity's changes live (live_records.ts) under a "Live" indicator.
  *
@@ -32,6 +33,7 @@ import { confirmAction } from "../ui/confirm.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox } from "../ui/field.tsx";
 import { FilterBar } from "./filter_bar.tsx";
+import { GroupSummary } from "./group_summary.tsx";
 import { LiveBadge, LiveNotice } from "./live/live_status.tsx";
 import { Pager } from "./pager.tsx";
 import { RecordTable } from "./record_table.tsx";
@@ -175,6 +177,7 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
         )}
       </div>
       <ErrorBox error={pages.error} />
+      <GroupSummary schema={schema} state={state} version={pages.page} />
       {pages.page && file.ready && (
         <RecordTable
           schema={schema}

@@ -171,6 +171,32 @@ export function listQuery(
   };
 }
 
+/** Fields the group-by summary counts by: select, bool and relation (never the password). */
+export function summaryFields(schema: EntitySchema): FieldDef[] {
+  return schema.fields.filter((f) =>
+    (f.type === "select" || f.type === "bool" || f.type === "relation") &&
+    f.name !== "password"
+  );
+}
+
+/**
+ * The aggregate API query of the group-by summary: the records the table
+ * lists (its row parameters, whatever they are: the filter and the quick
+ * search), counted per value of `field`.
+ */
+export function summaryQuery(
+  schema: EntitySchema,
+  s: TableState,
+  field: string,
+): Record<string, string | number | boolean | undefined> {
+  const { limit: _l, sort: _s, after: _a, count: _c, ...rows } = listQuery(
+    schema,
+    s,
+    null,
+  );
+  return { ...rows, group: field, count: true };
+}
+
 /** Where a parse error points (`… at 12`), or -1. */
 export function errorPosition(message: string): number {
   const m = /\bat (\d+)\s*$/.exec(message.trim().replace(/\.$/, ""));

@@ -8,6 +8,8 @@ import {
   defaultSort,
   filterExample,
   nextSort,
+  summaryFields,
+  summaryQuery,
   type TableState,
 } from "./records_query.ts";
 import type { EntitySchema, FieldDef } from "../schemas.ts";
@@ -54,4 +56,33 @@ Deno.test("records_query: the filter example uses the entity's fields", () => {
   assert.equal(filterExample(flags), "done == true");
   const bare = schemaOf([field("created", "date", true)]);
   assert.equal(filterExample(bare), 'created >= "2024-01-01"');
+});
+
+Deno.test("records_query: the summary counts the table's rows by a select, bool or relation", () => {
+  const s = schemaOf([
+    field("id", "string", true),
+    field("title", "string"),
+    field("status", "select"),
+    field("done", "bool"),
+    field("owner", "relation"),
+    field("verified", "bool", true),
+    field("n", "int"),
+  ]);
+  assert.deepEqual(summaryFields(s).map((f) => f.name), [
+    "status",
+    "done",
+    "owner",
+    "verified",
+  ]);
+  assert.deepEqual(
+    summaryQuery(s, { ...state, filter: "n > 1", sort: "n", size: 50 }, "done"),
+    { filter: "n > 1", group: "done", count: true },
+  );
+  const q = summaryQuery(s, { ...state, q: "x" }, "status");
+  assert.equal(q.group, "status");
+  assert.equal(q.limit, undefined);
+  assert.ok(
+    String(q.filter ?? q.search ?? "").includes("x"),
+    "the search applies",
+  );
 });

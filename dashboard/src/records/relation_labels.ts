@@ -17,7 +17,8 @@ export type RelationLabels = Map<string, Map<string, string>>;
 
 const CHUNK = 40;
 
-async function labelsFor(
+/** Labels (display field) of `ids` in `target`; ids without one are left out. */
+export async function labelsFor(
   target: string,
   ids: string[],
   signal: AbortSignal,

@@ -235,6 +235,18 @@ export function FieldOptions(props: {
           onChange={(mime_types) => set({ mime_types })}
         />
       )}
+      {o.mime && (
+        <ChipList
+          id={`${f.key}-thumbs`}
+          label="Thumbnail sizes"
+          item="size"
+          items={f.thumbs}
+          error={errors.thumbs}
+          suggest={["100x100", "300x300f", "640x0"]}
+          hint="Sizes anyone who may read the file gets with ?thumb= (WxH, t/b crop from the top/bottom, f fits, 0 keeps the ratio). Other sizes: admins only."
+          onChange={(thumbs) => set({ thumbs })}
+        />
+      )}
       {o.default && <DefaultInput f={f} set={set} error={errors.default} />}
     </div>
   );

@@ -81,6 +81,7 @@ export function fieldBody(
   if (o.pattern && f.pattern !== "") body.pattern = f.pattern;
   if (o.values) body.values = [...f.values];
   if (o.mime && f.mime_types.length > 0) body.mime_types = [...f.mime_types];
+  if (o.mime && f.thumbs.length > 0) body.thumbs = [...f.thumbs];
   if (o.relation) {
     body.foreign_key = { entity: f.entity, on_delete: f.on_delete };
   }

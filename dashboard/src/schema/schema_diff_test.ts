@@ -96,6 +96,7 @@ const saved: EntitySchema = {
       min: 1,
       max: 3,
       mime_types: ["image/png"],
+      thumbs: ["100x100", "640x0"],
     },
     {
       id: "f7",
@@ -141,6 +142,7 @@ Deno.test("schema_diff: unchanged form → empty PATCH; changes → only those p
   form.fields[0].pattern = ""; // cleared option → null
   form.fields[1].index = false;
   form.fields[5].mime_types = [];
+  form.fields[5].thumbs = ["100x100"];
   form.fields[4].on_delete = "restrict";
   form.fields.splice(2, 1); // drop "meta"
   const added = { ...newField("email"), name: "contact", required: true };
@@ -155,7 +157,7 @@ Deno.test("schema_diff: unchanged form → empty PATCH; changes → only those p
       { id: "f1", name: "headline", pattern: null },
       { id: "f2", index: false },
       { id: "f5", foreign_key: { entity: "users", on_delete: "restrict" } },
-      { id: "f6", mime_types: null },
+      { id: "f6", mime_types: null, thumbs: ["100x100"] },
       { name: "contact", type: "email", required: true, unique: false },
     ],
   });

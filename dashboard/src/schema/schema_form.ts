@@ -84,6 +84,8 @@ export interface FieldState {
   pattern: string;
   values: string[];
   mime_types: string[];
+  /** Thumbnail sizes anyone who may read a file may have (`100x100`). */
+  thumbs: string[];
   entity: string;
   on_delete: OnDelete;
 }
@@ -129,6 +131,7 @@ export function newField(type: FieldType = "string"): FieldState {
     pattern: "",
     values: [],
     mime_types: [],
+    thumbs: [],
     entity: "",
     on_delete: "set null",
   };
@@ -199,6 +202,7 @@ export function fieldState(f: FieldDef): FieldState {
     pattern: f.pattern ?? "",
     values: [...(f.values ?? [])],
     mime_types: [...(f.mime_types ?? [])],
+    thumbs: [...(f.thumbs ?? [])],
     entity: f.foreign_key?.entity ?? "",
     on_delete: f.foreign_key?.on_delete ?? "set null",
   };

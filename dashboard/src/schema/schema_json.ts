@@ -49,6 +49,7 @@ const FIELD_KEYS = [
   "pattern",
   "values",
   "mime_types",
+  "thumbs",
   "foreign_key",
   "system",
 ];
@@ -127,7 +128,7 @@ export function formFromJson(
         return err(`${where}.${k} must be a number`);
       }
     }
-    for (const k of ["values", "mime_types"]) {
+    for (const k of ["values", "mime_types", "thumbs"]) {
       const l = raw[k];
       if (
         l !== undefined && l !== null &&
@@ -221,6 +222,7 @@ export function errorKey(message: string, form: FormState): string {
             "type",
             "values",
             "mime_types",
+            "thumbs",
             "entity",
             "default",
             "min",

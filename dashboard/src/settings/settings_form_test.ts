@@ -20,6 +20,7 @@ const SAVED: PublicSettings = {
       password_set: true,
     },
   },
+  backups: { cron: "", keep: 7 },
 };
 
 Deno.test("settings form: the saved password is kept unless typed or removed", () => {

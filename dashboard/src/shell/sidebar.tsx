@@ -114,6 +114,11 @@ export function Sidebar(): JSX.Element {
           </NavLink>
         </li>
         <li>
+          <NavLink href="/mb/api" active={p === "/mb/api"}>
+            API reference
+          </NavLink>
+        </li>
+        <li>
           <NavLink href="/mb/about" active={p === "/mb/about"}>
             Health &amp; about
           </NavLink>

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 /**
  * The header of every entity page: its name and type, and the tabs
- * Records / Files / Schema / Rules (/ Auth for an auth entity).
+ * Records / Files / Schema / Rules (/ Auth for an auth entity) / API.
  *
  * @module
  */
@@ -11,7 +11,13 @@ import { entityHref } from "../router.ts";
 import type { EntitySchema } from "../schemas.ts";
 
 /** Which tab is shown. */
-export type EntityTab = "records" | "files" | "schema" | "rules" | "auth";
+export type EntityTab =
+  | "records"
+  | "files"
+  | "schema"
+  | "rules"
+  | "auth"
+  | "api";
 
 /** Title and tabs of an entity page; `actions` go on the right. */
 export function EntityHeader(props: {
@@ -41,6 +47,7 @@ export function EntityHeader(props: {
         string,
       ]]
       : []),
+    ["api", "API", entityHref(s.name, "api")],
   ];
   return (
     <div class="page-head">

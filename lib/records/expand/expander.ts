@@ -164,8 +164,7 @@ async function forward(
   for (const r of group.records) {
     for (const id of idsOf(r[node.field])) ids.add(id);
   }
-  if (ids.size === 0) return { entity: into, records: [] };
-  const found = await visible(
+  const found = ids.size === 0 ? [] : await visible(
     await into.records.byIds([...ids], access.where),
     access.keep,
   );
@@ -232,21 +231,31 @@ async function backward(
   );
   if (perRow) budget.scan(rows.length, from.name);
   else if (rows.length > room) budget.overflow(); // one more than fits
-  const shown = await visible(rows, access.keep);
+  // A record of a multiple relation comes once per parent its list holds:
+  // one object (checked once) shown under each.
+  const one = new Map<string, RecordData>();
+  for (const { record } of rows) {
+    const id = String(record.id);
+    if (!one.has(id)) one.set(id, record);
+  }
+  const shown = new Set(await visible([...one.values()], access.keep));
   const byParent = new Map<string, RecordData[]>();
   const nested = node.children.length > 0;
-  for (const r of shown) {
-    const key = String(r[node.field]);
-    let list = byParent.get(key);
-    if (!list) byParent.set(key, list = []);
-    if (list.length < BACK_LIMIT) list.push(fresh(r, nested));
+  for (const { parent, record } of rows) {
+    const r = one.get(String(record.id))!;
+    if (!shown.has(r)) continue;
+    let list = byParent.get(parent);
+    if (!list) byParent.set(parent, list = []);
+    if (list.length < BACK_LIMIT) list.push(r);
   }
-  const records: RecordData[] = [];
+  const records = new Set<RecordData>();
+  for (const list of byParent.values()) {
+    for (const r of list) records.add(fresh(r, nested));
+  }
   for (const parent of group.records) {
     const list = byParent.get(String(parent.id)) ?? [];
     for (const r of list) budget.attach(parent, r);
     putKey(expansions(parent), node.key, list);
   }
-  for (const list of byParent.values()) records.push(...list);
-  return { entity: from, records };
+  return { entity: from, records: [...records] };
 }

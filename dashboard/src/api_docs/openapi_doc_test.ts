@@ -1,0 +1,60 @@
+/**
+ * What the API pages make of the OpenAPI document: types and constraints in
+ * words, a create's sample body, and the sample calls (curl quoting).
+ */
+import assert from "node:assert/strict";
+import {
+  constraintText,
+  type Endpoint,
+  sampleBody,
+  samplesOf,
+  typeText,
+} from "./openapi_doc.ts";
+
+Deno.test("typeText and constraintText read the document's schemas", () => {
+  assert.equal(typeText({ type: ["string", "null"] }), "string | null");
+  assert.equal(
+    typeText({ type: ["string", "null"], enum: ["a", null] }),
+    '"a" | null',
+  );
+  assert.equal(
+    typeText({ type: "array", items: { $ref: "#/components/schemas/Users" } }),
+    "Users[]",
+  );
+  assert.equal(
+    constraintText({ minLength: 1, maxLength: 9, pattern: "^a" }),
+    "1–9 chars, pattern ^a",
+  );
+  assert.equal(constraintText({ maximum: 5 }), "≤ 5");
+});
+
+Deno.test("sample calls: a create sends the required fields", () => {
+  const body = sampleBody({
+    properties: {
+      title: { type: "string" },
+      score: { type: ["integer", "null"], minimum: 2 },
+      status: { type: "string", enum: ["draft", "done"] },
+      author: { type: "string", "x-moonbase-relation": "users" },
+    },
+    required: ["title", "status", "author"],
+  });
+  assert.deepEqual(body, {
+    title: "title",
+    status: "draft",
+    author: "<users id>",
+  });
+  const e: Endpoint = {
+    method: "post",
+    path: "/api/v1/entities/posts",
+    op: {},
+  };
+  const s = samplesOf(e, "posts", "http://h", { title: "it's" });
+  assert.equal(
+    s.curl,
+    `curl -X POST 'http://h/api/v1/entities/posts' -H "Authorization: Bearer $TOKEN" \\\n  -H "Content-Type: application/json" \\\n  -d '{"title":"it'\\''s"}'`,
+  );
+  assert.equal(
+    s.client,
+    'const record = await mb.entity("posts").create({\n  "title": "it\'s"\n});',
+  );
+});
