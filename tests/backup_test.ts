@@ -77,6 +77,13 @@ async function seedProject(s: TestServer): Promise<void> {
     headers: { "content-type": form.type },
   });
   assertStatus(p, 201, "post with files");
+  // A thumbnail (made on demand, so not carried by backups) is in the ledger.
+  const thumb = await fetch(
+    `${s.url}/api/files/posts/${p.data.cover}?thumb=8x8`,
+    { headers: { authorization: `Bearer ${token}` } },
+  );
+  await thumb.body?.cancel();
+  assertEquals(thumb.status, 200);
   for (let i = 0; i < 30; i++) {
     const r = await s.request("POST", "/api/v1/entities/posts", {
       token,
@@ -216,6 +223,18 @@ Deno.test({
       const tb2 = await adminLogin(b); // the admins are the backup's now
       assertEquals(await answers(b, tb2), before);
       assertEquals(await fileBytes(b, tb2, withFiles), filesBefore);
+      const thumb = await fetch(
+        `${b.url}/api/files/posts/${withFiles.cover}?thumb=8x8`,
+        { headers: { authorization: `Bearer ${tb2}` } },
+      );
+      await thumb.body?.cancel();
+      assertEquals(thumb.status, 200, "a thumbnail is made again");
+      assertEquals(
+        thumb.headers.get("content-length") !==
+          filesBefore[0].length.toString(),
+        true,
+        "the thumbnail, not the original",
+      );
       await userToken(b, "members", "ann@example.com", USER_PASSWORD);
 
       // And back into SQLite.

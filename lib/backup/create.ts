@@ -182,6 +182,8 @@ export async function writeBackup(
   const tables: Record<string, number> = {};
   let files = 0, fileBytes = 0, missing = 0;
   const release = src.files.hold();
+  const skipFile = SYSTEM_TABLES.find((t) => t.name === "mb_files")?.skip ??
+    (() => false);
   try {
     const headerBytes = new TextEncoder().encode(JSON.stringify(header));
     sums.of(HEADER_ENTRY, headerBytes);
@@ -241,6 +243,7 @@ export async function writeBackup(
           mapPages(
             pagesOf(q, t.name, columns, t.key, portable),
             secretOf,
+            t.skip,
           ),
           report("records"),
           counted,
@@ -270,8 +273,9 @@ export async function writeBackup(
       );
       for await (const page of ledger) {
         for (const row of page) {
+          if (skipFile(row)) continue;
           const entityId = String(row.entity_id), name = String(row.name);
-          const file = await src.files.read(entityId, name);
+          const file = await src.files.stream(entityId, name);
           if (!file) {
             missing++;
             continue;
@@ -322,8 +326,10 @@ export async function writeBackup(
 async function* mapPages(
   pages: AsyncIterable<Record<string, unknown>[]>,
   secretOf: ((row: Record<string, unknown>) => string | undefined) | undefined,
+  skip?: (row: Record<string, unknown>) => boolean,
 ): AsyncGenerator<Record<string, unknown>[]> {
-  for await (const page of pages) {
+  for await (const whole of pages) {
+    const page = skip ? whole.filter((row) => !skip(row)) : whole;
     if (!secretOf) {
       yield page;
       continue;

@@ -11,7 +11,7 @@
 /** The file store as backups use it (lib/files/store.ts). */
 export interface BackupFiles {
   /** The bytes and size of a stored file, or undefined when it is missing. */
-  read(
+  stream(
     entityId: string,
     name: string,
   ): Promise<{ size: number; body: AsyncIterable<Uint8Array> } | undefined>;

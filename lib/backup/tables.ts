@@ -15,6 +15,7 @@
 
 import type { ColumnKind } from "../db/storage.ts";
 import { API_KEY_TABLE } from "../auth/api_keys.ts";
+import { originalOf } from "../files/names.ts";
 
 /** A system table in a backup. */
 export interface SystemTable {
@@ -29,6 +30,8 @@ export interface SystemTable {
    * database wrote stays its own, and is swept once nothing references it).
    */
   restore: "replace" | "merge";
+  /** Rows left out of a backup (thumbnails: made again on demand). */
+  skip?: (row: Record<string, unknown>) => boolean;
 }
 
 const T = "text", I = "int";
@@ -90,6 +93,8 @@ export const SYSTEM_TABLES: readonly SystemTable[] = [
     columns: { entity_id: T, name: T, created: I },
     key: ["entity_id", "name"],
     restore: "merge",
+    // Thumbnails are not backed up: they are made again when asked for.
+    skip: (row) => originalOf(String(row.name)) !== undefined,
   },
 ];
 

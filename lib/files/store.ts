@@ -238,7 +238,7 @@ export class FileStore {
    * The bytes and size of a stored file, or undefined when it is missing
    * (for a backup, which reads every recorded file).
    */
-  async read(
+  async stream(
     entityId: string,
     name: string,
   ): Promise<{ size: number; body: AsyncIterable<Uint8Array> } | undefined> {
