@@ -505,6 +505,46 @@ forEachDb("rules and filters read through relations", async (t, db) => {
       );
     });
 
+    await t.step("back-relations through a multiple relation", async () => {
+      await createSchema(s, w.admin, {
+        name: "notes",
+        type: "base",
+        fields: [{ name: "title", type: "string" }, {
+          ...relation("readers", "people"),
+          multiple: true,
+        }],
+        rules: { list: PUBLIC, get: PUBLIC },
+      });
+      await make(w, "notes", { title: "n1", readers: [alice.id, bob.id] });
+      await make(w, "notes", { title: "n2", readers: [bob.id] });
+      await make(w, "notes", { title: "n3", readers: [] });
+      const q = (f: string) => `filter=${encodeURIComponent(f)}`;
+      assertEquals(
+        await ids(w, "people", w.admin, q("notes_via_readers.length == 2")),
+        [bob.id],
+      );
+      assertEquals(
+        await ids(
+          w,
+          "people",
+          w.admin,
+          q('notes_via_readers.some(n => n.title == "n1")'),
+        ),
+        sorted([alice.id, bob.id]),
+      );
+      const seen = "record.public == true || record.id == auth.id";
+      assertStatus(
+        await setRule(w, "people", {
+          list: custom(
+            `(${seen}) && record.notes_via_readers.every(n => n.title != "n2")`,
+          ),
+        }),
+        200,
+      );
+      assertEquals(await ids(w, "people", alice.token), [alice.id]);
+      assertStatus(await setRule(w, "people", { list: custom(seen) }), 200);
+    });
+
     await t.step("filters with bare relation paths", async () => {
       const q = (f: string) => `filter=${encodeURIComponent(f)}`;
       assertEquals(

@@ -429,20 +429,28 @@ class Binder {
       path === "" ? property : `${path}.${property}`;
     if (v.kind === "record") return this.#read(object.expr, v, property, pos);
     if (v.kind === "field" && v.field.type === "relation" && v.field.target) {
+      const plain = () => ({
+        expr: this.#memberExpr(object.expr, property, pos),
+        value: OTHER,
+      });
+      const chars = property === "length" || /^[0-9]+$/.test(property);
+      if (v.field.multiple) {
+        // A list of ids: its length and items, as for any list.
+        if (chars || !this.#strict) return plain();
+        this.#fail(
+          `${
+            JSON.stringify(join(v.path))
+          } reads nothing: ${v.path} is a multiple relation, a list of the related records' ids (only .length, [index] and .includes(id) read into it)`,
+          pos,
+          join(v.path),
+        );
+      }
       const target = this.#shapes.entity(v.field.target);
       const readable = target !== undefined &&
         (target.field(property) !== undefined ||
           this.#shapes.back(target, property) !== undefined);
-      if (
-        !readable && !v.field.multiple &&
-        (property === "length" || /^[0-9]+$/.test(property))
-      ) {
-        // The id's characters, as before relations were read.
-        return {
-          expr: this.#memberExpr(object.expr, property, pos),
-          value: OTHER,
-        };
-      }
+      // The id's characters, as before relations were read.
+      if (!readable && chars) return plain();
       if (!target) {
         if (this.#strict) {
           this.#fail(
@@ -453,23 +461,7 @@ class Binder {
             join(v.path),
           );
         }
-        return {
-          expr: this.#memberExpr(object.expr, property, pos),
-          value: OTHER,
-        };
-      }
-      if (v.field.multiple) {
-        // A list of ids: read through .some/.every once lists of relations are bound.
-        if (this.#strict) {
-          this.#fail(
-            `${v.path} holds several records: read them with .some(c => …) or .every(c => …)`,
-            pos,
-          );
-        }
-        return {
-          expr: this.#memberExpr(object.expr, property, pos),
-          value: OTHER,
-        };
+        return plain();
       }
       const hops = v.hops + 1;
       if (hops > MAX_HOPS) {
