@@ -149,6 +149,14 @@ function crosses(e: Expr): boolean {
  * ```
  */
 export function hasRelations(expr: Expr): boolean {
+  let known = holding.get(expr);
+  if (known === undefined) holding.set(expr, known = holds(expr));
+  return known;
+}
+
+const holding = new WeakMap<Expr, boolean>();
+
+function holds(expr: Expr): boolean {
   switch (expr.type) {
     case "relation":
       return true;

@@ -94,8 +94,11 @@ export class Compiler {
   readonly #params = new Map<string, Node>();
   /** The record itself. */
   readonly #row: RecordRef;
+  readonly #relations: boolean;
 
-  constructor(ctx: SqlContext) {
+  /** `relations`: the expression reads through relations (worth lifting). */
+  constructor(ctx: SqlContext, relations = true) {
+    this.#relations = relations;
     this.#ctx = ctx;
     this.#d = ctx.dialect;
     this.#row = {
@@ -147,7 +150,9 @@ export class Compiler {
 
   /** Whether `e` depends on the row (quantifier parameters count as the row). */
   #readsRow(e: Expr): boolean {
-    return readsRecord(e, new Set(this.#params.keys()));
+    return this.#params.size === 0
+      ? readsRecord(e)
+      : readsRecord(e, new Set(this.#params.keys()));
   }
 
   compile(e: Expr): Compiled {
@@ -399,6 +404,7 @@ export class Compiler {
    * serves it. Undefined when it does not apply (compiled the plain way).
    */
   #lift(e: Expr): Compiled | undefined {
+    if (!this.#relations) return undefined;
     const boolResult = (e.type === "binary" && isCompareOperator(e.operator)) ||
       (e.type === "unary" && e.operator === "!");
     if (!boolResult && e.type !== "method") return undefined;
