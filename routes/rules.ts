@@ -69,7 +69,7 @@ export function ruleRoutes(r: RouteTarget<RulesHost>): void {
     }
     const helpers = ctx.app.helpers;
     const names = new Set(helpers.keys());
-    const result = checkExpression(
+    const result = await checkExpression(
       ctx.app.schemas,
       new ExpressionRules(helpers),
       names,

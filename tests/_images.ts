@@ -91,3 +91,64 @@ export function hue(rgb: number[]): "red" | "green" | "blue" | "other" {
   if (b > 180 && r < 80 && g < 80) return "blue";
   return "other";
 }
+
+/**
+ * A grey progressive JPEG of `width` × `height` with `1 + 63 × (refinements
+ * + 1)` scans: the DC, then each AC coefficient on its own with
+ * `refinements` successive-approximation passes, every AC scan one
+ * end-of-band run over the whole image (a few bytes a scan, a pass over
+ * every block to decode). 13 refinements is the most a valid file holds
+ * (883 scans); 0 gives 64 scans.
+ */
+export function progressiveJpeg(
+  width: number,
+  height: number,
+  refinements: number,
+): Uint8Array<ArrayBuffer> {
+  const out: number[] = [];
+  const u16 = (n: number) => out.push((n >> 8) & 0xff, n & 0xff);
+  out.push(0xff, 0xd8);
+  out.push(0xff, 0xdb); // one quantization table of ones
+  u16(67);
+  out.push(0, ...new Array(64).fill(1));
+  out.push(0xff, 0xc2); // progressive, 8-bit, one component
+  u16(11);
+  out.push(8);
+  u16(height);
+  u16(width);
+  out.push(1, 1, 0x11, 0);
+  // Huffman tables of one code ("0"): DC difference 0; AC EOB run (EOB14).
+  const one = [1, ...new Array(15).fill(0)];
+  out.push(0xff, 0xc4);
+  u16(2 + 2 * 18);
+  out.push(0x00, ...one, 0x00, 0x10, ...one, 0xe0);
+  const blocks = Math.ceil(width / 8) * Math.ceil(height / 8);
+  const scan = (ss: number, ah: number, al: number, codes: number[][]) => {
+    out.push(0xff, 0xda);
+    u16(8);
+    out.push(1, 1, 0x00, ss, ss, (ah << 4) | al);
+    let acc = 0, n = 0;
+    const put = (bits: number, count: number) => {
+      for (let i = count - 1; i >= 0; i--) {
+        acc = (acc << 1) | ((bits >> i) & 1);
+        if (++n === 8) {
+          out.push(acc);
+          if (acc === 0xff) out.push(0); // stuffed
+          acc = n = 0;
+        }
+      }
+    };
+    for (const [bits, count] of codes) put(bits, count);
+    while (n !== 0) put(1, 1);
+  };
+  scan(0, 0, 0, new Array(blocks).fill([0, 1]));
+  // EOB14 with 14 one bits: a run of 32767 blocks.
+  const runs = new Array(Math.ceil(blocks / 32767)).fill([0x3fff, 15]);
+  for (let k = 1; k <= 63; k++) {
+    for (let al = refinements; al >= 0; al--) {
+      scan(k, al === refinements ? 0 : al + 1, al, runs);
+    }
+  }
+  out.push(0xff, 0xd9);
+  return new Uint8Array(out);
+}

@@ -34,7 +34,7 @@ forEachDb("filters: indexed fields use their index", async (_t, db) => {
     const rules = new ExpressionRules();
     const req = { body: {}, query: {}, method: "GET" };
     for (const filter of ['kind == "k3"', "n >= 10 && n < 20", "n == 5"]) {
-      const hooks = rules.filter(entity, filter, GUEST, req);
+      const hooks = await rules.filter(entity, filter, GUEST, req);
       assert(hooks.where, `${filter} compiles to SQL`);
       const explain = db === "sqlite" ? "EXPLAIN QUERY PLAN" : "EXPLAIN";
       const where = hooks.where;

@@ -132,9 +132,10 @@ Deno.test("readme: example blocks write files to a temp directory only", () => {
   const problems: string[] = [];
   for (const b of allBlocks().filter((b) => b.marked)) {
     // Targets of `>`, `-o` and `--output`: a variable ($SAMPLES/…, made by
-    // mktemp) or /dev/null, never a name relative to the checkout.
+    // mktemp) or /dev/null, never a name relative to the checkout. (`=>` is a
+    // rule's arrow function, not a redirection.)
     for (
-      const m of b.code.matchAll(/(?:[^2&]>|-o|--output)\s+("?)([^\s"]+)\1/g)
+      const m of b.code.matchAll(/(?:[^2&=]>|-o|--output)\s+("?)([^\s"]+)\1/g)
     ) {
       const target = m[2];
       if (!/^(\$\w+|\$\{\w+\}|\/dev\/null$)/.test(target)) {

@@ -386,12 +386,19 @@ const LATER_SAVES: [string, string, string, string, number, RegExp?][] = [
     200,
   ],
   [
-    "a relation's related record (PocketBase-style traversal)",
+    "a relation's related record (traversal)",
     "posts",
     "list",
     "record.owner.email == auth.user.email",
+    200,
+  ],
+  [
+    "a name the related record does not have",
+    "posts",
+    "list",
+    "record.owner.emial == auth.user.email",
     400,
-    /^Cannot accept rules\.list\.expr: "record\.owner\.email" reads nothing: record\.owner is a relation, whose value is the related record's id \(rules cannot read that record's fields\) at 13$/,
+    /^Cannot accept rules\.list\.expr: unknown name "record\.owner\.emial" \(did you mean "record\.owner\.email"\?\) at 13$/,
   ],
   [
     "a member of a string",

@@ -21,16 +21,19 @@ import type { TestServer } from "./_server.ts";
 const FILTER = 'n >= 2000 && n < 4000 && tag == "t3"';
 
 /** The list's statement for FILTER sorted by -n, one page of 50 (+1). */
-function listSql(s: TestServer): { sql: string; params: unknown[] } {
+async function listSql(
+  s: TestServer,
+): Promise<{ sql: string; params: unknown[] }> {
   const entity = s.app.schemas.get("items")!;
   const req = { body: {}, query: {}, method: "GET" };
-  const where = new ExpressionRules().filter(entity, FILTER, GUEST, req).where;
+  const where =
+    (await new ExpressionRules().filter(entity, FILTER, GUEST, req)).where;
   assert.ok(where, "the filter compiles to SQL");
   const keys = orderKeys([{ field: "n", desc: true }]);
   return {
     sql: `SELECT ${selectList(entity.schema)} FROM ${
       tableOf("items")
-    } WHERE (${where.sql}) ORDER BY ${orderBy(keys)} LIMIT 51`,
+    } WHERE (${where.sql}) ORDER BY ${orderBy(keys).sql} LIMIT 51`,
     params: where.params,
   };
 }
@@ -45,7 +48,7 @@ function fieldNamed(s: TestServer, name: string): { id: string } {
 class Rollback extends Error {}
 
 async function plan(s: TestServer): Promise<string> {
-  const { sql, params } = listSql(s);
+  const { sql, params } = await listSql(s);
   if (s.db === "sqlite") {
     const rows = await s.app.storage.query(
       `EXPLAIN QUERY PLAN ${sql}`,
@@ -130,7 +133,7 @@ forEachDb("indexes: the bench's filter + sort uses (tag, n)", async (t, db) => {
         await s.app.storage.transaction(async (tx) => {
           const n = fieldNamed(s, "n");
           await tx.exec(`DROP INDEX "mbr_${n.id}"`);
-          const { sql, params } = listSql(s);
+          const { sql, params } = await listSql(s);
           const rows = await tx.query(`EXPLAIN ${sql}`, params as string[]);
           const text = rows.map((r) => String(r["QUERY PLAN"])).join("\n");
           assert.match(

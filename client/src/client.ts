@@ -103,6 +103,7 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
       freshToken: () => this.#freshToken(),
       refused: (token) => this.#refused(token),
       signIn: (answer) => {
+        this.#refresher?.issued(answer.token);
         this.authStore.save(answer.token, answer.user as object | null);
         return answer;
       },

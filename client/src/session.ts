@@ -4,7 +4,10 @@
  * refresh at a time — in the client, and across the tabs of a browser
  * sharing a `localStorage` store (a Web Lock, where the browser has them;
  * the tab that waited takes the token the other one stored). A token the
- * server refuses is dropped.
+ * server refuses is dropped. Times are the server's: the difference between
+ * the clocks is read from each token this client gets fresh (its `iat`), so
+ * a device whose clock is off neither refreshes in a loop (ahead: every new
+ * token looks due at once) nor too late (behind: the token expired first).
  *
  * @module
  */
@@ -70,6 +73,8 @@ export class Refresher {
   #running: Promise<void> | undefined;
   #stopped = false;
   #unlisten: () => void;
+  /** This device's clock minus the server's (ms), from the last fresh token. */
+  #skew = 0;
 
   /** Watches `store`; `lockName` names the refresh across tabs. */
   constructor(store: AuthStore, call: RefreshCall, lockName: string) {
@@ -87,10 +92,24 @@ export class Refresher {
     this.#unlisten();
   }
 
+  /**
+   * A token the server issued just now (a login's, a refresh's): how far
+   * this device's clock is from the server's is read from its `iat`.
+   */
+  issued(token: string): void {
+    const iat = claimsOf(token).iat;
+    if (typeof iat === "number") this.#skew = Date.now() - iat * 1000;
+  }
+
+  /** When `token` is due by this device's clock, or undefined when never. */
+  #due(token: string): number | undefined {
+    const due = token === "" ? undefined : refreshDue(token);
+    return due === undefined ? undefined : due + this.#skew;
+  }
+
   /** Refreshes now when the token is due (before a call that sends it). */
   async ensureFresh(): Promise<void> {
-    const token = this.#store.token;
-    const due = token === "" ? undefined : refreshDue(token);
+    const due = this.#due(this.#store.token);
     if (due !== undefined && Date.now() >= due && this.#store.isValid) {
       await this.refresh();
     }
@@ -121,7 +140,10 @@ export class Refresher {
       if (path === undefined) return;
       try {
         const r = await this.#call(path, before);
-        if (this.#store.token === before) this.#store.save(r.token, r.user);
+        if (this.#store.token === before) {
+          this.issued(r.token);
+          this.#store.save(r.token, r.user);
+        }
       } catch (err) {
         if (err instanceof MoonbaseError && err.status === 401) {
           if (this.#store.token === before) this.#store.clear();
@@ -139,8 +161,7 @@ export class Refresher {
   #schedule(): void {
     clearTimeout(this.#timer);
     if (this.#stopped) return;
-    const token = this.#store.token;
-    const due = token === "" ? undefined : refreshDue(token);
+    const due = this.#due(this.#store.token);
     if (due === undefined) return;
     this.#arm(Math.max(0, due - Date.now()));
   }

@@ -16,12 +16,14 @@ import { kindOf } from "../schema/field_types.ts";
 import { columnOf, tableOf } from "../schema/ddl.ts";
 import { ADMIN_SCHEMA } from "../schema/system.ts";
 import { TarWriter } from "./tar.ts";
+import { MoonbaseError } from "../errors.ts";
 import {
   BACKUP_FORMAT,
   type BackupHeader,
   type BackupManifest,
   HEADER_ENTRY,
   MANIFEST_ENTRY,
+  MAX_ENTRY_BYTES,
   tableEntry,
 } from "./format.ts";
 import { portable, SYSTEM_TABLES } from "./tables.ts";
@@ -102,6 +104,14 @@ async function writeRows(
   for await (const page of pages) {
     for (const row of page) {
       const line = JSON.stringify(row) + "\n";
+      if (line.length > MAX_ENTRY_BYTES.rows / 4) {
+        throw new MoonbaseError(
+          "too_large",
+          `Cannot back up ${table}: record ${
+            String(row.id ?? "").slice(0, 64)
+          } is larger than a backup's rows may be (16 MiB)`,
+        );
+      }
       lines.push(line);
       size += line.length;
       rows++;

@@ -17,6 +17,17 @@
 /** The format this version writes and reads. */
 export const BACKUP_FORMAT = 1;
 
+/**
+ * The most bytes a reader takes into memory for one entry: the header, the
+ * manifest (about 100 bytes per entry it lists), a chunk of rows (writers
+ * cut chunks at 1 MiB, so a chunk is that plus one row).
+ */
+export const MAX_ENTRY_BYTES = {
+  header: 64 * 1024,
+  manifest: 128 * 1024 * 1024,
+  rows: 64 * 1024 * 1024,
+} as const;
+
 /** The first entry. */
 export const HEADER_ENTRY = "moonbase-backup.json";
 /** The last entry. */

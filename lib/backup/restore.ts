@@ -10,7 +10,8 @@
  *    recorded files no record references, which the sweep removes.
  * 3. One transaction drops the entities' tables, replaces the schemas,
  *    admins and system tables (tables.ts) with the archive's, creates the
- *    tables and inserts every row, checks the counts, and bumps the schema
+ *    tables (each schema held to the schema API's checks, each view to the
+ *    view rule: restored_schema.ts) and inserts every row, checks the counts, and bumps the schema
  *    version so every instance reloads. A failure rolls it all back: the
  *    data is as it was.
  *
@@ -26,7 +27,12 @@ import type {
 import { MoonbaseError } from "../errors.ts";
 import { columnOf, createSql, tableOf } from "../schema/ddl.ts";
 import { ADMIN_SCHEMA } from "../schema/system.ts";
-import type { EntitySchema } from "../schema/types.ts";
+import type { EntitySchema, EntityType } from "../schema/types.ts";
+import { allFields } from "../schema/builtin.ts";
+import { restoredSchema } from "../schema/restored_schema.ts";
+import type { SchemaContext } from "../schema/validate.ts";
+import { guardView, type ViewWorldEntity } from "../schema/views.ts";
+import { ruleProblem } from "../rules/check.ts";
 import { createHash } from "node:crypto";
 import { readTar, type TarEntry } from "./tar.ts";
 import {
@@ -36,6 +42,7 @@ import {
   fileOfEntry,
   HEADER_ENTRY,
   MANIFEST_ENTRY,
+  MAX_ENTRY_BYTES,
   tableOfEntry,
 } from "./format.ts";
 import { type Progress, tableColumns } from "./create.ts";
@@ -94,7 +101,7 @@ export async function verifyBackup(open: OpenArchive): Promise<BackupManifest> {
       if (entry.name !== HEADER_ENTRY) {
         throw corrupt("it is not a Moonbase backup (no moonbase-backup.json)");
       }
-      const bytes = await entry.bytes();
+      const bytes = await entry.bytes(MAX_ENTRY_BYTES.header);
       header = parseJson<BackupHeader>(bytes, HEADER_ENTRY);
       if (header.format !== BACKUP_FORMAT) {
         throw corrupt(
@@ -106,7 +113,10 @@ export async function verifyBackup(open: OpenArchive): Promise<BackupManifest> {
     }
     if (manifest) throw corrupt("an entry follows the manifest");
     if (entry.name === MANIFEST_ENTRY) {
-      manifest = parseJson<BackupManifest>(await entry.bytes(), MANIFEST_ENTRY);
+      manifest = parseJson<BackupManifest>(
+        await entry.bytes(MAX_ENTRY_BYTES.manifest),
+        MANIFEST_ENTRY,
+      );
       continue;
     }
     if (!tableOfEntry(entry.name) && !fileOfEntry(entry.name)) {
@@ -217,6 +227,50 @@ export interface RestoreTarget {
 }
 
 /**
+ * Every helper name: a backup's rules may call helpers of scripts the
+ * restoring process has not loaded (the CLI loads none). A rule calling a
+ * helper that is missing when it runs refuses every request.
+ */
+class AnyHelper extends Set<string> {
+  override has(_name: string): boolean {
+    return true;
+  }
+}
+
+/** Checks a custom rule as the schema API does (any helper name allowed). */
+function checkExpr(expr: string): string | undefined {
+  return ruleProblem(expr, new AnyHelper())?.message;
+}
+
+/**
+ * The archive's schemas as the schema API would have made them (names,
+ * fields, rules, indexes and auth options checked; ids and times kept);
+ * 400 for the first one it would refuse.
+ */
+function checkedSchemas(stored: readonly unknown[]): EntitySchema[] {
+  const types = new Map<string, EntityType>();
+  for (const s of stored) {
+    const { name, type } = (s ?? {}) as { name?: unknown; type?: unknown };
+    if (
+      typeof name === "string" &&
+      (type === "base" || type === "auth" || type === "view")
+    ) types.set(name.toLowerCase(), type);
+  }
+  const ctx: SchemaContext = {
+    entityType: (name) => types.get(name.toLowerCase()),
+    checkExpr,
+  };
+  const names = new Set<string>(), ids = new Set<string>();
+  const claim = (name: string) => {
+    if (names.has(name.toLowerCase())) {
+      throw corrupt(`two entities are named ${name}`);
+    }
+    names.add(name.toLowerCase());
+  };
+  return stored.map((s) => restoredSchema(s, ctx, claim, ids));
+}
+
+/**
  * Replaces the database's data with the archive's in one transaction
  * (step 3). The archive must have passed `verifyBackup`.
  */
@@ -252,33 +306,38 @@ export async function restoreDatabase(
       }
     }
     const schemas = new Map<string, EntitySchema>();
+    const stored: Record<string, unknown>[] = [];
     let created = false;
     const counts: Record<string, number> = {};
     let rows = 0;
     const createEntities = async () => {
       if (created) return;
       created = true;
-      // Tables first, then views (which read them), in the archive's order.
-      const all = [...schemas.values()];
+      const all = checkedSchemas(stored);
+      for (const s of all) schemas.set(s.name, s);
+      const world: ViewWorldEntity[] = [ADMIN_SCHEMA, ...all].map((s) => ({
+        schema: s,
+        fields: allFields(s),
+      }));
+      // Tables first, then views (which read them), in the archive's order;
+      // each view held to the view rule, as the schema API holds it.
       for (const s of all.filter((s) => s.type !== "view")) {
         for (const stmt of createSql(s, d)) await tx.run(stmt);
       }
       for (const s of all.filter((s) => s.type === "view")) {
         for (const stmt of createSql(s, d)) await tx.run(stmt);
-      }
-    };
-    for await (const entry of entriesOf(open)) {
-      const table = tableOfEntry(entry.name);
-      if (!table) continue;
-      const batch = linesOf(await entry.bytes(), table);
-      counts[table] = (counts[table] ?? 0) + batch.length;
-      rows += batch.length;
-      if (table === "mb_tables") {
-        for (const row of batch) {
-          const schema = JSON.parse(String(row.schema)) as EntitySchema;
-          schemas.set(schema.name, schema);
+        try {
+          s.fields = await guardView(tx, d, world, s);
+        } catch (err) {
+          if (!(err instanceof MoonbaseError)) throw err;
+          throw corrupt(`view ${s.name}: ${err.message}`);
         }
-        await insertRows(tx, storage, {
+        world.find((w) => w.schema === s)!.fields = allFields(s);
+      }
+      await insertRows(
+        tx,
+        storage,
+        {
           name: "mb_tables",
           columns: [
             ["id", "text"],
@@ -289,7 +348,33 @@ export async function restoreDatabase(
             ["created", "text"],
             ["updated", "text"],
           ],
-        }, batch);
+        },
+        all.map((s) => ({
+          id: s.id,
+          name: s.name,
+          lname: s.name.toLowerCase(),
+          type: s.type,
+          schema: JSON.stringify(s),
+          created: s.created,
+          updated: s.updated,
+        })),
+      );
+    };
+    for await (const entry of entriesOf(open)) {
+      const table = tableOfEntry(entry.name);
+      if (!table) continue;
+      const batch = linesOf(await entry.bytes(MAX_ENTRY_BYTES.rows), table);
+      counts[table] = (counts[table] ?? 0) + batch.length;
+      rows += batch.length;
+      if (table === "mb_tables") {
+        if (created) throw corrupt("schemas follow the rows of entities");
+        for (const row of batch) {
+          try {
+            stored.push(JSON.parse(String(row.schema)));
+          } catch {
+            throw corrupt("a schema of mb_tables is not JSON");
+          }
+        }
         continue;
       }
       await createEntities();

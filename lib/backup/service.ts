@@ -289,7 +289,12 @@ export class Backups {
       await Deno.remove(temp).catch(() => {
         // Ignored: it is gone already.
       });
-      throw err;
+      throw noSpace(err)
+        ? new MoonbaseError(
+          "insufficient_storage",
+          "Cannot upload backup: the disk is full; free space or delete old backups",
+        )
+        : err;
     }
     return this.info(file);
   }

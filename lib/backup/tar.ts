@@ -235,8 +235,12 @@ function parseHeader(h: Uint8Array): TarHeader & { type: string } {
 export interface TarEntry extends TarHeader {
   /** The entry's bytes as they arrive. */
   body(): AsyncGenerator<Uint8Array>;
-  /** The whole entry in memory (for small entries). */
-  bytes(): Promise<Uint8Array>;
+  /**
+   * The whole entry in memory (for small entries); a 400 when it is larger
+   * than `max` bytes, before anything is allocated (a header can claim any
+   * size).
+   */
+  bytes(max: number): Promise<Uint8Array>;
 }
 
 /**
@@ -266,7 +270,12 @@ export async function* readTar(
         name: header.name,
         size: header.size,
         body: take,
-        async bytes() {
+        async bytes(max: number) {
+          if (header.size > max) {
+            throw corrupt(
+              `${header.name.slice(0, 200)} is larger than ${max} bytes`,
+            );
+          }
           const out = new Uint8Array(header.size);
           let at = 0;
           for await (const part of take()) {

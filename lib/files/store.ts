@@ -185,6 +185,19 @@ export class FileStore {
     await this.#forget(entityId, [temp]);
   }
 
+  /**
+   * Removes a thumbnail this process wrote whose original is gone (removed
+   * while the thumbnail was made), and its row: the original's removal may
+   * have forgotten the row before the thumbnail was written. Never throws: a
+   * thumbnail it could not remove stays recorded for the sweep.
+   */
+  async removeDerived(entityId: string, name: string): Promise<void> {
+    if (!this.isDerivedName(name)) return;
+    if (await this.backend.remove(entityId, name)) {
+      await this.#forget(entityId, [name]);
+    } else this.#stray();
+  }
+
   /** Streams one file part to the backend under a new stored name. */
   async write(
     entityId: string,

@@ -45,6 +45,56 @@ export function imageFormat(head: Uint8Array): ThumbFormat | undefined {
   return FORMATS[sniff(head)];
 }
 
+/**
+ * Most scans a JPEG may have to be made into a thumbnail. A progressive
+ * JPEG can hold any number of scans, and libjpeg passes over every block of
+ * the image once per scan before the first row comes out (where no deadline
+ * can stop it): a 400 kB file of 2 600 scans, each an end-of-band run over a
+ * 40-megapixel image, holds a worker for minutes. Encoders write about 10.
+ */
+export const MAX_JPEG_SCANS = 100;
+
+/**
+ * The number of scans (SOS markers) of a JPEG, walked the way libjpeg reads
+ * it (marker segments by their length, entropy-coded data up to the next
+ * marker, nothing after EOI); counting stops past `stop`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { jpegScans } from "moonbase/lib/files/thumb_image.ts";
+ * const sos = [0xff, 0xda, 0, 8, 1, 1, 0, 0, 63, 0, 0x12, 0xff, 0, 0x34];
+ * const jpeg = new Uint8Array([0xff, 0xd8, ...sos, ...sos, 0xff, 0xd9, ...sos]);
+ * assert.equal(jpegScans(jpeg), 2);
+ * ```
+ */
+export function jpegScans(bytes: Uint8Array, stop = Infinity): number {
+  let scans = 0;
+  let i = 2; // after SOI
+  while (i + 1 < bytes.length) {
+    if (bytes[i] !== 0xff) { // entropy-coded data (or junk libjpeg skips)
+      i++;
+      continue;
+    }
+    const m = bytes[i + 1];
+    if (m === 0xff) { // a fill byte
+      i++;
+      continue;
+    }
+    // A stuffed 0xFF, a restart marker, TEM or SOI: no length follows.
+    if (m === 0x00 || m === 0x01 || m === 0xd8 || (m >= 0xd0 && m <= 0xd7)) {
+      i += 2;
+      continue;
+    }
+    if (m === 0xd9) break; // EOI: libjpeg reads no further
+    if (m === 0xda && ++scans > stop) break;
+    if (i + 3 >= bytes.length) break;
+    const length = (bytes[i + 2] << 8) | bytes[i + 3];
+    i += 2 + Math.max(2, length);
+  }
+  return scans;
+}
+
 /** Limits of one thumbnail's making. */
 export interface ThumbLimits {
   /** Most pixels (width × height) of an image decoded. */

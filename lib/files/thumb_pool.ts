@@ -31,6 +31,12 @@ export interface ThumbPoolOptions {
   /** Thumbnails waiting for a worker, past which a request gets 503. */
   queue: number;
   limits: ThumbLimits;
+  /**
+   * Milliseconds after which a job that has not answered is taken as hung
+   * (default: twice the deadline and 5 s): its worker is replaced and the
+   * job answers "timeout".
+   */
+  hungMs?: number;
 }
 
 interface Slot {
@@ -152,29 +158,35 @@ export class ThumbPool {
       // The worker failed to load (libvips missing from a build): its jobs
       // answer "unavailable"; a new worker is tried for the next one.
       e.preventDefault();
-      this.#retire(slot);
+      this.#retire(slot, "unavailable");
     };
     this.#slots.push(slot);
     return slot;
   }
 
-  /** Drops a worker that failed or hung (its libvips threads may live on). */
-  #retire(slot: Slot): void {
+  /**
+   * Drops a worker that failed (its job: "unavailable", tried again next
+   * time) or hung ("timeout": the image is remembered as one that cannot be
+   * made, not retried on the next request — each retry would leave another
+   * worker's libvips threads running).
+   */
+  #retire(slot: Slot, reason: "unavailable" | "timeout"): void {
     const i = this.#slots.indexOf(slot);
     if (i >= 0) this.#slots.splice(i, 1);
     slot.worker.terminate();
     const done = slot.done;
     slot.done = undefined;
-    done?.({ id: 0, ok: false, reason: "unavailable" });
+    done?.({ id: 0, ok: false, reason });
   }
 
   #run(slot: Slot, job: ThumbJob): Promise<ThumbResult> {
     // The worker stops the job itself at its deadline; one that has not
     // answered well after it is hung and is replaced.
-    const hung = this.options.limits.deadlineMs * 2 + 5000;
+    const hung = this.options.hungMs ??
+      this.options.limits.deadlineMs * 2 + 5000;
     return new Promise<ThumbResult>((resolve) => {
       const timer = setTimeout(() => {
-        this.#retire(slot);
+        this.#retire(slot, "timeout");
       }, hung);
       slot.done = (reply) => {
         clearTimeout(timer);

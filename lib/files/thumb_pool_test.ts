@@ -8,7 +8,13 @@
 import assert from "node:assert/strict";
 import { MoonbaseError } from "../errors.ts";
 import { parseThumbSize, type ThumbSize } from "../schema/thumb_sizes.ts";
-import { imageFormat, type ThumbLimits } from "./thumb_image.ts";
+import {
+  imageFormat,
+  jpegScans,
+  MAX_JPEG_SCANS,
+  type ThumbLimits,
+} from "./thumb_image.ts";
+import { progressiveJpeg } from "../../tests/_images.ts";
 import { ThumbPool, type ThumbResult } from "./thumb_pool.ts";
 
 const LIMITS: ThumbLimits = {
@@ -228,6 +234,43 @@ Deno.test("thumbnails: past the queue a request is refused at once with 503", as
     assert.equal(third.headers["Retry-After"], "2");
     assert.ok((await first)?.ok);
     assert.ok((await second)?.ok, "the queued one is made after the first");
+  } finally {
+    pool.close();
+  }
+});
+
+Deno.test("thumbnails: a JPEG of very many scans is refused unread", async () => {
+  // Each scan of a progressive JPEG is a pass over every block before the
+  // first row comes out (no deadline stops it); 2 600 of them over 40
+  // megapixels held a worker for minutes.
+  const pool = new ThumbPool({ concurrency: 1, queue: 1, limits: LIMITS });
+  try {
+    const few = progressiveJpeg(640, 640, 0);
+    assert.equal(jpegScans(few), 64);
+    const ok = await make(pool, few);
+    assert.ok(ok?.ok, "64 scans: made");
+    const many = progressiveJpeg(640, 640, 1);
+    assert.equal(jpegScans(many), 127);
+    assert.ok(127 > MAX_JPEG_SCANS);
+    const r = await make(pool, many);
+    assert.deepEqual(r && !r.ok ? r.reason : r, "too_large");
+  } finally {
+    pool.close();
+  }
+});
+
+Deno.test("thumbnails: a hung job answers timeout (remembered), not unavailable", async () => {
+  // "unavailable" is not remembered: the same image would start a new
+  // worker on every request, each hung one's libvips threads running on.
+  const pool = new ThumbPool({
+    concurrency: 1,
+    queue: 1,
+    limits: LIMITS,
+    hungMs: 1,
+  });
+  try {
+    const r = await make(pool, await png(300, 200));
+    assert.deepEqual(r && !r.ok ? r.reason : r, "timeout");
   } finally {
     pool.close();
   }

@@ -4,7 +4,9 @@
  * the same format out, at the size asked. Before anything is decoded it
  * reads the image's header and refuses an image above the pixel budget or
  * with absurd sides (a decompression bomb costs a few bytes and gigabytes
- * to decode). Metadata (EXIF: camera, GPS) is not copied into thumbnails.
+ * to decode), and a JPEG of more than `MAX_JPEG_SCANS` scans (each scan
+ * is a pass over the whole image, before any deadline can stop it).
+ * Metadata (EXIF: camera, GPS) is not copied into thumbnails.
  *
  * Messages: a `ThumbJob` → a `ThumbReply` with the same `id`. One job runs
  * at a time (libvips calls are synchronous here); the pool
@@ -21,6 +23,8 @@
 // deno-lint-ignore no-import-prefix
 import Vips from "npm:wasm-vips@0.0.19";
 import {
+  jpegScans,
+  MAX_JPEG_SCANS,
   type ThumbFormat,
   thumbGeometry,
   type ThumbJob,
@@ -70,6 +74,14 @@ const SAVE: Record<ThumbFormat, [string, Record<string, unknown>]> = {
 
 function make(vips: Lib, job: ThumbJob): ThumbReply {
   const started = performance.now();
+  // libjpeg decodes every scan of a progressive JPEG before its first row
+  // (past any deadline): one of very many scans is refused unread.
+  if (
+    job.format === "jpeg" &&
+    jpegScans(job.bytes, MAX_JPEG_SCANS) > MAX_JPEG_SCANS
+  ) {
+    return { id: job.id, ok: false, reason: "too_large" };
+  }
   let head: InstanceType<Lib["Image"]>;
   try {
     head = vips.Image.newFromBuffer(job.bytes, "", { access: "sequential" });

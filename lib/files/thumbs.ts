@@ -149,6 +149,13 @@ export class Thumbnails {
     }
     try {
       await this.#store.writeDerived(entityId, name, made.bytes);
+      // The original went while this was made (its record deleted, its file
+      // replaced): its removal may have looked for thumbnails before this
+      // one was written, so it would outlive its original. It goes now.
+      if (!await this.#store.head(entityId, original, 1)) {
+        await this.#store.removeDerived(entityId, name);
+        return false;
+      }
       return true;
     } catch {
       // Not stored (the disk is full, the store or the database

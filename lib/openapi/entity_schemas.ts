@@ -48,8 +48,16 @@ const READ_ONLY = new Set(["id", "created", "updated"]);
 const DATE_INPUT =
   "^\\d{4}-\\d{2}-\\d{2}(?:[T ]\\d{2}:\\d{2}(?::\\d{2}(?:\\.\\d{1,9})?)?(?:Z|[+-]\\d{2}:?\\d{2})?)?$";
 
-/** The schema of one field's value (never null: see `nullable`). */
-export function valueSchema(f: FieldDef, mode: "read" | "write"): JsonSchema {
+/**
+ * The schema of one field's value (never null: see `nullable`). A
+ * relation names its target entity only when `shows(target)` (default:
+ * always): a caller's document never names an entity it cannot use.
+ */
+export function valueSchema(
+  f: FieldDef,
+  mode: "read" | "write",
+  shows: (entity: string) => boolean = () => true,
+): JsonSchema {
   const bounds = (lo: string, hi: string): JsonSchema => ({
     ...(f.min !== undefined && { [lo]: f.min }),
     ...(f.max !== undefined && { [hi]: f.max }),
@@ -95,13 +103,17 @@ export function valueSchema(f: FieldDef, mode: "read" | "write"): JsonSchema {
         ...bounds("minItems", "maxItems"),
         description: "the stored names of files (served at /api/files/…)",
       };
-    case "relation":
+    case "relation": {
+      const target = f.foreign_key && shows(f.foreign_key.entity)
+        ? f.foreign_key.entity
+        : undefined;
       return {
         type: "string",
         maxLength: 64,
-        description: `the id of a ${f.foreign_key?.entity ?? "related"} record`,
-        ...(f.foreign_key && { "x-moonbase-relation": f.foreign_key.entity }),
+        description: `the id of a ${target ?? "related"} record`,
+        ...(target && { "x-moonbase-relation": target }),
       };
+    }
   }
 }
 
@@ -119,6 +131,12 @@ function nullable(schema: JsonSchema): JsonSchema {
 export function mayBeNull(f: FieldDef, view: boolean): boolean {
   if (view) return true;
   return !f.system && !f.required; // built-ins always hold a value
+}
+
+/** Whether the caller's document describes `entity` (case-insensitive). */
+function shownIn(scope: Pick<SchemaScope, "entities">) {
+  const names = new Set([...scope.entities.keys()].map((n) => n.toLowerCase()));
+  return (entity: string) => names.has(entity.toLowerCase());
 }
 
 /** The fields a read shows. */
@@ -192,8 +210,9 @@ export function readSchema(
   const view = entity.schema.type === "view";
   const properties: Record<string, JsonSchema> = {};
   const fields = readableFields(entity.schema);
+  const shows = shownIn(scope);
   for (const f of fields) {
-    const value = valueSchema(f, "read");
+    const value = valueSchema(f, "read", shows);
     properties[f.name] = mayBeNull(f, view) ? nullable(value) : value;
   }
   const expand = expansions(entity, scope);
@@ -231,7 +250,10 @@ export function requiredOnCreate(f: FieldDef): boolean {
   return f.default === undefined || f.default === null || f.default === "";
 }
 
-function writeProperty(f: FieldDef): JsonSchema {
+function writeProperty(
+  f: FieldDef,
+  shows: (entity: string) => boolean,
+): JsonSchema {
   if (isWriteOnly(f)) {
     return {
       type: "string",
@@ -241,7 +263,7 @@ function writeProperty(f: FieldDef): JsonSchema {
       description: "hashed when stored, never returned",
     };
   }
-  const value = valueSchema(f, "write");
+  const value = valueSchema(f, "write", shows);
   return f.required ? value : nullable(value);
 }
 
@@ -253,8 +275,9 @@ export function writeSchema(
 ): JsonSchema {
   const properties: Record<string, JsonSchema> = {};
   const required: string[] = [];
+  const shows = shownIn(scope);
   for (const f of writableFields(entity.schema, scope.admin)) {
-    properties[f.name] = writeProperty(f);
+    properties[f.name] = writeProperty(f, shows);
     if (mode === "create" && requiredOnCreate(f)) required.push(f.name);
   }
   if (mode === "update" && entity.schema.type === "auth") {
@@ -290,7 +313,7 @@ export function hasFiles(schema: EntitySchema): boolean {
 export function multipartSchema(
   entity: DescribedEntity,
   mode: "create" | "update",
-  scope: Pick<SchemaScope, "admin">,
+  scope: Pick<SchemaScope, "admin" | "entities">,
 ): JsonSchema {
   const binary = {
     type: "string",
@@ -307,7 +330,7 @@ export function multipartSchema(
     if (f.type === "file") properties[f.name] = binary;
     else if (f.type === "files") {
       properties[f.name] = { type: "array", items: binary };
-    } else properties[f.name] = writeProperty(f);
+    } else properties[f.name] = writeProperty(f, shownIn(scope));
   }
   // No `required`: a field may come as a part or in `@jsonPayload`.
   return {

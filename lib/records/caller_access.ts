@@ -15,8 +15,12 @@ import type { Where } from "./list_query.ts";
 export interface Access {
   /** Only rows matching this condition are visible. */
   where?: Where;
-  /** Rows that match `where` in SQL may still be rejected by this per-row test. */
-  keep?: (record: RecordData) => boolean | Promise<boolean>;
+  /**
+   * Rows that match `where` in SQL may still be rejected by this per-row
+   * test; `tx`: the transaction the row was read in (related records a rule
+   * reads are read there too).
+   */
+  keep?: (record: RecordData, tx?: Queryable) => boolean | Promise<boolean>;
   /** Throws to refuse a write given the record as it would be stored (or, on delete, as it was). */
   check?: (next: RecordData, tx: Queryable) => void | Promise<void>;
 }
@@ -35,7 +39,9 @@ const COMBINE: Combine = {
       }
       : a.where ?? b.where,
   keep: ({ keep: ka }, { keep: kb }) =>
-    ka && kb ? async (r) => (await ka(r)) && (await kb(r)) : ka ?? kb,
+    ka && kb
+      ? async (r, tx) => (await ka(r, tx)) && (await kb(r, tx))
+      : ka ?? kb,
   check: ({ check: ca }, { check: cb }) =>
     ca && cb
       ? async (r, tx) => {

@@ -250,7 +250,7 @@ export async function updateRecord(
       const current = await readRow(tx, schema, id, where, lock);
       if (!current) return undefined;
       const previous = decodeRow(schema, current, dialect);
-      if (keep && !(await keep(previous))) return undefined;
+      if (keep && !(await keep(previous, tx))) return undefined;
       const removedFiles = files
         ? mergeFiles(schema, previous, values, uploads)
         : [];

@@ -201,7 +201,7 @@ export async function deleteRecord(
       );
       if (!current) return undefined;
       const record = decodeRow(schema, current, store.dialect);
-      if (keep && !(await keep(record))) return undefined;
+      if (keep && !(await keep(record, tx))) return undefined;
       await check?.(record, tx);
       await before?.(record, tx, record);
       const deleted: DeletedRecord[] = [];

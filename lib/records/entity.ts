@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Dialect, Storage } from "../db/storage.ts";
+import type { Dialect, Queryable, Storage } from "../db/storage.ts";
 import { MoonbaseError } from "../errors.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
 import { allFields } from "../schema/builtin.ts";
@@ -71,14 +71,20 @@ export class Entity {
   readonly records: EntityRecords;
   readonly #rules: Readonly<Rules>;
   readonly #fields: FieldDef[];
+  readonly #lookup: (name: string) => Entity | undefined;
 
-  /** Wraps a validated schema; use `app.schemas` to create entities. */
+  /**
+   * Wraps a validated schema; use `app.schemas` to create entities.
+   * `lookup` finds the other entities (the registry's, now).
+   */
   constructor(
     schema: EntitySchema,
     store: Storage,
     refsOf: RefsOf,
     env: EntityEnv,
+    lookup: (name: string) => Entity | undefined = () => undefined,
   ) {
+    this.#lookup = lookup;
     this.#env = env;
     this.#schema = schema;
     this.#base = store;
@@ -92,6 +98,16 @@ export class Entity {
   /** The storage, or inside a before-hook the write it runs in. */
   get #store(): Storage {
     return current(this.#base);
+  }
+
+  /** Another entity by name (any case), as the registry holds it now. */
+  lookup(name: string): Entity | undefined {
+    return this.#lookup(name);
+  }
+
+  /** Where its records are read now (inside a before-hook or batch: that write). */
+  get reads(): Queryable {
+    return this.#store;
   }
 
   /** Entity id. */

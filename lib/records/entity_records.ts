@@ -26,7 +26,7 @@ import {
   type AggregateResult,
   sqlOnly,
 } from "./aggregate.ts";
-import { parseListOptions } from "./list_query.ts";
+import { parseListOptions, type SortVia } from "./list_query.ts";
 import { type Access, both } from "./caller_access.ts";
 import { fileNames, type Uploads } from "./file_values.ts";
 import type { CursorContext } from "./list_cursor.ts";
@@ -67,6 +67,11 @@ export interface ListAccess extends ReadOptions {
   filtered?: boolean;
   /** The caller and key list cursors are sealed with (default: library). */
   cursor?: CursorContext;
+  /**
+   * The values of the sort keys through relations (`author.name`), as the
+   * caller may read them (default: as the program, every record).
+   */
+  sorts?: ReadonlyMap<string, SortVia>;
 }
 
 /** A create, update or delete. */
@@ -181,7 +186,7 @@ export class EntityRecords {
       const req = { body: {}, query: Object.fromEntries(q), method: "GET" };
       access = both(
         access,
-        libraryRules.filter(this.#owner, options.filter, PROGRAM, req),
+        await libraryRules.filter(this.#owner, options.filter, PROGRAM, req),
       );
     }
     return await listRecords(
@@ -190,8 +195,24 @@ export class EntityRecords {
       options,
       access,
       opts.cursor,
+      opts.sorts ?? this.#librarySorts(options.sort),
     );
   }
+
+  /** Sort keys through relations as the program reads them (every record). */
+  #librarySorts(sort: readonly { field: string }[]): Map<string, SortVia> {
+    const out = new Map<string, SortVia>();
+    for (const k of sort) {
+      if (!k.field.includes(".")) continue;
+      const req = { body: {}, query: {}, method: "GET" };
+      out.set(
+        k.field,
+        libraryRules.sortVia(this.#owner, k.field.split("."), PROGRAM, req),
+      );
+    }
+    return out;
+  }
+
   /**
    * Aggregates records (`group`, `count`, `sum`, `avg`, `min`, `max`, and
    * the list's `filter`; lib/records/aggregate.ts) within `opts.access`,
@@ -210,7 +231,7 @@ export class EntityRecords {
       const req = { body: {}, query: Object.fromEntries(q), method: "GET" };
       access = both(
         access,
-        libraryRules.filter(this.#owner, rows.filter, PROGRAM, req),
+        await libraryRules.filter(this.#owner, rows.filter, PROGRAM, req),
       );
     }
     return await aggregateRecords(

@@ -42,6 +42,8 @@ import {
   orderBy,
   orderKeys,
   type SortKey,
+  type SortVia,
+  viaColumn,
   type Where,
 } from "./list_query.ts";
 
@@ -126,6 +128,13 @@ class Reader {
   rows(pos: CursorPosition, n: number): Promise<Row[]> {
     const conds: string[] = [];
     const params: SqlValue[] = [];
+    // Values through relations, read for the cursor (`mb_sort<i>`).
+    let extra = "";
+    this.#keys.forEach((k, i) => {
+      if (!k.via) return;
+      extra += `, ${k.via.sql} AS "${viaColumn(i)}"`;
+      params.push(...k.via.params as SqlValue[]);
+    });
     if (this.#base) {
       conds.push(`(${this.#base.sql})`);
       params.push(...this.#base.params);
@@ -137,10 +146,12 @@ class Reader {
     }
     const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
     const offset = pos.skip > 0 ? ` OFFSET ${pos.skip}` : "";
+    const order = orderBy(this.#keys);
+    params.push(...order.params);
     return this.#store.query(
-      `SELECT ${selectList(this.#schema)} FROM ${
+      `SELECT ${selectList(this.#schema)}${extra} FROM ${
         tableOf(this.#schema.name)
-      }${where} ORDER BY ${orderBy(this.#keys)} LIMIT ${n}${offset}`,
+      }${where} ORDER BY ${order.sql} LIMIT ${n}${offset}`,
       params,
     );
   }
@@ -152,7 +163,8 @@ class Reader {
 
 /**
  * Lists a page of the records `access` lets the caller see; `cursor`: the
- * caller and key its cursors are sealed with (default: the library's).
+ * caller and key its cursors are sealed with (default: the library's);
+ * `sorts`: the values of the sort keys through relations, by key.
  */
 export async function listRecords(
   store: Storage,
@@ -160,8 +172,19 @@ export async function listRecords(
   opts: ListOptions,
   access: Access = {},
   cursor: CursorContext = LIBRARY_CURSORS,
+  sorts?: ReadonlyMap<string, SortVia>,
 ): Promise<ListResult> {
-  const keys = orderKeys(opts.sort);
+  const keys = orderKeys(opts.sort).map((k) => {
+    if (!k.field.includes(".")) return k;
+    const via = sorts?.get(k.field);
+    if (!via) {
+      throw new MoonbaseError(
+        "invalid",
+        `Cannot list records: cannot sort by ${k.field.slice(0, 200)} here`,
+      );
+    }
+    return { ...k, via };
+  });
   let kinds: ColumnKind[] | undefined;
   const query: CursorQuery = {
     entityId: schema.id,

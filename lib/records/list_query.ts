@@ -17,9 +17,32 @@ export const DEFAULT_LIMIT = 50, MAX_LIMIT = 500;
 
 /** One sort key. */
 export interface SortKey {
+  /** A field, or a path through relations (`author.name`). */
   field: string;
   desc: boolean;
+  /** A path's value (resolved for the caller: `RuleEngine.sortVia`). */
+  via?: SortVia;
 }
+
+/** A sort key's value through relations: its SQL, parameters and column kind. */
+export interface SortVia {
+  readonly sql: string;
+  readonly params: readonly unknown[];
+  readonly kind: ColumnKind;
+}
+
+/** The result column holding sort key `i`'s value through relations. */
+export const viaColumn = (i: number): string => `mb_sort${i}`;
+
+/** A sort key's value in SQL, with its parameters. */
+function keyExpr(k: SortKey): Where {
+  return k.via
+    ? { sql: k.via.sql, params: [...k.via.params] as SqlValue[] }
+    : { sql: `"${physicalName(k.field)}"`, params: [] };
+}
+
+/** A sort path (`author.name`): names joined by dots. */
+const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){1,6}$/;
 
 /** Parsed list options. */
 export interface ListOptions {
@@ -145,6 +168,26 @@ export function parseListOptions(
     for (const part of sort.split(",").map((s) => s.trim())) {
       const desc = part.startsWith("-");
       const name = part.replace(/^[-+]/, "");
+      if (name.includes(".") && schema.type !== "view") {
+        // A path through relations: resolved for the caller (RuleEngine.sortVia).
+        if (!PATH.test(name) || !fields.has(name.slice(0, name.indexOf(".")))) {
+          const head = name.slice(0, name.indexOf("."));
+          bad(
+            `Cannot list records: cannot sort by ${
+              name.slice(0, 64)
+            }: ${schema.name} has no relation field "${head.slice(0, 64)}"`,
+          );
+        }
+        if (seen.has(name)) {
+          bad(`Cannot list records: sort names ${name} twice`);
+        }
+        seen.add(name);
+        opts.sort.push({ field: name, desc });
+        if (opts.sort.length > 5) {
+          bad("Cannot list records: at most 5 sort keys");
+        }
+        continue;
+      }
       const f = fields.get(name);
       if (!f) {
         bad(
@@ -196,13 +239,17 @@ export function orderKeys(sort: SortKey[]): SortKey[] {
 }
 
 /** ORDER BY clause for the keys. */
-export function orderBy(keys: SortKey[]): string {
-  return keys.map((k) => {
-    const col = `"${physicalName(k.field)}"`;
+export function orderBy(keys: SortKey[]): Where {
+  const params: SqlValue[] = [];
+  const sql = keys.map((k) => {
+    const e = keyExpr(k);
+    params.push(...e.params);
+    const col = e.sql;
     // Built-in timestamps and ids are never NULL: a plain order lets PostgreSQL use their indexes.
     if (NOT_NULL.has(k.field)) return k.desc ? `${col} DESC` : `${col} ASC`;
     return k.desc ? `${col} DESC NULLS LAST` : `${col} ASC NULLS FIRST`;
   }).join(", ");
+  return { sql, params };
 }
 
 const NOT_NULL = new Set(["id", "created", "updated"]);
@@ -222,26 +269,30 @@ export function afterWhere(keys: SortKey[], values: SqlValue[]): Where {
   const ors: string[] = [];
   const params: SqlValue[] = [];
   for (let i = 0; i < keys.length; i++) {
-    const col = `"${physicalName(keys[i].field)}"`;
+    const { sql: col, params: own } = keyExpr(keys[i]);
     const v = values[i];
     if (keys[i].desc && v === null) continue; // nothing sorts after NULL descending
     const ands: string[] = [];
     const local: SqlValue[] = [];
     for (let j = 0; j < i; j++) {
-      const prev = `"${physicalName(keys[j].field)}"`;
-      if (values[j] === null) ands.push(`${prev} IS NULL`);
-      else {
-        ands.push(`${prev} = ?`);
-        local.push(values[j]);
+      const prev = keyExpr(keys[j]);
+      if (values[j] === null) {
+        ands.push(`${prev.sql} IS NULL`);
+        local.push(...prev.params);
+      } else {
+        ands.push(`${prev.sql} = ?`);
+        local.push(...prev.params, values[j]);
       }
     }
     if (keys[i].desc) {
       ands.push(`(${col} < ? OR ${col} IS NULL)`);
-      local.push(v);
-    } else if (v === null) ands.push(`${col} IS NOT NULL`);
-    else {
+      local.push(...own, v, ...own);
+    } else if (v === null) {
+      ands.push(`${col} IS NOT NULL`);
+      local.push(...own);
+    } else {
       ands.push(`${col} > ?`);
-      local.push(v);
+      local.push(...own, v);
     }
     ors.push(`(${ands.join(" AND ")})`);
     params.push(...local);
@@ -256,6 +307,7 @@ export function keyKinds(
 ): ColumnKind[] {
   const fields = fieldMap(schema);
   return keys.map((k) => {
+    if (k.via) return k.via.kind;
     const f = fields.get(k.field);
     return f && schema.type !== "view" ? kindOf(f) : "json";
   });
@@ -268,7 +320,7 @@ export function cursorOf(
   kinds?: readonly ColumnKind[],
 ): SqlValue[] {
   return keys.map((k, i) => {
-    const v = row[physicalName(k.field)];
+    const v = row[k.via ? viaColumn(i) : physicalName(k.field)];
     if (typeof v === "bigint") return Number(v);
     const kind = kinds?.[i];
     if (typeof v === "string" && (kind === "int" || kind === "double")) {

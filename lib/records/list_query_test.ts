@@ -152,7 +152,7 @@ Deno.test("list_query: orderKeys appends id unless it is a key", () => {
   ]);
   assertEquals(
     orderBy(orderKeys([{ field: "title", desc: true }])),
-    '"title" DESC NULLS LAST, "id" ASC',
+    { sql: '"title" DESC NULLS LAST, "id" ASC', params: [] },
   );
 });
 
@@ -288,7 +288,7 @@ Deno.test("list_query: keyset pages equal the ORDER BY tail (NULLs, ties, desc)"
     ];
     for (const sort of orders) {
       const keys = orderKeys(sort);
-      const ob = orderBy(keys);
+      const ob = orderBy(keys).sql;
       const all = db.prepare(`SELECT * FROM t ORDER BY ${ob}`).all() as Record<
         string,
         unknown

@@ -206,6 +206,7 @@ export class Registry {
       this.#store,
       (name) => this.refsOf(name),
       this.#env,
+      (name) => this.byName(name),
     );
     this.#byName.set(schema.name.toLowerCase(), entity);
     this.#byId.set(schema.id, entity);

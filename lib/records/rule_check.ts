@@ -61,14 +61,14 @@ const LIST_REQUEST: RuleRequest = { body: {}, query: {}, method: "GET" };
  * An empty filter is valid (a list ignores it); an empty rule is not (a
  * custom rule needs an expression).
  */
-export function checkExpression(
+export async function checkExpression(
   registry: Registry,
   engine: RuleEngine,
   helpers: ReadonlySet<string>,
   entity: Entity,
   expr: string,
   kind: "rule" | "filter",
-): CheckResult {
+): Promise<CheckResult> {
   if (kind === "filter" && expr.trim() === "") {
     return { valid: true, compiled: "sql", reads: [] };
   }
@@ -87,8 +87,8 @@ export function checkExpression(
   try {
     compiled = compiledOf(
       kind === "rule"
-        ? engine.access(entity, "list", expr, auth, LIST_REQUEST)
-        : engine.filter(entity, expr, auth, LIST_REQUEST),
+        ? await engine.access(entity, "list", expr, auth, LIST_REQUEST)
+        : await engine.filter(entity, expr, auth, LIST_REQUEST),
     );
   } catch (err) {
     // A rule that denies this caller outright never reads a row.

@@ -1,13 +1,21 @@
 /**
  * Custom rules and list filters at request time: parsed once per
- * expression, compiled to SQL when they only read `record.*`, `auth.*` and
- * literals, else evaluated per row in JavaScript.
+ * expression, bound to the entities as they are now when they read through
+ * relations (`lib/rules/relations.ts`), compiled to SQL when they only read
+ * `record.*`, `auth.*` and literals, else evaluated per row in JavaScript
+ * (with the related records loaded first: `rule_relations.ts`).
+ *
+ * A rule reads related records whatever their own rules say: it is the
+ * admin's statement. A caller's filter reads only the related records the
+ * caller could read itself (`CallerView`): the related entity's rule is
+ * compiled into the subquery (`rule_sql.ts` `guardsOf`), or applied to each
+ * related record read (per-row filters).
  *
  * @module
  */
 
 import { MoonbaseError } from "../errors.ts";
-import { physicalName, type SqlValue } from "../db/storage.ts";
+import type { SqlValue } from "../db/storage.ts";
 import type { AuthValue } from "../caller.ts";
 import type { Operation } from "../schema/types.ts";
 import type { Expr } from "../rules/ast.ts";
@@ -21,15 +29,28 @@ import {
 import { isClosed } from "../rules/walk.ts";
 import { evaluate, type RuleHelpers, test } from "../rules/evaluate.ts";
 import { truthy } from "../rules/values.ts";
+import { compilePrefilter, compileToSql } from "../rules/to_sql.ts";
+import type { Related } from "../rules/evaluate.ts";
 import {
-  compilePrefilter,
-  compileToSql,
-  type SqlContext,
-} from "../rules/to_sql.ts";
+  bindRelations,
+  hasRelations,
+  mayCrossRelations,
+  type Shapes,
+} from "../rules/relations.ts";
+import type { Queryable } from "../db/storage.ts";
 import type { RecordData } from "./codec.ts";
 import type { Access } from "./caller_access.ts";
-import type { RuleEngine, RuleRequest, RuleTarget } from "./rule_types.ts";
+import type {
+  CallerView,
+  RuleEngine,
+  RuleRequest,
+  RuleTarget,
+  SortVia,
+} from "./rule_types.ts";
 import { deny } from "./access.ts";
+import { NameSet, shapesOf, type ShapeSource } from "./rule_shapes.ts";
+import { readsRelations, RelationLoader } from "./rule_relations.ts";
+import { guardsOf, sortViaOf, sqlContextOf } from "./rule_sql.ts";
 
 const MAX_CACHE = 2000;
 
@@ -74,6 +95,11 @@ function plainRequest(ast: Expr, req: RuleRequest): RuleRequest {
     : NO_REQUEST;
 }
 
+/** Both loaders' records: the row's relations, then the caller's. */
+function either(a: Related, b: Related | undefined): Related {
+  return b ? { get: (p, n) => a.get(p, n) ?? b.get(p, n) } : a;
+}
+
 /** Evaluates custom rules and filters for the record service. */
 export class ExpressionRules implements RuleEngine {
   #cache = new Map<string, Expr>();
@@ -108,56 +134,111 @@ export class ExpressionRules implements RuleEngine {
     return ast;
   }
 
-  #sqlContext(
+  #parseRule = (expr: string): Expr => this.#parse(`r\0${expr}`, expr, "rule");
+
+  /** The caller's auth entity, when it has one. */
+  #userEntity(entity: RuleTarget, auth: AuthValue): RuleTarget | undefined {
+    return auth.type === "user" ? entity.lookup(auth.entity) : undefined;
+  }
+
+  /** The shapes a rule of `entity` reads (every entity: the admin's statement). */
+  #ruleShapes(entity: RuleTarget, auth: AuthValue): Shapes {
+    const user = this.#userEntity(entity, auth);
+    return shapesOf({
+      find: (n) => entity.lookup(n),
+      record: entity,
+      user: user ? [user] : [],
+    });
+  }
+
+  /** The shapes a caller's filter reads: only entities it could read itself. */
+  #filterShapes(
     entity: RuleTarget,
     auth: AuthValue,
-    req: RuleRequest,
-  ): SqlContext {
-    return {
-      dialect: entity.dialect.name,
-      column: (name) => {
-        const f = entity.field(name);
-        return f && name !== "password" ? `"${physicalName(name)}"` : undefined;
-      },
-      fieldType: (name) => {
-        const f = name === "password" ? undefined : entity.field(name);
-        // A multiple relation: a JSON list of ids (sql_json_path.ts `list`).
-        if (f?.type === "relation" && f.multiple) return "relation[]";
-        const type = f?.type;
-        // A view's json column holds whatever its query computes: not compiled.
-        return type === "json" && entity.type === "view" ? undefined : type;
-      },
-      scope: { auth, req },
-      helpers: this.#helpers,
+    view: CallerView | undefined,
+  ): Shapes {
+    const user = this.#userEntity(entity, auth);
+    const find = (n: string) => entity.lookup(n);
+    if (!view) {
+      return shapesOf({ find, record: entity, user: user ? [user] : [] });
+    }
+    const decide = (e: ShapeSource, op: "get" | "list") => {
+      const t = entity.lookup(e.name);
+      return t ? view.decide(t, op).kind : "none";
     };
+    return shapesOf({
+      find,
+      record: entity,
+      user: user ? [user] : [],
+      refusal: (e) =>
+        decide(e, "get") === "none"
+          ? `${e.name} records are not yours to read`
+          : undefined,
+      visible: (e) => decide(e, "list") !== "none",
+    });
+  }
+
+  /** `ast` bound for a rule of `entity` (itself when it reads no relation). */
+  #bindRule(ast: Expr, entity: RuleTarget, auth: AuthValue): Expr {
+    return mayCrossRelations(ast)
+      ? bindRelations(ast, this.#ruleShapes(entity, auth))
+      : ast;
+  }
+
+  /** The caller's related records a bound expression reads (`auth.user.<relation>…`). */
+  async #userRelated(
+    bound: Expr,
+    entity: RuleTarget,
+    auth: AuthValue,
+    view?: CallerView,
+  ): Promise<RelationLoader | undefined> {
+    const user = this.#userEntity(entity, auth);
+    if (!user || !auth.user || !readsRelations(bound, "user")) return undefined;
+    const loader = new RelationLoader(
+      entity.reads,
+      view && ((e, op) => view.access(e, op)),
+    );
+    await loader.load(bound, "user", user, [auth.user as RecordData]);
+    return loader;
   }
 
   #test(
     ast: Expr,
     scope: { auth: AuthValue; req: RuleRequest; record?: RecordData },
+    related?: Related,
   ): boolean {
     try {
       // evaluate() (not test()) so that failures reach the log before denying.
-      return truthy(evaluate(ast, scope, this.#helpers));
+      return truthy(evaluate(ast, scope, this.#helpers, related));
     } catch (err) {
       this.#onError(err);
       return false;
     }
   }
 
-  /** Whether the custom rule `expr` lets `auth` at `record` (evaluated here, never in SQL). */
+  /**
+   * Whether the custom rule `expr` lets `auth` at `record` (evaluated here,
+   * never in SQL). A rule reading through relations denies: nothing is
+   * read here (realtime events are decided without a database read).
+   */
   allows(
     expr: string,
     auth: AuthValue,
     req: RuleRequest,
     record: RecordData,
+    entity?: RuleTarget,
   ): boolean {
     let ast: Expr;
     try {
-      ast = this.#parse(`r\0${expr}`, expr, "rule");
+      ast = this.#parseRule(expr);
     } catch (err) {
       this.#onError(err);
       return false;
+    }
+    if (mayCrossRelations(ast)) {
+      if (!entity) return false;
+      ast = this.#bindRule(ast, entity, auth);
+      if (hasRelations(ast)) return false;
     }
     return this.#test(ast, { auth, req: plainRequest(ast, req), record });
   }
@@ -166,42 +247,68 @@ export class ExpressionRules implements RuleEngine {
   mayPass(expr: string, auth: AuthValue): boolean {
     let ast: Expr;
     try {
-      ast = this.#parse(`r\0${expr}`, expr, "rule");
+      ast = this.#parseRule(expr);
     } catch {
       return false; // a rule that does not parse denies every request (access)
     }
     if (readsRecord(ast) || readsRequest(ast)) return true;
+    // Through the caller's relations: decided when it is read (maybe).
+    if (mayCrossRelations(ast)) return true;
     return this.#test(ast, { auth, req: NO_REQUEST });
   }
 
   /** The `Access` of one operation under a custom rule (throws when the rule denies outright). */
-  access(
+  async access(
     entity: RuleTarget,
     op: Operation,
     expr: string,
     auth: AuthValue,
     req: RuleRequest,
-  ): Access {
+  ): Promise<Access> {
     let ast: Expr;
     try {
-      ast = this.#parse(`r\0${expr}`, expr, "rule");
+      ast = this.#bindRule(this.#parseRule(expr), entity, auth);
     } catch (err) {
       this.#onError(err);
       return deny(entity.name, op, auth);
     }
     req = plainRequest(ast, req);
+    const users = await this.#userRelated(ast, entity, auth);
     if (!readsRecord(ast)) {
-      return this.#test(ast, { auth, req }) ? {} : deny(entity.name, op, auth);
+      return this.#test(ast, { auth, req }, users)
+        ? {}
+        : deny(entity.name, op, auth);
     }
-    const keep = (record: RecordData) => this.#test(ast, { auth, req, record });
-    if (op === "add") {
-      return {
-        check: (
-          next,
-        ) => (keep(next) ? undefined : deny(entity.name, "add", auth)),
+    const rows = readsRelations(ast, "record");
+    // One loader per database handle: a list's rows share what they read.
+    const loaders = new WeakMap<Queryable, RelationLoader>();
+    /** `fresh`: read the related records anew (a write's check: they may have changed). */
+    const allowed = async (
+      record: RecordData,
+      tx: Queryable | undefined,
+      fresh: boolean,
+    ) => {
+      let related: Related | undefined = users;
+      if (rows) {
+        const db = tx ?? entity.reads;
+        let loader = fresh ? undefined : loaders.get(db);
+        if (!loader) {
+          loader = new RelationLoader(db);
+          if (!fresh) loaders.set(db, loader);
+        }
+        await loader.load(ast, "record", entity, [record]);
+        related = either(loader, users);
+      }
+      return this.#test(ast, { auth, req, record }, related);
+    };
+    const keep = (record: RecordData, tx?: Queryable) =>
+      allowed(record, tx, false);
+    const check =
+      (what: Operation) => async (next: RecordData, tx: Queryable) => {
+        if (!(await allowed(next, tx, true))) deny(entity.name, what, auth);
       };
-    }
-    const ctx = this.#sqlContext(entity, auth, req);
+    if (op === "add") return { check: check("add") };
+    const ctx = sqlContextOf(entity, auth, req, this.#helpers, users);
     const compiled = compileToSql(ast, ctx);
     // Not exact: a superset in SQL narrows the rows checked per row — only
     // for rules the client cannot steer through `req` or its own record
@@ -215,11 +322,7 @@ export class ExpressionRules implements RuleEngine {
       : pre
       ? { where: { sql: pre.sql, params: pre.params as SqlValue[] }, keep }
       : { keep };
-    if (op === "update") {
-      opts.check = (
-        next,
-      ) => (keep(next) ? undefined : deny(entity.name, "update", auth));
-    }
+    if (op === "update") opts.check = check("update");
     return opts;
   }
 
@@ -227,24 +330,33 @@ export class ExpressionRules implements RuleEngine {
    * The `Access` of the `filter` list parameter (bare field names and `auth.*`);
    * `perRow`: never compiled to SQL (see {@link RuleEngine.filter}).
    */
-  filter(
+  async filter(
     entity: RuleTarget,
     source: string,
     auth: AuthValue,
     req: RuleRequest,
     perRow = false,
-  ): Access {
+    view?: CallerView,
+  ): Promise<Access> {
     if (source.length > 4096) {
       throw new MoonbaseError(
         "invalid",
         "Cannot list records: filter is too long",
       );
     }
-    // The field names only when the filter is not parsed yet.
-    const fields = () =>
-      new Set(
-        entity.fields.map((f) => f.name).filter((n) => n !== "password"),
+    // The names only when the filter is not parsed yet.
+    const fields = () => {
+      const readable = entity.fields.map((f) => f.name).filter((n) =>
+        n !== "password"
       );
+      const shapes = this.#filterShapes(entity, auth, view);
+      return new NameSet(
+        readable,
+        (n) =>
+          n.includes("_via_") && shapes.record !== undefined &&
+          !!shapes.back(shapes.record, n),
+      );
+    };
     let ast: Expr;
     try {
       ast = this.#parse(
@@ -253,6 +365,23 @@ export class ExpressionRules implements RuleEngine {
         "filter",
         fields,
       );
+      if (mayCrossRelations(ast)) {
+        const bound = bindRelations(
+          ast,
+          this.#filterShapes(entity, auth, view),
+          { strict: true, what: "filter" },
+        );
+        if (hasRelations(bound)) {
+          return await this.#relationFilter(
+            bound,
+            entity,
+            auth,
+            req,
+            perRow,
+            view,
+          );
+        }
+      }
     } catch (err) {
       // Its message says it all ("Cannot parse filter: … at 6").
       if (err instanceof RuleSyntaxError) {
@@ -267,7 +396,9 @@ export class ExpressionRules implements RuleEngine {
       };
     }
     req = plainRequest(ast, req);
-    const ctx = perRow ? undefined : this.#sqlContext(entity, auth, req);
+    const ctx = perRow
+      ? undefined
+      : sqlContextOf(entity, auth, req, this.#helpers);
     const compiled = ctx && compileToSql(ast, ctx);
     if (ctx && known === undefined && isClosed(ast)) {
       closedSql.set(
@@ -296,5 +427,87 @@ export class ExpressionRules implements RuleEngine {
         }
       },
     };
+  }
+
+  /**
+   * A filter reading through relations (bound: its bare names read as
+   * `record.<name>`), each related record only as the caller could read it.
+   */
+  async #relationFilter(
+    bound: Expr,
+    entity: RuleTarget,
+    auth: AuthValue,
+    req: RuleRequest,
+    perRow: boolean,
+    view: CallerView | undefined,
+  ): Promise<Access> {
+    req = plainRequest(bound, req);
+    const reader = view &&
+      ((e: RuleTarget, op: "get" | "list") => view.access(e, op));
+    const users = await this.#userRelated(bound, entity, auth, view);
+    const loaders = new WeakMap<Queryable, RelationLoader>();
+    const keep = async (record: RecordData, tx?: Queryable) => {
+      const db = tx ?? entity.reads;
+      let loader = loaders.get(db);
+      if (!loader) loaders.set(db, loader = new RelationLoader(db, reader));
+      await loader.load(bound, "record", entity, [record]);
+      try {
+        return test(
+          bound,
+          { auth, req, record },
+          this.#helpers,
+          either(loader, users),
+        );
+      } catch {
+        return false; // as `filter`'s per-row test: no match
+      }
+    };
+    if (perRow) return { keep };
+    const ctx = {
+      ...sqlContextOf(entity, auth, req, this.#helpers, users),
+      ...(view && {
+        guard: guardsOf(
+          entity,
+          view,
+          auth,
+          this.#helpers,
+          this.#parseRule,
+          users,
+        ),
+      }),
+    };
+    const compiled = compileToSql(bound, ctx);
+    if (compiled) {
+      return {
+        where: { sql: compiled.sql, params: compiled.params as SqlValue[] },
+      };
+    }
+    const pre = compilePrefilter(bound, ctx);
+    return {
+      ...(pre && { where: { sql: pre.sql, params: pre.params as SqlValue[] } }),
+      keep,
+    };
+  }
+
+  /** The value of a sort key through relations (see {@link RuleEngine.sortVia}). */
+  sortVia(
+    entity: RuleTarget,
+    path: readonly string[],
+    auth: AuthValue,
+    _req: RuleRequest,
+    view?: CallerView,
+  ): SortVia {
+    const guard = view
+      ? guardsOf(entity, view, auth, this.#helpers, this.#parseRule, undefined)
+      : () => true;
+    return sortViaOf(
+      entity,
+      path,
+      guard,
+      (e) =>
+        view && view.decide(e, "get").kind === "none"
+          ? `${e.name} records are not yours to read`
+          : undefined,
+    );
   }
 }

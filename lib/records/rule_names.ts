@@ -17,6 +17,12 @@ import {
   OPERATIONS,
 } from "../schema/types.ts";
 import { builtinFields } from "../schema/builtin.ts";
+import {
+  backNames,
+  NameSet,
+  shapesOf,
+  type ShapeSource,
+} from "./rule_shapes.ts";
 
 /** An entity as rules see it: its schema and every field (built-ins included). */
 export interface RuleWorldEntity {
@@ -44,31 +50,56 @@ export function userNames(
   world: readonly RuleWorldEntity[],
 ): Set<string> {
   const out = new Set(readable(builtinFields("auth")));
-  for (const e of world) {
-    if (
-      e.schema.type === "auth" && !e.schema.is_system && e.schema.has_api
-    ) {
-      for (const n of readable(e.fields)) out.add(n);
-    }
+  const sources = world.map(sourceOf);
+  const back = new Set<string>();
+  for (const e of userEntities(world)) {
+    for (const n of readable(e.fields)) out.add(n);
+    for (const n of backNames(sources, e.schema.name)) back.add(n);
   }
-  return out;
+  return new NameSet(out, (n) => back.has(n));
+}
+
+/** The auth entities a caller may come from (see {@link userNames}). */
+function userEntities(world: readonly RuleWorldEntity[]): RuleWorldEntity[] {
+  return world.filter((e) =>
+    e.schema.type === "auth" && !e.schema.is_system && e.schema.has_api
+  );
+}
+
+function sourceOf(e: RuleWorldEntity): ShapeSource {
+  return { name: e.schema.name, type: e.schema.type, fields: e.fields };
 }
 
 /**
  * The names the rules of `entity` may read, in `world`: `record.<field>`
- * (not `password`; with the field types, but for views), `auth.user.<field>`
- * (see {@link userNames}) and `req.body.<field>` (every field: a body may
- * carry a new `password`).
+ * (not `password`; with the field types, but for views) and its
+ * back-relations (`record.<entity>_via_<field>`), `auth.user.<field>`
+ * (see {@link userNames}), `req.body.<field>` (every field: a body may
+ * carry a new `password`), and through relations the related entities'
+ * fields at any depth (`shapes`).
  */
 export function knownNames(
   world: readonly RuleWorldEntity[],
   entity: RuleWorldEntity,
   user: ReadonlySet<string> = userNames(world),
 ): KnownNames {
+  const sources = world.map(sourceOf);
+  const byName = new Map(sources.map((s) => [s.name.toLowerCase(), s]));
+  const self = sourceOf(entity);
   return {
-    record: new Set(readable(entity.fields)),
+    record: new NameSet(
+      readable(entity.fields),
+      (n) =>
+        entity.schema.type !== "view" &&
+        backNames(sources, entity.schema.name).includes(n),
+    ),
     user,
     body: new Set(entity.fields.map((f) => f.name)),
+    shapes: entity.schema.type === "view" ? undefined : shapesOf({
+      find: (n) => byName.get(n.toLowerCase()),
+      record: self,
+      user: userEntities(world).map(sourceOf),
+    }),
     // A view's row is what its query gives (a PostgreSQL bigint may be a
     // string): members of its columns are not checked.
     types: entity.schema.type === "view"

@@ -9,7 +9,6 @@
 
 import { MoonbaseError } from "../errors.ts";
 import { type AuthValue, GUEST } from "../caller.ts";
-import type { Queryable } from "../db/storage.ts";
 import type { Entity } from "./entity.ts";
 import type { Registry } from "./registry.ts";
 import type { Operation, Rule, RuleMode } from "../schema/types.ts";
@@ -65,13 +64,6 @@ const METHOD: Readonly<Record<Operation, string>> = {
 
 const MODES: readonly RuleMode[] = ["public", "auth", "", "custom"];
 
-/** A database handle for `Access.check` that refuses any statement. */
-const NO_DB: Queryable = {
-  query: () => Promise.reject(new Error("rule test: no statements")),
-  run: () => Promise.reject(new Error("rule test: no statements")),
-  exec: () => Promise.reject(new Error("rule test: no statements")),
-};
-
 const bad = (why: string): never => {
   throw new MoonbaseError("invalid", `Cannot test rule: ${why}`);
 };
@@ -121,16 +113,16 @@ function labelOf(entity: Entity, rec: RecordData): string {
 }
 
 /** The `Access` the rule being tried gives the caller. */
-function accessOf(
+async function accessOf(
   t: Trial,
   engine: ExpressionRules,
   auth: AuthValue,
   req: RuleRequest,
-): Access {
+): Promise<Access> {
   const d = authorize(t.entity, t.op, auth, t.rule);
   return d.kind === "allow"
     ? {}
-    : engine.access(t.entity, t.op, d.expr, auth, req);
+    : await engine.access(t.entity, t.op, d.expr, auth, req);
 }
 
 /**
@@ -196,7 +188,7 @@ export async function runTrial(
   };
   let access: Access;
   try {
-    access = accessOf(t, engine, auth, req);
+    access = await accessOf(t, engine, auth, req);
   } catch (err) {
     if (!(err instanceof MoonbaseError)) throw err;
     out.denied = err.message;
@@ -216,7 +208,7 @@ export async function runTrial(
   // row, or none. A list decides each row itself, and so does the trial
   // (the rule's own per-row check, as the record service runs it).
   const rowCheck = readsRows && t.op === "list" && t.entity.type === "view"
-    ? engine.access(t.entity, "add", t.rule.expr, auth, req).check
+    ? (await engine.access(t.entity, "add", t.rule.expr, auth, req)).check
     : undefined;
   for (const rec of records) {
     const id = String(rec.id);
@@ -228,7 +220,7 @@ export async function runTrial(
     failure = undefined;
     if (rowCheck) {
       try {
-        await rowCheck(rec, NO_DB);
+        await rowCheck(rec, t.entity.reads);
       } catch (err) {
         if (!(err instanceof MoonbaseError)) throw err;
         item.allowed = false;
@@ -244,7 +236,7 @@ export async function runTrial(
     }
     if (item.allowed && access.check && (t.op === "add" || t.op === "update")) {
       try {
-        await access.check(rec, NO_DB);
+        await access.check(rec, t.entity.reads);
       } catch (err) {
         if (!(err instanceof MoonbaseError)) throw err;
         item.allowed = false;

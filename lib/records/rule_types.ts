@@ -8,7 +8,7 @@
  */
 
 import type { AuthValue } from "../caller.ts";
-import type { Dialect } from "../db/storage.ts";
+import type { Dialect, Queryable } from "../db/storage.ts";
 import type {
   EntitySchema,
   EntityType,
@@ -16,6 +16,9 @@ import type {
   Operation,
 } from "../schema/types.ts";
 import type { Access } from "./caller_access.ts";
+import type { SortVia } from "./list_query.ts";
+
+export type { SortVia } from "./list_query.ts";
 import type { RecordData } from "./codec.ts";
 
 /** What of the HTTP request a rule may read (`req.*`). */
@@ -36,16 +39,49 @@ export interface RuleTarget {
   /** When the schema last changed (`schema.updated`, without a copy). */
   readonly updated: string;
   field(name: string): FieldDef | undefined;
+  /**
+   * Another entity by name (any case), as the registry holds it now: rules
+   * and filters read related records through it.
+   */
+  lookup(name: string): RuleTarget | undefined;
+  /** Where its records are read now (inside a before-hook or batch: that write). */
+  readonly reads: Queryable;
+}
+
+/**
+ * What a caller may read of a related entity: its filters read related
+ * records only as the caller could read them itself (the record service
+ * decides; a rule reads them whatever their own rules say).
+ */
+export interface CallerView {
+  /**
+   * How the caller's rule on `entity` for `op` decides: every record,
+   * none (the rule mode refuses the caller, or the API does not serve the
+   * entity), or the custom rule `expr`.
+   */
+  decide(
+    entity: RuleTarget,
+    op: "get" | "list",
+  ): { kind: "all" } | { kind: "none" } | { kind: "rule"; expr: string };
+  /** What the caller may see of `entity` through `op` (undefined: nothing). */
+  access(entity: RuleTarget, op: "get" | "list"): Promise<Access | undefined>;
+  /** The request the related entity's rules read (as a GET of its records would). */
+  readonly req: RuleRequest;
 }
 
 /** Turns a custom rule (and a list filter) into a caller's `Access`, or throws a denial. */
 export interface RuleEngine {
-  /** Whether the custom rule `expr` lets `auth` at `record`. */
+  /**
+   * Whether the custom rule `expr` of `entity` lets `auth` at `record`,
+   * decided now in JavaScript (realtime events): a rule reading through
+   * relations denies here.
+   */
   allows(
     expr: string,
     auth: AuthValue,
     req: RuleRequest,
     record: RecordData,
+    entity?: RuleTarget,
   ): boolean;
   /**
    * Whether the custom rule `expr` may let `auth` through at all: it reads
@@ -60,11 +96,12 @@ export interface RuleEngine {
     expr: string,
     auth: AuthValue,
     req: RuleRequest,
-  ): Access;
+  ): Promise<Access>;
   /**
    * The `Access` of the `filter` parameter; `perRow` keeps it out of SQL (a
    * per-row rule is in force: a filter narrowing the rows scanned would make
-   * the scan budget an oracle on the hidden rows).
+   * the scan budget an oracle on the hidden rows); `view`: what the caller
+   * may read of related entities (none: every record, as an admin).
    */
   filter(
     entity: RuleTarget,
@@ -72,5 +109,18 @@ export interface RuleEngine {
     auth: AuthValue,
     req: RuleRequest,
     perRow?: boolean,
-  ): Access;
+    view?: CallerView,
+  ): Promise<Access>;
+  /**
+   * The value of `path` (`["author", "name"]`) through relations of
+   * `entity`, for a sort (400 when it names no readable field, or when a
+   * related entity's rule for the caller has no SQL).
+   */
+  sortVia(
+    entity: RuleTarget,
+    path: readonly string[],
+    auth: AuthValue,
+    req: RuleRequest,
+    view?: CallerView,
+  ): SortVia;
 }

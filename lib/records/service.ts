@@ -16,7 +16,12 @@ import {
   authorize,
   isExposed,
 } from "./access.ts";
-import type { RuleEngine, RuleRequest } from "./rule_types.ts";
+import type {
+  CallerView,
+  RuleEngine,
+  RuleRequest,
+  SortVia,
+} from "./rule_types.ts";
 import type { AccountChecks } from "./write_checks.ts";
 import type { RequestOrigin } from "../http/request_scope.ts";
 
@@ -162,17 +167,80 @@ export class RecordService {
   }
 
   /** What `auth` may see and write through `op` (throws a denial). */
-  #access(
+  async #access(
     entity: Entity,
     op: Operation,
     auth: AuthValue,
     req: RuleRequest,
-  ): Access {
+  ): Promise<Access> {
     assertWritable(entity, op);
     const d = authorize(entity, op, auth);
     return d.kind === "allow"
       ? {}
-      : this.#rules.access(entity, op, d.expr, auth, req);
+      : await this.#rules.access(entity, op, d.expr, auth, req);
+  }
+
+  /**
+   * The entity the API serves as `target` now (its name and id unchanged),
+   * for reads of `auth` through relations and expansions; undefined when
+   * none (not served, a view, refused views).
+   */
+  #served(target: { readonly id: string }): Entity | undefined {
+    const e = this.#registry.get(target.id);
+    if (!e || !isExposed(e, e.name) || e.type === "view") return undefined;
+    return this.#registry.viewRefusal(e.id) === undefined ? e : undefined;
+  }
+
+  /**
+   * What `auth` may see of `entity` through `op`, or undefined when its
+   * rule mode refuses it outright (401/403 on its own route).
+   */
+  async #readable(
+    entity: Entity,
+    op: "get" | "list",
+    auth: AuthValue,
+    req: RuleRequest,
+  ): Promise<Access | undefined> {
+    try {
+      return await this.#access(entity, op, auth, req);
+    } catch (err) {
+      // Refused outright (401/403 on its own route): nothing is readable.
+      if (
+        err instanceof MoonbaseError &&
+        (err.code === "unauthenticated" || err.code === "forbidden")
+      ) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * What a caller's filter and sort may read of related entities: what
+   * the caller could read of them itself (read as a GET of those records
+   * would: no body, `req`'s query).
+   */
+  #view(auth: AuthValue, req: RuleRequest): CallerView {
+    const read = readRequest(req);
+    return {
+      req: read,
+      decide: (target, op) => {
+        const e = this.#served(target);
+        if (!e) return { kind: "none" };
+        try {
+          const d = authorize(e, op, auth);
+          return d.kind === "allow"
+            ? { kind: "all" }
+            : { kind: "rule", expr: d.expr };
+        } catch {
+          return { kind: "none" }; // the rule mode refuses this caller
+        }
+      },
+      access: (target, op) => {
+        const e = this.#served(target);
+        return e
+          ? this.#readable(e, op, auth, read)
+          : Promise.resolve(undefined);
+      },
+    };
   }
 
   /**
@@ -233,7 +301,7 @@ export class RecordService {
     req: RuleRequest,
   ): Promise<ListResult> {
     const cursor = { key: this.#cursorKey, caller: callerOf(auth) };
-    const access = this.#access(entity, "list", auth, req);
+    const access = await this.#access(entity, "list", auth, req);
     const shape = this.answerShape(entity, query, auth, "list records");
     if (shape) {
       query = new URLSearchParams(query);
@@ -247,7 +315,7 @@ export class RecordService {
     return page;
   }
 
-  #page(
+  async #page(
     entity: Entity,
     query: URLSearchParams,
     auth: AuthValue,
@@ -256,9 +324,14 @@ export class RecordService {
     cursor: { key: CursorKey; caller: string },
   ): Promise<ListResult> {
     if (access.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
+    const view = this.#view(auth, req);
+    const sorts = relationSorts(
+      query,
+      (path) => this.#rules.sortVia(entity, path, auth, req, view),
+    );
     const filter = query.get("filter");
     if (filter === null || filter.trim() === "") {
-      return entity.records.list(query, { access, cursor });
+      return await entity.records.list(query, { access, cursor, sorts });
     }
     // Under a per-row rule the filter runs per row too, after the rule: a
     // filter in SQL would choose which hidden rows use up the scan budget
@@ -266,12 +339,13 @@ export class RecordService {
     const perRow = access.keep !== undefined;
     const filtered = both(
       access,
-      this.#rules.filter(entity, filter, auth, req, perRow),
+      await this.#rules.filter(entity, filter, auth, req, perRow, view),
     );
-    return entity.records.list(query, {
+    return await entity.records.list(query, {
       access: filtered,
       filtered: true,
       cursor,
+      sorts,
     });
   }
 
@@ -287,8 +361,8 @@ export class RecordService {
     auth: AuthValue,
     req: RuleRequest,
   ): Promise<AggregateResult> {
-    return this.#read(entity, (e) => {
-      let access = this.#access(e, "list", auth, req);
+    return this.#read(entity, async (e) => {
+      let access = await this.#access(e, "list", auth, req);
       const filter = query.get("filter");
       if (
         filter !== null && filter.trim() !== "" &&
@@ -296,9 +370,19 @@ export class RecordService {
       ) {
         // Per row under a per-row rule, as lists do: refused either way.
         const perRow = access.keep !== undefined;
-        access = both(access, this.#rules.filter(e, filter, auth, req, perRow));
+        access = both(
+          access,
+          await this.#rules.filter(
+            e,
+            filter,
+            auth,
+            req,
+            perRow,
+            this.#view(auth, req),
+          ),
+        );
       }
-      return e.records.aggregate(query, { access, filtered: true });
+      return await e.records.aggregate(query, { access, filtered: true });
     });
   }
 
@@ -325,7 +409,7 @@ export class RecordService {
       return false; // the rule mode denies this caller: the event is not shown
     }
     return d.kind === "allow" ||
-      this.#rules.allows(d.expr, auth, EVENT_REQUEST, record);
+      this.#rules.allows(d.expr, auth, EVENT_REQUEST, record, entity);
   }
 
   /**
@@ -340,7 +424,7 @@ export class RecordService {
     query?: URLSearchParams,
   ): Promise<RecordData> {
     return await this.#read(entity, async (e) => {
-      const access = this.#access(e, "get", auth, req);
+      const access = await this.#access(e, "get", auth, req);
       const shape = query && this.answerShape(e, query, auth, "get record");
       const rec = await e.records.read(id, { access });
       if (!rec) throw notFound(e);
@@ -443,18 +527,8 @@ export class RecordService {
         if (!isExposed(e, name)) return undefined;
         return this.#registry.viewRefusal(e.id) === undefined ? e : undefined;
       },
-      access: (e, op) => {
-        try {
-          return this.#access(e, op, auth, req);
-        } catch (err) {
-          // Refused outright (401/403 on its own route): absent here.
-          if (
-            err instanceof MoonbaseError &&
-            (err.code === "unauthenticated" || err.code === "forbidden")
-          ) return undefined;
-          throw err;
-        }
-      },
+      // Refused outright (401/403 on its own route): absent here.
+      access: (e, op) => this.#readable(e, op, auth, req),
     };
   }
 
@@ -540,7 +614,7 @@ export class RecordService {
     let stored = false;
     try {
       entity = await this.#writing(entity, write);
-      const access = this.#access(entity, "add", auth, req);
+      const access = await this.#access(entity, "add", auth, req);
       if (!call.admitted) {
         headers = await this.#checks.signup(entity, auth, call.origin);
       }
@@ -587,7 +661,7 @@ export class RecordService {
           if (body !== write.body) req = withBody(req, body);
         }
       }
-      const access = this.#access(entity, "update", auth, req);
+      const access = await this.#access(entity, "update", auth, req);
       rec = await entity.records.update(id, writable(entity, body, auth), {
         access,
         caller: auth,
@@ -616,12 +690,32 @@ export class RecordService {
   ): Promise<RecordData> {
     entity = await this.#writing(entity);
     const rec = await entity.records.remove(id, {
-      access: this.#access(entity, "delete", auth, req),
+      access: await this.#access(entity, "delete", auth, req),
       caller: auth,
     });
     if (!rec) throw notFound(entity);
     return rec;
   }
+}
+
+/**
+ * The sort keys of `query` that read through relations (`author.name`),
+ * each resolved by `via` (400 when it reads nothing the caller may sort by).
+ */
+function relationSorts(
+  query: URLSearchParams,
+  via: (path: string[]) => SortVia,
+): Map<string, SortVia> | undefined {
+  const sort = query.get("sort");
+  if (sort === null || !sort.includes(".")) return undefined;
+  const out = new Map<string, SortVia>();
+  for (const part of sort.split(",")) {
+    const name = part.trim().replace(/^[-+]/, "");
+    if (name.includes(".") && !out.has(name)) {
+      out.set(name, via(name.split(".")));
+    }
+  }
+  return out;
 }
 
 /** `req` with another body (its query read from `req` when a rule asks). */

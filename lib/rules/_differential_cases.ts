@@ -393,3 +393,66 @@ export function differentialCases(
   const sources = Array.from({ length: count }, () => expression(2));
   return { types: TYPES, rows, auths: AUTHS, req: REQ, sources };
 }
+
+/**
+ * The records with a relation `p` to records of the same table (the test's
+ * entity `t`): most point at another record, some at none, some at an id
+ * no record has (read as no record, like none).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { differentialCases, withParents } from "moonbase/lib/rules/_differential_cases.ts";
+ * const rows = withParents(differentialCases(1, 1).rows);
+ * assert.ok(rows.some((r) => r.p === null) && rows.some((r) => r.p === "gone"));
+ * ```
+ */
+export function withParents(rows: readonly Row[]): Row[] {
+  const n = rows.length;
+  return rows.map((r, k) => ({
+    ...r,
+    p: k % 5 === 0
+      ? null
+      : k % 11 === 0
+      ? "gone"
+      : String(rows[(k * 7 + 3) % n].id),
+  }));
+}
+
+/**
+ * Rule sources reading through the relation `p` and the back-relation
+ * `t_via_p` (the records whose `p` points here), made from `sources` (rule
+ * mode, `record.*`): the same conditions one and two relations away, over
+ * a back-relation's records with `.some`/`.every` (the outer record in
+ * reach), and beside `.length`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { relationSources } from "moonbase/lib/rules/_differential_cases.ts";
+ * assert.deepEqual(relationSources(["record.i > 1"]), ["record.p.i > 1"]);
+ * ```
+ */
+export function relationSources(sources: readonly string[]): string[] {
+  return sources.map((src, k) => {
+    const over = (v: string) => src.replaceAll("record.", `${v}.`);
+    switch (k % 7) {
+      case 0:
+        return over("record.p");
+      case 1:
+        return over("record.p.p");
+      case 2:
+        return `record.t_via_p.some(c => ${over("c")})`;
+      case 3:
+        return `record.t_via_p.every(c => ${over("c")})`;
+      case 4:
+        return `(record.t_via_p.length > 1) == (${src})`;
+      case 5:
+        return `record.p.t_via_p.some(c => (${
+          over("c")
+        }) && c.id != record.id)`;
+      default:
+        return `!(${over("record.p")}) || record.p.p.t_via_p.length == 0`;
+    }
+  });
+}

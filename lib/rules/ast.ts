@@ -60,7 +60,15 @@ export type MethodName = "includes" | "startsWith" | "endsWith";
  * - `member`: `object.property` / `object["property"]` (literal keys only);
  * - `unary`, `binary`, `logical`: operators;
  * - `method`: `object.includes(x)`, `.startsWith(x)`, `.endsWith(x)`;
- * - `call`: a helper function `name(args...)`.
+ * - `call`: a helper function `name(args...)`;
+ * - `quantifier`: `list.some(c => body)` / `list.every(c => body)` over a
+ *   back-relation (the only lists of records), `c` a `param` in `body`;
+ * - `param`: the parameter of the enclosing quantifier;
+ * - `relation`: a record read through a relation (`relations.ts` binds
+ *   them: the parser never makes one): `kind: "forward"` is the record the
+ *   relation field `field` of `object` (a record) points at, `"back"` the
+ *   records of `entity` whose relation field `field` points at `object`;
+ *   `key` is the name as written (`project`, `comments_via_post`).
  *
  * @example
  * ```ts
@@ -123,7 +131,38 @@ export type Expr =
     readonly pos: number;
     readonly name: string;
     readonly args: readonly Expr[];
-  };
+  }
+  | {
+    readonly type: "quantifier";
+    readonly pos: number;
+    readonly object: Expr;
+    readonly method: QuantifierName;
+    readonly param: string;
+    readonly body: Expr;
+  }
+  | { readonly type: "param"; readonly pos: number; readonly name: string }
+  | RelationNode;
+
+/** `.some(c => …)` (any record passes) and `.every(c => …)` (all do). */
+export type QuantifierName = "some" | "every";
+
+/**
+ * A read through a relation (see {@link Expr}): bound by `relations.ts`
+ * against the entities, for the evaluator and the SQL compiler.
+ */
+export interface RelationNode {
+  readonly type: "relation";
+  readonly pos: number;
+  /** The record the relation starts from. */
+  readonly object: Expr;
+  /** The name as written: a relation field, or `<entity>_via_<field>`. */
+  readonly key: string;
+  readonly kind: "forward" | "back";
+  /** Forward: the entity pointed at; back: the entity whose records point here. */
+  readonly entity: string;
+  /** Forward: the relation field of `object`; back: the relation field of `entity`. */
+  readonly field: string;
+}
 
 /**
  * Size limits enforced by the parser (exceeding one is a {@link RuleSyntaxError}).

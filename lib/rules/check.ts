@@ -8,6 +8,7 @@
 import { RuleSyntaxError } from "./ast.ts";
 import type { KnownNames } from "./names.ts";
 import { parseExpression } from "./parser.ts";
+import { bindRelations } from "./relations.ts";
 
 /**
  * What is wrong with a rule: what and where (`unexpected "}" at 12`: the
@@ -42,7 +43,8 @@ export function ruleProblem(
   names?: KnownNames,
 ): RuleProblem | undefined {
   try {
-    parseExpression(expr, { mode: "rule", helpers, names });
+    const ast = parseExpression(expr, { mode: "rule", helpers, names });
+    if (names?.shapes) bindRelations(ast, names.shapes, { strict: true });
     return undefined;
   } catch (e) {
     if (!(e instanceof RuleSyntaxError)) throw e;

@@ -6,16 +6,85 @@ import assert from "node:assert/strict";
 import { DatabaseSync, type SQLInputValue } from "node:sqlite";
 import postgres from "postgres";
 import { hasPostgres, startPostgres } from "../../tests/_pg.ts";
-import { type RuleScope, test } from "./evaluate.ts";
+import { ABSENT, type Related, type RuleScope, test } from "./evaluate.ts";
+import type { Expr } from "./ast.ts";
 import { parseExpression } from "./parser.ts";
+import { bindRelations, type ShapeEntity, type Shapes } from "./relations.ts";
 import { compilePrefilter, compileToSql, type SqlContext } from "./to_sql.ts";
-import { differentialCases } from "./_differential_cases.ts";
+import {
+  differentialCases,
+  relationSources,
+  withParents,
+} from "./_differential_cases.ts";
 
 type Dialect = "sqlite" | "postgres";
-const { types: TYPES, rows: ROWS, auths: AUTHS, req: REQ, sources: SOURCES } =
-  differentialCases(20260102, 600);
+const generated = differentialCases(20260102, 600);
+const { auths: AUTHS, req: REQ, sources: SOURCES } = generated;
+/** The columns, and `p`: a relation to the table itself (`t_via_p` back). */
+const TYPES: Readonly<Record<string, string>> = {
+  ...generated.types,
+  p: "relation",
+};
+const ROWS = withParents(generated.rows);
 const COLUMNS = ["id", ...Object.keys(TYPES)];
 const RULE = { mode: "rule" } as const;
+
+/** The test's one entity `t`, as relation reads see it. */
+const T: ShapeEntity = {
+  name: "t",
+  fieldNames: COLUMNS,
+  field: (n) =>
+    n === "id"
+      ? { type: "string" }
+      : n === "p"
+      ? { type: "relation", target: "t" }
+      : Object.hasOwn(TYPES, n)
+      ? { type: TYPES[n] }
+      : undefined,
+};
+const SHAPES: Shapes = {
+  record: T,
+  entity: (n) => n === "t" ? T : undefined,
+  back: (_of, n) => n === "t_via_p" ? { entity: T, field: "p" } : undefined,
+};
+const BY_ID = new Map(ROWS.map((r) => [String(r.id), r]));
+/** The related records, from the rows in memory (the loader's part). */
+const RELATED: Related = {
+  get: (parent, node) => {
+    const p = parent as Record<string, unknown>;
+    if (node.kind === "forward") {
+      return BY_ID.get(String(p[node.field])) ?? ABSENT;
+    }
+    return ROWS.filter((r) => r[node.field] === p.id);
+  },
+};
+
+/** Rule sources through relations, and their filter forms. */
+const RELATION_CASES = relationSources(SOURCES).flatMap((source) => {
+  const rule = (record: (typeof ROWS)[number], auth: unknown): RuleScope => ({
+    auth,
+    req: REQ,
+    record,
+  });
+  const bind = (e: Expr, what: "rule" | "filter") =>
+    bindRelations(e, SHAPES, { what });
+  const cases = [{
+    source,
+    expr: bind(parseExpression(source, RULE), "rule"),
+    scope: rule,
+  }];
+  if (!source.includes("req.")) {
+    // Bare names; a bound filter reads them as `record.<name>`.
+    const filter = source.replace(/\brecord\./g, "");
+    const fields = new Set([...COLUMNS, "t_via_p"]);
+    const expr = bind(
+      parseExpression(filter, { mode: "filter", fields }),
+      "filter",
+    );
+    cases.push({ source: filter, expr, scope: rule });
+  }
+  return cases;
+});
 
 /** Each source as a rule and, when it does not read `req`, as a filter. */
 const CASES = SOURCES.flatMap((source) => {
@@ -48,6 +117,15 @@ function context(dialect: Dialect, auth: unknown): SqlContext {
       ? TYPES[name]
       : undefined),
     scope: { auth, req: REQ },
+    table: '"t"',
+    tables: (name) =>
+      name === "t"
+        ? {
+          table: '"t"',
+          column: (n) => (COLUMNS.includes(n) ? `"${n}"` : undefined),
+          fieldType: (n) => (n === "id" ? "string" : TYPES[n]),
+        }
+        : undefined,
   };
 }
 
@@ -56,6 +134,7 @@ async function differential(
   dialect: Dialect,
   select: (sql: string, params: unknown[]) => Promise<string[]>,
 ) {
+  await relations(dialect, select);
   let compiled = 0;
   let total = 0;
   let selective = 0; // compiled queries selecting some but not all rows
@@ -114,11 +193,66 @@ async function differential(
   return compiled;
 }
 
+/**
+ * The rules through relations (`p`, `t_via_p`): the rows SQL selects are
+ * those the evaluator accepts with the related records loaded.
+ */
+async function relations(
+  dialect: Dialect,
+  select: (sql: string, params: unknown[]) => Promise<string[]>,
+) {
+  let compiled = 0, total = 0, selective = 0, prefilters = 0;
+  for (const { source, expr, scope } of RELATION_CASES) {
+    for (const auth of AUTHS) {
+      total++;
+      const ctx = context(dialect, auth);
+      const q = compileToSql(expr, ctx);
+      const want = ROWS.filter((record) =>
+        test(expr, scope(record, auth), undefined, RELATED)
+      ).map((r) => String(r.id));
+      if (q === undefined) {
+        const pre = compilePrefilter(expr, ctx);
+        if (pre === undefined) continue;
+        prefilters++;
+        const got = new Set(await select(pre.sql, pre.params));
+        const missing = want.filter((id) => !got.has(id));
+        assert.deepEqual(missing, [], `${dialect} prefilter: ${source}`);
+        continue;
+      }
+      compiled++;
+      let got: string[];
+      try {
+        got = (await select(q.sql, q.params)).sort();
+      } catch (e) {
+        throw new Error(
+          `${dialect}: ${source}\n${q.sql}\n${JSON.stringify(q.params)}\n${e}`,
+        );
+      }
+      assert.deepEqual(
+        got,
+        want,
+        `${dialect} auth=${auth.id}: ${source}\n${q.sql}\n${
+          JSON.stringify(q.params)
+        }`,
+      );
+      if (want.length > 0 && want.length < ROWS.length) selective++;
+    }
+  }
+  console.log(
+    `${dialect}: ${compiled} of ${total} (relation rule or filter, auth) pairs ` +
+      `compiled and matched the evaluator; ${selective} of them select some ` +
+      `but not all rows; ${prefilters} prefilters were supersets`,
+  );
+  assert.ok(compiled >= total / 3, `only ${compiled} of ${total} compiled`);
+  assert.ok(selective >= compiled / 4, `only ${selective} selective`);
+}
+
 Deno.test("differential: SQLite selects exactly the rows the evaluator accepts", async () => {
   const db = new DatabaseSync(":memory:");
   db.exec(
-    `CREATE TABLE t (id TEXT PRIMARY KEY, s TEXT, s2 TEXT, i INTEGER, f REAL, b INTEGER, dt TEXT, j TEXT, rel TEXT)`,
+    `CREATE TABLE t (id TEXT PRIMARY KEY, s TEXT, s2 TEXT, i INTEGER, f REAL, b INTEGER, dt TEXT, j TEXT, rel TEXT, p TEXT)`,
   );
+  db.exec(`CREATE INDEX t_p ON t (p)`);
   const insert = db.prepare(
     `INSERT INTO t (${COLUMNS.join(", ")}) VALUES (${
       COLUMNS.map(() => "?").join(", ")
@@ -172,8 +306,9 @@ Deno.test({
       );
       const text = icu ? `text COLLATE "en-x-icu"` : "text";
       await sql.unsafe(
-        `CREATE TABLE t (id text PRIMARY KEY, s ${text}, s2 ${text}, i bigint, f double precision, b boolean, dt ${text}, j jsonb, rel jsonb)`,
+        `CREATE TABLE t (id text PRIMARY KEY, s ${text}, s2 ${text}, i bigint, f double precision, b boolean, dt ${text}, j jsonb, rel jsonb, p text)`,
       );
+      await sql.unsafe(`CREATE INDEX t_p ON t (p)`);
       // j and rel as JSON.stringify text, like the storage's jsonb parameters.
       const json = (c: string) => c === "j" || c === "rel";
       const placeholders = COLUMNS.map((c, n) =>

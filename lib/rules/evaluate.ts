@@ -16,8 +16,9 @@
  * @module
  */
 
-import type { Expr } from "./ast.ts";
+import type { Expr, RelationNode } from "./ast.ts";
 import {
+  ABSENT,
   binary,
   getMember,
   isPlainArray,
@@ -27,7 +28,7 @@ import {
   truthy,
 } from "./values.ts";
 
-export { MAX_STRING_LENGTH, RuleEvalError } from "./values.ts";
+export { ABSENT, MAX_STRING_LENGTH, RuleEvalError } from "./values.ts";
 
 /**
  * What an expression can read. Rule mode: `{auth, req, record}`. Filter mode:
@@ -70,6 +71,84 @@ export interface RuleScope {
  * ```
  */
 export type RuleHelpers = ReadonlyMap<string, (...args: unknown[]) => unknown>;
+
+/**
+ * The records a rule reads through relations, loaded before it is
+ * evaluated (lib/records/rule_relations.ts loads them; the evaluator never
+ * waits). `get` answers what relation `node` of `parent` (a record the
+ * evaluator met) holds: the related record or {@link ABSENT} (forward), the
+ * related records (back); it throws a {@link RuleEvalError} for one it did
+ * not load (the rule then denies).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { evaluate, type Related } from "moonbase/lib/rules/evaluate.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * import { bindRelations } from "moonbase/lib/rules/relations.ts";
+ * const tasks = { name: "tasks", fieldNames: ["id", "project"],
+ *   field: (n: string) => n === "project" ? { type: "relation", target: "projects" } : n === "id" ? { type: "string" } : undefined };
+ * const projects = { name: "projects", fieldNames: ["id", "owner"],
+ *   field: (n: string) => n === "id" || n === "owner" ? { type: "string" } : undefined };
+ * const shapes = { record: tasks, entity: (n: string) => n === "projects" ? projects : undefined, back: () => undefined };
+ * const e = bindRelations(parseExpression("record.project.owner == auth.id", { mode: "rule" }), shapes);
+ * const task = { id: "t1", project: "p1" };
+ * const related: Related = { get: (parent) => parent === task ? { id: "p1", owner: "u1" } : undefined };
+ * assert.equal(evaluate(e, { auth: { id: "u1" }, record: task }, undefined, related), true);
+ * ```
+ */
+export interface Related {
+  get(parent: object, node: RelationNode): unknown;
+}
+
+/** What one evaluation reads besides the AST. */
+interface Env {
+  readonly scope: RuleScope;
+  readonly helpers: RuleHelpers | undefined;
+  readonly related: Related | undefined;
+  /** Values of the quantifier parameters in scope. */
+  readonly params: ReadonlyMap<string, unknown>;
+}
+
+const NO_PARAMS: ReadonlyMap<string, unknown> = new Map();
+const NO_RECORDS: readonly unknown[] = Object.freeze([]);
+
+/** What a relation of `parent` holds (see {@link Related}). */
+function relationOf(
+  node: RelationNode,
+  parent: unknown,
+  related: Related | undefined,
+): unknown {
+  // No record to start from (none, or a relation that points at none).
+  if (
+    parent === ABSENT || typeof parent !== "object" || parent === null ||
+    Array.isArray(parent)
+  ) return node.kind === "forward" ? ABSENT : NO_RECORDS;
+  const got = related?.get(parent, node);
+  if (got === undefined) {
+    throw new RuleEvalError(
+      `the records of ${node.key} were not loaded`,
+    );
+  }
+  return got;
+}
+
+/** `list.some(p => body)` / `.every(…)`; undefined on anything but a list. */
+function quantify(
+  e: Extract<Expr, { type: "quantifier" }>,
+  env: Env,
+): unknown {
+  const list = evalNode(e.object, env);
+  if (!isPlainArray(list)) return undefined;
+  const params = new Map(env.params);
+  const inner: Env = { ...env, params };
+  for (let i = 0; i < list.length; i++) {
+    params.set(e.param, getMember(list, String(i)));
+    const ok = truthy(evalNode(e.body, inner));
+    if (e.method === "some" ? ok : !ok) return e.method === "some";
+  }
+  return e.method === "every";
+}
 
 /**
  * `object.method(argument)`: `includes`/`startsWith`/`endsWith` on strings
@@ -135,48 +214,59 @@ function callHelper(
   return result;
 }
 
-function evalNode(
-  e: Expr,
-  scope: RuleScope,
-  helpers: RuleHelpers | undefined,
-): unknown {
+function evalNode(e: Expr, env: Env): unknown {
   switch (e.type) {
     case "literal":
       return e.value;
     case "root":
-      return getMember(scope, e.name);
+      return getMember(env.scope, e.name);
     case "field":
-      return getMember(scope, e.name);
+      return getMember(env.scope, e.name);
+    case "param":
+      return env.params.get(e.name);
     case "member":
-      return getMember(evalNode(e.object, scope, helpers), e.property);
+      return getMember(evalNode(e.object, env), e.property);
+    case "relation":
+      return relationOf(e, evalNode(e.object, env), env.related);
+    case "quantifier":
+      return quantify(e, env);
     case "unary": {
-      const v = evalNode(e.argument, scope, helpers);
+      const v = evalNode(e.argument, env);
       return e.operator === "!" ? !truthy(v) : negate(v);
     }
     case "binary": {
-      const left = evalNode(e.left, scope, helpers);
-      return binary(e.operator, left, evalNode(e.right, scope, helpers));
+      const left = evalNode(e.left, env);
+      return binary(e.operator, left, evalNode(e.right, env));
     }
     case "logical": {
-      const left = evalNode(e.left, scope, helpers);
+      const left = evalNode(e.left, env);
       if (e.operator === "&&" ? !truthy(left) : truthy(left)) return left;
-      return evalNode(e.right, scope, helpers);
+      return evalNode(e.right, env);
     }
     case "method": {
-      const object = evalNode(e.object, scope, helpers);
-      return callMethod(object, e.method, evalNode(e.argument, scope, helpers));
+      const object = evalNode(e.object, env);
+      return callMethod(object, e.method, evalNode(e.argument, env));
     }
     case "call":
       return callHelper(
         e.name,
-        e.args.map((a) => evalNode(a, scope, helpers)),
-        helpers,
+        e.args.map((a) => evalNode(a, env)),
+        env.helpers,
       );
   }
 }
 
+function envOf(
+  scope: RuleScope,
+  helpers: RuleHelpers | undefined,
+  related: Related | undefined,
+): Env {
+  return { scope, helpers, related, params: NO_PARAMS };
+}
+
 /**
- * Evaluates an expression and returns its JavaScript value.
+ * Evaluates an expression and returns its JavaScript value; `related`:
+ * the records it reads through relations (a bound expression).
  *
  * @throws {RuleEvalError} when the rule cannot be evaluated (helper failure,
  * string growth past {@link MAX_STRING_LENGTH}, unconvertible value…)
@@ -194,9 +284,10 @@ export function evaluate(
   expr: Expr,
   scope: RuleScope,
   helpers?: RuleHelpers,
+  related?: Related,
 ): unknown {
   try {
-    return evalNode(expr, scope, helpers);
+    return evalNode(expr, envOf(scope, helpers, related));
   } catch (e) {
     if (e instanceof RuleEvalError) throw e;
     // e.g. a RangeError from a runaway stack: still only an evaluation failure.
@@ -222,9 +313,10 @@ export function test(
   expr: Expr,
   scope: RuleScope,
   helpers?: RuleHelpers,
+  related?: Related,
 ): boolean {
   try {
-    return truthy(evalNode(expr, scope, helpers));
+    return truthy(evalNode(expr, envOf(scope, helpers, related)));
   } catch {
     // A condition that fails denies (callers that log failures use evaluate()).
     return false;

@@ -10,6 +10,7 @@ import { type Expr, RuleSyntaxError } from "./ast.ts";
 import { TokenStream } from "./lexer.ts";
 import type { KnownNames } from "./names.ts";
 import { parseExpression } from "./parser.ts";
+import { bindRelations } from "./relations.ts";
 
 /** The outcome of parsing one expression. */
 export type Inspection =
@@ -57,6 +58,9 @@ export function inspectExpression(
       helpers,
       names,
     });
+    if (names?.shapes) {
+      bindRelations(ast, names.shapes, { strict: true, what: kind });
+    }
     return { valid: true, ast, reads: readsOf(ast) };
   } catch (err) {
     if (!(err instanceof RuleSyntaxError)) throw err;
@@ -131,6 +135,12 @@ export function readsOf(expr: Expr): string[] {
       case "call":
         out.add(`${e.name}()`);
         return e.args.forEach(visit);
+      case "quantifier":
+        // `record.comments_via_post`; reads of its records are the parameter's.
+        visit(e.object);
+        return visit(e.body);
+      case "relation":
+        return visit(e.object);
       default:
         return;
     }

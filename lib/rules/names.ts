@@ -8,6 +8,46 @@
  */
 
 /**
+ * A field as relation reads see it: its type and, for a relation, the
+ * entity it points at (`multiple`: it holds a list of ids).
+ */
+export interface ShapeField {
+  readonly type: string;
+  readonly target?: string;
+  readonly multiple?: boolean;
+}
+
+/** An entity as relation reads see it. */
+export interface ShapeEntity {
+  readonly name: string;
+  /** A field rules may read (never `password`). */
+  field(name: string): ShapeField | undefined;
+  /** The names rules may read, for suggestions. */
+  readonly fieldNames: readonly string[];
+  /**
+   * Set when the reader may not read this entity's records at all (a
+   * caller's filter): why, e.g. `users records are not yours to read`.
+   */
+  readonly refused?: string;
+}
+
+/**
+ * The entities an expression reads: the record's (rules: `record`;
+ * filters: the bare names), `auth.user`'s, any by name, and the
+ * back-relations (`<entity>_via_<field>`, resolved as `expand` resolves
+ * them: lib/records/expand/plan.ts); `relations.ts` reads through them.
+ */
+export interface Shapes {
+  readonly record?: ShapeEntity;
+  readonly user?: ShapeEntity;
+  entity(name: string): ShapeEntity | undefined;
+  back(
+    of: ShapeEntity,
+    name: string,
+  ): { entity: ShapeEntity; field: string } | undefined;
+}
+
+/**
  * Names known to a rule of one entity (docs/reference/rule-language.md): `record` =
  * the entity's field names (built-ins included, `password` never); `user` =
  * the fields any auth entity's records have (their union, built-ins
@@ -45,14 +85,21 @@ export interface KnownNames {
    * cannot have it (see {@link memberProblem}).
    */
   types?: ReadonlyMap<string, string>;
+  /**
+   * The entities read through relations (`record.project.owner`,
+   * `record.comments_via_post`): given, every name read through a relation
+   * is checked too, at any depth (`relations.ts`).
+   */
+  shapes?: Shapes;
 }
 
 /**
- * Why `<name>.<property>` reads nothing when `name` holds a field of `type`
- * (`record.owner.email`: a relation holds the related record's id, not the
- * record), or undefined when it may read something: anything in `json` and
- * `files`; `.length` and an index in the strings (text fields, `select`,
- * `relation`, `file`, `date`); nothing in numbers and booleans.
+ * Why `<name>.<property>` reads nothing when `name` holds a field of `type`,
+ * or undefined when it may read something: anything in `json` and `files`;
+ * `.length` and an index in the strings (text fields, `select`, `file`,
+ * `date`); nothing in numbers and booleans. A `relation` reads into the
+ * related record (`record.owner.email`): which names it has is checked
+ * where the relations are known (`relations.ts`).
  *
  * @example
  * ```ts
@@ -61,10 +108,7 @@ export interface KnownNames {
  * assert.equal(memberProblem("record.meta", "json", "any"), undefined);
  * assert.equal(memberProblem("record.title", "string", "length"), undefined);
  * assert.equal(memberProblem("record.title", "string", "0"), undefined);
- * assert.equal(
- *   memberProblem("record.owner", "relation", "email"),
- *   '"record.owner.email" reads nothing: record.owner is a relation, whose value is the related record\'s id (rules cannot read that record\'s fields)',
- * );
+ * assert.equal(memberProblem("record.owner", "relation", "email"), undefined);
  * assert.equal(
  *   memberProblem("record.n", "int", "length"),
  *   '"record.n.length" reads nothing: record.n is a number (it has no members)',
@@ -82,6 +126,7 @@ export function memberProblem(
   switch (type) {
     case "json":
     case "files":
+    case "relation":
       return undefined;
     case "int":
     case "double":
@@ -93,9 +138,7 @@ export function memberProblem(
   if (type === "relation[]") {
     return `${head} is a multiple relation, a list of the related records' ids (only .length, [index] and .includes(id) read into it)`;
   }
-  return type === "relation"
-    ? `${head} is a relation, whose value is the related record's id (rules cannot read that record's fields)`
-    : `${head} is a string (only .length and [index] read into it)`;
+  return `${head} is a string (only .length and [index] read into it)`;
 }
 
 /** The members of `req` (docs/reference/rule-language.md). */

@@ -16,6 +16,7 @@ import {
   type Expr,
   LIMITS,
   type MethodName,
+  type QuantifierName,
   RuleSyntaxError,
 } from "./ast.ts";
 import { type Token, TokenStream } from "./lexer.ts";
@@ -56,6 +57,12 @@ const METHODS: ReadonlySet<string> = new Set<MethodName>([
   "startsWith",
   "endsWith",
 ]);
+const QUANTIFIERS: ReadonlySet<string> = new Set<QuantifierName>([
+  "some",
+  "every",
+]);
+/** Names a quantifier's parameter may not take. */
+const RESERVED: ReadonlySet<string> = new Set(["auth", "req", "record"]);
 const LITERALS: ReadonlyMap<string, boolean | null | undefined> = new Map<
   string,
   boolean | null | undefined
@@ -80,6 +87,8 @@ class Parser extends TokenStream {
   #depth = 0;
   #nodes = 0;
   #options: ParseOptions;
+  /** The parameters of the quantifiers around the current position, innermost last. */
+  #params: string[] = [];
 
   constructor(source: string, options: ParseOptions) {
     super(source, options.mode === "filter" ? "filter" : "rule");
@@ -166,6 +175,9 @@ class Parser extends TokenStream {
       });
     }
     if (this.#nextIsCall()) return this.parseCall(t);
+    if (this.#params.includes(name)) {
+      return this.node({ type: "param", pos: t.pos, name });
+    }
     const { mode, fields } = this.#options;
     if (
       name === "auth" ||
@@ -224,7 +236,9 @@ class Parser extends TokenStream {
         if (t.value === "?." && this.isPunct("[")) continue;
         const name = this.next();
         if (name.kind !== "name") this.unexpected(name);
-        if (this.isPunct("(")) {
+        if (this.isPunct("(") && QUANTIFIERS.has(name.value)) {
+          object = this.parseQuantifier(object, name.value, name.pos);
+        } else if (this.isPunct("(")) {
           object = this.parseMethod(object, name.value, name.pos);
         } else {
           object = this.member(object, name.value, name.pos);
@@ -242,7 +256,7 @@ class Parser extends TokenStream {
         object = this.member(object, String(key.value), key.pos);
       } else if (t.value === "(") {
         return this.fail(
-          'unexpected "(": only helpers and includes/startsWith/endsWith can be called',
+          'unexpected "(": only helpers and includes/startsWith/endsWith/some/every can be called',
           t.pos,
         );
       } else {
@@ -318,6 +332,55 @@ class Parser extends TokenStream {
       return { prefix: "req.body", names: names.body };
     }
     return undefined;
+  }
+
+  /**
+   * `object.some(c => body)` / `.every(c => body)` (`(c) => body` too):
+   * `c` names each record of the list in `body`.
+   */
+  parseQuantifier(object: Expr, name: string, pos: number): Expr {
+    const open = this.expect("(");
+    const paren = this.isPunct("(");
+    if (paren) this.next();
+    const p = this.next();
+    if (p.kind !== "name") {
+      return this.fail(
+        `${name}() takes a function: ${name}(c => <condition on c>)`,
+        p.pos,
+      );
+    }
+    if (
+      RESERVED.has(p.value) || LITERALS.has(p.value) ||
+      isForbiddenProperty(p.value) || this.#options.helpers?.has(p.value)
+    ) {
+      this.fail(
+        `${JSON.stringify(p.value)} cannot name the parameter of ${name}()`,
+        p.pos,
+      );
+    }
+    if (paren) this.expect(")");
+    if (!this.isPunct("=>")) {
+      this.fail(
+        `${name}() takes a function: ${name}(${p.value} => <condition on ${p.value}>)`,
+        this.peek.pos,
+      );
+    }
+    this.next();
+    this.#params.push(p.value);
+    const body = this.nested(open.pos, () => this.parseOr());
+    this.#params.pop();
+    if (this.isPunct(",")) {
+      this.fail(`${name}() takes one function`, this.peek.pos);
+    }
+    this.expect(")");
+    return this.node({
+      type: "quantifier",
+      pos,
+      object,
+      method: name as QuantifierName,
+      param: p.value,
+      body,
+    });
   }
 
   parseMethod(object: Expr, name: string, pos: number): Expr {

@@ -22,7 +22,12 @@ function show(e: Expr): string {
       return e.value === undefined ? "undefined" : JSON.stringify(e.value);
     case "root":
     case "field":
+    case "param":
       return e.name;
+    case "relation":
+      return `${show(e.object)}->${e.key}`;
+    case "quantifier":
+      return `${show(e.object)}.${e.method}(${e.param} => ${show(e.body)})`;
     case "member":
       return `${show(e.object)}[${JSON.stringify(e.property)}]`;
     case "unary":
@@ -271,4 +276,24 @@ Deno.test("security: hostile inputs are rejected or harmless", () => {
   }
   assert.equal(({} as Record<string, unknown>).polluted, undefined);
   assert.equal(({} as Record<string, unknown>).x, undefined);
+});
+
+Deno.test("parser: .some and .every take one function", () => {
+  const parse = (s: string) => show(parseExpression(s, RULE));
+  assert.equal(
+    parse("record.c_via_p.some(c => c.x == 1)"),
+    'record["c_via_p"].some(c => (c["x"] == 1))',
+  );
+  assert.equal(
+    parse("record.c_via_p.every((c) => c.d_via_c.some(d => d.y == c.x))"),
+    'record["c_via_p"].every(c => c["d_via_c"].some(d => (d["y"] == c["x"])))',
+  );
+  // A parameter is known in its body only.
+  rejects("record.a.some(c => 1) && c.x", 'unknown name "c"', 25);
+  rejects("record.a.some(c)", /takes a function/, 15);
+  rejects("record.a.some(1)", /takes a function/, 14);
+  rejects("record.a.some(record => 1)", /cannot name the parameter/, 14);
+  rejects("record.a.some(auth => 1)", /cannot name the parameter/, 14);
+  rejects("record.a.some(c => 1, 2)", "some() takes one function", 20);
+  rejects("record.a.every(__proto__ => 1)", /cannot name the parameter/, 15);
 });

@@ -37,6 +37,8 @@ export interface Column {
   readonly bound?: number;
   /** Computed numbers: every value is an integer (in an integer SQL type). */
   readonly integral?: boolean;
+  /** Never NULL (a count). */
+  readonly notNull?: boolean;
 }
 
 /**

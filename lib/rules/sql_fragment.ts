@@ -233,10 +233,11 @@ export function intParam(n: number, dialect: Dialect): Frag {
  * ```
  */
 export function whenNull(
-  c: { readonly sql: string },
+  c: { readonly sql: string; readonly notNull?: boolean },
   onNull: boolean,
   nonNull: Cond,
 ): Cond {
+  if (c.notNull) return nonNull;
   if (onNull) {
     const out = or({ sql: `${c.sql} IS NULL`, params: [] }, nonNull);
     if (typeof out === "object" && typeof nonNull === "object") {

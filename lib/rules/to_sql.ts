@@ -25,6 +25,7 @@
 
 import type { Expr } from "./ast.ts";
 import { Compiler } from "./sql_compiler.ts";
+import { hasRelations } from "./relations.ts";
 import type { SqlContext } from "./sql_context.ts";
 import { type Cond, type Dialect, or } from "./sql_fragment.ts";
 import { truthyCond, unsureOf } from "./sql_value.ts";
@@ -126,7 +127,7 @@ function compileParts(
   ctx: SqlContext,
 ): { cond: Cond; unsure: Cond } | undefined {
   try {
-    const c = new Compiler(ctx).compile(expr);
+    const c = new Compiler(ctx, hasRelations(expr)).compile(expr);
     return { cond: truthyCond(c, ctx.dialect), unsure: unsureOf(c) };
   } catch {
     // NotCompilable, or an evaluation error while folding a constant: the

@@ -34,6 +34,23 @@ export class RuleEvalError extends Error {
   }
 }
 
+/**
+ * The record a forward relation reads when it points at none (empty, or at
+ * a record that does not exist or, in a filter, that the caller may not
+ * read): each of its fields reads `null`, each relation from it `ABSENT`
+ * again or an empty list.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ABSENT, getMember } from "moonbase/lib/rules/values.ts";
+ * assert.equal(getMember(ABSENT, "owner"), null);
+ * ```
+ */
+export const ABSENT: Readonly<Record<string, never>> = Object.freeze(
+  Object.create(null),
+);
+
 /** A JavaScript primitive value. */
 export type Primitive =
   | string
@@ -77,6 +94,7 @@ function isIndex(key: string): boolean {
  * ```
  */
 export function getMember(object: unknown, key: string): unknown {
+  if (object === ABSENT) return null;
   if (typeof object === "string") {
     if (key === "length") return object.length;
     return isIndex(key) && Number(key) < object.length

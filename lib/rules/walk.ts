@@ -22,14 +22,19 @@ function some(expr: Expr, test: (e: Expr) => boolean): boolean {
       return some(expr.object, test) || some(expr.argument, test);
     case "call":
       return expr.args.some((a) => some(a, test));
+    case "relation":
+      return some(expr.object, test);
+    case "quantifier":
+      return some(expr.object, test) || some(expr.body, test);
     default:
       return false;
   }
 }
 
 /**
- * True when the expression reads the record (`record…`, or a bare field in
- * filter mode), i.e. its outcome depends on the row.
+ * True when the expression reads the record (`record…`, a bare field in
+ * filter mode, or the parameter of a quantifier over the record's
+ * relations: `rowParams`, inside one), i.e. its outcome depends on the row.
  *
  * @example
  * ```ts
@@ -40,12 +45,45 @@ function some(expr: Expr, test: (e: Expr) => boolean): boolean {
  * assert.equal(readsRecord(parseExpression("auth.id != ''", { mode: "rule" })), false);
  * ```
  */
-export function readsRecord(expr: Expr): boolean {
-  return some(
-    expr,
-    (e) => e.type === "field" || (e.type === "root" && e.name === "record"),
-  );
+export function readsRecord(
+  expr: Expr,
+  rowParams: ReadonlySet<string> = NONE,
+): boolean {
+  switch (expr.type) {
+    case "root":
+      return expr.name === "record";
+    case "field":
+      return true;
+    case "param":
+      return rowParams.has(expr.name);
+    case "member":
+    case "relation":
+      return readsRecord(expr.object, rowParams);
+    case "unary":
+      return readsRecord(expr.argument, rowParams);
+    case "binary":
+    case "logical":
+      return readsRecord(expr.left, rowParams) ||
+        readsRecord(expr.right, rowParams);
+    case "method":
+      return readsRecord(expr.object, rowParams) ||
+        readsRecord(expr.argument, rowParams);
+    case "call":
+      return expr.args.some((a) => readsRecord(a, rowParams));
+    case "quantifier": {
+      if (readsRecord(expr.object, rowParams)) return true;
+      // Over a list that does not depend on the row, the parameter does not either.
+      if (!rowParams.has(expr.param)) return readsRecord(expr.body, rowParams);
+      const inner = new Set(rowParams);
+      inner.delete(expr.param);
+      return readsRecord(expr.body, inner);
+    }
+    default:
+      return false;
+  }
 }
+
+const NONE: ReadonlySet<string> = new Set();
 
 /**
  * True when the expression reads the request (`req…`).
@@ -99,6 +137,10 @@ export function readsCallerData(expr: Expr): boolean {
       return readsCallerData(expr.object) || readsCallerData(expr.argument);
     case "call":
       return expr.args.some(readsCallerData);
+    case "relation":
+      return readsCallerData(expr.object);
+    case "quantifier":
+      return readsCallerData(expr.object) || readsCallerData(expr.body);
     default:
       return false;
   }

@@ -22,7 +22,7 @@ import type { Entity } from "../entity.ts";
 import type { Access } from "../caller_access.ts";
 import type { RecordData } from "../codec.ts";
 import { MAX_SCAN } from "../list.ts";
-import { EXPAND_KEY, type ExpandNode, putKey } from "./plan.ts";
+import { EXPAND_KEY, type ExpandNode, putKey, relationTo } from "./plan.ts";
 
 /** Records of one back-relation under one parent, oldest first. */
 export const BACK_LIMIT = 1000;
@@ -37,7 +37,7 @@ export interface ExpandScope {
    * What the caller may see of `entity` through `op`, or undefined when
    * its rule mode refuses the caller outright.
    */
-  access(entity: Entity, op: "get" | "list"): Access | undefined;
+  access(entity: Entity, op: "get" | "list"): Promise<Access | undefined>;
   /** Starts a 400's message (`list records`). */
   action: string;
 }
@@ -134,9 +134,7 @@ function fresh(record: RecordData, nested: boolean): RecordData {
 
 /** Whether `field` of `from` is (still) a relation to `to`. */
 function pointsAt(from: Entity, field: string, to: Entity): boolean {
-  const f = from.field(field);
-  return f?.type === "relation" &&
-    f.foreign_key?.entity.toLowerCase() === to.name.toLowerCase();
+  return relationTo(from, field, to.name);
 }
 
 async function visible(
@@ -160,7 +158,7 @@ async function forward(
   const into = scope.entity(node.entity);
   if (!into || into.type === "view") return undefined;
   if (!pointsAt(group.entity, node.field, into)) return undefined;
-  const access = scope.access(into, "get");
+  const access = await scope.access(into, "get");
   if (!access) return undefined;
   const ids = new Set<string>();
   for (const r of group.records) {
@@ -216,7 +214,7 @@ async function backward(
   const from = scope.entity(node.entity);
   if (!from || from.type === "view") return undefined;
   if (!pointsAt(from, node.field, group.entity)) return undefined;
-  const access = scope.access(from, "list");
+  const access = await scope.access(from, "list");
   if (!access) return undefined;
   const ids = [...new Set(group.records.map((r) => String(r.id)))];
   // Under a per-row rule SQL cannot count the visible rows per parent: read

@@ -119,26 +119,70 @@ function unknownPath(action: string, path: string, of: string): never {
   );
 }
 
+/**
+ * The readings of a segment as `<entity>_via_<field>`, split at each
+ * `_via_` in turn (an entity name may hold `_via_` itself): the one home of
+ * how back-relation names resolve, for `expand` and for rules and filters
+ * (lib/records/rule_shapes.ts). `lookup` finds entities by name.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { viaReadings } from "moonbase/lib/records/expand/plan.ts";
+ * assert.deepEqual(viaReadings("a_via_b_via_c"), [
+ *   { entity: "a", field: "b_via_c" },
+ *   { entity: "a_via_b", field: "c" },
+ * ]);
+ * ```
+ */
+export function viaReadings(seg: string): { entity: string; field: string }[] {
+  const out: { entity: string; field: string }[] = [];
+  for (let i = seg.indexOf("_via_"); i > 0; i = seg.indexOf("_via_", i + 1)) {
+    const field = seg.slice(i + 5);
+    if (field !== "") out.push({ entity: seg.slice(0, i), field });
+  }
+  return out;
+}
+
+/**
+ * Whether `field` of `from` is a relation pointing at the entity named
+ * `to` (a back-relation of `to` through it).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { relationTo } from "moonbase/lib/records/expand/plan.ts";
+ * import type { FieldDef } from "moonbase/lib/schema/types.ts";
+ * const post: FieldDef = { id: "f1", name: "post", type: "relation", required: false, unique: false,
+ *   foreign_key: { entity: "posts", on_delete: "cascade" } };
+ * const comments = { field: (n: string) => n === "post" ? post : undefined };
+ * assert.equal(relationTo(comments, "post", "Posts"), true);
+ * assert.equal(relationTo(comments, "author", "posts"), false);
+ * ```
+ */
+export function relationTo(
+  from: { field(name: string): FieldDef | undefined },
+  field: string,
+  to: string,
+): boolean {
+  const f = from.field(field);
+  return f?.type === "relation" &&
+    f.foreign_key?.entity.toLowerCase() === to.toLowerCase();
+}
+
 /** The back-relation a segment names, if any. */
 function backRelation(
   scope: PlanScope,
   of: PlanEntity,
   seg: string,
 ): { entity: PlanEntity; field: string; usable: boolean } | undefined {
-  const target = of.name.toLowerCase();
-  for (let i = seg.indexOf("_via_"); i > 0; i = seg.indexOf("_via_", i + 1)) {
-    const name = seg.slice(0, i);
+  for (const { entity: name, field } of viaReadings(seg)) {
     const e = scope.lookup(name);
     // Only entities the API serves: any other reads as a name that does not exist.
     if (!isExposed(e, name) || e.type === "view") continue;
-    const field = seg.slice(i + 5);
-    if (field === "") continue;
     // Refused outright: its fields are not the caller's to learn.
     if (!scope.canUse(e, "list")) return { entity: e, field, usable: false };
-    const f = e.field(field);
-    if (
-      f?.type === "relation" && f.foreign_key?.entity.toLowerCase() === target
-    ) {
+    if (relationTo(e, field, of.name)) {
       return { entity: e, field, usable: true };
     }
   }
