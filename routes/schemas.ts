@@ -11,23 +11,15 @@ import { json, noContent } from "../lib/http/envelope.ts";
 import { guarded } from "../lib/http/route_group.ts";
 import { requireAdmin } from "./guards.ts";
 import { recordCounts } from "../lib/schema/counts.ts";
-import type { EntitySchema } from "../lib/schema/types.ts";
-import { authOptions, publicAuthOptions } from "../lib/schema/auth_options.ts";
+import { shownSchema as shown } from "../lib/schema/shown.ts";
+import {
+  exportSchemas,
+  importSchemas,
+  readImportRequest,
+} from "../lib/records/schema_import.ts";
 
 /** What these routes read of the app: the entity registry. */
 export type SchemasHost = Pick<Core, "log" | "schemas" | "storage">;
-
-/**
- * A schema as the API shows it: base and auth entities always list
- * `indexes`; auth entities their `auth` object, client secrets blanked.
- */
-function shown(schema: EntitySchema): EntitySchema {
-  const out = schema.type === "view" || schema.indexes
-    ? schema
-    : { ...schema, indexes: [] };
-  if (schema.type !== "auth" || schema.is_system) return out;
-  return { ...out, auth: publicAuthOptions(authOptions(schema)) };
-}
 
 function notFound(id: string): MoonbaseError {
   return new MoonbaseError(
@@ -51,6 +43,21 @@ export function schemaRoutes(r: RouteTarget<SchemasHost>): void {
       200,
       await recordCounts(ctx.app.storage, ctx.app.schemas.all()),
     );
+  });
+  // Before `/:id`: an entity named "export" is read by its id here.
+  admin.add("GET", "/api/v1/schemas/export", (ctx) =>
+    json(200, {
+      schemas: exportSchemas(ctx.app.schemas.all().map((e) => e.schema)),
+    }));
+  admin.add("POST", "/api/v1/schemas/import", async (ctx) => {
+    const request = readImportRequest(await ctx.body());
+    const { changes } = await importSchemas(ctx.app.schemas, request);
+    if (!request.dryRun && changes.length > 0) {
+      ctx.app.log.info("schemas imported", {
+        changes: changes.map((c) => `${c.action} ${c.entity}`),
+      });
+    }
+    return json(200, { changes, dry_run: request.dryRun });
   });
   admin.add("GET", "/api/v1/schemas/:id", (ctx) => {
     const e = ctx.app.schemas.get(ctx.params.id);
