@@ -108,6 +108,8 @@ export class Migrations {
         onApplied?.(m.name);
       }
     }
+    // Another instance may have applied some meanwhile: its schemas, now.
+    await this.#core.schemas.refreshIfChanged();
     return out;
   }
 
