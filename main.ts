@@ -1,5 +1,6 @@
 /**
- * The `moonbase` command line: `serve`, `admins` and `types`.
+ * The `moonbase` command line: `serve`, `admins`, `types`, `backup`,
+ * `move-to` and `migrate`.
  *
  * About 350 lines: the usage text, the option table and the parsing that
  * turns them into an `AppConfig` are one piece (an option is added to all
@@ -21,6 +22,7 @@ import { allEntities } from "./lib/openapi/described.ts";
 import { typesModule } from "./lib/openapi/types_ts.ts";
 import { backupCommand, moveToCommand } from "./lib/commands/backup.ts";
 import { UsageMistake } from "./lib/commands/usage.ts";
+import { migrateCommand } from "./lib/commands/migrate.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
@@ -35,13 +37,16 @@ Usage:
   moonbase [options] backup list
   moonbase [options] backup restore <file|name>   (with the server stopped)
   moonbase [options] move-to --database PSQL --connection <url>
+  moonbase [options] migrate up|down|status
+  moonbase [options] migrate create <name>
 
 Options:
   --port <port>            listening port (default 7070; 0 picks a free port)
   --host <host>            bind address (default 0.0.0.0)
   --workers <n|auto>       isolates serving on the port (default 1; auto or 0:
                            one per CPU core)
-  --dev                    development mode (readable logs)
+  --dev                    development mode (readable logs, scripts reloaded on
+                           change, a migration file written per schema change)
   --database <kind>        PSQL for PostgreSQL (default: SQLite in --dataDir)
   --connection <url>       PostgreSQL connection URL (with --database PSQL)
   --poolSize <n>           PostgreSQL connections (default: CPU cores, 2 to 10)
@@ -53,6 +58,9 @@ Options:
                            files stay untouched); otherwise that is refused
   --publicDir <dir>        directory served at /
   --scriptsDir <dir>       directory of JavaScript extension scripts (default ./scripts)
+  --migrationsDir <dir>    directory of migration files NNNN_name.ts (default
+                           ./migrations); serve applies pending ones first, and
+                           with --dev writes one for each schema change
   --tokenTtl <seconds>     token lifetime (default 3600)
   --corsOrigins <list>     comma-separated allowed origins (default *)
   --maxBodySize <bytes>    largest JSON body (default 1048576)
@@ -163,6 +171,7 @@ export function parseCli(args: string[]): Cli {
         rebindDataDir: { type: "boolean" },
         publicDir: { type: "string" },
         scriptsDir: { type: "string" },
+        migrationsDir: { type: "string" },
         tokenTtl: { type: "string" },
         corsOrigins: { type: "string" },
         maxBodySize: { type: "string" },
@@ -231,6 +240,7 @@ export function parseCli(args: string[]): Cli {
     statementTimeout: int(v.statementTimeout, "statementTimeout", 0, 86_400),
     publicDir: v.publicDir,
     scriptsDir: v.scriptsDir,
+    migrationsDir: v.migrationsDir,
     dev: v.dev,
     tokenTtl: int(v.tokenTtl, "tokenTtl", 60, 31_536_000),
     corsOrigins: v.corsOrigins?.split(",").map((s) => s.trim()).filter(Boolean),
@@ -392,6 +402,10 @@ export async function main(args: string[]): Promise<number> {
     }
     if (cli.command === "backup") {
       await backupCommand(cli.config, cli.rest, cli.values.out as string);
+      return 0;
+    }
+    if (cli.command === "migrate") {
+      await migrateCommand(cli.config, cli.rest);
       return 0;
     }
     if (cli.command === "move-to" && cli.rest.length === 0) {
