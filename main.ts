@@ -1,6 +1,6 @@
 /**
  * The `moonbase` command line: `serve`, `admins`, `types`, `backup`,
- * `move-to` and `files migrate`.
+ * `move-to`, `migrate` and `files migrate`.
  *
  * About 350 lines: the usage text, the option table and the parsing that
  * turns them into an `AppConfig` are one piece (an option is added to all
@@ -24,6 +24,7 @@ import { backupCommand, moveToCommand } from "./lib/commands/backup.ts";
 import { UsageMistake } from "./lib/commands/usage.ts";
 import { filesCommand } from "./lib/commands/files.ts";
 import { parseFilesUrl } from "./lib/files/files_url.ts";
+import { migrateCommand } from "./lib/commands/migrate.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
@@ -38,6 +39,8 @@ Usage:
   moonbase [options] backup list
   moonbase [options] backup restore <file|name>   (with the server stopped)
   moonbase [options] move-to --database PSQL --connection <url>
+  moonbase [options] migrate up|down|status
+  moonbase [options] migrate create <name>
   moonbase [options] files migrate --to <local|s3://…>
 
 Options:
@@ -45,7 +48,8 @@ Options:
   --host <host>            bind address (default 0.0.0.0)
   --workers <n|auto>       isolates serving on the port (default 1; auto or 0:
                            one per CPU core)
-  --dev                    development mode (readable logs)
+  --dev                    development mode (readable logs, scripts reloaded on
+                           change, a migration file written per schema change)
   --database <kind>        PSQL for PostgreSQL (default: SQLite in --dataDir)
   --connection <url>       PostgreSQL connection URL (with --database PSQL)
   --poolSize <n>           PostgreSQL connections (default: CPU cores, 2 to 10)
@@ -60,6 +64,9 @@ Options:
                            &path_style=true|false (also MB_FILES)
   --publicDir <dir>        directory served at /
   --scriptsDir <dir>       directory of JavaScript extension scripts (default ./scripts)
+  --migrationsDir <dir>    directory of migration files NNNN_name.ts (default
+                           ./migrations); serve applies pending ones first, and
+                           with --dev writes one for each schema change
   --tokenTtl <seconds>     token lifetime (default 3600)
   --corsOrigins <list>     comma-separated allowed origins (default *)
   --maxBodySize <bytes>    largest JSON body (default 1048576)
@@ -180,6 +187,7 @@ export function parseCli(args: string[]): Cli {
         to: { type: "string" },
         publicDir: { type: "string" },
         scriptsDir: { type: "string" },
+        migrationsDir: { type: "string" },
         tokenTtl: { type: "string" },
         corsOrigins: { type: "string" },
         maxBodySize: { type: "string" },
@@ -257,6 +265,7 @@ export function parseCli(args: string[]): Cli {
     statementTimeout: int(v.statementTimeout, "statementTimeout", 0, 86_400),
     publicDir: v.publicDir,
     scriptsDir: v.scriptsDir,
+    migrationsDir: v.migrationsDir,
     dev: v.dev,
     tokenTtl: int(v.tokenTtl, "tokenTtl", 60, 31_536_000),
     corsOrigins: v.corsOrigins?.split(",").map((s) => s.trim()).filter(Boolean),
@@ -422,6 +431,10 @@ export async function main(args: string[]): Promise<number> {
     }
     if (cli.command === "files") {
       await filesCommand(cli.config, cli.values.to, cli.rest);
+      return 0;
+    }
+    if (cli.command === "migrate") {
+      await migrateCommand(cli.config, cli.rest);
       return 0;
     }
     if (cli.command === "move-to" && cli.rest.length === 0) {

@@ -35,6 +35,7 @@ import {
   sweepGraceMs,
 } from "./lib/files/sweep.ts";
 import { inRequest } from "./lib/http/request_scope.ts";
+import { Migrations } from "./lib/migrations/runner.ts";
 
 export { Entity } from "./lib/records/entity.ts";
 export type { LibraryRead, LibraryWrite } from "./lib/records/entity.ts";
@@ -52,6 +53,7 @@ export type {
 } from "./lib/schema/types.ts";
 export type { Registry } from "./lib/records/registry.ts";
 export type { ScriptApp, ScriptHandler } from "./lib/extend/script_app.ts";
+export type { MigrationApp, SchemaCalls } from "./lib/migrations/app.ts";
 export type {
   RecordEvent,
   RecordEventName,
@@ -85,7 +87,9 @@ export interface App extends Core {
 /**
  * Creates an app: opens the database, loads schemas, sweeps the files its
  * database recorded that no record references (lib/files/sweep.ts; never
- * another database's), builds the routes.
+ * another database's), builds the routes, loads the scripts and applies
+ * pending migration files (a failure stops it with one line naming the
+ * file).
  */
 export async function createApp(config: AppConfig = {}): Promise<App> {
   const core = await createCore(config);
@@ -225,6 +229,15 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     // requests, a hook that checks writes). In --dev, a reload that fails
     // keeps the scripts loaded before.
     const set = await extensions.load();
+    // Pending migration files, before anything is served: with the scripts'
+    // helpers and hooks in force, as for any write. One isolate applies
+    // them (the others start once it serves); several instances on one
+    // database each run a migration at most once between them.
+    if ((core.config.peers?.index ?? 0) === 0) {
+      await new Migrations(core).up((name) =>
+        core.log.info("migration applied", { name })
+      );
+    }
     for (const { name, setup } of set.setups) {
       try {
         await setup(app);

@@ -46,6 +46,11 @@ export interface AppConfig {
   publicDir?: string;
   /** Directory of JavaScript extension scripts. */
   scriptsDir?: string;
+  /**
+   * Directory of migration files (`NNNN_name.ts`, docs/guide/migrations.md),
+   * applied at start before serving. Default `./migrations`.
+   */
+  migrationsDir?: string;
   /** Development mode. */
   dev?: boolean;
   /** Token lifetime in seconds (default 3600). */
@@ -237,6 +242,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     connection: c.connection,
     publicDir: checkedPublicDir(c.publicDir),
     scriptsDir: c.scriptsDir ?? "./scripts",
+    migrationsDir: c.migrationsDir ?? "./migrations",
     dev: c.dev ?? false,
     tokenTtl: c.tokenTtl ?? 3600,
     corsOrigins: c.corsOrigins ?? ["*"],
