@@ -5,7 +5,8 @@
  * back-relation count column from one aggregate request, both kept after a
  * reload; the record form's multiple-relation picker (chips in order,
  * remove, add by search and keyboard, `max`); the rule editor's
- * completions through relations and into a back-relation's `.some(…)`.
+ * completions through relations and into a back-relation's `.some(…)`;
+ * the entity form making a multiple relation (fixed once saved).
  */
 import assert from "node:assert/strict";
 import type { Page, Request } from "playwright-core";
@@ -257,6 +258,34 @@ async function completion(page: Page, s: TestServer, width: number) {
   );
 }
 
+async function schemaForm(page: Page, s: TestServer, d: Seeded) {
+  await page.goto(`${s.url}/mb/entities/articles/schema`);
+  // Declared fields in order: title, author, tags.
+  const tags = page.locator("fieldset.field-panel").nth(2);
+  assert.equal(await tags.getByLabel("Name").inputValue(), "tags");
+  const several = tags.getByRole("checkbox", { name: /Several records/ });
+  assert.ok(await several.isChecked());
+  assert.ok(await several.isDisabled()); // fixed once saved
+  assert.equal(await tags.getByLabel("At most (records)").inputValue(), "3");
+  await page.getByRole("button", { name: "+ Add field" }).click();
+  const p = page.locator("fieldset.field-panel").last();
+  await p.getByLabel("Name").fill("readers");
+  await p.getByLabel("Type").selectOption("relation");
+  await p.getByLabel("Target entity").selectOption("writers");
+  await p.getByRole("checkbox", { name: /Several records/ }).check();
+  await p.getByLabel("At most (records)").fill("2");
+  assert.deepEqual(await axeSerious(page), []);
+  await page.getByRole("button", { name: "Save changes" }).click();
+  type Field = { name: string; multiple?: boolean; max?: number };
+  const readers = await poll("readers saved", async () => {
+    const r = await s.request("GET", "/api/v1/schemas/articles", {
+      token: d.token,
+    });
+    return (r.data.fields as Field[]).find((x) => x.name === "readers");
+  });
+  assert.deepEqual([readers.multiple, readers.max], [true, 2]);
+}
+
 browserTest(
   "relations in the dashboard: related and count columns, multiple-relation picker, rule completion",
   async ({ s, adminPage, errors }) => {
@@ -277,6 +306,8 @@ browserTest(
       await completion(page, s, width);
       await page.close();
     }
+    const page = await adminPage(1280);
+    await schemaForm(page, s, d);
     assert.deepEqual(errors, []);
   },
 );
