@@ -3,8 +3,9 @@
  * screenshots): the records table's related columns (`author.name`,
  * `author.team.name`) come in the page's one list request (`expand`), a
  * back-relation count column from one aggregate request, both kept after a
- * reload; the record form's multiple-relation picker (chips in order,
- * remove, add by search and keyboard, `max`); the rule editor's
+ * reload, and on records arriving live; the record form's
+ * multiple-relation picker (chips in order, remove, add by search and
+ * keyboard, `max`); the rule editor's
  * completions through relations and into a back-relation's `.some(…)`;
  * the entity form making a multiple relation (fixed once saved).
  */
@@ -22,6 +23,7 @@ import { poll } from "./_wait.ts";
 
 interface Seeded {
   token: string;
+  grace: string;
   compilers: string;
   notes: string;
   tags: Record<string, string>;
@@ -97,7 +99,7 @@ async function seed(s: TestServer): Promise<Seeded> {
   ) {
     await add("remarks", { text, article });
   }
-  return { token, compilers, notes, tags };
+  return { token, grace, compilers, notes, tags };
 }
 
 /** The cells of the row whose title is `title`, by column header. */
@@ -123,7 +125,7 @@ function recordRequests(page: Page): string[] {
   return seen;
 }
 
-async function columns(page: Page, width: number) {
+async function columns(page: Page, s: TestServer, d: Seeded, width: number) {
   await page.getByText("Columns", { exact: true }).click();
   await page.getByText("author → writers").click();
   await page.getByRole("checkbox", { name: "author.name", exact: true })
@@ -170,6 +172,19 @@ async function columns(page: Page, width: number) {
   assert.deepEqual(await axeSerious(page), []);
   assert.ok(await scrollWidth(page) <= width, "no overflow");
   await shot(page, "relations_columns");
+  // A record made elsewhere arrives live with its related values (the
+  // realtime topic asks for the same expand).
+  const title = `Live ${width}`;
+  const made = await s.request("POST", "/api/v1/entities/articles", {
+    token: d.token,
+    body: { title, author: d.grace },
+  });
+  assert.equal(made.status, 201, made.text);
+  await poll("live row", async () => {
+    const r = await row(page, title).catch(() => null);
+    return r?.["author.team.name"] === "Core" && r.author === "Grace" &&
+      r["remarks (count)"] === "0";
+  });
 }
 
 async function multiPicker(page: Page, s: TestServer, d: Seeded) {
@@ -301,7 +316,7 @@ browserTest(
       const page = await adminPage(width);
       await page.goto(`${s.url}/mb/entities/articles`);
       await page.getByRole("cell", { name: "Notes", exact: true }).waitFor();
-      await columns(page, width);
+      await columns(page, s, d, width);
       await multiPicker(page, s, d);
       await completion(page, s, width);
       await page.close();
