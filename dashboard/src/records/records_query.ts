@@ -172,7 +172,7 @@ export function listQuery(
     filter: combinedFilter(schema, s) || undefined,
     after: cursor ?? undefined,
     count: count || undefined,
-    expand: expand || undefined,
+    ...(expand ? { expand } : {}),
   };
 }
 
@@ -194,11 +194,12 @@ export function summaryQuery(
   s: TableState,
   field: string,
 ): Record<string, string | number | boolean | undefined> {
-  const { limit: _l, sort: _s, after: _a, count: _c, ...rows } = listQuery(
-    schema,
-    s,
-    null,
-  );
+  const { limit: _l, sort: _s, after: _a, count: _c, expand: _e, ...rows } =
+    listQuery(
+      schema,
+      s,
+      null,
+    );
   return { ...rows, group: field, count: true };
 }
 
