@@ -1,6 +1,6 @@
 /**
  * The `moonbase` command line: `serve`, `admins`, `types`, `backup`,
- * `move-to` and `migrate`.
+ * `move-to`, `migrate` and `files migrate`.
  *
  * About 350 lines: the usage text, the option table and the parsing that
  * turns them into an `AppConfig` are one piece (an option is added to all
@@ -22,6 +22,8 @@ import { allEntities } from "./lib/openapi/described.ts";
 import { typesModule } from "./lib/openapi/types_ts.ts";
 import { backupCommand, moveToCommand } from "./lib/commands/backup.ts";
 import { UsageMistake } from "./lib/commands/usage.ts";
+import { filesCommand } from "./lib/commands/files.ts";
+import { parseFilesUrl } from "./lib/files/files_url.ts";
 import { migrateCommand } from "./lib/commands/migrate.ts";
 
 /** Usage text. */
@@ -39,6 +41,7 @@ Usage:
   moonbase [options] move-to --database PSQL --connection <url>
   moonbase [options] migrate up|down|status
   moonbase [options] migrate create <name>
+  moonbase [options] files migrate --to <local|s3://…>
 
 Options:
   --port <port>            listening port (default 7070; 0 picks a free port)
@@ -56,6 +59,9 @@ Options:
                            database first used with it (see database.json in it)
   --rebindDataDir          take over a data directory of another database (its
                            files stay untouched); otherwise that is refused
+  --files <store>          where uploaded files live: local (default: <dataDir>/files)
+                           or s3://<bucket>[/<prefix>]?endpoint=<url>&region=<region>
+                           &path_style=true|false (also MB_FILES)
   --publicDir <dir>        directory served at /
   --scriptsDir <dir>       directory of JavaScript extension scripts (default ./scripts)
   --migrationsDir <dir>    directory of migration files NNNN_name.ts (default
@@ -100,6 +106,14 @@ Options:
 
 Environment:
   MB_JWT_SECRET            token signing secret (at least 32 characters); set it in production
+  MB_FILES                 the --files store when the option is not given
+  MB_S3_ACCESS_KEY_ID, MB_S3_SECRET_ACCESS_KEY
+                           the key of an s3:// store (else AWS_ACCESS_KEY_ID,
+                           AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN)
+
+files migrate --to <store> copies every stored file from the --files store to
+<store>, verified (size and SHA-256); a run again skips verified copies; the
+source is never changed. Then start the server with --files <store>.
 `;
 
 class UsageError extends UsageMistake {}
@@ -169,6 +183,8 @@ export function parseCli(args: string[]): Cli {
         statementTimeout: { type: "string" },
         dataDir: { type: "string" },
         rebindDataDir: { type: "boolean" },
+        files: { type: "string" },
+        to: { type: "string" },
         publicDir: { type: "string" },
         scriptsDir: { type: "string" },
         migrationsDir: { type: "string" },
@@ -231,8 +247,17 @@ export function parseCli(args: string[]): Cli {
       `invalid --publicDir ${JSON.stringify(v.publicDir)}: ${publicDir}`,
     );
   }
+  const files = v.files ?? (Deno.env.get("MB_FILES") || undefined);
+  if (files !== undefined) {
+    try {
+      parseFilesUrl(files);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const config: AppConfig = {
     dataDir: v.dataDir,
+    files,
     rebindDataDir: v.rebindDataDir,
     database: v.database?.toUpperCase(),
     connection: v.connection,
@@ -402,6 +427,10 @@ export async function main(args: string[]): Promise<number> {
     }
     if (cli.command === "backup") {
       await backupCommand(cli.config, cli.rest, cli.values.out as string);
+      return 0;
+    }
+    if (cli.command === "files") {
+      await filesCommand(cli.config, cli.values.to, cli.rest);
       return 0;
     }
     if (cli.command === "migrate") {

@@ -28,7 +28,12 @@ import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
 import { isConnectionLoss } from "./lib/db/connection_loss.ts";
 import { Extensions } from "./lib/extend/runtime.ts";
-import { sweepFiles, sweepGraceMs } from "./lib/files/sweep.ts";
+import {
+  STRAY_AGE_MS,
+  StraySweeps,
+  sweepFiles,
+  sweepGraceMs,
+} from "./lib/files/sweep.ts";
 import { inRequest } from "./lib/http/request_scope.ts";
 import { Migrations } from "./lib/migrations/runner.ts";
 
@@ -103,6 +108,31 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
       await core.close();
       throw err;
     }
+    // Files left behind while serving (a store that did not answer) go an
+    // hour later, without waiting for a restart.
+    const tuning = core.config.filesTuning;
+    const ageMs = tuning?.strayAgeMs ??
+      Math.max(STRAY_AGE_MS, sweepGraceMs(core.config.bodyDeadline));
+    const strays = new StraySweeps(
+      (minAgeMs) =>
+        sweepFiles(core.storage, core.schemas, core.files, core.now, minAgeMs),
+      core.files,
+      {
+        everyMs: tuning?.sweepEveryMs,
+        ageMs,
+        failed: (err) =>
+          core.log.warn("Cannot sweep files", {
+            error: err instanceof Error ? err.message : String(err),
+          }),
+      },
+    );
+    strays.start();
+    const closeCore = core.close;
+    const sweeps = strays;
+    (core as { close: () => Promise<void> }).close = async () => {
+      await sweeps.stop();
+      await closeCore();
+    };
   }
   const router = buildRouter(core);
   const life: Lifecycle = { inFlight: 0, draining: false };
