@@ -227,6 +227,70 @@ forEachDb("attacks on filters that read through relations", async (t, db) => {
         assertEquals(sorted.data.items.length, 1);
       },
     );
+    await t.step(
+      "a back-relation under a per-row rule: hidden rows never crowd out visible ones",
+      async () => {
+        await createSchema(s, admin, {
+          name: "watchers",
+          type: "auth",
+          fields: [],
+          rules: { list: PUBLIC, get: PUBLIC },
+        });
+        const eve = await fastUser(s, "watchers", { email: "e@x.io" });
+        const token = await issue(s, "watchers", eve.id);
+        await createSchema(s, admin, {
+          name: "threads",
+          type: "base",
+          fields: [{ name: "title", type: "string" }],
+          rules: { list: PUBLIC, get: PUBLIC },
+        });
+        // `+ ""` has no SQL: the notes' list rule is checked per row.
+        const shown = '(record.body + "") == "ok"';
+        await createSchema(s, admin, {
+          name: "notes",
+          type: "base",
+          fields: [
+            { name: "body", type: "string" },
+            relation(
+              "thread",
+              "threads",
+              "cascade",
+            ),
+          ],
+          rules: { list: custom(shown), get: custom(shown) },
+        });
+        const flooded = await make(s, admin, "threads", { title: "flooded" });
+        const quiet = await make(s, admin, "threads", { title: "quiet" });
+        // 1005 older notes Eve may not read, then one she may, on each thread.
+        await insertSeries(s, "notes", 1005, {
+          id: padded("hidden-", 6),
+          body: "'no'",
+          thread: "?",
+          created: "'2000-01-01T00:00:00.000Z'",
+        }, [flooded]);
+        for (const thread of [flooded, quiet]) {
+          await make(s, admin, "notes", { body: "ok", thread });
+        }
+        // Eve reads one note of each thread.
+        const r = await call(s, "GET", "entities/notes?limit=10", token);
+        assertStatus(r, 200);
+        assertEquals(r.data.items.length, 2);
+        for (
+          const [f, want] of [
+            ["notes_via_thread.length == 1", [quiet]],
+            ["notes_via_thread.length == 0", []],
+            ['notes_via_thread.every(n => n.body != "ok")', []],
+            ['!notes_via_thread.some(n => n.body == "ok")', []],
+          ] as const
+        ) {
+          assertEquals(
+            await matching(s, "threads", token, f),
+            [...want].sort(),
+            f,
+          );
+        }
+      },
+    );
   } finally {
     await s.close();
   }
