@@ -10,6 +10,7 @@
  */
 
 import {
+  assert,
   assertEquals,
   assertStatus,
   forEachDb,
@@ -288,6 +289,39 @@ forEachDb("attacks on filters that read through relations", async (t, db) => {
             [...want].sort(),
             f,
           );
+        }
+        // A back-relation read again and again for one row multiplies the
+        // work (three nested lists of 300 held SQLite ~14 s, blocking every
+        // request): refused, for admins too.
+        for (
+          const [entity, f, why] of [
+            [
+              "threads",
+              'notes_via_thread.some(n => n.thread.notes_via_thread.some(m => m.thread.notes_via_thread.some(o => o.body == "zz")))',
+              "of a related record",
+            ],
+            [
+              "notes",
+              "thread.notes_via_thread.length > 1",
+              "of a related record",
+            ],
+            [
+              "threads",
+              'notes_via_thread.some(n => notes_via_thread.some(m => m.body == n.body + "z"))',
+              "inside .some/.every",
+            ],
+          ] as const
+        ) {
+          for (const who of [token, admin]) {
+            const r = await call(
+              s,
+              "GET",
+              `entities/${entity}?filter=${encodeURIComponent(f)}`,
+              who,
+            );
+            assertStatus(r, 400, f);
+            assert(r.error.includes(`back-relation ${why}`), r.error);
+          }
         }
       },
     );
