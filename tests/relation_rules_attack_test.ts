@@ -23,7 +23,6 @@ import {
 import { createSchema, fastUser, issue } from "./_auth_fixtures.ts";
 
 const PUBLIC = { mode: "public", expr: "" };
-const ADMIN_ONLY = { mode: "", expr: "" };
 const custom = (expr: string) => ({ mode: "custom", expr });
 const relation = (name: string, entity: string, on_delete = "set null") => ({
   name,
