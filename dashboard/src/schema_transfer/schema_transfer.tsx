@@ -187,6 +187,7 @@ function ImportCard(): JSX.Element {
   const [applied, setApplied] = useState<EntityChange[] | null>(null);
   const [error, setError] = useState("");
   const [refused, setRefused] = useState(false);
+  const [applyError, setApplyError] = useState("");
   const [busy, setBusy] = useState<"" | "preview" | "apply">("");
   const area = useRef<HTMLTextAreaElement>(null);
 
@@ -196,6 +197,7 @@ function ImportCard(): JSX.Element {
     setApplied(null);
     setError("");
     setRefused(false);
+    setApplyError("");
   };
   const onText = (t: string) => {
     setText(t);
@@ -250,8 +252,7 @@ function ImportCard(): JSX.Element {
     );
     if (!ok) return;
     setBusy("apply");
-    setError("");
-    setRefused(false);
+    setApplyError("");
     try {
       const answer = await importSchemas(preview.schemas, {
         dryRun: false,
@@ -261,8 +262,7 @@ function ImportCard(): JSX.Element {
       setApplied(answer.changes);
       toast(`Schemas imported: ${entities(answer.changes.length)} changed`);
     } catch (e) {
-      setError(failure(e));
-      setRefused(true);
+      setApplyError(failure(e));
     } finally {
       setBusy("");
       void reloadSchemas();
@@ -340,21 +340,13 @@ function ImportCard(): JSX.Element {
           {busy === "preview" ? "Checking…" : "Preview changes"}
         </button>
       </div>
-      {error && (
-        <div class="stack" role="alert">
-          <p class="error-box">{error}</p>
-          {refused && (
-            <p class="muted">
-              The server refused this import: nothing was applied.
-            </p>
-          )}
-        </div>
-      )}
+      {error && <Refusal error={error} server={refused} />}
       {preview && n && (
         <section class="stack transfer-result" aria-labelledby="preview-title">
           <h3 id="preview-title">Changes (dry run: nothing applied yet)</h3>
           <p role="status">{summaryText(preview.changes)}</p>
           <ImportDiff changes={preview.changes} />
+          {applyError && <Refusal error={applyError} server />}
           {preview.changes.length > 0 && (
             <div class="row wrap end">
               <button
@@ -375,10 +367,24 @@ function ImportCard(): JSX.Element {
       {applied && (
         <section class="stack transfer-result" aria-labelledby="applied-title">
           <h3 id="applied-title">Applied</h3>
-          <p role="status">{summaryText(applied)}</p>
+          <p role="status">{summaryText(applied, true)}</p>
           <ImportDiff changes={applied} />
         </section>
       )}
     </section>
+  );
+}
+
+/** Why an import was refused; from the server, that nothing was applied. */
+function Refusal(props: { error: string; server?: boolean }): JSX.Element {
+  return (
+    <div class="stack transfer-refusal" role="alert">
+      <p class="error-box">{props.error}</p>
+      {props.server && (
+        <p class="muted">
+          The server refused this import: nothing was applied.
+        </p>
+      )}
+    </div>
   );
 }

@@ -158,16 +158,24 @@ export const DONE: Record<Action, string> = {
 
 /**
  * One sentence for the whole import: "3 entities change: 1 created, 1
- * changed, 1 deleted." or that nothing changes.
+ * changed, 1 deleted." (`applied`: "3 entities changed: …") or that
+ * nothing changes.
  */
-export function summaryText(changes: readonly EntityChange[]): string {
+export function summaryText(
+  changes: readonly EntityChange[],
+  applied = false,
+): string {
   if (changes.length === 0) {
     return "Nothing to change: this server's schemas already match.";
   }
   const n = changeCounts(changes);
   const parts = (["create", "update", "delete"] as const)
     .filter((a) => n[a] > 0).map((a) => `${n[a]} ${DONE[a]}`);
-  const verb = changes.length === 1 ? "changes" : "change";
+  const verb = applied
+    ? "changed"
+    : changes.length === 1
+    ? "changes"
+    : "change";
   return `${entities(changes.length)} ${verb}: ${parts.join(", ")}.`;
 }
 

@@ -190,6 +190,10 @@ Deno.test("transfer_diff: the summary counts entities by action", () => {
     "1 entity changes: 1 created.",
   );
   assert.equal(
+    summaryText(CHANGES, true),
+    "4 entities changed: 1 created, 1 changed, 2 deleted.",
+  );
+  assert.equal(
     summaryText([]),
     "Nothing to change: this server's schemas already match.",
   );
