@@ -88,7 +88,7 @@ async function checkPage(page: Page, width: number, name: string) {
 
 browserTest("schema export and import", async ({ s, newPage, errors }) => {
   await seedSource(s);
-  const target = await startServer("sqlite");
+  const target = await startServer(s.db);
   const dir = await Deno.makeTempDir({ prefix: "mb_schema_transfer_" });
   try {
     await seedTarget(target);
@@ -116,6 +116,15 @@ browserTest("schema export and import", async ({ s, newPage, errors }) => {
     const shown = page.getByLabel("schema.json (2 entities)");
     assert.deepEqual(JSON.parse(await shown.inputValue()), body);
     await checkPage(page, 1280, "schema_export");
+    // Each export downloads again.
+    const [again] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Export schemas" }).click(),
+    ]);
+    assert.equal(
+      await Deno.readTextFile(await again.path()),
+      await Deno.readTextFile(file),
+    );
 
     // Import into the target, at both widths: the dry run's diff.
     const before = await exported(target);

@@ -92,28 +92,34 @@ function useBlobUrl(text: string): string {
   return url;
 }
 
+/** Saves `text` as `schema.json` (a download, as a link would). */
+function save(text: string): void {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+  a.download = "schema.json";
+  a.click();
+  // Revoked later, not at once: a browser may still be reading the blob
+  // after the click returns (FileSaver.js waits 40 s too).
+  setTimeout(() => URL.revokeObjectURL(a.href), 40_000);
+}
+
 function ExportCard(): JSX.Element {
   const [text, setText] = useState("");
   const [count, setCount] = useState(0);
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
   const area = useRef<HTMLTextAreaElement>(null);
-  const link = useRef<HTMLAnchorElement>(null);
   const url = useBlobUrl(text);
-  const [download, setDownload] = useState(0);
-  // Each export saves the file once its link exists.
-  useEffect(() => {
-    if (download > 0 && url) link.current?.click();
-  }, [download, url]);
 
   const run = async () => {
     setBusy(true);
     setError("");
     try {
       const schemas = await exportSchemas();
-      setText(exportText(schemas));
+      const t = exportText(schemas);
+      save(t);
+      setText(t);
       setCount(schemas.length);
-      setDownload((n) => n + 1);
     } catch (e) {
       setError(failure(e));
     } finally {
@@ -138,7 +144,7 @@ function ExportCard(): JSX.Element {
           {busy ? "Exporting…" : "Export schemas"}
         </button>
         {text && (
-          <a class="btn" ref={link} href={url} download="schema.json">
+          <a class="btn" href={url} download="schema.json">
             Download schema.json
           </a>
         )}
