@@ -53,9 +53,9 @@ export function hasNginx(): boolean {
  * The nginx site that puts Moonbase instances behind one address: the
  * `map`, `upstream` and `server` blocks of the `http` context (a file in
  * `/etc/nginx/conf.d/` on Debian). `upstreams` are `host:port` of the
- * instances, `listen` what nginx listens on.
+ * instances, `listen` what nginx listens on (one `listen` line each).
  */
-export function nginxSite(upstreams: string[], listen: string): string {
+export function nginxSite(upstreams: string[], listen: string[]): string {
   const servers = upstreams.map((u) =>
     `    server ${u} max_fails=1 fail_timeout=5s;`
   ).join("\n");
@@ -76,7 +76,7 @@ ${servers}
 }
 
 server {
-    listen ${listen};
+${listen.map((l) => `    listen ${l};`).join("\n")}
     # At least --maxUploadSize (10 MiB) plus the multipart framing;
     # Moonbase answers 413 itself past its limits.
     client_max_body_size 11m;
@@ -153,6 +153,11 @@ export interface Instance {
 export interface Cluster {
   /** `http://127.0.0.1:<port>` of nginx: what clients use. */
   readonly url: string;
+  /**
+   * `http://[::1]:<port>`: nginx on IPv6 loopback, where the machine has
+   * it — a client of another address than `url`'s.
+   */
+  readonly url6: string | undefined;
   readonly instances: readonly Instance[];
   /** The PostgreSQL database every instance serves. */
   readonly connection: string;
@@ -186,6 +191,15 @@ function freePort(): number {
   const port = (l.addr as Deno.NetAddr).port;
   l.close();
   return port;
+}
+
+function canListen(hostname: string, port: number): boolean {
+  try {
+    Deno.listen({ hostname, port }).close();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const q = (v: string) => `'${v.replaceAll("'", `'\\''`)}'`;
@@ -375,9 +389,11 @@ export async function startCluster(
     await instances[0].start();
     await Promise.all(instances.slice(1).map((i) => i.start()));
     const port = opts.port ?? freePort();
+    // Also on IPv6 loopback where there is one: a second client address.
+    const v6 = canListen("::1", port);
     const site = nginxSite(
       instances.map((i) => i.address),
-      `127.0.0.1:${port}`,
+      [`127.0.0.1:${port}`, ...(v6 ? [`[::1]:${port}`] : [])],
     );
     await Deno.writeTextFile(`${dir}/nginx.conf`, nginxConf(dir, site));
     nginx = new Deno.Command(NGINX, {
@@ -409,6 +425,7 @@ export async function startCluster(
     const byAddress = new Map(instances.map((i) => [i.address, i]));
     return {
       url,
+      url6: v6 ? `http://[::1]:${port}` : undefined,
       instances,
       connection,
       s3,

@@ -44,7 +44,7 @@ Deno.test("cluster: the nginx block of deployment.md is the harness's", async ()
     m[1],
     nginxSite(
       ["127.0.0.1:7071", "127.0.0.1:7072", "127.0.0.1:7073"],
-      "80",
+      ["80"],
     ),
     "docs/operations/deployment.md's nginx block differs from tests/_cluster.ts nginxSite(): copy it over",
   );
@@ -460,6 +460,19 @@ Deno.test({
             }
           }
           assertEquals(remaining, ["4", "3", "2", "1", "0"]);
+          if (c.url6) {
+            // Another client (nginx on ::1 sees ::1): a limit of its own.
+            const r = await requestAt(
+              c.url6,
+              "POST",
+              "/api/v1/auth/users/login",
+              {
+                body: { identity: USER.email, password: "wrong-password" },
+              },
+            );
+            assertStatus(r, 401, "a login from ::1 through nginx");
+            assertEquals(r.headers.get("x-ratelimit-remaining"), "4");
+          }
           assert(seen.size >= 2, `attempts reached ${[...seen].join(", ")}`);
         },
       );
