@@ -17,6 +17,7 @@
  */
 
 import type { Storage } from "../db/storage.ts";
+import { ensureTextFunctions } from "../db/pg_text.ts";
 import { createSql } from "./ddl.ts";
 import { adminOnlyRules, type EntitySchema } from "./types.ts";
 
@@ -129,6 +130,7 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
         );
       });
       await addEventSizes(store);
+      await ensureTextFunctions(store);
       return;
     } catch (err) {
       // Two instances starting at once on one PostgreSQL may race on CREATE … IF NOT EXISTS.
