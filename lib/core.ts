@@ -360,6 +360,7 @@ export async function createCore(
       (expr, names) => ruleProblem(expr, new Set(helpers.keys()), names),
       entityEnv,
       (message, data) => log.warn(message, data),
+      (message, data) => log.info(message, data),
     );
     await schemas.load();
     for (const v of schemas.refusedViews()) {

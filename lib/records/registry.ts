@@ -9,7 +9,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { Storage } from "../db/storage.ts";
+import { ident, type Storage } from "../db/storage.ts";
 import { ADMIN_SCHEMA } from "../schema/system.ts";
 import type { RelationRef } from "./crud.ts";
 import { Entity } from "./entity.ts";
@@ -22,6 +22,8 @@ import {
   refusedViews,
   type ViewWorldEntity,
 } from "../schema/views.ts";
+import { searchableFields, searchTableOf } from "../schema/search_ddl.ts";
+import { fillSearch } from "./search_index.ts";
 import {
   type RuleCheck,
   ruleProblems,
@@ -63,6 +65,7 @@ export class Registry {
   #checkExpr: RuleCheck;
   #env: EntityEnv;
   #warn: RegistryWarning;
+  #note: RegistryWarning;
   /** Called after a schema change commits (announces it to other instances). */
   onChange: (() => void) | undefined;
   /** The schema changes of this instance, one after another. */
@@ -71,16 +74,19 @@ export class Registry {
   /**
    * `checkExpr` validates custom rule expressions, with the names they may
    * read when given (returns a problem or undefined); `warn` tells the
-   * operator what the registry could not do.
+   * operator what the registry could not do, `note` how long work goes
+   * (a search index being filled).
    */
   constructor(
     store: Storage,
     checkExpr: RuleCheck,
     env: EntityEnv,
     warn: RegistryWarning,
+    note: RegistryWarning = () => {},
   ) {
     this.#env = env;
     this.#warn = warn;
+    this.#note = note;
     this.#store = store;
     this.#checkExpr = checkExpr;
   }
@@ -335,6 +341,7 @@ export class Registry {
       dialect: db.dialect,
       checkExpr: this.#checkExpr,
       env: this.#env,
+      note: this.#note,
     };
     const after: (() => Promise<void>)[] = [];
     const results: (EntitySchema | undefined)[] = [];
