@@ -123,14 +123,15 @@ export function firstCodePoints(s: string, n: number): string {
 
 const WORD = /[\p{L}\p{N}]+/gu;
 
-/** The words of folded text (at most MAX_WORD_CHARS code points each). */
-function wordsOf(folded: string): string[] {
+/** The words of folded text (with `indexed`: at most MAX_WORD_CHARS code points each). */
+function wordsOf(folded: string, indexed: boolean): string[] {
   const out: string[] = [];
   for (const m of folded.matchAll(WORD)) {
     const w = m[0];
-    if (w.length <= MAX_WORD_CHARS || [...w].length <= MAX_WORD_CHARS) {
-      out.push(w);
-    }
+    if (
+      !indexed || w.length <= MAX_WORD_CHARS ||
+      [...w].length <= MAX_WORD_CHARS
+    ) out.push(w);
   }
   return out;
 }
@@ -149,7 +150,9 @@ function wordsOf(folded: string): string[] {
  */
 export function searchText(s: string | null): string | null {
   if (s === null) return null;
-  return wordsOf(foldText(firstCodePoints(s, SEARCH_TEXT_CHARS))).join(" ");
+  return wordsOf(foldText(firstCodePoints(s, SEARCH_TEXT_CHARS)), true).join(
+    " ",
+  );
 }
 
 /** Most words a search may have. */
@@ -157,7 +160,8 @@ export const MAX_SEARCH_WORDS = 16;
 
 /**
  * The words of a `search` parameter, folded (the last one is matched as a
- * prefix by the callers).
+ * prefix by the callers). A word longer than the indexed ones is kept: it
+ * matches nothing.
  *
  * @example
  * ```ts
@@ -167,7 +171,7 @@ export const MAX_SEARCH_WORDS = 16;
  * ```
  */
 export function searchWords(q: string): string[] {
-  return wordsOf(foldText(q));
+  return wordsOf(foldText(q), false);
 }
 
 /**
