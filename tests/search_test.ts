@@ -439,3 +439,57 @@ async function searchTables(s: TestServer): Promise<string[]> {
     );
   return rows.map((r) => String(r.name));
 }
+
+forEachDb(
+  "search: another Unicode version rebuilds what fold computed",
+  async (_t, db) => {
+    const dataDir = await Deno.makeTempDir({ prefix: "mb_refold_" });
+    let s = await startServer(db, { dataDir });
+    const connection = s.connection;
+    try {
+      await createEntity(s, {
+        name: "notes",
+        fields: [{ name: "title", type: "string", searchable: true }],
+        indexes: [{ fields: ["fold(title)"] }],
+        rules: { list: { mode: "public", expr: "" } },
+      });
+      await createRecord(s, "notes", { title: "Émile Zola" });
+      const table = (await s.app.storage.query(
+        db === "postgres"
+          ? `SELECT tablename AS name FROM pg_tables WHERE tablename LIKE 'mb_search_%'`
+          : `SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'mb_search_%' AND name NOT LIKE '%_fts%'`,
+      ))[0].name;
+      // What an older runtime would have stored, and its version.
+      await s.app.storage.run(
+        db === "postgres"
+          ? `UPDATE "${table}" SET "vec" = 'stale'::tsvector`
+          : `UPDATE "${table}" SET "body" = 'stale'`,
+      );
+      await s.app.storage.run(
+        `UPDATE "mb_meta" SET "value" = 'unicode 0' WHERE "key" = 'text_version'`,
+      );
+      const count = async (q: string) =>
+        (await s.request("GET", `/api/v1/entities/notes?search=${q}`)).data
+          .items.length;
+      assert.equal(await count("emile"), 0, "the stale index");
+      await s.close();
+      s = await startServer(db, { dataDir, connection });
+      assert.equal(await count("emile"), 1, "rebuilt at start");
+      assert.equal(await count("stale"), 0);
+      const [v] = await s.app.storage.query(
+        `SELECT "value" FROM "mb_meta" WHERE "key" = 'text_version'`,
+      );
+      assert.notEqual(v.value, "unicode 0");
+      const f = await s.request(
+        "GET",
+        `/api/v1/entities/notes?filter=${
+          encodeURIComponent('fold(title) == "emile zola"')
+        }`,
+      );
+      assert.equal(f.data.items.length, 1);
+    } finally {
+      await s.close();
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    }
+  },
+);

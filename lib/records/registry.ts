@@ -301,6 +301,35 @@ export class Registry {
     return this.get(results[0]!.id)!;
   }
 
+  /**
+   * Rebuilds what was computed with another runtime's text functions (its
+   * Unicode version differs: lib/schema/system.ts `textVersionMoved`): the
+   * `fold(…)` indexes and every search index.
+   */
+  async refold(): Promise<void> {
+    const store = this.#store;
+    const pg = store.dialect.name === "postgres";
+    const indexes = pg
+      ? await store.query(
+        `SELECT DISTINCT d.objid::regclass::text AS name FROM pg_depend d JOIN pg_proc p ON p.oid = d.refobjid WHERE d.classid = 'pg_class'::regclass AND p.proname = 'mb_fold' AND p.pronamespace = current_schema()::regnamespace`,
+      )
+      : await store.query(
+        `SELECT name FROM sqlite_master WHERE type = 'index' AND sql LIKE '%mb_fold(%'`,
+      );
+    for (const { name } of indexes) {
+      await store.exec(
+        pg ? `REINDEX INDEX ${String(name)}` : `REINDEX ${ident(String(name))}`,
+      );
+    }
+    for (const entity of this.all()) {
+      if (searchableFields(entity.schema).length === 0) continue;
+      await store.transaction(async (tx) => {
+        await tx.run(`DELETE FROM "${searchTableOf(entity.schema)}"`);
+        await fillSearch(tx, store.dialect, entity.schema, this.#note);
+      });
+    }
+  }
+
   /** Drops an entity and its table. */
   async remove(idOrName: string): Promise<void> {
     await this.apply(() => [{ action: "delete", entity: idOrName }]);

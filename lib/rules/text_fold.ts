@@ -20,6 +20,26 @@
  * @module
  */
 
+import process from "node:process";
+
+/**
+ * What the text functions' results depend on: the runtime's Unicode
+ * version. Stored in the database (`mb_meta` `text_version`); when a start
+ * finds another one, what was computed with the old results (`fold(…)`
+ * indexes, search indexes) is rebuilt.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { textVersion } from "moonbase/lib/rules/text_fold.ts";
+ * assert.match(textVersion(), /^unicode /);
+ * ```
+ */
+export function textVersion(): string {
+  const v = process.versions as Record<string, string | undefined>;
+  return `unicode ${v.unicode ?? `? (v8 ${v.v8})`}`;
+}
+
 /**
  * The case- and accent-insensitive form of `s` (see the module text).
  *
