@@ -493,3 +493,48 @@ forEachDb(
     }
   },
 );
+
+forEachDb("search: with expand, and no rank in the records", async (_t, db) => {
+  const s = await startServer(db);
+  try {
+    const pub = { mode: "public", expr: "" };
+    await createEntity(s, {
+      name: "authors",
+      fields: [{ name: "name", type: "string" }],
+      rules: { list: pub, get: pub },
+    });
+    await createEntity(s, {
+      name: "books",
+      fields: [
+        { name: "title", type: "string", searchable: true },
+        {
+          name: "author",
+          type: "relation",
+          foreign_key: { entity: "authors" },
+        },
+      ],
+      rules: { list: pub, get: pub },
+    });
+    const a = await createRecord(s, "authors", { name: "Émile Zola" });
+    await createRecord(s, "books", { title: "Germinal", author: a.id });
+    await createRecord(s, "books", { title: "Nana", author: a.id });
+    const r = await s.request(
+      "GET",
+      "/api/v1/entities/books?search=germ&expand=author&count=true",
+    );
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.data.total, 1);
+    const [book] = r.data.items;
+    assert.equal(book.expand.author.name, "Émile Zola");
+    assert.deepEqual(Object.keys(book).sort(), [
+      "author",
+      "created",
+      "expand",
+      "id",
+      "title",
+      "updated",
+    ]);
+  } finally {
+    await s.close();
+  }
+});

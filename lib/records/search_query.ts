@@ -109,3 +109,25 @@ export function searchMatches(
     tokens.some((t) => i === last ? t.startsWith(w) : t === w)
   );
 }
+
+/**
+ * The first page of a search by relevance with no rule and no filter, as
+ * lib/records/list.ts runs it (for the benchmark's bare handler, which runs
+ * the same statement beside Moonbase).
+ */
+export function rankedSearchSql(
+  schema: EntitySchema,
+  dialect: Dialect,
+  words: readonly string[],
+  columns: string,
+  limit: number,
+): SearchSql {
+  const rank = searchRankSql(schema, dialect, words);
+  const match = searchMatchSql(schema, dialect, words);
+  return {
+    sql: `SELECT * FROM (SELECT ${columns}, ${rank.sql} AS "${RANK_KEY}" FROM ${
+      tableOf(schema.name)
+    } WHERE (${match.sql})) AS "mb_ranked" ORDER BY "${RANK_KEY}" DESC NULLS LAST, "id" ASC LIMIT ${limit}`,
+    params: [...rank.params, ...match.params],
+  };
+}
