@@ -167,8 +167,12 @@ async function measureFixes(tx: Queryable): Promise<Fixes> {
   return f;
 }
 
-/** The SQL of the functions as this runtime wants them (cached per isolate). */
-let wanted: string[] | undefined;
+/**
+ * The SQL of the functions as this runtime wants them, per server ICU
+ * (its version and PostgreSQL's: the fixes depend on nothing else), cached
+ * per isolate.
+ */
+const wanted = new Map<string, string[]>();
 
 /**
  * Creates (or, when this runtime's Unicode differs from what they were made
@@ -180,6 +184,10 @@ export async function ensureTextFunctions(store: Storage): Promise<boolean> {
   if (store.dialect.name !== "postgres") return false;
   return await store.transaction(async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(${LOCK}) AS ok`);
+    const [server] = await tx.query(
+      `SELECT current_setting('server_version_num') || ' ' || COALESCE((SELECT collversion FROM pg_collation WHERE collname = 'und-x-icu'), '?') AS v`,
+    );
+    const icu = String(server?.v);
     const have = await tx.query(
       `SELECT p.proname AS name, p.prosrc AS src FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('mb_lower', 'mb_upper', 'mb_fold', 'mb_search_vector')`,
     );
@@ -189,11 +197,13 @@ export async function ensureTextFunctions(store: Storage): Promise<boolean> {
         const name = d.split(" ")[4].split("(")[0];
         return have.some((h) => h.name === name && h.src === body(d));
       });
-    if (wanted && same(wanted)) return false;
+    const known = wanted.get(icu);
+    if (known && same(known)) return false;
     const existed = have.length > 0;
-    wanted = definitions(await measureFixes(tx));
-    if (same(wanted)) return false;
-    for (const s of wanted) await tx.exec(s);
+    const defs = known ?? definitions(await measureFixes(tx));
+    wanted.set(icu, defs);
+    if (same(defs)) return false;
+    for (const s of defs) await tx.exec(s);
     if (!existed) return false;
     // Indexes over the old definitions hold the old results.
     const users = await tx.query(
