@@ -176,6 +176,19 @@ forEachDb("search: words, rules, cursors and counts", async (t, db) => {
       },
     );
 
+    await t.step("aggregates count what the search lists", async () => {
+      for (const q of ["emile", "street", "e"]) {
+        const want = visible(bob).filter((n) => matches(n, q)).length;
+        const r = await s.request(
+          "GET",
+          `/api/v1/entities/notes/aggregate?count=true&search=${q}`,
+          { token: bob.token },
+        );
+        assert.equal(r.status, 200, r.text);
+        assert.equal(r.data.groups[0]?.count ?? 0, want, q);
+      }
+    });
+
     await t.step(
       "ranked by relevance; cursors walk the same order",
       async () => {
