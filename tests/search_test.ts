@@ -539,6 +539,18 @@ forEachDb("search: with expand, and no rank in the records", async (_t, db) => {
     assert.equal(r.data.total, 1);
     const [book] = r.data.items;
     assert.equal(book.expand.author.name, "Émile Zola");
+    // fold reads through a relation too, in SQL.
+    const via = await s.request(
+      "GET",
+      `/api/v1/entities/books?filter=${
+        encodeURIComponent('fold(author.name).startsWith(fold("EMILE"))')
+      }&search=nana`,
+    );
+    assert.equal(via.status, 200, via.text);
+    assert.deepEqual(via.data.items.map((x: { title: string }) => x.title), [
+      "Nana",
+    ]);
+    assert.equal(via.headers.get("x-moonbase-checked"), null, "in SQL");
     assert.deepEqual(Object.keys(book).sort(), [
       "author",
       "created",
