@@ -25,7 +25,9 @@ import {
   databaseHome,
   databaseId,
   ensureSystemTables,
+  saveTextVersion,
 } from "./schema/system.ts";
+import { textVersion } from "./rules/text_fold.ts";
 import { Registry } from "./records/registry.ts";
 import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
@@ -255,8 +257,9 @@ export async function createCore(
   let schedule: BackupSchedule | undefined;
   try {
     const notices: string[] = [];
+    let textMoved = false;
     if (first) {
-      await ensureSystemTables(storage);
+      textMoved = await ensureSystemTables(storage);
       await ensureSignInTables(storage);
       // Nothing is written into the data directory before it is ours.
       const before = await bindDataDir(
@@ -360,8 +363,17 @@ export async function createCore(
       (expr, names) => ruleProblem(expr, new Set(helpers.keys()), names),
       entityEnv,
       (message, data) => log.warn(message, data),
+      (message, data) => log.info(message, data),
     );
     await schemas.load();
+    if (textMoved) {
+      log.warn(
+        `the runtime's Unicode version changed (now ${textVersion()}): rebuilding fold(…) and search indexes`,
+        {},
+      );
+      await schemas.refold();
+      await saveTextVersion(storage);
+    }
     for (const v of schemas.refusedViews()) {
       log.warn(`view ${v.name} is not served: ${v.problem}`, { view: v.name });
     }

@@ -134,6 +134,7 @@ forEachDb("openapi document", async (t, db) => {
           "fields",
           "filter",
           "limit",
+          "search",
           "sort",
         ]);
         assertEquals(doc.components.securitySchemes.bearer.scheme, "bearer");

@@ -324,6 +324,9 @@ export class RecordService {
     cursor: { key: CursorKey; caller: string },
   ): Promise<ListResult> {
     if (access.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
+    // Under a per-row rule, search runs per row too (list.ts), for the
+    // reason the filter does below.
+    const searchRows = access.keep !== undefined;
     const view = this.#view(auth, req);
     const sorts = relationSorts(
       query,
@@ -331,7 +334,12 @@ export class RecordService {
     );
     const filter = query.get("filter");
     if (filter === null || filter.trim() === "") {
-      return await entity.records.list(query, { access, cursor, sorts });
+      return await entity.records.list(query, {
+        access,
+        cursor,
+        sorts,
+        searchRows,
+      });
     }
     // Under a per-row rule the filter runs per row too, after the rule: a
     // filter in SQL would choose which hidden rows use up the scan budget
@@ -346,6 +354,7 @@ export class RecordService {
       filtered: true,
       cursor,
       sorts,
+      searchRows,
     });
   }
 

@@ -150,6 +150,7 @@ function crosses(e: Expr): boolean {
     case "quantifier":
       return true;
     case "unary":
+    case "textFunction":
       return crosses(e.argument);
     case "binary":
     case "logical":
@@ -191,6 +192,7 @@ function holds(expr: Expr): boolean {
     case "quantifier":
       return hasRelations(expr.object) || hasRelations(expr.body);
     case "unary":
+    case "textFunction":
       return hasRelations(expr.argument);
     case "binary":
     case "logical":
@@ -262,6 +264,7 @@ export function relationPaths(
       case "member":
         return visit(e.object, params);
       case "unary":
+      case "textFunction":
         return visit(e.argument, params);
       case "binary":
       case "logical":
@@ -389,6 +392,7 @@ class Binder {
       case "relation":
         return { expr: e, value: OTHER };
       case "unary":
+      case "textFunction":
         return {
           expr: {
             ...e,
