@@ -42,6 +42,7 @@ import type { RecordData } from "./codec.ts";
 import type { Access } from "./caller_access.ts";
 import type {
   CallerView,
+  EventReads,
   RuleEngine,
   RuleRequest,
   RuleTarget,
@@ -218,8 +219,10 @@ export class ExpressionRules implements RuleEngine {
 
   /**
    * Whether the custom rule `expr` lets `auth` at `record` (evaluated here,
-   * never in SQL). A rule reading through relations denies: nothing is
-   * read here (realtime events are decided without a database read).
+   * never in SQL): at once, or (a rule reading through relations, given
+   * `reads`: a realtime event's) once the related records are read, shared
+   * with the other callers `reads` decides for. Without `reads` such a rule
+   * denies (nothing is read).
    */
   allows(
     expr: string,
@@ -227,7 +230,8 @@ export class ExpressionRules implements RuleEngine {
     req: RuleRequest,
     record: RecordData,
     entity?: RuleTarget,
-  ): boolean {
+    reads?: EventReads,
+  ): boolean | Promise<boolean> {
     let ast: Expr;
     try {
       ast = this.#parseRule(expr);
@@ -237,10 +241,48 @@ export class ExpressionRules implements RuleEngine {
     }
     if (mayCrossRelations(ast)) {
       if (!entity) return false;
-      ast = this.#bindRule(ast, entity, auth);
-      if (hasRelations(ast)) return false;
+      const user = this.#userEntity(entity, auth);
+      // Bound once per event and kind of caller (the shapes differ by auth entity).
+      const key = `${expr}\0${user?.name.toLowerCase() ?? ""}`;
+      const parsed = ast;
+      ast = reads
+        ? reads.bound(key, () => this.#bindRule(parsed, entity, auth))
+        : this.#bindRule(ast, entity, auth);
+      if (hasRelations(ast)) {
+        return reads
+          ? this.#allowsThrough(ast, key, auth, req, record, entity, reads)
+          : false;
+      }
     }
     return this.#test(ast, { auth, req: plainRequest(ast, req), record });
+  }
+
+  /** `allows` for a bound rule reading relations: they are read first. */
+  async #allowsThrough(
+    ast: Expr,
+    key: string,
+    auth: AuthValue,
+    req: RuleRequest,
+    record: RecordData,
+    entity: RuleTarget,
+    reads: EventReads,
+  ): Promise<boolean> {
+    const loads: Promise<void>[] = [];
+    if (readsRelations(ast, "record")) {
+      loads.push(reads.record(key, ast, entity, record));
+    }
+    const user = this.#userEntity(entity, auth);
+    if (user && auth.user && readsRelations(ast, "user")) {
+      loads.push(reads.user(key, ast, user, auth.user as RecordData));
+    }
+    // A read that fails rejects (the database did not answer): the caller
+    // ends the stream rather than guess.
+    await Promise.all(loads);
+    return this.#test(
+      ast,
+      { auth, req: plainRequest(ast, req), record },
+      reads,
+    );
   }
 
   /** See {@link RuleEngine.mayPass}. */

@@ -20,6 +20,8 @@ import type { SortVia } from "./list_query.ts";
 
 export type { SortVia } from "./list_query.ts";
 import type { RecordData } from "./codec.ts";
+import type { Expr } from "../rules/ast.ts";
+import type { Related } from "../rules/evaluate.ts";
 
 /** What of the HTTP request a rule may read (`req.*`). */
 export interface RuleRequest {
@@ -69,12 +71,40 @@ export interface CallerView {
   readonly req: RuleRequest;
 }
 
+/**
+ * The related records one realtime event's decisions read, shared by the
+ * subscribers it is decided for (`rule_relations.ts` `EventRelations`).
+ */
+export interface EventReads extends Related {
+  /** `make()` once per `key` for this event (a rule bound for a kind of caller). */
+  bound(key: string, make: () => Expr): Expr;
+  /** Reads what `expr` (rule `key`) reads through relations from `record` of `entity`. */
+  record(
+    key: string,
+    expr: Expr,
+    entity: RuleTarget,
+    record: RecordData,
+  ): Promise<void>;
+  /**
+   * Reads what `expr` (rule `key`) reads through relations from the
+   * caller's record `user` of the auth entity `entity`.
+   */
+  user(
+    key: string,
+    expr: Expr,
+    entity: RuleTarget,
+    user: RecordData,
+  ): Promise<void>;
+}
+
 /** Turns a custom rule (and a list filter) into a caller's `Access`, or throws a denial. */
 export interface RuleEngine {
   /**
    * Whether the custom rule `expr` of `entity` lets `auth` at `record`,
-   * decided now in JavaScript (realtime events): a rule reading through
-   * relations denies here.
+   * decided in JavaScript (realtime events): now, or, for a rule reading
+   * through relations, once `reads` (the event's, shared by its
+   * subscribers) read the related records; without `reads` such a rule
+   * denies. The promise rejects when the database does not answer.
    */
   allows(
     expr: string,
@@ -82,7 +112,8 @@ export interface RuleEngine {
     req: RuleRequest,
     record: RecordData,
     entity?: RuleTarget,
-  ): boolean;
+    reads?: EventReads,
+  ): boolean | Promise<boolean>;
   /**
    * Whether the custom rule `expr` may let `auth` through at all: it reads
    * the record or the request (decided per record and per request), or it

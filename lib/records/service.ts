@@ -18,6 +18,7 @@ import {
 } from "./access.ts";
 import type {
   CallerView,
+  EventReads,
   RuleEngine,
   RuleRequest,
   SortVia,
@@ -41,6 +42,7 @@ import {
   type Projection,
 } from "./expand/fields.ts";
 import { expandRecords, type ExpandScope } from "./expand/expander.ts";
+import { EventRelations, type ReadGate } from "./rule_relations.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
 export interface RecordWrite {
@@ -389,7 +391,10 @@ export class RecordService {
   /**
    * Whether `auth` may see `record` of `entity` through `op` now, by the
    * entity's current rule (realtime events: the record is the event's, not
-   * read again). An entity the API no longer serves shows nothing.
+   * read again). An entity the API no longer serves shows nothing. A rule
+   * reading through relations answers once `reads` (the event's, shared by
+   * its subscribers) read the related records as they are now; the promise
+   * rejects when the database does not answer.
    */
   sees(
     name: string,
@@ -397,7 +402,8 @@ export class RecordService {
     op: "list" | "get",
     auth: AuthValue,
     record: RecordData,
-  ): boolean {
+    reads?: EventReads,
+  ): boolean | Promise<boolean> {
     const entity = this.#registry.byName(name);
     // The name may belong to another entity now (deleted, renamed).
     if (!isExposed(entity, name) || entity.id !== entityId) return false;
@@ -409,7 +415,12 @@ export class RecordService {
       return false; // the rule mode denies this caller: the event is not shown
     }
     return d.kind === "allow" ||
-      this.#rules.allows(d.expr, auth, EVENT_REQUEST, record, entity);
+      this.#rules.allows(d.expr, auth, EVENT_REQUEST, record, entity, reads);
+  }
+
+  /** The related records one realtime event's decisions share (see `sees`). */
+  eventReads(gate?: ReadGate): EventReads {
+    return new EventRelations(gate);
   }
 
   /**
