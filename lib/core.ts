@@ -395,7 +395,7 @@ export async function createCore(
         now: clock.now,
         sees: (entity, entityId, op, auth, record, reads) =>
           records.sees(entity, entityId, op, auth, record, reads),
-        eventReads: (gate) => records.eventReads(gate),
+        sharedReads: (gate) => records.sharedReads(gate),
         expand: (entity, entityId, record, plan, auth) =>
           records.expandEvent(entity, entityId, record, plan, auth),
         isRevoked: (claims) => revocations.isRevoked(claims),

@@ -17,8 +17,8 @@ import { Frame } from "./frames.ts";
 import type { LaterFrame, Subscriber } from "./subscriber.ts";
 import type { Topic, TopicExpand } from "./topics.ts";
 import type { ExpandNode } from "../records/expand/plan.ts";
-import type { EventReads } from "../records/rule_types.ts";
-import type { ReadGate } from "../records/rule_relations.ts";
+import type { SharedReads } from "../records/rule_types.ts";
+import { oneAtATime, type ReadGate } from "../records/rule_relations.ts";
 import type { EventFeed } from "./feed.ts";
 import type { Quota, StreamCounts } from "./stream_counts.ts";
 
@@ -47,11 +47,11 @@ export type Sees = (
   op: "list" | "get",
   auth: AuthValue,
   record: RecordData,
-  reads: EventReads,
+  reads: SharedReads,
 ) => boolean | Promise<boolean>;
 
-/** The reads one event's decisions share (RecordService.eventReads). */
-export type NewEventReads = (gate: ReadGate) => EventReads;
+/** The reads one event's decisions share (RecordService.sharedReads). */
+export type NewSharedReads = (gate: ReadGate) => SharedReads;
 
 /** What the hub keeps while it decides one event for its subscribers. */
 interface EventState {
@@ -61,7 +61,7 @@ interface EventState {
   /** Frames without expansions, by record. */
   readonly frames: Map<string, Frame>;
   /** Related records the decisions read (made when first needed). */
-  reads?: EventReads;
+  reads?: SharedReads;
 }
 
 /**
@@ -128,7 +128,7 @@ function expandKey(auth: AuthValue): string {
 export class Hub {
   readonly #log: EventLog;
   readonly #sees: Sees;
-  readonly #newReads: NewEventReads;
+  readonly #newReads: NewSharedReads;
   readonly #expand: ExpandEvent | undefined;
   /** Expanded frames by event, record, caller and paths (bounded). */
   readonly #expanded = new Map<string, Promise<Frame>>();
@@ -141,15 +141,15 @@ export class Hub {
   readonly #counts: StreamCounts;
   /** The event being fanned out (undefined: decide anew). */
   #state: EventState | undefined;
-  /** Reads of related records for decisions, one at a time (`#gate`). */
-  #reading: Promise<unknown> = Promise.resolve();
+  /** Runs decisions' reads one at a time (bounded database work per instance). */
+  readonly #gate: ReadGate = oneAtATime();
 
   constructor(
     log: EventLog,
     sees: Sees,
     limits: RealtimeLimits,
     counts: StreamCounts,
-    newReads: NewEventReads,
+    newReads: NewSharedReads,
     expand?: ExpandEvent,
   ) {
     this.#log = log;
@@ -370,13 +370,6 @@ export class Hub {
     sub: Subscriber,
     ev: StoredEvent,
   ): Frame | LaterFrame | undefined => this.frameFor(sub, ev);
-
-  /** Runs decisions' reads one at a time (bounded database work per instance). */
-  #gate: ReadGate = <T>(read: () => Promise<T>): Promise<T> => {
-    const p = this.#reading.then(read);
-    this.#reading = p.catch(() => {});
-    return p;
-  };
 
   /**
    * What `sub` gets of `ev` (nothing, or a frame), by the rules now; with

@@ -18,7 +18,7 @@ import { EventFeed } from "./feed.ts";
 import {
   type ExpandEvent,
   Hub,
-  type NewEventReads,
+  type NewSharedReads,
   type RealtimeLimits,
   type Sees,
 } from "./hub.ts";
@@ -38,7 +38,7 @@ export interface RealtimeEnv {
   now: () => number;
   sees: Sees;
   /** The reads one event's decisions share (rules reading relations). */
-  eventReads: NewEventReads;
+  sharedReads: NewSharedReads;
   /** An event's record with a topic's expansions, for its subscriber. */
   expand?: ExpandEvent;
   isRevoked(claims: TokenClaims): boolean;
@@ -85,7 +85,7 @@ export class Realtime {
       env.sees,
       env.limits,
       env.counts,
-      env.eventReads,
+      env.sharedReads,
       env.expand,
     );
     this.feed = new EventFeed(

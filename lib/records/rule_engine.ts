@@ -42,10 +42,10 @@ import type { RecordData } from "./codec.ts";
 import type { Access } from "./caller_access.ts";
 import type {
   CallerView,
-  EventReads,
   RuleEngine,
   RuleRequest,
   RuleTarget,
+  SharedReads,
   SortVia,
 } from "./rule_types.ts";
 import { deny } from "./access.ts";
@@ -230,7 +230,7 @@ export class ExpressionRules implements RuleEngine {
     req: RuleRequest,
     record: RecordData,
     entity?: RuleTarget,
-    reads?: EventReads,
+    reads?: SharedReads,
   ): boolean | Promise<boolean> {
     let ast: Expr;
     try {
@@ -242,11 +242,14 @@ export class ExpressionRules implements RuleEngine {
     if (mayCrossRelations(ast)) {
       if (!entity) return false;
       const user = this.#userEntity(entity, auth);
-      // Bound once per event and kind of caller (the shapes differ by auth entity).
+      // Bound once per entity and kind of caller (the shapes differ by auth entity).
       const key = `${expr}\0${user?.name.toLowerCase() ?? ""}`;
       const parsed = ast;
       ast = reads
-        ? reads.bound(key, () => this.#bindRule(parsed, entity, auth))
+        ? reads.bound(
+          `${entity.id}\0${key}`,
+          () => this.#bindRule(parsed, entity, auth),
+        )
         : this.#bindRule(ast, entity, auth);
       if (hasRelations(ast)) {
         return reads
@@ -265,7 +268,7 @@ export class ExpressionRules implements RuleEngine {
     req: RuleRequest,
     record: RecordData,
     entity: RuleTarget,
-    reads: EventReads,
+    reads: SharedReads,
   ): Promise<boolean> {
     const loads: Promise<void>[] = [];
     if (readsRelations(ast, "record")) {
@@ -286,7 +289,12 @@ export class ExpressionRules implements RuleEngine {
   }
 
   /** See {@link RuleEngine.mayPass}. */
-  mayPass(expr: string, auth: AuthValue): boolean {
+  mayPass(
+    expr: string,
+    auth: AuthValue,
+    entity?: RuleTarget,
+    reads?: SharedReads,
+  ): boolean | Promise<boolean> {
     let ast: Expr;
     try {
       ast = this.#parseRule(expr);
@@ -294,8 +302,27 @@ export class ExpressionRules implements RuleEngine {
       return false; // a rule that does not parse denies every request (access)
     }
     if (readsRecord(ast) || readsRequest(ast)) return true;
-    // Through the caller's relations: decided when it is read (maybe).
-    if (mayCrossRelations(ast)) return true;
+    if (mayCrossRelations(ast)) {
+      // Through the caller's relations: read them when given the means, else maybe.
+      if (!entity || !reads) return true;
+      const user = this.#userEntity(entity, auth);
+      const key = `${expr}\0${user?.name.toLowerCase() ?? ""}`;
+      const parsed = ast;
+      const bound = reads.bound(
+        `${entity.id}\0${key}`,
+        () => this.#bindRule(parsed, entity, auth),
+      );
+      if (hasRelations(bound)) {
+        if (!user || !auth.user || !readsRelations(bound, "user")) {
+          return this.#test(bound, { auth, req: NO_REQUEST }, reads);
+        }
+        return reads.user(key, bound, user, auth.user as RecordData).then(
+          () => this.#test(bound, { auth, req: NO_REQUEST }, reads),
+          () => true, // not read (the database did not answer): maybe
+        );
+      }
+      ast = bound;
+    }
     return this.#test(ast, { auth, req: NO_REQUEST });
   }
 

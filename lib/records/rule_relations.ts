@@ -23,7 +23,7 @@ import { relationPaths } from "../rules/relations.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
 import type { Access } from "./caller_access.ts";
 import { PARENT_COLUMN, rowsByIds, rowsReferencing } from "./expand/fetch.ts";
-import type { EventReads, RuleTarget } from "./rule_types.ts";
+import type { RuleTarget, SharedReads } from "./rule_types.ts";
 
 /** Records of one back-relation read under one record, at most. */
 export const BACK_READ = 1000;
@@ -262,12 +262,40 @@ export class RelationLoader implements Related {
   }
 }
 
-/** Runs a read when the reads before it are done (one at a time). */
+/** Runs a read (when the reads before it are done: `oneAtATime`). */
 export type ReadGate = <T>(read: () => Promise<T>) => Promise<T>;
 
 /**
- * The related records one realtime event's decisions read, shared by every
- * subscriber it is decided for (`RuleEngine.allows` with `reads`): what the
+ * A gate running its reads one at a time, in the order asked (a read that
+ * fails does not stop the next).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { oneAtATime } from "moonbase/lib/records/rule_relations.ts";
+ * const gate = oneAtATime();
+ * const order: number[] = [];
+ * await Promise.all([
+ *   gate(async () => { await new Promise((r) => setTimeout(r, 5)); order.push(1); }),
+ *   gate(async () => { order.push(2); }),
+ * ]);
+ * assert.deepEqual(order, [1, 2]);
+ * ```
+ */
+export function oneAtATime(): ReadGate {
+  let last: Promise<unknown> = Promise.resolve();
+  return <T>(read: () => Promise<T>): Promise<T> => {
+    const p = last.then(read);
+    last = p.catch(() => {});
+    return p;
+  };
+}
+
+/**
+ * The related records one set of decisions read, shared by them. Realtime:
+ * one event's, shared by every subscriber it is decided for
+ * (`RuleEngine.allows` with `reads`); the API description: one document's,
+ * shared by its operations (`RuleEngine.mayPass`). What the
  * event's record reads through relations is read once per rule, and the
  * callers' `auth.user` relations asked in the same turn (the hub decides
  * every subscriber of an event in one turn) are read together, one
@@ -276,7 +304,7 @@ export type ReadGate = <T>(read: () => Promise<T>) => Promise<T>;
  * project that changed owner decides the next task's event). `gate` runs
  * the reads one at a time (the hub's: one event's reads at a time).
  */
-export class EventRelations implements EventReads {
+export class SharedRelations implements SharedReads {
   readonly #gate: ReadGate;
   #loader: RelationLoader | undefined;
   /** Reads from a record, by record and rule (its source text). */

@@ -1,5 +1,5 @@
 /**
- * Unit tests of `EventRelations` below HTTP (tests/realtime_relation_rules_test.ts
+ * Unit tests of `SharedRelations` below HTTP (tests/realtime_relation_rules_test.ts
  * covers the behaviour on both databases): one realtime event decided for
  * many callers under rules that read through relations reads each relation
  * once (the event's record) or once per turn for all callers (`auth.user`),
@@ -15,7 +15,7 @@ import { allFields } from "../schema/builtin.ts";
 import { createSql } from "../schema/ddl.ts";
 import type { EntitySchema, EntityType, FieldDef } from "../schema/types.ts";
 import { ExpressionRules } from "./rule_engine.ts";
-import { EventRelations } from "./rule_relations.ts";
+import { SharedRelations } from "./rule_relations.ts";
 import type { RuleTarget } from "./rule_types.ts";
 
 const db = new DatabaseSync(":memory:");
@@ -114,7 +114,7 @@ const task = { id: "k1", project: "p1" };
 async function decide(
   expr: string,
   who: AuthValue[],
-  shared: EventRelations,
+  shared: SharedRelations,
 ): Promise<boolean[]> {
   // Every caller asked in one turn, as the hub does for an event.
   return await Promise.all(
@@ -128,12 +128,12 @@ Deno.test("event reads: the record's relations once for every caller", async () 
   const seen = await decide(
     "record.project.owner == auth.id",
     who,
-    new EventRelations(),
+    new SharedRelations(),
   );
   assert.deepEqual(seen.flatMap((ok, i) => ok ? [i] : []), [3]);
   assert.equal(statements, 1, "one read of the project for 50 callers");
   // A new event reads anew.
-  await decide("record.project.owner == auth.id", who, new EventRelations());
+  await decide("record.project.owner == auth.id", who, new SharedRelations());
   assert.equal(statements, 2);
   // Without the event's reads, such a rule denies at once (nothing read).
   assert.equal(
@@ -149,7 +149,7 @@ Deno.test("event reads: the callers' relations batched per turn", async () => {
   const seen = await decide(
     "auth.user.team.active == true",
     who,
-    new EventRelations(),
+    new SharedRelations(),
   );
   assert.deepEqual(seen, who.map((_, i) => i % 2 === 0));
   assert.equal(statements, 1, "one read of the teams for 40 callers");
@@ -158,7 +158,7 @@ Deno.test("event reads: the callers' relations batched per turn", async () => {
 Deno.test("event reads: a gate runs the reads one at a time", async () => {
   let running = 0, most = 0, gated = 0;
   let chain: Promise<unknown> = Promise.resolve();
-  const shared = new EventRelations(<T>(read: () => Promise<T>) => {
+  const shared = new SharedRelations(<T>(read: () => Promise<T>) => {
     gated++;
     const p = chain.then(async () => {
       most = Math.max(most, ++running);

@@ -72,11 +72,12 @@ export interface CallerView {
 }
 
 /**
- * The related records one realtime event's decisions read, shared by the
- * subscribers it is decided for (`rule_relations.ts` `EventRelations`).
+ * The related records one set of decisions read, shared by them
+ * (`rule_relations.ts` `SharedRelations`): a realtime event's, for its
+ * subscribers; an API description's, for its operations.
  */
-export interface EventReads extends Related {
-  /** `make()` once per `key` for this event (a rule bound for a kind of caller). */
+export interface SharedReads extends Related {
+  /** `make()` once per `key` while it lives (a rule bound for a kind of caller). */
   bound(key: string, make: () => Expr): Expr;
   /** Reads what `expr` (rule `key`) reads through relations from `record` of `entity`. */
   record(
@@ -112,14 +113,22 @@ export interface RuleEngine {
     req: RuleRequest,
     record: RecordData,
     entity?: RuleTarget,
-    reads?: EventReads,
+    reads?: SharedReads,
   ): boolean | Promise<boolean>;
   /**
    * Whether the custom rule `expr` may let `auth` through at all: it reads
    * the record or the request (decided per record and per request), or it
-   * passes for `auth` as it is. Nothing is denied or logged.
+   * passes for `auth` as it is. A rule reading through the caller's
+   * relations only (`auth.user.team.active`) is evaluated once `reads` read
+   * them (given `entity`, the rule's); without `reads` it may pass. Nothing
+   * is denied.
    */
-  mayPass(expr: string, auth: AuthValue): boolean;
+  mayPass(
+    expr: string,
+    auth: AuthValue,
+    entity?: RuleTarget,
+    reads?: SharedReads,
+  ): boolean | Promise<boolean>;
   /** What `auth` may see and write through `op` under the custom rule `expr`. */
   access(
     entity: RuleTarget,

@@ -18,9 +18,9 @@ import {
 } from "./access.ts";
 import type {
   CallerView,
-  EventReads,
   RuleEngine,
   RuleRequest,
+  SharedReads,
   SortVia,
 } from "./rule_types.ts";
 import type { AccountChecks } from "./write_checks.ts";
@@ -42,7 +42,11 @@ import {
   type Projection,
 } from "./expand/fields.ts";
 import { expandRecords, type ExpandScope } from "./expand/expander.ts";
-import { EventRelations, type ReadGate } from "./rule_relations.ts";
+import {
+  oneAtATime,
+  type ReadGate,
+  SharedRelations,
+} from "./rule_relations.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
 export interface RecordWrite {
@@ -154,10 +158,17 @@ export class RecordService {
    * Whether `op` on `entity` may be open to `auth` at all, before any
    * record or body: the rule mode lets the caller through, or its custom
    * rule reads the record or the request (decided per call) or passes for
-   * the caller as it is. Writes to views never are. The API description
-   * (lib/openapi) shows a caller the routes this opens.
+   * the caller as it is (its `auth.user` relations read through `reads`,
+   * shared by the decisions of one description; without it such a rule may
+   * pass). Writes to views never are. The API description (lib/openapi)
+   * shows a caller the routes this opens.
    */
-  opens(entity: Entity, op: Operation, auth: AuthValue): boolean {
+  opens(
+    entity: Entity,
+    op: Operation,
+    auth: AuthValue,
+    reads?: SharedReads,
+  ): boolean | Promise<boolean> {
     if (entity.type === "view" && op !== "list" && op !== "get") return false;
     let d;
     try {
@@ -165,7 +176,8 @@ export class RecordService {
     } catch {
       return false; // the rule mode refuses this caller
     }
-    return d.kind === "allow" || this.#rules.mayPass(d.expr, auth);
+    return d.kind === "allow" ||
+      this.#rules.mayPass(d.expr, auth, entity, reads);
   }
 
   /** What `auth` may see and write through `op` (throws a denial). */
@@ -402,7 +414,7 @@ export class RecordService {
     op: "list" | "get",
     auth: AuthValue,
     record: RecordData,
-    reads?: EventReads,
+    reads?: SharedReads,
   ): boolean | Promise<boolean> {
     const entity = this.#registry.byName(name);
     // The name may belong to another entity now (deleted, renamed).
@@ -418,9 +430,13 @@ export class RecordService {
       this.#rules.allows(d.expr, auth, EVENT_REQUEST, record, entity, reads);
   }
 
-  /** The related records one realtime event's decisions share (see `sees`). */
-  eventReads(gate?: ReadGate): EventReads {
-    return new EventRelations(gate);
+  /**
+   * The related records one set of decisions shares (a realtime event's,
+   * see `sees`; an API description's, see `opens`); `gate` runs its reads
+   * (default: one at a time).
+   */
+  sharedReads(gate: ReadGate = oneAtATime()): SharedReads {
+    return new SharedRelations(gate);
   }
 
   /**
