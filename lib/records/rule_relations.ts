@@ -154,25 +154,24 @@ export class RelationLoader implements Related {
       return undefined;
     }
     const access = this.#view
-      ? await this.#view(into, node.kind === "forward" ? "get" : "list")
+      ? await this.#view(into, node.kind === "back" ? "list" : "get")
       : {};
     return node.kind === "forward"
       ? await this.#forward(into, parents, node, access)
+      : node.kind === "many"
+      ? await this.#many(into, parents, node, access)
       : await this.#back(into, parents, node, access);
   }
 
-  async #forward(
+  /** Records `into` by id (those `access` shows), read once per id. */
+  async #byIds(
     into: RuleTarget,
-    parents: readonly RecordData[],
-    node: RelationNode,
+    ids: Iterable<string>,
     access: Access | undefined,
-  ): Promise<{ entity: RuleTarget; records: RecordData[] }> {
+  ): Promise<Map<string, RecordData | typeof ABSENT>> {
     const known = this.#known(into);
     const wanted = new Set<string>();
-    for (const p of parents) {
-      const id = p[node.field];
-      if (typeof id === "string" && id !== "" && !known.has(id)) wanted.add(id);
-    }
+    for (const id of ids) if (!known.has(id)) wanted.add(id);
     if (wanted.size > 0) {
       const found = access
         ? await this.#read(
@@ -184,6 +183,51 @@ export class RelationLoader implements Related {
       for (const r of found) known.set(String(r.id), r);
       for (const id of wanted) if (!known.has(id)) known.set(id, ABSENT);
     }
+    return known;
+  }
+
+  /**
+   * A multiple relation of every parent: the records its ids point at (in
+   * the list's order; ids of no record, or of one `access` hides, left out).
+   */
+  async #many(
+    into: RuleTarget,
+    parents: readonly RecordData[],
+    node: RelationNode,
+    access: Access | undefined,
+  ): Promise<{ entity: RuleTarget; records: RecordData[] }> {
+    const idsOf = (p: RecordData): string[] => {
+      const v = p[node.field];
+      return Array.isArray(v)
+        ? v.filter((id): id is string => typeof id === "string" && id !== "")
+        : [];
+    };
+    const known = await this.#byIds(into, parents.flatMap(idsOf), access);
+    const out = new Set<RecordData>();
+    for (const p of parents) {
+      const list: RecordData[] = [];
+      for (const id of idsOf(p)) {
+        const rec = known.get(id);
+        if (rec !== undefined && rec !== ABSENT) list.push(rec as RecordData);
+      }
+      this.#hold(p, node.key, list);
+      for (const r of list) out.add(r);
+    }
+    return { entity: into, records: [...out] };
+  }
+
+  async #forward(
+    into: RuleTarget,
+    parents: readonly RecordData[],
+    node: RelationNode,
+    access: Access | undefined,
+  ): Promise<{ entity: RuleTarget; records: RecordData[] }> {
+    const ids: string[] = [];
+    for (const p of parents) {
+      const id = p[node.field];
+      if (typeof id === "string" && id !== "") ids.push(id);
+    }
+    const known = await this.#byIds(into, ids, access);
     const out = new Set<RecordData>();
     for (const p of parents) {
       const id = p[node.field];
