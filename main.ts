@@ -1,5 +1,6 @@
 /**
- * The `moonbase` command line: `serve`, `admins` and `types`.
+ * The `moonbase` command line: `serve`, `admins`, `types`, `backup`,
+ * `move-to`, `migrate` and `files migrate`.
  *
  * About 350 lines: the usage text, the option table and the parsing that
  * turns them into an `AppConfig` are one piece (an option is added to all
@@ -21,6 +22,9 @@ import { allEntities } from "./lib/openapi/described.ts";
 import { typesModule } from "./lib/openapi/types_ts.ts";
 import { backupCommand, moveToCommand } from "./lib/commands/backup.ts";
 import { UsageMistake } from "./lib/commands/usage.ts";
+import { filesCommand } from "./lib/commands/files.ts";
+import { parseFilesUrl } from "./lib/files/files_url.ts";
+import { migrateCommand } from "./lib/commands/migrate.ts";
 
 /** Usage text. */
 export const USAGE = `Moonbase ${VERSION} — a self-hosted backend
@@ -35,13 +39,17 @@ Usage:
   moonbase [options] backup list
   moonbase [options] backup restore <file|name>   (with the server stopped)
   moonbase [options] move-to --database PSQL --connection <url>
+  moonbase [options] migrate up|down|status
+  moonbase [options] migrate create <name>
+  moonbase [options] files migrate --to <local|s3://…>
 
 Options:
   --port <port>            listening port (default 7070; 0 picks a free port)
   --host <host>            bind address (default 0.0.0.0)
   --workers <n|auto>       isolates serving on the port (default 1; auto or 0:
                            one per CPU core)
-  --dev                    development mode (readable logs)
+  --dev                    development mode (readable logs, scripts reloaded on
+                           change, a migration file written per schema change)
   --database <kind>        PSQL for PostgreSQL (default: SQLite in --dataDir)
   --connection <url>       PostgreSQL connection URL (with --database PSQL)
   --poolSize <n>           PostgreSQL connections (default: CPU cores, 2 to 10)
@@ -51,8 +59,14 @@ Options:
                            database first used with it (see database.json in it)
   --rebindDataDir          take over a data directory of another database (its
                            files stay untouched); otherwise that is refused
+  --files <store>          where uploaded files live: local (default: <dataDir>/files)
+                           or s3://<bucket>[/<prefix>]?endpoint=<url>&region=<region>
+                           &path_style=true|false (also MB_FILES)
   --publicDir <dir>        directory served at /
   --scriptsDir <dir>       directory of JavaScript extension scripts (default ./scripts)
+  --migrationsDir <dir>    directory of migration files NNNN_name.ts (default
+                           ./migrations); serve applies pending ones first, and
+                           with --dev writes one for each schema change
   --tokenTtl <seconds>     token lifetime (default 3600)
   --corsOrigins <list>     comma-separated allowed origins (default *)
   --maxBodySize <bytes>    largest JSON body (default 1048576)
@@ -92,6 +106,14 @@ Options:
 
 Environment:
   MB_JWT_SECRET            token signing secret (at least 32 characters); set it in production
+  MB_FILES                 the --files store when the option is not given
+  MB_S3_ACCESS_KEY_ID, MB_S3_SECRET_ACCESS_KEY
+                           the key of an s3:// store (else AWS_ACCESS_KEY_ID,
+                           AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN)
+
+files migrate --to <store> copies every stored file from the --files store to
+<store>, verified (size and SHA-256); a run again skips verified copies; the
+source is never changed. Then start the server with --files <store>.
 `;
 
 class UsageError extends UsageMistake {}
@@ -161,8 +183,11 @@ export function parseCli(args: string[]): Cli {
         statementTimeout: { type: "string" },
         dataDir: { type: "string" },
         rebindDataDir: { type: "boolean" },
+        files: { type: "string" },
+        to: { type: "string" },
         publicDir: { type: "string" },
         scriptsDir: { type: "string" },
+        migrationsDir: { type: "string" },
         tokenTtl: { type: "string" },
         corsOrigins: { type: "string" },
         maxBodySize: { type: "string" },
@@ -222,8 +247,17 @@ export function parseCli(args: string[]): Cli {
       `invalid --publicDir ${JSON.stringify(v.publicDir)}: ${publicDir}`,
     );
   }
+  const files = v.files ?? (Deno.env.get("MB_FILES") || undefined);
+  if (files !== undefined) {
+    try {
+      parseFilesUrl(files);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const config: AppConfig = {
     dataDir: v.dataDir,
+    files,
     rebindDataDir: v.rebindDataDir,
     database: v.database?.toUpperCase(),
     connection: v.connection,
@@ -231,6 +265,7 @@ export function parseCli(args: string[]): Cli {
     statementTimeout: int(v.statementTimeout, "statementTimeout", 0, 86_400),
     publicDir: v.publicDir,
     scriptsDir: v.scriptsDir,
+    migrationsDir: v.migrationsDir,
     dev: v.dev,
     tokenTtl: int(v.tokenTtl, "tokenTtl", 60, 31_536_000),
     corsOrigins: v.corsOrigins?.split(",").map((s) => s.trim()).filter(Boolean),
@@ -392,6 +427,14 @@ export async function main(args: string[]): Promise<number> {
     }
     if (cli.command === "backup") {
       await backupCommand(cli.config, cli.rest, cli.values.out as string);
+      return 0;
+    }
+    if (cli.command === "files") {
+      await filesCommand(cli.config, cli.values.to, cli.rest);
+      return 0;
+    }
+    if (cli.command === "migrate") {
+      await migrateCommand(cli.config, cli.rest);
       return 0;
     }
     if (cli.command === "move-to" && cli.rest.length === 0) {

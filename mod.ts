@@ -28,8 +28,14 @@ import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
 import { isConnectionLoss } from "./lib/db/connection_loss.ts";
 import { Extensions } from "./lib/extend/runtime.ts";
-import { sweepFiles, sweepGraceMs } from "./lib/files/sweep.ts";
+import {
+  STRAY_AGE_MS,
+  StraySweeps,
+  sweepFiles,
+  sweepGraceMs,
+} from "./lib/files/sweep.ts";
 import { inRequest } from "./lib/http/request_scope.ts";
+import { Migrations } from "./lib/migrations/runner.ts";
 
 export { Entity } from "./lib/records/entity.ts";
 export type { LibraryRead, LibraryWrite } from "./lib/records/entity.ts";
@@ -47,6 +53,7 @@ export type {
 } from "./lib/schema/types.ts";
 export type { Registry } from "./lib/records/registry.ts";
 export type { ScriptApp, ScriptHandler } from "./lib/extend/script_app.ts";
+export type { MigrationApp, SchemaCalls } from "./lib/migrations/app.ts";
 export type {
   RecordEvent,
   RecordEventName,
@@ -80,7 +87,9 @@ export interface App extends Core {
 /**
  * Creates an app: opens the database, loads schemas, sweeps the files its
  * database recorded that no record references (lib/files/sweep.ts; never
- * another database's), builds the routes.
+ * another database's), builds the routes, loads the scripts and applies
+ * pending migration files (a failure stops it with one line naming the
+ * file).
  */
 export async function createApp(config: AppConfig = {}): Promise<App> {
   const core = await createCore(config);
@@ -99,6 +108,31 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
       await core.close();
       throw err;
     }
+    // Files left behind while serving (a store that did not answer) go an
+    // hour later, without waiting for a restart.
+    const tuning = core.config.filesTuning;
+    const ageMs = tuning?.strayAgeMs ??
+      Math.max(STRAY_AGE_MS, sweepGraceMs(core.config.bodyDeadline));
+    const strays = new StraySweeps(
+      (minAgeMs) =>
+        sweepFiles(core.storage, core.schemas, core.files, core.now, minAgeMs),
+      core.files,
+      {
+        everyMs: tuning?.sweepEveryMs,
+        ageMs,
+        failed: (err) =>
+          core.log.warn("Cannot sweep files", {
+            error: err instanceof Error ? err.message : String(err),
+          }),
+      },
+    );
+    strays.start();
+    const closeCore = core.close;
+    const sweeps = strays;
+    (core as { close: () => Promise<void> }).close = async () => {
+      await sweeps.stop();
+      await closeCore();
+    };
   }
   const router = buildRouter(core);
   const life: Lifecycle = { inFlight: 0, draining: false };
@@ -195,6 +229,15 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     // requests, a hook that checks writes). In --dev, a reload that fails
     // keeps the scripts loaded before.
     const set = await extensions.load();
+    // Pending migration files, before anything is served: with the scripts'
+    // helpers and hooks in force, as for any write. One isolate applies
+    // them (the others start once it serves); several instances on one
+    // database each run a migration at most once between them.
+    if ((core.config.peers?.index ?? 0) === 0) {
+      await new Migrations(core).up((name) =>
+        core.log.info("migration applied", { name })
+      );
+    }
     for (const { name, setup } of set.setups) {
       try {
         await setup(app);

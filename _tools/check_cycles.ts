@@ -41,7 +41,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ],
   ["lib/config.ts", "lib/sync.ts", "lib/realtime", "lib/cluster"],
   ["lib/core.ts"],
-  ["lib/extend"],
+  ["lib/extend", "lib/migrations"],
   ["routes"],
   ["mod.ts", "main.ts", "lib/workers", "lib/commands"],
 ];

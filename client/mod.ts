@@ -40,6 +40,7 @@ export {
   type AdminRecord,
   AdminsService,
   LogsService,
+  type SchemaImport,
   SchemasService,
   SettingsService,
 } from "./src/admin.ts";

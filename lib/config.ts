@@ -10,6 +10,7 @@ import type { PeerConfig } from "./cluster/link.ts";
 import type { OAuth2Tuning } from "./auth/oauth2/service.ts";
 import type { SenderPace } from "./mail/sender.ts";
 import type { SendLimits } from "./mail/transport.ts";
+import type { S3Credentials } from "./files/s3_backend.ts";
 
 /** Options of `createApp` (every CLI option has one). */
 export interface AppConfig {
@@ -17,12 +18,39 @@ export interface AppConfig {
   dataDir?: string;
   /** `"PSQL"` for PostgreSQL; SQLite otherwise. */
   database?: string;
+  /**
+   * Where uploaded files live: `local` (`<dataDir>/files`, the default) or
+   * `s3://<bucket>[/<prefix>]?endpoint=<url>&region=<region>&path_style=true|false`
+   * (docs/operations/files.md).
+   */
+  files?: string;
+  /**
+   * The key of an S3 file store (default: `MB_S3_ACCESS_KEY_ID` /
+   * `MB_S3_SECRET_ACCESS_KEY`, else `AWS_ACCESS_KEY_ID` /
+   * `AWS_SECRET_ACCESS_KEY`).
+   */
+  filesCredentials?: S3Credentials;
+  /**
+   * Internal (tests): an S3 file store's part size and probe interval, and
+   * how often and after how long files left behind are swept. Not a CLI option.
+   */
+  filesTuning?: {
+    partSize?: number;
+    probeEveryMs?: number;
+    sweepEveryMs?: number;
+    strayAgeMs?: number;
+  };
   /** PostgreSQL connection URL. */
   connection?: string;
   /** Directory served at `/`. */
   publicDir?: string;
   /** Directory of JavaScript extension scripts. */
   scriptsDir?: string;
+  /**
+   * Directory of migration files (`NNNN_name.ts`, docs/guide/migrations.md),
+   * applied at start before serving. Default `./migrations`.
+   */
+  migrationsDir?: string;
   /** Development mode. */
   dev?: boolean;
   /** Token lifetime in seconds (default 3600). */
@@ -186,9 +214,13 @@ export type ResolvedConfig =
       | "peers"
       | "oauth2"
       | "mail"
+      | "filesCredentials"
+      | "filesTuning"
     >
   >
   & {
+    filesCredentials?: S3Credentials;
+    filesTuning?: AppConfig["filesTuning"];
     peers?: PeerConfig;
     oauth2?: OAuth2Tuning;
     mail?: AppConfig["mail"];
@@ -204,9 +236,13 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
   return {
     dataDir: c.dataDir ?? "./data",
     database: c.database ?? "SQLITE",
+    files: c.files ?? "local",
+    filesCredentials: c.filesCredentials,
+    filesTuning: c.filesTuning,
     connection: c.connection,
     publicDir: checkedPublicDir(c.publicDir),
     scriptsDir: c.scriptsDir ?? "./scripts",
+    migrationsDir: c.migrationsDir ?? "./migrations",
     dev: c.dev ?? false,
     tokenTtl: c.tokenTtl ?? 3600,
     corsOrigins: c.corsOrigins ?? ["*"],

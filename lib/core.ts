@@ -44,6 +44,7 @@ import { BodyDeadlines } from "./http/deadlines.ts";
 import { SetupGate } from "./auth/setup_gate.ts";
 import { type CursorKey, cursorKeyOf } from "./records/list_cursor.ts";
 import { FileStore } from "./files/store.ts";
+import { openBackend } from "./files/files_url.ts";
 import { FileLedger } from "./files/ledger.ts";
 import { Thumbnails } from "./files/thumbs.ts";
 import {
@@ -228,6 +229,14 @@ export async function createCore(
   // Isolate 0 (or the only one) does the start-up work and runs the singletons.
   const first = (config.peers?.index ?? 0) === 0;
   const ref = databaseRef(config.database, config.connection);
+  // A --files value that cannot be used fails here, before anything opens.
+  let warnFiles: (message: string, data: Record<string, unknown>) => void =
+    () => {};
+  const backend = openBackend(config.files, config.dataDir, {
+    timeoutMs: (config.bodyTimeout || 30) * 1000,
+    ...config.filesTuning,
+    warn: (message, data) => warnFiles(message, data),
+  }, config.filesCredentials);
   // Before SQLite creates its file there: a directory of another database.
   if (first && /^(PSQL|SQLITE)$/i.test(config.database)) {
     await checkBeforeOpen(config.dataDir, ref, config.rebindDataDir);
@@ -296,9 +305,13 @@ export async function createCore(
     // One time base for every instance on the database: its clock.
     const clock = dbClock = new DbClock(storage, config.clock);
     await clock.start();
+    warnFiles = (message, data) => log.warn(message, data);
+    // One line saying what is wrong (no bucket, a refused key, no answer).
+    if (first) await backend.check();
     const files = new FileStore(
-      config.dataDir,
+      backend,
       new FileLedger(storage, clock.now),
+      clock.now,
     );
     const thumbs = new Thumbnails(files, {
       // The process's number, shared among its isolates.
@@ -599,6 +612,7 @@ export async function createCore(
         logStore.close();
         await logStorage?.close();
         await storage.close();
+        await backend.close();
       },
     };
   } catch (err) {
@@ -615,6 +629,7 @@ export async function createCore(
     // close what was opened would only hide it.
     await logStorage?.close().catch(() => {});
     await storage.close().catch(() => {});
+    await backend.close();
     throw err;
   }
 }

@@ -44,8 +44,7 @@ async function download(
     (query ? `Bearer ${query}` : null);
   let auth: AuthValue | undefined;
   if (!open) auth = await core.sessions.resolve(header, "file");
-  const path = core.files.path(entity.id, ctx.params.name);
-  if (!path) throw notFound();
+  if (!core.files.isStoredName(ctx.params.name)) throw notFound();
   const owner = await fileOwner(core.storage, entity, ctx.params.name);
   if (!owner) throw notFound();
   if (auth) {
@@ -61,7 +60,7 @@ async function download(
       throw err;
     }
   }
-  let served = { path, name: ctx.params.name };
+  let served = { name: ctx.params.name };
   const thumb = ctx.url.searchParams.get("thumb");
   if (thumb !== null) {
     // A public file's token is read only for an admin's unlisted sizes: a
@@ -79,7 +78,8 @@ async function download(
   }
   const res = await serveFile(
     ctx.req,
-    served.path,
+    core.files.backend,
+    entity.id,
     served.name,
     open ? "public, max-age=3600" : "private, no-cache",
     owner.field.mime_types,

@@ -2,7 +2,11 @@
  * `GET /api/v1/health`: status, uptime, version, the database's kind
  * (`sqlite` or `postgres`) and its state —
  * `ok`, `unavailable` (cannot be reached, or no answer within a second) or
- * `full` (writes fail for lack of space); 503 unless `ok`.
+ * `full` (writes fail for lack of space); 503 unless `ok`. `files` is the
+ * file store's state (`ok` or `unavailable`: an S3 store that did not
+ * answer lately; from what its requests saw, never a request per call): a
+ * store that is down makes the status `degraded`, still 200 (every request
+ * but a file's is served, and the other instances share that store).
  *
  * @module
  */
@@ -13,7 +17,7 @@ import type { DatabaseState } from "../lib/db/storage.ts";
 import type { Context } from "../lib/http/context.ts";
 
 /** What these routes read of the app: the database and uptime. */
-export type HealthHost = Pick<Core, "startedAt" | "storage">;
+export type HealthHost = Pick<Core, "startedAt" | "storage" | "files">;
 
 const PROBLEM: Record<DatabaseState, string> = {
   ok: "",
@@ -46,13 +50,21 @@ async function timed(core: HealthHost): Promise<DatabaseState> {
 function answer(ctx: Context<HealthHost>, database: DatabaseState): Response {
   const { app } = ctx;
   const up = database === "ok";
+  const files = app.files.backend.state();
   const data = {
-    status: up ? "ok" : database === "full" ? "degraded" : "down",
+    status: up
+      ? files === "ok" ? "ok" : "degraded"
+      : database === "full"
+      ? "degraded"
+      : "down",
     uptime: Math.floor((Date.now() - app.startedAt) / 1000),
     version: VERSION,
     database,
     // The kind only ("sqlite" | "postgres"), never a connection string.
     database_kind: app.storage.dialect.name,
+    files,
+    // The kind only ("local" | "s3"), never the bucket or its endpoint.
+    files_kind: app.files.backend.name === "local" ? "local" : "s3",
   };
   return up
     ? ctx.json(200, data, NO_STORE)

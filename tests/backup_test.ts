@@ -1,7 +1,9 @@
 /**
  * Backups (lib/backup, routes/backups.ts): an archive made on one database
- * restores into the other and the API answers identically; a restore that
- * fails leaves the data as it was; a backup taken under writes is whole.
+ * restores into the other and the API answers identically; one made on
+ * files in S3 restores onto local files and into S3 again, the files served
+ * identically; a restore that fails leaves the data as it was; a backup
+ * taken under writes is whole.
  */
 import {
   assert,
@@ -17,6 +19,8 @@ import { multipart } from "./_files_fixtures.ts";
 import { makePng, setupBlog } from "./_records_fixtures.ts";
 import { userToken } from "./_auth_fixtures.ts";
 import { TarWriter } from "../lib/backup/tar.ts";
+import { hasS3, S3_KEY, startS3 } from "./_s3.ts";
+import { walk } from "./_files_fixtures.ts";
 
 const USER_PASSWORD = "restored-pass-123";
 
@@ -272,6 +276,128 @@ Deno.test({
     }
   },
 });
+
+/** How each file of the post is served: status, headers that matter, bytes. */
+async function served(
+  s: TestServer,
+  token: string,
+  post: Record<string, unknown>,
+) {
+  const out: unknown[] = [];
+  for (const name of [post.cover, ...(post.attachments as string[])]) {
+    const r = await fetch(`${s.url}/api/files/posts/${name}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    out.push({
+      name,
+      status: r.status,
+      headers: [
+        "content-type",
+        "content-length",
+        "etag",
+        "cache-control",
+        "content-disposition",
+        "x-content-type-options",
+      ].map((h) => r.headers.get(h)),
+      bytes: new TextDecoder("latin1").decode(await r.arrayBuffer()),
+    });
+  }
+  return out;
+}
+
+for (const db of DATABASES) {
+  Deno.test({
+    name:
+      `backups of files in S3: restored onto local files and into S3, served identically [${db}]`,
+    ignore: !hasS3(),
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async (t) => {
+      const s3 = await startS3();
+      const bucket = await s3.createBucket();
+      const inS3 = (prefix: string) => ({
+        files: s3.filesUrl(bucket, prefix),
+        filesCredentials: S3_KEY,
+      });
+      const a = await startServer(db, inS3("a"));
+      const b = await startServer(db);
+      const c = await startServer(db, inS3("c"));
+      try {
+        await seedProject(a);
+        const ta = await a.adminToken();
+        const before = await answers(a, ta);
+        const post = (before.posts as Record<string, unknown>[])
+          .find((p) => p.title === "with files")!;
+        const names = [post.cover, ...(post.attachments as string[])]
+          .map(String).sort();
+        const postsId = a.app.schemas.get("posts")!.id;
+        const servedBefore = await served(a, ta, post);
+        assertEquals(
+          (await s3.keys(bucket, `a/${postsId}/`)).map((k) =>
+            k.slice(`a/${postsId}/`.length)
+          ),
+          [...names, `${post.cover}.8x8.thumb.png`].sort(),
+          "the files and a thumbnail are in S3",
+        );
+        const made = await a.request("POST", "/api/v1/sys/backups", {
+          token: ta,
+          body: { name: "s3" },
+        });
+        assertStatus(made, 201);
+        const bytes = await download(a, ta, "s3.tar.gz");
+
+        await t.step("onto local files", async () => {
+          const tb = await b.adminToken();
+          assertStatus(await upload(b, tb, "from-s3", bytes), 201);
+          const restored = await b.request(
+            "POST",
+            "/api/v1/sys/backups/from-s3/restore",
+            { token: tb },
+          );
+          assertStatus(restored, 200);
+          assertEquals(restored.data.files, 3, "the files, not the thumbnail");
+          const tb2 = await adminLogin(b);
+          assertEquals(await answers(b, tb2), before);
+          assertEquals(await served(b, tb2, post), servedBefore);
+          assertEquals(
+            await walk(`${b.dataDir}/files`),
+            names.map((n) => `${postsId}/${n}`),
+            "on disk: the files, nothing else",
+          );
+          const thumb = await fetch(
+            `${b.url}/api/files/posts/${post.cover}?thumb=8x8`,
+            { headers: { authorization: `Bearer ${tb2}` } },
+          );
+          await thumb.body?.cancel();
+          assertEquals(thumb.status, 200, "a thumbnail is made again");
+        });
+
+        await t.step("into S3 again", async () => {
+          const tc = await c.adminToken();
+          assertStatus(await upload(c, tc, "from-s3", bytes), 201);
+          assertStatus(
+            await c.request("POST", "/api/v1/sys/backups/from-s3/restore", {
+              token: tc,
+            }),
+            200,
+          );
+          const tc2 = await adminLogin(c);
+          assertEquals(await answers(c, tc2), before);
+          assertEquals(await served(c, tc2, post), servedBefore);
+          assertEquals(
+            await s3.keys(bucket, "c/"),
+            names.map((n) => `c/${postsId}/${n}`),
+            "in S3: the files, nothing else",
+          );
+        });
+      } finally {
+        await a.close();
+        await b.close();
+        await c.close();
+      }
+    },
+  });
+}
 
 /** Builds a gzip'd tar from entries (for damaged and foreign archives). */
 async function archive(entries: [string, string][]): Promise<Uint8Array> {

@@ -3,7 +3,7 @@
  * filtered by level, search and dates, keyset paging, an entry's detail,
  * the rate chart, the live tail; admins created, passwords changed (your
  * own session survives, your others do not), deleted, the last one kept;
- * the about page's version, database and uptime. axe-core and screenshots
+ * the about page's version, database, file store and uptime. axe-core and screenshots
  * at 1280 and 390 px.
  *
  * @module
@@ -374,7 +374,7 @@ browserTest(
 );
 
 browserTest(
-  "about: version, database and uptime",
+  "about: version, database, file store and uptime",
   async ({ s, adminPage, errors }) => {
     const page = await adminPage();
     await page.goto(`${s.url}/mb/about`);
@@ -383,6 +383,7 @@ browserTest(
     await page.getByText(s.db === "sqlite" ? "SQLite" : "PostgreSQL").waitFor();
     const text = await page.locator(".about-page").innerText();
     assert.match(text, /Uptime\s+\d+ (s|min)/);
+    assert.match(text, /Files\s+on this server's disk \(reachable\)/);
     assert.ok(text.includes(`${s.url}/api/v1`), "API base URL");
     assert.ok(!/postgres(ql)?:\/\//.test(text), "no connection string");
     await page.getByRole("button", { name: "Check again" }).click();

@@ -241,6 +241,27 @@ forEachDb("client: records, errors, batch, admin", async (t, db) => {
       assertEquals(changed.has_api, false);
       const counts = await admin.schemas.counts();
       assertEquals(counts.notes, 0);
+      const exported = await admin.schemas.export();
+      assert(exported.some((e) => e.name === "notes"), "exported");
+      const dry = await admin.schemas.import(
+        exported.map((e) =>
+          e.name === "notes"
+            ? { ...e, fields: [...e.fields, { name: "extra", type: "int" }] }
+            : e
+        ),
+      );
+      assertEquals(dry.dry_run, true);
+      assertEquals(
+        dry.changes.map((c) => [c.entity, c.action]),
+        [["notes", "update"]],
+      );
+      assertEquals(
+        (await admin.schemas.get("notes")).fields.some((f) =>
+          f.name === "extra"
+        ),
+        false,
+        "a dry run changes nothing",
+      );
       await admin.schemas.delete("notes");
       assertEquals(
         (await rejection(() => admin.schemas.get("notes"))).status,
@@ -326,6 +347,16 @@ forEachDb("client: records, errors, batch, admin", async (t, db) => {
       });
       fake.close();
     });
+
+    await t.step(
+      "aggregate: against the server, as the list counts",
+      async () => {
+        const all = await admin.entity("posts").list({ count: true, limit: 1 });
+        const r = await admin.entity("posts").aggregate({ count: true });
+        assertEquals(r.groups.length, 1);
+        assertEquals(r.groups[0].count, all.total);
+      },
+    );
 
     mb.close();
     admin.close();

@@ -40,11 +40,20 @@ function healthy(r: Reply, where: string): number {
   const d = r.data as Record<string, unknown>;
   assertEquals(
     Object.keys(d).sort(),
-    ["database", "database_kind", "status", "uptime", "version"],
+    [
+      "database",
+      "database_kind",
+      "files",
+      "files_kind",
+      "status",
+      "uptime",
+      "version",
+    ],
     `${where}: data keys`,
   );
   assertEquals(d.status, "ok", `${where}: status`);
   assertEquals(d.database, "ok", `${where}: database`);
+  assertEquals([d.files, d.files_kind], ["ok", "local"], `${where}: files`);
   assertEquals(d.version, "0.3.7", `${where}: version`);
   assert(
     typeof d.uptime === "number" && Number.isInteger(d.uptime) &&

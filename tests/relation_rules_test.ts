@@ -598,6 +598,17 @@ forEachDb("rules and filters read through relations", async (t, db) => {
             `${filter} (${token === w.admin ? "admin" : "user"})`,
           );
         }
+        // A back-relation of the records it points at is a filter's 400 (its cost).
+        const fan = await call(
+          w,
+          "GET",
+          `entities/notes?${
+            q("readers.some(r => r.notes_via_readers.length > 1)")
+          }`,
+          w.admin,
+        );
+        assertStatus(fan, 400);
+        assert(/of a related record/.test(fan.error), fan.error);
         // The same when the people rule has no SQL (the readers read per row).
         const seen = "record.public == true || record.id == auth.id";
         const perRow = '(record.public + "") == "true" || record.id == auth.id';

@@ -142,6 +142,16 @@ export class AdminsService {
   }
 }
 
+/** What `schemas.import` answers. */
+export interface SchemaImport {
+  changes: {
+    entity: string;
+    action: "create" | "update" | "delete";
+    details: unknown[];
+  }[];
+  dry_run: boolean;
+}
+
 /** Entities' schemas (`/api/v1/schemas`). */
 export class SchemasService {
   readonly #t: Transport;
@@ -179,6 +189,33 @@ export class SchemasService {
   /** Drops an entity and its records. */
   async delete(idOrName: string): Promise<void> {
     await this.#t.send("DELETE", `/api/v1/schemas/${seg(idOrName)}`);
+  }
+
+  /** Every schema, in dependency order, for `import` on another server. */
+  async export(): Promise<EntitySchema[]> {
+    const out = await this.#t.send<{ schemas: EntitySchema[] }>(
+      "GET",
+      "/api/v1/schemas/export",
+    );
+    return out.schemas;
+  }
+
+  /**
+   * Applies a set of schemas in one transaction, all or nothing (a dry run
+   * by default: `{ dryRun: false }` applies). Answers the changes, entity by
+   * entity; `deleteMissing` also drops entities the set does not hold.
+   */
+  import(
+    schemas: readonly Record<string, unknown>[],
+    options: { dryRun?: boolean; deleteMissing?: boolean } = {},
+  ): Promise<SchemaImport> {
+    return this.#t.send("POST", "/api/v1/schemas/import", {
+      body: {
+        schemas,
+        dry_run: options.dryRun ?? true,
+        delete_missing: options.deleteMissing ?? false,
+      },
+    });
   }
 
   /** Record counts per entity (capped at 10 001; `null` where counting failed). */

@@ -89,6 +89,13 @@ export const SYSTEM_TABLES: readonly SystemTable[] = [
     restore: "replace",
   },
   {
+    // Which migration files the restored data has been through.
+    name: "mb_migrations",
+    columns: { name: T, applied: T },
+    key: ["name"],
+    restore: "replace",
+  },
+  {
     name: "mb_files",
     columns: { entity_id: T, name: T, created: I },
     key: ["entity_id", "name"],

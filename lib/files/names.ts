@@ -39,16 +39,50 @@ export function storedName(original: string): string {
   return `${stem}_${suffix}${ext ? "." + ext : ""}`;
 }
 
+/** What every entity id used in a file's place matches. */
+export const ENTITY_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
 /**
  * What every thumbnail's name matches: its original's stored name, the
  * size, and the format's extension (`a_0123456789.png.100x100t.thumb.png`).
  * Never a stored name: a thumbnail is served only through its original.
  */
 const THUMB_NAME =
-  /^([A-Za-z0-9][A-Za-z0-9_-]{0,120}_[A-Za-z0-9]{10}(?:\.[a-z0-9]{1,10})?)\.(?:[0-9]{1,4}x[0-9]{1,4}[tbf]?)\.thumb\.(?:jpg|png|gif|webp)$/;
+  /^([A-Za-z0-9][A-Za-z0-9_-]{0,120}_[A-Za-z0-9]{10}(?:\.[a-z0-9]{1,10})?)\.([0-9]{1,4}x[0-9]{1,4}[tbf]?)\.thumb\.(?:jpg|png|gif|webp)$/;
 
 /** A file being written under a name of its own before it is renamed. */
 const TEMP_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.tmp_[A-Za-z0-9]{10}$/;
+
+/**
+ * The place of a file inside a store, `<entity id>/<name>`: the one place a
+ * file's path on disk or key in a bucket is made, from a checked entity id
+ * and a name Moonbase writes (`isFileName`: a stored name, a thumbnail's,
+ * or a temporary one) only (anything else throws), so no input can leave
+ * the store's directory or the bucket's prefix.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { fileKey } from "moonbase/lib/files/names.ts";
+ * assert.equal(fileKey("e1", "a_0123456789.png"), "e1/a_0123456789.png");
+ * assert.equal(
+ *   fileKey("e1", "a_0123456789.png.100x0.thumb.png"),
+ *   "e1/a_0123456789.png.100x0.thumb.png",
+ * );
+ * assert.throws(() => fileKey("..", "a_0123456789.png"));
+ * assert.throws(() => fileKey("e1", "../a_0123456789.png"));
+ * assert.throws(() => fileKey("e1", "a_0123456789.png/../../x.thumb.png"));
+ * ```
+ */
+export function fileKey(entityId: string, name: string): string {
+  if (!ENTITY_ID.test(entityId)) {
+    throw new Error(`Cannot use entity id ${entityId.slice(0, 80)} for files`);
+  }
+  if (!isFileName(name)) {
+    throw new Error(`Cannot use ${name.slice(0, 80)} as a stored file name`);
+  }
+  return `${entityId}/${name}`;
+}
 
 /**
  * The name of a thumbnail of the stored file `original`: `size` is its
@@ -75,6 +109,11 @@ export function thumbName(
 /** The stored name a thumbnail's name was made from, or undefined. */
 export function originalOf(name: string): string | undefined {
   return THUMB_NAME.exec(name)?.[1];
+}
+
+/** The size (`100x100t`) in a thumbnail's name, or undefined. */
+export function thumbSizeOf(name: string): string | undefined {
+  return THUMB_NAME.exec(name)?.[2];
 }
 
 /** A name for `name` while it is written (renamed to `name` once complete). */

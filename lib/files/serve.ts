@@ -2,7 +2,7 @@
  * Serving a stored file like a good static server: Content-Type,
  * Content-Length, ETag / If-None-Match, Last-Modified, single Range
  * requests, `nosniff`, attachments for types a browser would run, streamed
- * from disk.
+ * from the file store's backend (disk or S3: one way of serving for both).
  *
  * A type a browser would run or apply (`.js`, `.html`, `.svg`, `.xml`,
  * `.css`) is served as such only when the file's field names it in
@@ -17,6 +17,8 @@
 
 import { trackedResponse } from "../http/progress.ts";
 import { contentTypeOf } from "../http/static.ts";
+import type { FileBackend } from "./backend.ts";
+import { originalOf, thumbSizeOf } from "./names.ts";
 import { isActiveType, typeAllowed } from "./sniff.ts";
 
 /**
@@ -47,75 +49,55 @@ export function servedType(
     : "application/octet-stream";
 }
 
-function rangeStream(
-  file: Deno.FsFile,
-  start: number,
-  length: number,
-): ReadableStream<Uint8Array> {
-  let left = length;
-  let positioned = false;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        if (!positioned) {
-          await file.seek(start, Deno.SeekMode.Start);
-          positioned = true;
-        }
-        if (left <= 0) {
-          file.close();
-          controller.close();
-          return;
-        }
-        const buf = new Uint8Array(Math.min(64 * 1024, left));
-        const n = await file.read(buf);
-        if (n === null || n === 0) {
-          file.close();
-          controller.close();
-          return;
-        }
-        left -= n;
-        controller.enqueue(buf.subarray(0, n));
-      } catch (err) {
-        try {
-          file.close();
-        } catch { /* closed */ }
-        controller.error(err);
-      }
-    },
-    cancel() {
-      try {
-        file.close();
-      } catch { /* closed */ }
-    },
-  }, { highWaterMark: 1 });
+/**
+ * A stored file's ETag: its size and the random part of its stored name
+ * (a thumbnail's: its original's, and its size). A stored name is never
+ * written twice (the ledger's row guards it), nor a thumbnail with other
+ * bytes, so this names its bytes, and stays the same when `moonbase files
+ * migrate` moves the file to another store.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { etagOf } from "moonbase/lib/files/serve.ts";
+ * assert.equal(etagOf("photo_Ab3dE5gH9k.png", 1000), '"rs-Ab3dE5gH9k"');
+ * assert.equal(
+ *   etagOf("photo_Ab3dE5gH9k.png.100x100t.thumb.png", 1000),
+ *   '"rs-Ab3dE5gH9k-100x100t"',
+ * );
+ * ```
+ */
+export function etagOf(name: string, size: number): string {
+  const original = originalOf(name);
+  const random = /_([A-Za-z0-9]{10})(?:\.[a-z0-9]{1,10})?$/.exec(
+    original ?? name,
+  )?.[1] ?? "0";
+  const thumb = thumbSizeOf(name);
+  return `"${size.toString(36)}-${random}${thumb ? `-${thumb}` : ""}"`;
 }
 
 /**
- * Answers GET/HEAD for a file at `path` (undefined when it does not exist).
- * `cache` is the Cache-Control value; `allowed` the `mime_types` of the
- * field holding the file (see `servedType`).
+ * Answers GET/HEAD for the stored file `name` of an entity (undefined when
+ * the backend has no such file). `cache` is the Cache-Control value;
+ * `allowed` the `mime_types` of the field holding the file (see
+ * `servedType`). A store that cannot be reached throws its 503.
  *
  * @example
  * ```ts ignore
- * const res = await serveFile(req, "/data/files/e/a_0123456789.png", "a_0123456789.png", "private, no-cache");
+ * const res = await serveFile(req, app.files.backend, entity.id, "a_0123456789.png", "private, no-cache");
  * ```
  */
 export async function serveFile(
   req: Request,
-  path: string,
+  backend: FileBackend,
+  entityId: string,
   name: string,
   cache: string,
   allowed?: readonly string[],
 ): Promise<Response | undefined> {
-  let info: Deno.FileInfo;
-  try {
-    info = await Deno.stat(path);
-  } catch {
-    return undefined;
-  }
-  if (!info.isFile) return undefined;
-  const mtime = info.mtime ?? new Date(0);
-  const etag = `"${info.size.toString(36)}-${mtime.getTime().toString(36)}"`;
+  const info = await backend.stat(entityId, name);
+  if (!info) return undefined;
+  const etag = etagOf(name, info.size);
   const named = contentTypeOf(name);
   const type = servedType(name, allowed);
   // Active by its name: never displayed inline, whatever it is served as.
@@ -123,7 +105,7 @@ export async function serveFile(
   const headers: Record<string, string> = {
     "content-type": type,
     "etag": etag,
-    "last-modified": mtime.toUTCString(),
+    "last-modified": info.modified.toUTCString(),
     "cache-control": cache,
     "accept-ranges": "bytes",
     "x-content-type-options": "nosniff",
@@ -168,9 +150,11 @@ export async function serveFile(
   const length = info.size === 0 ? 0 : end - start + 1;
   headers["content-length"] = String(length);
   if (req.method === "HEAD") return new Response(null, { status, headers });
-  const file = await Deno.open(path, { read: true });
-  const body = status === 200
-    ? file.readable
-    : rangeStream(file, start, length);
+  const body = await backend.read(
+    entityId,
+    name,
+    status === 206 ? { start, end } : undefined,
+  );
+  if (!body) return undefined;
   return trackedResponse(body, { status, headers });
 }

@@ -1,16 +1,23 @@
 /**
- * Files on disk: `<dataDir>/files/<entity id>/<stored name>`. Uploads are
- * streamed to their final path while bytes are counted; a failed request
- * deletes what it wrote. Every file written is first recorded in the
- * database's ledger (lib/files/ledger.ts), and only recorded files are ever
- * removed: a file of another database in the same data directory, or one
- * put there by hand, is never touched.
+ * Stored files, written once over either backend (lib/files/backend.ts:
+ * the data directory's `files/`, or an S3 bucket). Uploads are streamed to
+ * the backend while bytes are counted and the type is checked; a failed
+ * request removes what it wrote. Every file written is first recorded in
+ * the database's ledger (lib/files/ledger.ts), and only recorded files are
+ * ever removed: a file of another database in the same directory or
+ * bucket, or one put there by hand, is never touched. Thumbnails
+ * (lib/files/thumbs.ts) are kept beside their originals, in the same
+ * backend, and go with them.
  *
  * @module
  */
 
-import { join } from "node:path";
-import { diskFull, MoonbaseError } from "../errors.ts";
+import { MoonbaseError } from "../errors.ts";
+import {
+  type FileBackend,
+  FilesUnavailableError,
+  LeftBehindError,
+} from "./backend.ts";
 import type { FileLedger } from "./ledger.ts";
 import type { Part } from "./multipart.ts";
 import {
@@ -35,140 +42,163 @@ export interface UploadBudget {
   remaining: number;
 }
 
-/** The file area of one data directory. */
+/** The stored files of one database, in one backend. */
 export class FileStore {
-  readonly root: string;
+  /** Where the bytes live. */
+  readonly backend: FileBackend;
   /** The files this database wrote (the only ones it removes). */
   readonly ledger: FileLedger;
+  /** Milliseconds since the epoch: the ledger's clock (the database's). */
+  readonly now: () => number;
+  #strayAt: number | undefined;
   #holds = 0;
   #deferred: { entityId: string; names: string[] }[] = [];
 
-  /** Files live under `<dataDir>/files`; `ledger` is the connected database's. */
-  constructor(dataDir: string, ledger: FileLedger) {
-    this.root = join(dataDir, "files");
+  /** `ledger` is the connected database's; `now` its clock. */
+  constructor(
+    backend: FileBackend,
+    ledger: FileLedger,
+    now: () => number = Date.now,
+  ) {
+    this.backend = backend;
     this.ledger = ledger;
+    this.now = now;
   }
 
-  /** Directory of an entity's files. */
-  dir(entityId: string): string {
-    if (!/^[A-Za-z0-9_-]{1,64}$/.test(entityId)) {
-      throw new Error(`Cannot use entity id ${entityId} as a directory`);
-    }
-    return join(this.root, entityId);
-  }
-
-  /** Path of a stored file, or undefined when the name is not a stored name. */
-  path(entityId: string, name: string): string | undefined {
-    return STORED_NAME.test(name) ? join(this.dir(entityId), name) : undefined;
+  /** True when `name` is a stored name (only those are ever looked up). */
+  isStoredName(name: string): boolean {
+    return STORED_NAME.test(name);
   }
 
   /**
-   * Path of a thumbnail (lib/files/names.ts `thumbName`), or undefined when
-   * the name is not one. Thumbnails live beside their originals.
+   * When (`now()`) a file was last left behind that a sweep must remove
+   * (a removal or a failed upload the store did not answer), or undefined;
+   * `swept(t)` clears it when no file was left since `t`.
    */
-  derivedPath(entityId: string, name: string): string | undefined {
-    return originalOf(name) !== undefined
-      ? join(this.dir(entityId), name)
-      : undefined;
+  get strayAt(): number | undefined {
+    return this.#strayAt;
+  }
+
+  /** A sweep covered every file left behind up to `t`. */
+  swept(t: number): void {
+    if (this.#strayAt !== undefined && this.#strayAt <= t) {
+      this.#strayAt = undefined;
+    }
+  }
+
+  #stray(): void {
+    this.#strayAt = this.now();
+  }
+
+  /**
+   * True when `name` is a thumbnail's name (lib/files/names.ts `thumbName`):
+   * a file derived from a stored one, kept beside it in the same store.
+   */
+  isDerivedName(name: string): boolean {
+    return originalOf(name) !== undefined;
   }
 
   /**
    * The first `length` bytes of a stored file (fewer if it is shorter), or
-   * undefined when it is missing.
+   * undefined when it is missing. A store that cannot be reached throws its
+   * 503.
    */
   async head(
     entityId: string,
     name: string,
     length: number,
   ): Promise<Uint8Array | undefined> {
-    const path = this.path(entityId, name);
-    if (!path) return undefined;
-    let file: Deno.FsFile;
-    try {
-      file = await Deno.open(path, { read: true });
-    } catch {
-      return undefined;
-    }
-    try {
-      const buf = new Uint8Array(length);
-      let n = 0;
-      while (n < length) {
-        const got = await file.read(buf.subarray(n));
-        if (got === null) break;
-        n += got;
-      }
-      return buf.subarray(0, n);
-    } finally {
-      file.close();
-    }
+    if (!this.isStoredName(name)) return undefined;
+    const info = await this.backend.stat(entityId, name);
+    if (!info) return undefined;
+    if (info.size === 0 || length <= 0) return new Uint8Array(0);
+    const body = await this.backend.read(entityId, name, {
+      start: 0,
+      end: Math.min(length, info.size) - 1,
+    });
+    return body && await collect(body, length);
   }
 
   /**
    * A stored file's bytes, or undefined when it is missing or larger than
-   * `maxBytes`.
+   * `maxBytes`. A store that cannot be reached throws its 503.
    */
   async read(
     entityId: string,
     name: string,
     maxBytes: number,
   ): Promise<Uint8Array<ArrayBuffer> | undefined> {
-    const path = this.path(entityId, name);
-    if (!path) return undefined;
-    try {
-      const info = await Deno.stat(path);
-      if (!info.isFile || info.size > maxBytes) return undefined;
-      const bytes = await Deno.readFile(path);
-      return bytes.length > maxBytes ? undefined : bytes;
-    } catch {
-      return undefined;
-    }
+    if (!this.isStoredName(name)) return undefined;
+    const info = await this.backend.stat(entityId, name);
+    if (!info || info.size > maxBytes) return undefined;
+    const body = await this.backend.read(entityId, name);
+    const bytes = body && await collect(body, maxBytes + 1);
+    return bytes && bytes.length <= maxBytes ? bytes : undefined;
+  }
+
+  /**
+   * Whether a thumbnail (`isDerivedName`) is in the store. A store that
+   * cannot be reached throws its 503.
+   */
+  async hasDerived(entityId: string, name: string): Promise<boolean> {
+    if (!this.isDerivedName(name)) return false;
+    return await this.backend.stat(entityId, name) !== undefined;
   }
 
   /**
    * Writes a thumbnail (a file derived from a stored one, named by
-   * `thumbName`) whole: recorded in the ledger first, written under a
-   * temporary name, then renamed, so a reader never sees half of it. Two
-   * writers of the same thumbnail both succeed (the same bytes, the last
-   * rename wins). Removing the original removes it (`remove`).
+   * `thumbName`) whole, in the same store as its original: recorded in the
+   * ledger first, then written so that a reader never sees half of it (on
+   * disk under a temporary name, itself recorded, then renamed; on S3 one
+   * PUT). Two writers of the same thumbnail both succeed (the same bytes,
+   * the last write wins). Removing the original removes it (`remove`).
    */
   async writeDerived(
     entityId: string,
     name: string,
     bytes: Uint8Array,
   ): Promise<void> {
-    const path = this.derivedPath(entityId, name);
-    if (!path) throw new Error(`Cannot write ${name}: not a thumbnail's name`);
+    if (!this.isDerivedName(name)) {
+      throw new Error(`Cannot write ${name}: not a thumbnail's name`);
+    }
     // Kept even if this write fails: another writer of the same thumbnail
     // may have recorded it too, and a row without its file is harmless.
     await this.ledger.ensure(entityId, name);
     const temp = tempName(name);
-    const tempPath = join(this.dir(entityId), temp);
     // Recorded too: a crash leaves a file the sweep knows to be its own
     // (no record references a temporary name).
     await this.ledger.record(entityId, temp);
     try {
-      await Deno.mkdir(this.dir(entityId), { recursive: true });
-      await Deno.writeFile(tempPath, bytes, { createNew: true, mode: 0o640 });
-      await Deno.rename(tempPath, path);
+      await this.backend.put(entityId, name, bytes, temp);
     } catch (err) {
-      await removeFile(tempPath);
-      throw noSpace(err) ? diskFull() : err;
-    } finally {
+      if (err instanceof LeftBehindError) {
+        // The temporary file stays recorded for the sweep.
+        this.#stray();
+        throw err.cause;
+      }
+      // The store did not answer: the thumbnail's row stays, and the sweep
+      // removes it with its original.
+      if (err instanceof FilesUnavailableError) this.#stray();
       await this.#forget(entityId, [temp]);
+      throw err;
     }
+    await this.#forget(entityId, [temp]);
   }
 
   /**
    * Removes a thumbnail this process wrote whose original is gone (removed
    * while the thumbnail was made), and its row: the original's removal may
-   * have forgotten the row before the file was renamed into place.
+   * have forgotten the row before the thumbnail was written. Never throws: a
+   * thumbnail it could not remove stays recorded for the sweep.
    */
   async removeDerived(entityId: string, name: string): Promise<void> {
-    const path = this.derivedPath(entityId, name);
-    if (path && await removeFile(path)) await this.#forget(entityId, [name]);
+    if (!this.isDerivedName(name)) return;
+    if (await this.backend.remove(entityId, name)) {
+      await this.#forget(entityId, [name]);
+    } else this.#stray();
   }
 
-  /** Streams one file part to disk under a new stored name. */
+  /** Streams one file part to the backend under a new stored name. */
   async write(
     entityId: string,
     part: Part,
@@ -176,24 +206,11 @@ export class FileStore {
     mimeTypes?: readonly string[],
   ): Promise<StoredFile> {
     const name = storedName(part.filename ?? "");
-    const path = join(this.dir(entityId), name);
     // Recorded before it exists: a crash from here on leaves a file (or a
-    // row) the start-up sweep knows to be this database's own.
+    // row) the sweep knows to be this database's own.
     await this.ledger.record(entityId, name);
-    let file: Deno.FsFile;
-    try {
-      await Deno.mkdir(this.dir(entityId), { recursive: true });
-      file = await Deno.open(path, {
-        write: true,
-        createNew: true,
-        mode: 0o640,
-      });
-    } catch (err) {
-      await this.#forget(entityId, [name]);
-      throw noSpace(err) ? diskFull() : err;
-    }
     let size = 0, head: Uint8Array = new Uint8Array(0), type = "";
-    try {
+    async function* checked(): AsyncGenerator<Uint8Array> {
       for await (const chunk of part.body()) {
         size += chunk.length;
         if (size > budget.maxFile || size > budget.remaining) {
@@ -206,22 +223,26 @@ export class FileStore {
           head = concat(head, chunk.subarray(0, 512 - head.length));
           if (head.length >= 512) type = checkType(part, head, mimeTypes);
         }
-        let off = 0;
-        while (off < chunk.length) off += await file.write(chunk.subarray(off));
+        yield chunk;
       }
+      // Before the last bytes are committed (an S3 PUT is sent after this).
       if (!type) type = checkType(part, head, mimeTypes);
-      budget.remaining -= size;
-      return { name, size, type };
-    } catch (err) {
-      file.close();
-      // createNew above: this file is the one this request made.
-      if (await removeFile(path)) await this.#forget(entityId, [name]);
-      throw noSpace(err) ? diskFull() : err;
-    } finally {
-      try {
-        file.close();
-      } catch { /* already closed */ }
     }
+    try {
+      await this.backend.write(entityId, name, checked());
+    } catch (err) {
+      if (err instanceof LeftBehindError) {
+        this.#stray();
+        throw err.cause;
+      }
+      // The store did not answer: whether an object landed is unknown. The
+      // row stays, and a sweep removes it (and the object) later.
+      if (err instanceof FilesUnavailableError) this.#stray();
+      else await this.#forget(entityId, [name]);
+      throw err;
+    }
+    budget.remaining -= size;
+    return { name, size, type };
   }
 
   /**
@@ -252,17 +273,11 @@ export class FileStore {
     entityId: string,
     name: string,
   ): Promise<{ size: number; body: AsyncIterable<Uint8Array> } | undefined> {
-    const path = this.path(entityId, name);
-    if (!path) return undefined;
-    let file: Deno.FsFile;
-    try {
-      file = await Deno.open(path, { read: true });
-    } catch (err) {
-      if (err instanceof Deno.errors.NotFound) return undefined;
-      throw err;
-    }
-    const { size } = await file.stat();
-    return { size, body: file.readable };
+    if (!this.isStoredName(name)) return undefined;
+    const info = await this.backend.stat(entityId, name);
+    if (!info) return undefined;
+    const body = await this.backend.read(entityId, name);
+    return body ? { size: info.size, body } : undefined;
   }
 
   /**
@@ -277,47 +292,33 @@ export class FileStore {
     size: number,
     body: AsyncIterable<Uint8Array>,
   ): Promise<boolean> {
-    const path = this.path(entityId, name);
-    if (!path) {
+    if (!this.isStoredName(name)) {
       throw new MoonbaseError(
         "invalid",
         `Cannot restore file ${name}: not a stored file name`,
       );
     }
-    try {
-      const st = await Deno.stat(path);
-      if (st.isFile && st.size === size) return false;
+    const there = await this.backend.stat(entityId, name);
+    if (there) {
+      if (there.size === size) return false;
       throw new MoonbaseError(
         "conflict",
-        `Cannot restore file ${entityId}/${name}: another file of that name is in the data directory`,
+        `Cannot restore file ${entityId}/${name}: another file of that name is in the file store`,
       );
-    } catch (err) {
-      if (!(err instanceof Deno.errors.NotFound)) throw err;
     }
     await this.ledger.adopt(entityId, [name]);
-    let file: Deno.FsFile;
     try {
-      await Deno.mkdir(this.dir(entityId), { recursive: true });
-      file = await Deno.open(path, {
-        write: true,
-        createNew: true,
-        mode: 0o640,
-      });
+      await this.backend.write(entityId, name, body);
     } catch (err) {
-      throw noSpace(err) ? diskFull() : err;
-    }
-    try {
-      for await (const chunk of body) {
-        let off = 0;
-        while (off < chunk.length) off += await file.write(chunk.subarray(off));
+      // The row stays (adopted: maybe an older one): the sweep drops it
+      // once no record references the file.
+      if (err instanceof LeftBehindError) {
+        this.#stray();
+        throw err.cause;
       }
-    } catch (err) {
-      file.close();
-      // createNew above: this file is the one this restore made.
-      await removeFile(path);
-      throw noSpace(err) ? diskFull() : err;
+      if (err instanceof FilesUnavailableError) this.#stray();
+      throw err;
     }
-    file.close();
     return true;
   }
 
@@ -325,8 +326,8 @@ export class FileStore {
    * Deletes stored files of an entity that the ledger records (others, and
    * missing ones, are left alone), and the recorded thumbnails of each;
    * returns how many files were removed. Never throws: a file it could not
-   * remove stays recorded, and the start-up sweep tries again once no
-   * record references it (or its original).
+   * remove stays recorded, and a sweep tries again once no record
+   * references it (or its original).
    */
   async remove(entityId: string, names: readonly string[]): Promise<number> {
     const valid = names.filter((n) => isFileName(n));
@@ -347,7 +348,8 @@ export class FileStore {
     }
     const gone: string[] = [];
     for (const n of new Set(recorded.filter(isFileName))) {
-      if (await removeFile(join(this.dir(entityId), n))) gone.push(n);
+      if (await this.backend.remove(entityId, n)) gone.push(n);
+      else this.#stray();
     }
     await this.#forget(entityId, gone);
     return gone.length;
@@ -371,10 +373,7 @@ export class FileStore {
 
   /** Removes an entity's directory when it is empty (a non-empty one stays). */
   async removeEmptyDir(entityId: string): Promise<void> {
-    try {
-      // Not recursive: fails, and so keeps the directory, when anything is in it.
-      await Deno.remove(this.dir(entityId));
-    } catch { /* not empty, missing, or not an entity id: it stays */ }
+    await this.backend.removeEntity(entityId);
   }
 
   async #forget(entityId: string, names: readonly string[]): Promise<void> {
@@ -384,20 +383,40 @@ export class FileStore {
   }
 }
 
-/** Removes one file; true when it is gone (removed now, or missing). */
-async function removeFile(path: string): Promise<boolean> {
+/**
+ * A stream's bytes, at most `max` of them (the rest is not read), or
+ * undefined when it breaks.
+ */
+async function collect(
+  body: ReadableStream<Uint8Array>,
+  max: number,
+): Promise<Uint8Array<ArrayBuffer> | undefined> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = body.getReader();
   try {
-    await Deno.remove(path);
-    return true;
-  } catch (err) {
-    return err instanceof Deno.errors.NotFound;
+    while (size < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.length;
+    }
+  } catch {
+    // A broken or stalled read: the caller treats the file as missing.
+    return undefined;
+  } finally {
+    // Stops the download (and closes the file) when `max` was reached early.
+    await reader.cancel().catch(() => {});
   }
-}
-
-/** The disk (or the user's quota) is full. */
-function noSpace(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
-  return code === "ENOSPC" || code === "EDQUOT";
+  const out = new Uint8Array(Math.min(size, max));
+  let at = 0;
+  for (const c of chunks) {
+    if (at >= out.length) break;
+    const part = c.subarray(0, out.length - at);
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

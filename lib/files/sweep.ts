@@ -64,11 +64,10 @@ async function referencedBy(entity: Entity): Promise<Set<string>> {
   return referenced;
 }
 
-async function onDisk(files: FileStore, entityId: string, name: string) {
-  const path = files.path(entityId, name);
-  if (!path) return false;
+async function stored(files: FileStore, entityId: string, name: string) {
+  if (!files.isStoredName(name)) return false;
   try {
-    return (await Deno.lstat(path)).isFile;
+    return await files.backend.stat(entityId, name) !== undefined;
   } catch {
     return false;
   }
@@ -91,7 +90,7 @@ async function adoptOnce(
   for (const entity of registry.all()) {
     const names: string[] = [];
     for (const n of await referencedBy(entity)) {
-      if (await onDisk(files, entity.id, n)) names.push(n);
+      if (await stored(files, entity.id, n)) names.push(n);
     }
     await files.ledger.adopt(entity.id, names);
   }
@@ -134,4 +133,70 @@ export async function sweepFiles(
     if (entity?.id !== entityId) await files.removeEmptyDir(entityId);
   }
   return n;
+}
+
+/** How old a file left behind must be before `StraySweeps` removes it: an hour. */
+export const STRAY_AGE_MS = 3_600_000;
+
+/**
+ * The sweeps of a running server (isolate 0), for files it left behind
+ * while it ran: a removal after a commit or a failed upload that the store
+ * (S3) did not answer keeps its ledger row (`FileStore.strayAt`). Every
+ * `everyMs` it looks whether such a file is at least `ageMs` old (an hour;
+ * a start-up's grace at least) and then runs `sweepFiles` for files that
+ * old. Nothing happens while nothing was left behind: a sweep reads every
+ * record with files.
+ */
+export class StraySweeps {
+  readonly #sweep: (minAgeMs: number) => Promise<number>;
+  readonly #files: FileStore;
+  readonly #everyMs: number;
+  readonly #ageMs: number;
+  readonly #failed: (err: unknown) => void;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #running: Promise<void> | undefined;
+
+  /** `sweep(minAgeMs)` runs `sweepFiles` with that grace. */
+  constructor(
+    sweep: (minAgeMs: number) => Promise<number>,
+    files: FileStore,
+    options: {
+      everyMs?: number;
+      ageMs?: number;
+      failed: (err: unknown) => void;
+    },
+  ) {
+    this.#sweep = sweep;
+    this.#files = files;
+    this.#everyMs = options.everyMs ?? 600_000;
+    this.#ageMs = options.ageMs ?? STRAY_AGE_MS;
+    this.#failed = options.failed;
+  }
+
+  /** Starts looking (a timer that does not keep the process alive). */
+  start(): void {
+    this.#timer = setInterval(() => {
+      this.#running ??= this.#tick().finally(() => this.#running = undefined);
+    }, this.#everyMs);
+    Deno.unrefTimer(this.#timer);
+  }
+
+  async #tick(): Promise<void> {
+    const at = this.#files.strayAt;
+    const now = this.#files.now();
+    if (at === undefined || now - at < this.#ageMs) return;
+    try {
+      await this.#sweep(this.#ageMs);
+      // Covered: every file left behind up to `now - ageMs` (the sweep's cutoff).
+      this.#files.swept(now - this.#ageMs);
+    } catch (err) {
+      this.#failed(err);
+    }
+  }
+
+  /** Stops; waits for a sweep under way. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#running;
+  }
 }

@@ -11,9 +11,12 @@
  * right to read the file is checked before, as for the original
  * (routes/files.ts).
  *
- * The storage seam: `head`, `read`, `derivedPath` and `writeDerived` of the
- * file store, and the pool (lib/files/thumb_pool.ts) that turns an
- * original's bytes and a size into the thumbnail's bytes.
+ * The storage seam: `head`, `read`, `hasDerived` and `writeDerived` of the
+ * file store (over its backend: a thumbnail is one more file of the entity,
+ * on disk or in S3, served like its original), and the pool
+ * (lib/files/thumb_pool.ts) that turns an original's bytes and a size into
+ * the thumbnail's bytes. A store that cannot be reached is a 503, as for
+ * the original.
  *
  * @module
  */
@@ -39,9 +42,8 @@ export interface ThumbsConfig extends ThumbLimits {
   maxBytes: number;
 }
 
-/** A file to serve: its path and the name it is served under. */
+/** A file to serve: its name in the entity's files (a thumbnail's). */
 export interface ServedFile {
-  path: string;
   name: string;
 }
 
@@ -105,9 +107,8 @@ export class Thumbnails {
     const format = head && imageFormat(head);
     if (!format) return undefined;
     const name = thumbName(original, size.text, THUMB_EXTENSION[format]);
-    const path = this.#store.derivedPath(entityId, name);
-    if (!path) return undefined;
-    if (await isFile(path)) return { path, name };
+    if (!this.#store.isDerivedName(name)) return undefined;
+    if (await this.#store.hasDerived(entityId, name)) return { name };
     const key = `${entityId}/${name}`;
     const until = this.#failed.get(key);
     if (until !== undefined) {
@@ -120,7 +121,7 @@ export class Thumbnails {
         .finally(() => this.#making.delete(key));
       this.#making.set(key, making);
     }
-    return await making ? { path, name } : undefined;
+    return await making ? { name } : undefined;
   }
 
   /** Stops the workers. */
@@ -157,8 +158,9 @@ export class Thumbnails {
       }
       return true;
     } catch {
-      // Not stored (the disk is full, the database unreachable): the
-      // original is served, and the thumbnail made again next time.
+      // Not stored (the disk is full, the store or the database
+      // unreachable): the original is served (or its own 503), and the
+      // thumbnail made again next time.
       return false;
     }
   }
@@ -169,13 +171,5 @@ export class Thumbnails {
       if (oldest !== undefined) this.#failed.delete(oldest);
     }
     this.#failed.set(key, Date.now() + RETRY_AFTER_FAILURE_MS);
-  }
-}
-
-async function isFile(path: string): Promise<boolean> {
-  try {
-    return (await Deno.stat(path)).isFile;
-  } catch {
-    return false;
   }
 }

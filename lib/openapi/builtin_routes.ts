@@ -313,6 +313,63 @@ export const BUILTIN_ROUTES: Readonly<Record<string, RouteDoc>> = {
     body: ref("EntitySchema"),
     ok: { status: 201, description: "created", data: ref("EntitySchema") },
   },
+  "GET /api/v1/schemas/export": {
+    tag: "schemas",
+    summary:
+      "Every entity's schema but the system ones, in dependency order, for POST /api/v1/schemas/import",
+    access: "admin",
+    ok: {
+      status: 200,
+      description: "the schemas",
+      data: objectOf({
+        schemas: { type: "array", items: ref("EntitySchema") },
+      }),
+    },
+  },
+  "POST /api/v1/schemas/import": {
+    tag: "schemas",
+    summary:
+      "Make the schemas here the given ones (matched by id, else by name) in one transaction; a dry run by default",
+    access: "admin",
+    body: objectOf({
+      schemas: { type: "array", items: ref("EntitySchema") },
+      delete_missing: {
+        type: "boolean",
+        description: "also delete the entities the list lacks (default false)",
+      },
+      dry_run: {
+        type: "boolean",
+        description:
+          "check everything, change nothing (default true; false applies)",
+      },
+    }, ["schemas"]),
+    ok: {
+      status: 200,
+      description: "what the import changes (or would change)",
+      data: objectOf({
+        changes: {
+          type: "array",
+          items: objectOf({
+            entity: str,
+            action: { type: "string", enum: ["create", "update", "delete"] },
+            details: {
+              type: "array",
+              items: objectOf({
+                key: str,
+                action: {
+                  type: "string",
+                  enum: ["create", "update", "delete"],
+                },
+                from: {},
+                to: {},
+              }, ["key", "action"]),
+            },
+          }),
+        },
+        dry_run: { type: "boolean" },
+      }),
+    },
+  },
   "GET /api/v1/schemas/:id": {
     tag: "schemas",
     summary: "One entity's schema, by id or name",

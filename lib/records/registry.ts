@@ -1,50 +1,45 @@
 /**
  * The schema registry: loads schemas from `mb_tables`, keeps Entity objects
- * in memory, and creates, changes and drops entities in one transaction
- * each. With several instances on one database, a schema version in
- * `mb_meta` tells the others to reload.
- *
- * Over 350 lines: loading and the schema changes share the maps of
- * entities, the version and the queue of changes; a split into two classes
- * is left for when the change planning (create/update/remove) moves out.
+ * in memory, and runs schema changes — one, or a set (an import, a
+ * migration) — in one transaction each set, planned and checked step by
+ * step (schema_steps.ts). With several instances on one database, a schema
+ * version in `mb_meta` tells the others to reload.
  *
  * @module
  */
 
 import { MoonbaseError } from "../errors.ts";
-import { physicalName, type Queryable, type Storage } from "../db/storage.ts";
+import type { Storage } from "../db/storage.ts";
 import { ADMIN_SCHEMA } from "../schema/system.ts";
-import { newSchema } from "../schema/new_schema.ts";
 import type { RelationRef } from "./crud.ts";
-import { createSql, dropSql } from "../schema/ddl.ts";
 import { Entity } from "./entity.ts";
-import {
-  retarget,
-  runSchemaChange,
-  SchemaMoved,
-  storedFileNames,
-} from "./schema_change.ts";
+import { runSchemaChange, SchemaMoved } from "./schema_change.ts";
 import type { EntityEnv } from "./entity_env.ts";
-import { openScope } from "./write_scope.ts";
-import { planPatch } from "../schema/migrate.ts";
-import { saveSchema } from "../schema/stored.ts";
-import type { SchemaContext } from "../schema/validate.ts";
-import type { EntitySchema, EntityType } from "../schema/types.ts";
+import { current, openScope } from "./write_scope.ts";
+import type { EntitySchema } from "../schema/types.ts";
 import {
-  auditViews,
-  guardView,
   readersOf,
   refusedViews,
-  snapshotViews,
   type ViewWorldEntity,
 } from "../schema/views.ts";
-import { allFields } from "../schema/builtin.ts";
 import {
-  refuseBrokenRules,
   type RuleCheck,
   ruleProblems,
   type StoredRuleProblem,
 } from "./rule_names.ts";
+import { SchemaDraft } from "./schema_draft.ts";
+import { runStep, type SchemaChange } from "./schema_steps.ts";
+
+export type { SchemaChange };
+
+/** What a set of schema changes did. */
+export interface AppliedChanges {
+  /** The schema each change made or changed (undefined for a delete). */
+  results: (EntitySchema | undefined)[];
+  /** Every schema before the set, and after it (system ones included). */
+  before: EntitySchema[];
+  after: EntitySchema[];
+}
 
 /** A line for the operator's log. */
 export type RegistryWarning = (
@@ -92,13 +87,15 @@ export class Registry {
 
   /** Loads every schema from the database. */
   async load(): Promise<void> {
+    // Inside a write's scope (a migration): what its transaction sees.
+    const db = current(this.#store);
     // The version first: schemas read after it are at least that new, so a
     // change committed in between shows as a version to catch up with (the
     // other order could keep old schemas under the new version for good).
-    const meta = await this.#store.query(
+    const meta = await db.query(
       `SELECT "value" FROM "mb_meta" WHERE "key" = 'schema_version'`,
     );
-    const rows = await this.#store.query(
+    const rows = await db.query(
       `SELECT "schema" FROM "mb_tables" ORDER BY "created", "id"`,
     );
     // An entity whose stored schema is unchanged keeps its object: requests
@@ -116,8 +113,8 @@ export class Registry {
     }
     this.#version = String(meta[0]?.value ?? "0");
     this.#refused = await refusedViews(
-      this.#store,
-      this.#store.dialect,
+      db,
+      db.dialect,
       this.#world(),
     ).catch((err) => {
       // Each view's own inspection failing is handled inside; this is the
@@ -194,7 +191,7 @@ export class Registry {
   }
 
   async #storedVersion(): Promise<string> {
-    const meta = await this.#store.query(
+    const meta = await current(this.#store).query(
       `SELECT "value" FROM "mb_meta" WHERE "key" = 'schema_version'`,
     );
     return String(meta[0]?.value ?? "0");
@@ -248,14 +245,6 @@ export class Registry {
     return this.#byId.get(idOrName) ?? this.byName(idOrName);
   }
 
-  #context(): SchemaContext {
-    return {
-      entityType: (name: string): EntityType | undefined =>
-        this.byName(name)?.type,
-      checkExpr: (expr) => this.#checkExpr(expr)?.message,
-    };
-  }
-
   /**
    * Runs a schema change after this instance's earlier ones, planned against
    * the schemas in memory; when another isolate or instance changed them
@@ -279,7 +268,7 @@ export class Registry {
               "Cannot change entity: the schemas keep changing meanwhile; try again",
             );
           }
-          await this.load(); // #write reloaded already; cheap to be sure
+          await this.load(); // #apply reloaded already; cheap to be sure
         }
       }
     };
@@ -290,292 +279,93 @@ export class Registry {
   }
 
   /** Creates an entity from a schema object (docs/reference/schemas.md). */
-  create(input: Record<string, unknown>): Promise<Entity> {
-    return this.#change((version) => this.#create(input, version));
-  }
-
-  async #create(
-    input: Record<string, unknown>,
-    version: string,
-  ): Promise<Entity> {
-    const schema = newSchema(input, this.#context(), (name) => {
-      if (this.byName(name)) {
-        throw new MoonbaseError(
-          "conflict",
-          `Cannot create entity: "${name}" already exists`,
-        );
-      }
-      this.#tableFree(name, "create");
-    });
-    const { name, type, created: now } = schema;
-    await this.#write(schema, "create", async (tx) => {
-      // A new table can only matter to a view that names it already (one left
-      // over from before views were guarded): audit only then.
-      const before = type === "view"
-        ? undefined
-        : await snapshotViews(tx, this.#store.dialect);
-      for (const s of createSql(schema, this.#store.dialect)) await tx.exec(s);
-      const world = this.#world(schema);
-      if (type === "view") {
-        schema.fields = await guardView(tx, this.#store.dialect, world, schema);
-      }
-      await tx.run(
-        `INSERT INTO "mb_tables" ("id", "name", "lname", "type", "schema", "created", "updated") VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        [
-          schema.id,
-          name,
-          name.toLowerCase(),
-          type,
-          JSON.stringify(schema),
-          now,
-          now,
-        ],
-      );
-      const moved = before
-        ? await this.#audit(tx, schema, "create", before, world)
-        : [];
-      refuseBrokenRules(
-        this.#world(),
-        this.#world(schema, moved),
-        { action: "create", subject: name },
-        schema.id,
-        this.#checkExpr,
-      );
-    }, version);
-    return this.get(schema.id)!;
+  async create(input: Record<string, unknown>): Promise<Entity> {
+    const { results } = await this.apply(() => [{ action: "create", input }]);
+    return this.get(results[0]!.id)!;
   }
 
   /** Applies a partial schema (PATCH). */
-  update(idOrName: string, input: Record<string, unknown>): Promise<Entity> {
-    return this.#change((version) => this.#update(idOrName, input, version));
-  }
-
-  async #update(
+  async update(
     idOrName: string,
     input: Record<string, unknown>,
-    version: string,
   ): Promise<Entity> {
-    const current = this.#mutable(idOrName, "change");
-    if (typeof input.name === "string") {
-      this.#tableFree(input.name, "rename", current.id);
-    }
-    const plan = planPatch(
-      current.schema,
-      input,
-      this.#context(),
-      this.#store.dialect,
-      (n) => this.byName(n),
-    );
-    // Files of dropped file fields: read their names before the columns go, delete after the commit.
-    const kept = new Set(plan.schema.fields.map((f) => f.id));
-    const dropped = current.schema.fields.filter((f) =>
-      (f.type === "file" || f.type === "files") && !f.system && !kept.has(f.id)
-    );
-    const orphans: string[] = [];
-    await this.#write(
-      plan.schema,
-      "change",
-      async (tx) => {
-        const before = plan.statements.length > 0
-          ? await snapshotViews(tx, this.#store.dialect)
-          : undefined;
-        orphans.push(
-          ...await storedFileNames(
-            tx,
-            this.#store.dialect,
-            current.schema,
-            dropped,
-          ),
-        );
-        for (const s of plan.statements) await tx.exec(s);
-        for (const f of plan.fills) await tx.run(f.sql, f.params);
-        const world = this.#world(plan.schema);
-        if (plan.schema.type === "view" && plan.statements.length > 0) {
-          plan.schema.fields = await guardView(
-            tx,
-            this.#store.dialect,
-            world,
-            plan.schema,
-          );
-        }
-        // Views whose columns moved with this change (SQLite's `SELECT *`
-        // follows a renamed or dropped field) are checked with their new
-        // columns: their rules may read a column that is gone.
-        const moved = before
-          ? await this.#audit(tx, plan.schema, "change", before, world)
-          : [];
-        refuseBrokenRules(
-          this.#world(),
-          this.#world(plan.schema, moved),
-          { action: "change", subject: current.name },
-          current.id,
-          this.#checkExpr,
-        );
-        if (plan.schema.name !== current.name) {
-          const refs = this.refsOf(current.name).filter((r) =>
-            r.schema.id !== current.id
-          );
-          await retarget(tx, refs, current.name, plan.schema.name);
-        }
-        await saveSchema(tx, plan.schema);
-      },
-      version,
-      current.name,
-    );
-    const entity = this.get(plan.schema.id)!;
-    if (this.#env.files && orphans.length > 0) {
-      await this.#env.files.remove(entity.id, orphans);
-    }
-    return entity;
+    const { results } = await this.apply(() => [
+      { action: "update", entity: idOrName, input },
+    ]);
+    return this.get(results[0]!.id)!;
   }
 
   /** Drops an entity and its table. */
-  remove(idOrName: string): Promise<void> {
-    return this.#change((version) => this.#remove(idOrName, version));
-  }
-
-  async #remove(idOrName: string, version: string): Promise<void> {
-    const entity = this.#mutable(idOrName, "delete");
-    const refs = this.refsOf(entity.name).filter((r) =>
-      r.schema.id !== entity.id
-    );
-    if (refs.length > 0) {
-      throw new MoonbaseError(
-        "conflict",
-        `Cannot delete entity ${entity.name}: referenced by ${
-          refs.map((r) => `${r.schema.name}.${r.field.name}`).join(", ")
-        }`,
-      );
-    }
-    const readers = await readersOf(
-      this.#store,
-      this.#store.dialect,
-      this.#world(),
-      entity.name,
-    );
-    if (readers.length > 0) {
-      throw new MoonbaseError(
-        "conflict",
-        `Cannot delete entity ${entity.name}: read by view ${
-          readers.join(", ")
-        } (change or delete the view first)`,
-      );
-    }
-    refuseBrokenRules(
-      this.#world(),
-      this.#world().filter((e) => e.schema.id !== entity.id),
-      { action: "delete", subject: entity.name },
-      entity.id,
-      this.#checkExpr,
-    );
-    await this.#write(entity.schema, "delete", async (tx) => {
-      const before = await snapshotViews(tx, this.#store.dialect);
-      await tx.exec(dropSql(entity.schema));
-      await tx.run(`DELETE FROM "mb_tables" WHERE "id" = ?`, [entity.id]);
-      const world = this.#world().filter((e) => e.schema.id !== entity.id);
-      await this.#audit(tx, entity.schema, "delete", before, world);
-    }, version);
-    await this.#env.files?.removeEntity(entity.id);
-    if (entity.type === "auth") await this.#env.usersRemoved?.(entity.id);
+  async remove(idOrName: string): Promise<void> {
+    await this.apply(() => [{ action: "delete", entity: idOrName }]);
   }
 
   /**
-   * Refuses a name whose table would be another entity's table but for case
-   * (long names are stored under a hashed prefix): PostgreSQL keeps both
-   * tables apart, while the view rule and SQLite match tables ignoring case.
+   * Runs a set of schema changes in one transaction — all of them or none
+   * — with the guards of each single change (lib/records/schema_steps.ts),
+   * each change planned against the schemas the earlier ones left, and one
+   * reload after. `plan` makes the changes from the schemas in memory (it
+   * runs again when another instance changed them meanwhile). With
+   * `dryRun` everything runs and is checked, then rolled back.
+   *
+   * Inside a write's scope (a migration, a before-hook: write_scope.ts) the
+   * set joins that write's transaction; what follows its commit (removing
+   * files, telling other instances) waits for the outer commit.
    */
-  #tableFree(name: string, action: string, self?: string): void {
-    const table = physicalName(name).toLowerCase();
-    const other = this.all().find((e) =>
-      e.id !== self && physicalName(e.name).toLowerCase() === table
+  apply(
+    plan: (schemas: readonly EntitySchema[]) => SchemaChange[],
+    options: { dryRun?: boolean } = {},
+  ): Promise<AppliedChanges> {
+    return this.#change((version) =>
+      this.#apply(plan(this.all().map((e) => e.schema)), version, options)
     );
-    if (other && other.name.toLowerCase() !== name.toLowerCase()) {
-      throw new MoonbaseError(
-        "conflict",
-        `Cannot ${action} entity: "${
-          name.slice(0, 64)
-        }" would share the table of entity ${other.name}`,
-      );
-    }
   }
 
-  #mutable(idOrName: string, action: string): Entity {
-    const entity = this.get(idOrName);
-    if (!entity) {
-      throw new MoonbaseError(
-        "not_found",
-        `Cannot ${action} entity: no entity ${
-          JSON.stringify(idOrName.slice(0, 80))
-        }`,
+  async #apply(
+    changes: SchemaChange[],
+    version: string,
+    { dryRun = false }: { dryRun?: boolean },
+  ): Promise<AppliedChanges> {
+    const draft = new SchemaDraft(
+      this.all().map((e) => ({ schema: e.schema, fields: e.fields })),
+    );
+    const before = draft.schemas();
+    const db = current(this.#store);
+    const host = {
+      dialect: db.dialect,
+      checkExpr: this.#checkExpr,
+      env: this.#env,
+    };
+    const after: (() => Promise<void>)[] = [];
+    const results: (EntitySchema | undefined)[] = [];
+    try {
+      await runSchemaChange(
+        db,
+        async (tx, mark) => {
+          const run = { tx, draft, mark, after };
+          for (const c of changes) results.push(await runStep(host, run, c));
+        },
+        (table) => readersOf(db, db.dialect, this.#world(), table),
+        version,
+        dryRun,
       );
+    } finally {
+      if (!dryRun) await this.load();
     }
-    if (entity.isSystem) {
-      throw new MoonbaseError(
-        "forbidden",
-        `Cannot ${action} entity ${entity.name}: it is a system entity`,
-      );
-    }
-    return entity;
-  }
-
-  /**
-   * Every entity as views see it; `changed` and the views whose columns
-   * `moved` replace (or add) their own entries.
-   */
-  #world(
-    changed?: EntitySchema,
-    moved: readonly EntitySchema[] = [],
-  ): ViewWorldEntity[] {
-    const replaced = new Set(moved.map((m) => m.id));
-    if (changed) replaced.add(changed.id);
-    const out: ViewWorldEntity[] = this.all()
-      .filter((e) => !replaced.has(e.id))
-      .map((e) => ({ schema: e.schema, fields: e.fields }));
-    for (const m of moved) out.push({ schema: m, fields: allFields(m) });
-    if (changed) out.push({ schema: changed, fields: allFields(changed) });
+    const out = { results, before, after: draft.schemas() };
+    if (dryRun) return out;
+    const done = async () => {
+      this.onChange?.();
+      for (const job of after) await job();
+    };
+    const scope = openScope(this.#store);
+    if (scope) scope.defer(done);
+    else await done();
     return out;
   }
 
-  /**
-   * Checks the other views after a change's statements; saves views whose
-   * columns moved, and returns them.
-   */
-  async #audit(
-    tx: Queryable,
-    schema: EntitySchema,
-    action: string,
-    before: Awaited<ReturnType<typeof snapshotViews>>,
-    world: ViewWorldEntity[],
-  ): Promise<EntitySchema[]> {
-    const moved = await auditViews(tx, this.#store.dialect, world, {
-      id: schema.id,
-      name: schema.name,
-      action,
-      after: action === "delete" ? undefined : schema.name,
-    }, before);
-    for (const v of moved) await saveSchema(tx, v);
-    return moved;
-  }
-
-  async #write(
-    schema: EntitySchema,
-    action: string,
-    fn: (tx: Queryable) => Promise<void>,
-    version: string,
-    table = schema.name,
-  ): Promise<void> {
-    try {
-      await runSchemaChange(
-        this.#store,
-        schema,
-        action,
-        fn,
-        () => readersOf(this.#store, this.#store.dialect, this.#world(), table),
-        version,
-      );
-    } finally {
-      await this.load();
-    }
-    this.onChange?.();
+  /** Every entity as views see it. */
+  #world(): ViewWorldEntity[] {
+    return this.all().map((e) => ({ schema: e.schema, fields: e.fields }));
   }
 }

@@ -35,6 +35,7 @@ import {
   bindRelations,
   hasRelations,
   mayCrossRelations,
+  relationPaths,
   type Shapes,
 } from "../rules/relations.ts";
 import type { Queryable } from "../db/storage.ts";
@@ -499,6 +500,44 @@ export class ExpressionRules implements RuleEngine {
   }
 
   /**
+   * The caller's related records that the rules of the entities a filter
+   * reads through read (`auth.user.<relation>…` in those rules), loaded as
+   * a rule reads them: whatever their own rules say. Never the filter's own
+   * (`#userRelated` with the caller's view): there a record hidden from the
+   * caller reads as absent, and a rule such as `auth.user.team.level !=
+   * "restricted"` would then let through a caller it refuses.
+   */
+  async #guardUsers(
+    bound: Expr,
+    entity: RuleTarget,
+    auth: AuthValue,
+    view: CallerView,
+  ): Promise<Related | undefined> {
+    if (auth.type !== "user" || !auth.user) return undefined;
+    let related: Related | undefined;
+    const seen = new Set<string>();
+    for (const { node, root } of relationPaths(bound)) {
+      if (root !== "record") continue;
+      const op = node.kind === "forward" ? "get" : "list";
+      const target = entity.lookup(node.entity);
+      const key = `${node.entity.toLowerCase()}\0${op}`;
+      if (!target || target.type === "view" || seen.has(key)) continue;
+      seen.add(key);
+      const d = view.decide(target, op);
+      if (d.kind !== "rule") continue;
+      let ast: Expr;
+      try {
+        ast = this.#bindRule(this.#parseRule(d.expr), target, auth);
+      } catch {
+        continue; // the guard fails the same way: checked per row, denied
+      }
+      const loaded = await this.#userRelated(ast, target, auth);
+      if (loaded) related = either(loaded, related);
+    }
+    return related;
+  }
+
+  /**
    * A filter reading through relations (bound: its bare names read as
    * `record.<name>`), each related record only as the caller could read it.
    */
@@ -541,7 +580,7 @@ export class ExpressionRules implements RuleEngine {
           auth,
           this.#helpers,
           this.#parseRule,
-          users,
+          await this.#guardUsers(bound, entity, auth, view),
         ),
       }),
     };

@@ -11,7 +11,11 @@
  *
  * Bounds: at most {@link BACK_READ} records of one back-relation under one
  * record; a longer list is not read, and a rule reading it denies (its SQL
- * form, when it has one, counts them all).
+ * form, when it has one, counts them all). Under a per-row `list` rule (a
+ * filter's view) the rows are read before the check, at most
+ * `BACK_READ + 1` per record: past that, the list is not read either —
+ * never a list silently missing records the caller may read, because
+ * records it may not read came first.
  *
  * @module
  */
@@ -247,8 +251,11 @@ export class RelationLoader implements Related {
     const ids = [...new Set(parents.map((p) => String(p.id)))];
     const byParent = new Map<string, RecordData[]>();
     const field = from.field(node.field);
+    /** Rows read past the bound before the per-row check: no list is whole. */
+    let truncated = false;
     if (access && field && ids.length > 0) {
       // One more than the bound per record: a list cut short is known.
+      const max = (BACK_READ + 1) * ids.length;
       const rows = await rowsReferencing(
         this.#db,
         from.dialect,
@@ -256,10 +263,11 @@ export class RelationLoader implements Related {
         field,
         ids,
         access.where,
-        access.keep
-          ? { per: 0, max: (BACK_READ + 1) * ids.length }
-          : { per: BACK_READ + 1, max: (BACK_READ + 1) * ids.length },
+        access.keep ? { per: 0, max } : { per: BACK_READ + 1, max },
       );
+      // Under a per-row rule SQL reads the rows before the check: past the
+      // bound, rows the check would hide took the room of those it shows.
+      truncated = access.keep !== undefined && rows.length > max;
       for (const row of rows) {
         const r = decodeRow(from.schema, row, from.dialect);
         if (access.keep && !(await access.keep(r, this.#db))) continue;
@@ -273,7 +281,7 @@ export class RelationLoader implements Related {
     const out: RecordData[] = [];
     for (const p of parents) {
       const list = byParent.get(String(p.id)) ?? [];
-      if (list.length > BACK_READ) {
+      if (truncated || list.length > BACK_READ) {
         let cut = this.#cut.get(p);
         if (!cut) this.#cut.set(p, cut = new Set());
         cut.add(node.key);

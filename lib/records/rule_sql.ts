@@ -79,7 +79,12 @@ export type ParseRule = (expr: string) => Expr;
 /**
  * The guards of a caller's filter: the condition the caller's own rule on
  * a related entity puts on a record of it read as `alias` (see
- * `SqlContext.guard`). `root` finds the entities.
+ * `SqlContext.guard`). `root` finds the entities; `related`: the records
+ * of `auth.user`'s relations those rules read, loaded as a rule reads them
+ * (whatever their own rules say), never through the caller's view (a
+ * record hidden from the caller would read as absent where the rule reads
+ * it); a path not loaded fails the guard (the filter is then checked per
+ * row, or the record is hidden).
  */
 export function guardsOf(
   root: RuleTarget,

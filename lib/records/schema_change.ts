@@ -32,22 +32,36 @@ export class SchemaMoved extends Error {
   }
 }
 
+/** What a schema change is about: the entity it changes, for its error messages. */
+export interface ChangeSubject {
+  schema: EntitySchema;
+  action: string;
+  /** The table views would read (the name before a rename). */
+  table: string;
+}
+
+/** Thrown inside a dry run's transaction to roll it back. */
+class DryRun extends Error {}
+
 /**
  * Runs `fn` in one transaction that also bumps `schema_version`, and turns a
- * database failure into a client error: duplicate values (409), a view that
- * reads the table (409, naming `readers()`), or the reason the statement
- * failed (400). Outages stay 503. The change was planned at schema version
- * `planned`: when the stored version is another one (read under the write
- * lock), it throws {@link SchemaMoved} and changes nothing.
+ * database failure into a client error about the change `fn` last named
+ * with `mark` (a set of changes names each as it starts): duplicate values
+ * (409), a view that reads the table (409, naming `readers(table)`), or the
+ * reason the statement failed (400). Outages stay 503. The change was
+ * planned at schema version `planned`: when the stored version is another
+ * one (read under the write lock), it throws {@link SchemaMoved} and changes
+ * nothing. With `rollback` (a dry run) the transaction is rolled back once
+ * `fn` succeeded.
  */
 export async function runSchemaChange(
   store: Storage,
-  schema: EntitySchema,
-  action: string,
-  fn: (tx: Queryable) => Promise<void>,
-  readers: () => Promise<string[]>,
+  fn: (tx: Queryable, mark: (subject: ChangeSubject) => void) => Promise<void>,
+  readers: (table: string) => Promise<string[]>,
   planned?: string,
+  rollback = false,
 ): Promise<void> {
+  let subject: ChangeSubject | undefined;
   try {
     await store.transaction(async (tx) => {
       const pg = store.dialect.name === "postgres";
@@ -63,15 +77,19 @@ export async function runSchemaChange(
         );
         if (String(row?.value ?? "0") !== planned) throw new SchemaMoved();
       }
-      await fn(tx);
+      await fn(tx, (s) => subject = s);
       await tx.run(
         `UPDATE "mb_meta" SET "value" = ? WHERE "key" = 'schema_version'`,
         [uuidv7()],
       );
+      if (rollback) throw new DryRun();
     });
   } catch (err) {
+    if (err instanceof DryRun) return;
     if (err instanceof MoonbaseError || err instanceof SchemaMoved) throw err;
     if (err instanceof StorageUnavailableError) throw err; // 503, not a 400
+    if (!subject) throw err; // before any change: a failure of the database
+    const { schema, action, table } = subject;
     const failure = store.dialect.constraintFailure(err);
     if (failure?.kind === "unique") {
       throw new MoonbaseError(
@@ -82,7 +100,7 @@ export async function runSchemaChange(
     if (isViewDependency(err)) {
       // Naming the views is a courtesy: when that read fails too, the
       // conflict below still says what to do.
-      const names = await readers().catch(() => []);
+      const names = await readers(table).catch(() => []);
       throw new MoonbaseError(
         "conflict",
         `Cannot ${action} entity ${schema.name}: read by ${
@@ -125,13 +143,14 @@ export async function storedFileNames(
   );
 }
 
-/** Points the relation fields `refs` at an entity's new name. */
+/** Points the relation fields `refs` at an entity's new name; returns the schemas saved. */
 export async function retarget(
   tx: Queryable,
   refs: RelationRef[],
   from: string,
   to: string,
-): Promise<void> {
+): Promise<EntitySchema[]> {
+  const out: EntitySchema[] = [];
   for (const ref of refs) {
     const other = structuredClone(ref.schema);
     other.fields = other.fields.filter((f) => !f.system);
@@ -141,5 +160,7 @@ export async function retarget(
       }
     }
     await saveSchema(tx, other);
+    out.push(other);
   }
+  return out;
 }

@@ -26,16 +26,42 @@ export type { ShapeEntity, ShapeField, Shapes } from "./names.ts";
 /** Relations one path may cross (`record.a.b.c.d.e.f.<field>`). */
 export const MAX_HOPS = 6;
 
+/**
+ * Where a record (or list) was reached from, for the cost bound of filters:
+ * `row` when it depends on the filtered row (not on `auth.user` alone, read
+ * once per request); `fans` when a back-relation read from it would be read
+ * again and again for one row — after a forward relation of the row (many
+ * rows share the record it points at), or from the row or `auth.user` inside
+ * a `.some`/`.every` (once per item of the list).
+ */
+interface Reach {
+  row: boolean;
+  fans?: "of a related record" | "inside .some/.every";
+}
+
 /** What a bound sub-expression is. */
 type Value =
-  | { kind: "record"; entity: ShapeEntity; hops: number; path: string }
-  | { kind: "records"; entity: ShapeEntity; hops: number; path: string }
+  | {
+    kind: "record";
+    entity: ShapeEntity;
+    hops: number;
+    path: string;
+    reach: Reach;
+  }
+  | {
+    kind: "records";
+    entity: ShapeEntity;
+    hops: number;
+    path: string;
+    reach: Reach;
+  }
   | {
     kind: "field";
     field: ShapeField;
     parent: Expr;
     hops: number;
     path: string;
+    reach: Reach;
   }
   | { kind: "other" };
 
@@ -281,6 +307,8 @@ class Binder {
   readonly #shapes: Shapes;
   readonly #strict: boolean;
   readonly #what: "rule" | "filter";
+  /** The `.some`/`.every` bodies around the current position. */
+  #lambdas = 0;
 
   constructor(shapes: Shapes, strict: boolean, what: "rule" | "filter") {
     this.#shapes = shapes;
@@ -299,9 +327,20 @@ class Binder {
     return {
       expr,
       value: entity
-        ? { kind: "record", entity, hops: 0, path: this.#rootPath() }
+        ? {
+          kind: "record",
+          entity,
+          hops: 0,
+          path: this.#rootPath(),
+          reach: this.#reach(true),
+        }
         : OTHER,
     };
+  }
+
+  /** A root's reach: inside a lambda, once per item of its list. */
+  #reach(row: boolean): Reach {
+    return this.#lambdas > 0 ? { row, fans: "inside .some/.every" } : { row };
   }
 
   #rootPath(): string {
@@ -335,7 +374,13 @@ class Binder {
           return {
             expr: e,
             value: entity
-              ? { kind: "record", entity, hops: 0, path: "auth.user" }
+              ? {
+                kind: "record",
+                entity,
+                hops: 0,
+                path: "auth.user",
+                reach: this.#reach(false),
+              }
               : OTHER,
           };
         }
@@ -413,6 +458,7 @@ class Binder {
         entity: object.value.entity,
         hops: object.value.hops,
         path: e.param,
+        reach: object.value.reach,
       });
     } else {
       if (this.#strict) {
@@ -423,7 +469,13 @@ class Binder {
       }
       inner.delete(e.param);
     }
-    const body = this.bind(e.body, inner);
+    this.#lambdas++;
+    let body: { expr: Expr; value: Value };
+    try {
+      body = this.bind(e.body, inner);
+    } finally {
+      this.#lambdas--;
+    }
     return {
       expr: { ...e, object: object.expr, body: this.#plain(body, e.body.pos) },
       value: OTHER,
@@ -469,7 +521,18 @@ class Binder {
     };
     return {
       expr: node,
-      value: { kind: "records", entity: target, hops, path: v.path },
+      value: {
+        kind: "records",
+        entity: target,
+        hops,
+        path: v.path,
+        // Many rows may hold one id: a back-relation from its record repeats.
+        reach: {
+          row: v.reach.row,
+          fans: v.reach.fans ??
+            (v.reach.row ? "of a related record" : undefined),
+        },
+      },
     };
   }
 
@@ -563,7 +626,18 @@ class Binder {
       };
       return this.#read(
         relation,
-        { kind: "record", entity: target, hops, path: v.path },
+        {
+          kind: "record",
+          entity: target,
+          hops,
+          path: v.path,
+          // Many rows may point at one record: a back-relation from it repeats.
+          reach: {
+            row: v.reach.row,
+            fans: v.reach.fans ??
+              (v.reach.row ? "of a related record" : undefined),
+          },
+        },
         property,
         pos,
       );
@@ -599,7 +673,14 @@ class Binder {
     if (field) {
       return {
         expr: { type: "member", pos, object, property },
-        value: { kind: "field", field, parent: object, hops: v.hops, path },
+        value: {
+          kind: "field",
+          field,
+          parent: object,
+          hops: v.hops,
+          path,
+          reach: v.reach,
+        },
       };
     }
     const back = this.#shapes.back(v.entity, property);
@@ -616,6 +697,20 @@ class Binder {
       if (back.entity.refused !== undefined && this.#strict) {
         this.#fail(`${JSON.stringify(path)}: ${back.entity.refused}`, pos);
       }
+      if (
+        this.#strict && this.#what === "filter" && v.reach.fans !== undefined
+      ) {
+        // A caller's filter costs at most a read of each related record per
+        // row: one back-relation read for many rows, or inside another
+        // list's .some/.every, multiplies it (a few nested lists of a
+        // thousand records each hold the database for hours).
+        this.#fail(
+          `${
+            JSON.stringify(path)
+          } reads a back-relation ${v.reach.fans}: a filter reads back-relations only of the record, of auth.user, and of the records of those lists (c => c.<entity>_via_<field>)`,
+          pos,
+        );
+      }
       if (hops <= MAX_HOPS && back.entity.refused === undefined) {
         const node: RelationNode = {
           type: "relation",
@@ -628,7 +723,13 @@ class Binder {
         };
         return {
           expr: node,
-          value: { kind: "records", entity: back.entity, hops, path },
+          value: {
+            kind: "records",
+            entity: back.entity,
+            hops,
+            path,
+            reach: v.reach,
+          },
         };
       }
     }

@@ -127,9 +127,35 @@ function checkFields(v: unknown, schema: EntitySchema, at: string): string[] {
   return names;
 }
 
-/** A new entity's indexes: checked, each with a new id. */
-export function newIndexes(raw: unknown, schema: EntitySchema): IndexDef[] {
-  return checkIndexes(raw, schema).map((s) => ({ id: newFieldId(), ...s }));
+/**
+ * A new entity's indexes: checked, each with a new id (or, with `free`, the
+ * id its entry gives when `free(id)`).
+ */
+export function newIndexes(
+  raw: unknown,
+  schema: EntitySchema,
+  free?: (id: string) => boolean,
+): IndexDef[] {
+  const given = Array.isArray(raw) ? raw : [];
+  const out: IndexDef[] = [];
+  for (const [i, s] of checkIndexes(raw, schema).entries()) {
+    out.push({ id: keptIndexId(given[i], free, out) ?? newFieldId(), ...s });
+  }
+  return out;
+}
+
+/** The id an index entry gives, when it may keep it. */
+function keptIndexId(
+  item: unknown,
+  free: ((id: string) => boolean) | undefined,
+  taken: readonly IndexDef[],
+): string | undefined {
+  if (!free || !isObject(item)) return undefined;
+  const id = item.id;
+  return typeof id === "string" && /^[0-9a-f]{16}$/.test(id) && free(id) &&
+      !taken.some((t) => t.id === id)
+    ? id
+    : undefined;
 }
 
 /** What a PATCH does to an entity's indexes. */
@@ -157,12 +183,15 @@ function keyOf(
  * following renamed fields; a deleted field an index uses is refused. With
  * `raw` the list replaces the old one: entries with the same fields (by
  * field id) and uniqueness keep their index, others are dropped or created.
+ * With `free`, a created index keeps the id its entry gives when
+ * `free(id)` (an import or a migration file: the same ids everywhere).
  */
 export function planIndexes(
   current: EntitySchema,
   next: EntitySchema,
   raw: unknown,
   dialect: Dialect,
+  free?: (id: string) => boolean,
 ): IndexPlan {
   const old = current.indexes ?? [];
   if (raw === undefined) {
@@ -196,7 +225,8 @@ export function planIndexes(
   const kept = new Set<number>();
   const indexes: IndexDef[] = [];
   const create: string[] = [];
-  for (const spec of checkIndexes(raw, next)) {
+  const given = Array.isArray(raw) ? raw : [];
+  for (const [i, spec] of checkIndexes(raw, next).entries()) {
     const at = oldKeys.findIndex((k, i) =>
       !kept.has(i) && k === keyOf(next, spec.fields, spec.unique)
     );
@@ -205,7 +235,8 @@ export function planIndexes(
       indexes.push({ id: old[at].id, ...spec });
       continue;
     }
-    const idx = { id: newFieldId(), ...spec };
+    const id = keptIndexId(given[i], free, indexes);
+    const idx = { id: id ?? newFieldId(), ...spec };
     indexes.push(idx);
     create.push(indexSql(next, idx, dialect));
   }

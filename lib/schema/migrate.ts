@@ -35,6 +35,7 @@ import {
   checkAuthOptions,
 } from "./auth_options.ts";
 import { CALLER_DEFAULT, type EntitySchema, type FieldDef } from "./types.ts";
+import { type KeptIds, PART_ID } from "./new_schema.ts";
 
 /** What a PATCH will do. */
 export interface PatchPlan {
@@ -52,6 +53,8 @@ function dropIndexSql(name: string): string {
   return `DROP INDEX IF EXISTS ${ident(name)}`;
 }
 
+export type { KeptIds };
+
 /** Plans the changes of `input` against the current schema (nothing runs here). */
 export function planPatch(
   current: EntitySchema,
@@ -59,6 +62,7 @@ export function planPatch(
   ctx: SchemaContext,
   dialect: Dialect,
   byName: (name: string) => { id: string } | undefined,
+  keep?: KeptIds,
 ): PatchPlan {
   checkSchemaKeys(input, "change");
   if (input.type !== undefined && input.type !== current.type) {
@@ -128,10 +132,24 @@ export function planPatch(
     if (!Array.isArray(input.fields)) {
       bad("Cannot change entity: fields must be an array");
     }
-    planFields(schema, input.fields, ctx, dialect, fieldStatements, fills);
+    planFields(
+      schema,
+      input.fields,
+      ctx,
+      dialect,
+      fieldStatements,
+      fills,
+      keep !== undefined,
+    );
   }
   // Indexes follow the fields: dropped before a column goes, created after one comes.
-  const indexes = planIndexes(current, schema, input.indexes, dialect);
+  const indexes = planIndexes(
+    current,
+    schema,
+    input.indexes,
+    dialect,
+    keep?.indexFree,
+  );
   schema.indexes = indexes.indexes;
   statements.push(...indexes.drop, ...fieldStatements, ...indexes.create);
   if (current.type === "auth") {
@@ -171,6 +189,7 @@ function planFields(
   dialect: Dialect,
   statements: string[],
   fills: PatchPlan["fills"],
+  keepIds: boolean,
 ): void {
   const table = tableOf(schema.name);
   for (const raw of items) {
@@ -186,7 +205,12 @@ function planFields(
     const index = id === undefined
       ? -1
       : schema.fields.findIndex((f) => f.id === id);
-    if (id !== undefined && index < 0) {
+    // A new field given the id it has elsewhere (an import, a migration).
+    const kept = keepIds && id !== undefined && index < 0 &&
+        item.op !== "delete" && PART_ID.test(id)
+      ? id
+      : undefined;
+    if (id !== undefined && index < 0 && kept === undefined) {
       bad(
         `Cannot change entity: no field with id ${
           JSON.stringify(id.slice(0, 64))
@@ -206,7 +230,7 @@ function planFields(
       continue;
     }
     if (index < 0) {
-      const f = validateField(item, newFieldId(), ctx, schema.name);
+      const f = validateField(item, kept ?? newFieldId(), ctx, schema.name);
       schema.fields.push(f);
       statements.push(
         `ALTER TABLE ${table} ADD COLUMN ${columnSql(f, dialect)}`,

@@ -19,6 +19,24 @@ import { checkSchemaKeys } from "./keys.ts";
 import { checkIndexes, newIndexes } from "./indexes.ts";
 import { checkAuthOptions, defaultAuthOptions } from "./auth_options.ts";
 
+/**
+ * Ids a change may keep from its input (an import, a migration file), so
+ * that the same schema has the same ids on every server: an entity, field
+ * or index given with an id it does not have yet is created under that id
+ * when the id is well formed and free (`entityFree`: no entity has it;
+ * `indexFree`: no index of any entity has it).
+ */
+export interface KeptIds {
+  entityFree(id: string): boolean;
+  indexFree(id: string): boolean;
+}
+
+/** A field or index id as the server makes them: 16 hex characters. */
+export const PART_ID = /^[0-9a-f]{16}$/;
+/** An entity id as the server makes them (a UUID). */
+const ENTITY_ID =
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 function bad(message: string): never {
   throw new MoonbaseError("invalid", message);
 }
@@ -48,6 +66,7 @@ export function newSchema(
   input: Record<string, unknown>,
   ctx: SchemaContext,
   claim: (name: string) => void,
+  keep?: KeptIds,
 ): EntitySchema {
   checkSchemaKeys(input, "create");
   const name = checkName(input.name, "entity");
@@ -57,8 +76,12 @@ export function newSchema(
     bad(`Cannot create entity: type must be base, auth or view`);
   }
   const now = new Date().toISOString();
+  const given = input.id;
   const schema: EntitySchema = {
-    id: uuidv7(),
+    id: keep && typeof given === "string" && ENTITY_ID.test(given) &&
+        keep.entityFree(given)
+      ? given
+      : uuidv7(),
     name,
     type,
     fields: [],
@@ -95,14 +118,25 @@ export function newSchema(
       raw && typeof raw === "object" &&
       (raw as { system?: unknown }).system === true
     ) continue;
-    const f = validateField(raw, newFieldId(), ctx, name);
+    const id = raw && typeof raw === "object"
+      ? (raw as { id?: unknown }).id
+      : undefined;
+    const f = validateField(
+      raw,
+      keep && typeof id === "string" && PART_ID.test(id) &&
+        !schema.fields.some((o) => o.id === id)
+        ? id
+        : newFieldId(),
+      ctx,
+      name,
+    );
     if (seen.has(f.name.toLowerCase())) {
       bad(`Cannot create entity: field "${f.name}" is declared twice`);
     }
     seen.add(f.name.toLowerCase());
     schema.fields.push(f);
   }
-  schema.indexes = newIndexes(input.indexes, schema);
+  schema.indexes = newIndexes(input.indexes, schema, keep?.indexFree);
   if (type === "auth") {
     schema.auth = checkAuthOptions(
       input.auth ?? {},

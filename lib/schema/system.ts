@@ -10,7 +10,8 @@
  * verifiers, and provider identities linked to users: lib/auth/oauth2).
  * `mb_settings` (the app's settings, shared by every instance:
  * lib/settings/store.ts), `mb_outbox` (mail waiting to be sent:
- * lib/mail/outbox.ts).
+ * lib/mail/outbox.ts), `mb_migrations` (the migration files applied:
+ * lib/migrations).
  *
  * @module
  */
@@ -108,6 +109,8 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
     `CREATE INDEX IF NOT EXISTS "mb_oauth2_spent_expires" ON "mb_oauth2_spent" ("expires")`,
     `CREATE TABLE IF NOT EXISTS "mb_oauth2_links" ("entity_id" ${text} NOT NULL, "issuer" ${text} NOT NULL, "subject" ${text} NOT NULL, "provider" ${text} NOT NULL, "user_id" ${text} NOT NULL, "created" ${int} NOT NULL, "last_login" ${int} NOT NULL, PRIMARY KEY ("entity_id", "issuer", "subject"))`,
     `CREATE INDEX IF NOT EXISTS "mb_oauth2_links_user" ON "mb_oauth2_links" ("entity_id", "user_id")`,
+    // Migration files applied (lib/migrations): one row each, by file name.
+    `CREATE TABLE IF NOT EXISTS "mb_migrations" ("name" ${text} PRIMARY KEY, "applied" ${text} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS "mb_settings" ("key" ${text} PRIMARY KEY, "value" ${text} NOT NULL, "updated" ${int} NOT NULL)`,
     // One row per message until it is delivered (then deleted) or given up
     // (status 'failed', its text wiped: it may hold a token).

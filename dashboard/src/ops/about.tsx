@@ -1,8 +1,8 @@
 /// <reference lib="dom" />
 /**
  * `/mb/about`: the server's health (`GET /health`: status, database kind
- * and state, uptime in words, version), the API base URL, and where the
- * documentation is.
+ * and state, the file store's kind and state, uptime in words, version),
+ * the API base URL, and where the documentation is.
  *
  * @module
  */
@@ -20,6 +20,8 @@ interface Health {
   version: string;
   database: string;
   database_kind?: string;
+  files?: string;
+  files_kind?: string;
 }
 
 /**
@@ -39,6 +41,11 @@ export function humanUptime(seconds: number): string {
 const KIND: Record<string, string> = {
   sqlite: "SQLite",
   postgres: "PostgreSQL",
+};
+
+const FILES_KIND: Record<string, string> = {
+  local: "on this server's disk",
+  s3: "S3 bucket",
 };
 
 const STATE: Record<string, string> = {
@@ -103,6 +110,17 @@ export function AboutPage(_props: Record<string, never>): JSX.Element {
                 ({STATE[h.database] ?? h.database})
               </span>
             </dd>
+            {h.files && (
+              <>
+                <dt>Files</dt>
+                <dd>
+                  {FILES_KIND[h.files_kind ?? ""] ?? "unknown"}{" "}
+                  <span class={h.files === "ok" ? "muted" : "error-text"}>
+                    ({STATE[h.files] ?? h.files})
+                  </span>
+                </dd>
+              </>
+            )}
             <dt>Uptime</dt>
             <dd>
               {humanUptime(h.uptime)}{" "}

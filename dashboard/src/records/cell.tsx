@@ -79,12 +79,36 @@ function JsonValue(props: { value: unknown }): JSX.Element {
   return <span class="mono json-cell" title={text}>{label}</span>;
 }
 
-function Empty(): JSX.Element {
+/** An empty cell's content ("—", read as "empty"). */
+export function Empty(): JSX.Element {
   return (
     <span class="muted">
       <span aria-hidden="true">—</span>
       <span class="sr-only">empty</span>
     </span>
+  );
+}
+
+/** A link to a relation's target record, by its label or short id. */
+function RelationLink(
+  props: { target: string; id: string; label?: string },
+): JSX.Element {
+  const { target, id, label } = props;
+  return (
+    <a
+      href={`/mb/entities/${encodeURIComponent(target)}/records/${
+        encodeURIComponent(id)
+      }`}
+      onClick={(e) => e.stopPropagation()}
+      title={`${target} ${id}`}
+      class={label ? undefined : "mono"}
+    >
+      {label
+        ? (label.length > 40 ? label.slice(0, 40) + "…" : label)
+        : id.length > 12
+        ? "…" + id.slice(-8)
+        : id}
+    </a>
   );
 }
 
@@ -94,8 +118,8 @@ export function Cell(props: {
   value: unknown;
   entity: string;
   token: string;
-  /** For relations: the target record's label (shown instead of its id). */
-  label?: string;
+  /** For relations: the target records' labels by id (shown instead of ids). */
+  labels?: ReadonlyMap<string, string>;
 }): JSX.Element {
   const { field: f, value: v } = props;
   if (v === null || v === undefined || v === "") {
@@ -127,23 +151,18 @@ export function Cell(props: {
       return <JsonValue value={v} />;
     case "relation": {
       const target = f.foreign_key?.entity ?? "";
-      return (
-        <a
-          href={`/mb/entities/${encodeURIComponent(target)}/records/${
-            encodeURIComponent(String(v))
-          }`}
-          onClick={(e) => e.stopPropagation()}
-          title={`${target} ${v}`}
-          class={props.label ? undefined : "mono"}
-        >
-          {props.label
-            ? (props.label.length > 40
-              ? props.label.slice(0, 40) + "…"
-              : props.label)
-            : String(v).length > 12
-            ? "…" + String(v).slice(-8)
-            : String(v)}
-        </a>
+      const ids = Array.isArray(v) ? v.map(String) : [String(v)];
+      if (ids.length === 0) return <Empty />;
+      const links = ids.map((id) => (
+        <RelationLink
+          key={id}
+          target={target}
+          id={id}
+          label={props.labels?.get(id)}
+        />
+      ));
+      return Array.isArray(v) ? <span class="relation-list">{links}</span> : (
+        links[0]
       );
     }
     case "file":

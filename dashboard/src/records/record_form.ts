@@ -5,7 +5,9 @@
  * JSON, or `multipart/form-data` with the values in `@jsonPayload` and one
  * part per upload when there are new files. A PATCH sends only what
  * changed; for `files` the kept names (in order) are sent whenever they
- * changed, uploads are appended after them.
+ * changed, uploads are appended after them. A multiple relation is a list
+ * of ids, sent whole when it changed (a new record's empty list is not
+ * sent: the server stores `[]`, or the creator for an `@auth` default).
  *
  * @module
  */
@@ -16,8 +18,8 @@ import { isoToLocal, localToIso } from "./inputs/datetime_input.tsx";
 import type { FileState } from "./inputs/file_input.tsx";
 import { jsonError } from "./inputs/json_input.tsx";
 
-/** One input's value. */
-export type FormValue = string | boolean | FileState;
+/** One input's value (a multiple relation's: its ids, in order). */
+export type FormValue = string | boolean | FileState | string[];
 /** The form, by field name. */
 export type FormValues = Record<string, FormValue>;
 
@@ -33,7 +35,14 @@ export function editableFields(schema: EntitySchema): FieldDef[] {
 
 const isFile = (f: FieldDef) => f.type === "file" || f.type === "files";
 
+/** A relation holding a list of ids (`"multiple": true`). */
+export const isMultiple = (f: FieldDef): boolean =>
+  f.type === "relation" && !!f.multiple;
+
 function toForm(f: FieldDef, v: unknown): FormValue {
+  if (isMultiple(f)) {
+    return Array.isArray(v) ? v.filter((x) => typeof x === "string") : [];
+  }
   if (isFile(f)) {
     const kept = Array.isArray(v)
       ? v.map(String)
@@ -84,7 +93,7 @@ export function formOf(
 
 /** A form value as the API takes it (files are handled apart). */
 function fromForm(f: FieldDef, v: FormValue): unknown {
-  if (typeof v === "boolean") return v;
+  if (typeof v === "boolean" || Array.isArray(v)) return v;
   if (typeof v !== "string") return undefined;
   if (v.trim() === "" && f.type !== "string" && f.type !== "text") return null;
   switch (f.type) {
@@ -140,7 +149,9 @@ export function buildWrite(
     }
     const out = fromForm(f, v);
     if (initial === null) {
-      if (out !== null && out !== undefined) body[f.name] = out;
+      const none = out === null || out === undefined ||
+        (Array.isArray(out) && out.length === 0);
+      if (!none) body[f.name] = out;
     } else if (JSON.stringify(out) !== JSON.stringify(fromForm(f, was!))) {
       body[f.name] = out;
     }

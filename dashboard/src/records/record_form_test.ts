@@ -58,3 +58,65 @@ Deno.test("record form: a caller default is left empty and not sent", () => {
   assert.equal((picked.body as Record<string, unknown>).owner, "u2");
   assert.equal(formOf(notes, { id: "n1", owner: "u1" }).owner, "u1");
 });
+
+const reading: EntitySchema = {
+  ...notes,
+  name: "reading",
+  fields: [
+    field({ name: "id", type: "string", system: true }),
+    field({ name: "title", type: "string" }),
+    field({
+      name: "books",
+      type: "relation",
+      multiple: true,
+      max: 3,
+      foreign_key: { entity: "books", on_delete: "set null" },
+    }),
+  ],
+};
+
+Deno.test("record form: a multiple relation is a list of ids, sent whole when changed", () => {
+  const books = reading.fields[2];
+  const empty = formOf(reading, null);
+  assert.deepEqual(empty.books, []);
+  // A new record's empty list is not sent (the server stores []).
+  const none = buildWrite(reading, { ...empty, title: "t" }, null, NO_PASSWORD);
+  assert.ok(none.ok);
+  assert.deepEqual(none.body, { title: "t" });
+  const picked = buildWrite(
+    reading,
+    { ...empty, books: ["b2", "b1"] },
+    null,
+    NO_PASSWORD,
+  );
+  assert.ok(picked.ok);
+  assert.deepEqual(picked.body, { books: ["b2", "b1"] });
+  // A stored list keeps its order; only a change is sent, in its new order.
+  const initial = formOf(reading, {
+    id: "r1",
+    title: "x",
+    books: ["b1", "b2"],
+  });
+  assert.deepEqual(initial.books, ["b1", "b2"]);
+  const same = buildWrite(reading, { ...initial }, initial, NO_PASSWORD);
+  assert.ok(same.ok && same.empty);
+  const removed = buildWrite(
+    reading,
+    { ...initial, books: ["b2"] },
+    initial,
+    NO_PASSWORD,
+  );
+  assert.ok(removed.ok);
+  assert.deepEqual(removed.body, { books: ["b2"] });
+  const cleared = buildWrite(
+    reading,
+    { ...initial, books: [] },
+    initial,
+    NO_PASSWORD,
+  );
+  assert.ok(cleared.ok);
+  assert.deepEqual(cleared.body, { books: [] });
+  // A stored null reads as an empty list.
+  assert.deepEqual(formOf(reading, { id: "r2", books: null }).books, []);
+  assert.equal(books.multiple, true);
+});

@@ -1,7 +1,9 @@
 /// <reference lib="dom" />
 /**
  * `/mb/entities/:name`: an entity's records in a keyset-paged table with
- * sort, filter, quick search, column picker, bulk delete and a group-by
+ * sort, filter, quick search, column picker (related fields through
+ * `expand` in the list request, back-relation counts by one aggregate
+ * request per page), bulk delete and a group-by
  * summary (group_summary.tsx). Filter,
  * search, sort and page size live in the URL. The table follows the
  * entity's changes live (live_records.ts) under a "Live" indicator.
@@ -29,6 +31,8 @@ import { reloadCounts, schemaOf, schemas } from "../schemas.ts";
 import { useLiveRecords } from "./live/live_records.ts";
 import { useRecordPages } from "./use_record_pages.ts";
 import { ColumnPicker, useColumns } from "./column_picker.tsx";
+import { expandParam } from "./related_columns.ts";
+import { useBackCounts } from "./back_counts.ts";
 import { confirmAction } from "../ui/confirm.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox } from "../ui/field.tsx";
@@ -65,8 +69,11 @@ export function RecordsPage(props: { entity: string }): JSX.Element {
 function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
   const schema = props.schema;
   const state = readState(query.value);
-  const pages = useRecordPages(schema, state);
   const [columns, setColumns] = useColumns(schema);
+  const all = schemas.value ?? [];
+  const expand = expandParam(all, schema, columns);
+  const pages = useRecordPages(schema, state, expand);
+  const counts = useBackCounts(all, schema, pages.page, columns);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [busy, setBusy] = useState(false);
   const file = useFileToken(schema, pages.page);
@@ -92,6 +99,7 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
         for (const id of ids) next.delete(id);
         return next;
       }),
+    expand,
   );
   const bulkDelete = async () => {
     const ids = [...selected];
@@ -192,6 +200,8 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
           onSelect={select}
           token={file.token}
           marks={live.marks}
+          counts={counts}
+          all={all}
         />
       )}
       {pages.page && items.length === 0 && (

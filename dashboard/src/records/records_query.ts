@@ -155,12 +155,16 @@ export function filterExample(schema: EntitySchema): string {
   return parts.slice(0, 2).join(" && ");
 }
 
-/** The API query of one page. */
+/**
+ * The API query of one page; `expand` (related_columns.ts `expandParam`)
+ * brings the shown columns' related records in the same request.
+ */
 export function listQuery(
   schema: EntitySchema,
   s: TableState,
   cursor: string | null,
   count = false,
+  expand = "",
 ): Record<string, string | number | boolean | undefined> {
   return {
     limit: s.size,
@@ -168,6 +172,7 @@ export function listQuery(
     filter: combinedFilter(schema, s) || undefined,
     after: cursor ?? undefined,
     count: count || undefined,
+    ...(expand ? { expand } : {}),
   };
 }
 
@@ -189,11 +194,12 @@ export function summaryQuery(
   s: TableState,
   field: string,
 ): Record<string, string | number | boolean | undefined> {
-  const { limit: _l, sort: _s, after: _a, count: _c, ...rows } = listQuery(
-    schema,
-    s,
-    null,
-  );
+  const { limit: _l, sort: _s, after: _a, count: _c, expand: _e, ...rows } =
+    listQuery(
+      schema,
+      s,
+      null,
+    );
   return { ...rows, group: field, count: true };
 }
 

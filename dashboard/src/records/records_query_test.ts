@@ -7,6 +7,7 @@ import {
   apiSort,
   defaultSort,
   filterExample,
+  listQuery,
   nextSort,
   summaryFields,
   summaryQuery,
@@ -85,4 +86,14 @@ Deno.test("records_query: the summary counts the table's rows by a select, bool 
     String(q.filter ?? q.search ?? "").includes("x"),
     "the search applies",
   );
+});
+
+Deno.test("records_query: a page asks for the shown columns' expand; the summary never does", () => {
+  const s = { ...state, filter: "n > 1" };
+  assert.equal("expand" in listQuery(base, s, null), false);
+  assert.equal(
+    listQuery(base, s, null, false, "author.team,tags").expand,
+    "author.team,tags",
+  );
+  assert.equal("expand" in summaryQuery(base, s, "n"), false);
 });

@@ -1,19 +1,16 @@
 /// <reference lib="dom" />
 /**
- * Labels for relation cells: the target record's display field (its first
- * string field, see `displayField`) instead of a bare id. One list request
- * per relation column and page (ids in chunks of 40, filtered by `id`).
+ * Labels of relation targets outside the records table (whose cells read
+ * them from the page's `expand`): the target record's display field (its
+ * first string field, see `displayField`) instead of a bare id, for the
+ * group-by summary. One list request per 40 ids, filtered by `id`.
  *
  * @module
  */
 
-import { useEffect, useState } from "preact/hooks";
 import { api, type Page, type RecordData, seg } from "../api.ts";
 import { displayField, literal } from "./records_query.ts";
-import { type EntitySchema, schemaOf } from "../schemas.ts";
-
-/** field name → (target id → label). */
-export type RelationLabels = Map<string, Map<string, string>>;
+import { schemaOf } from "../schemas.ts";
 
 const CHUNK = 40;
 
@@ -45,43 +42,4 @@ export async function labelsFor(
     }
   }
   return out;
-}
-
-/** Labels of the relation targets of the shown records (empty until loaded). */
-export function useRelationLabels(
-  schema: EntitySchema,
-  items: RecordData[],
-  columns: string[],
-): RelationLabels {
-  const [labels, setLabels] = useState<RelationLabels>(new Map());
-  const fields = schema.fields.filter((f) =>
-    f.type === "relation" && f.foreign_key && columns.includes(f.name)
-  );
-  const key = fields.map((f) => f.name).join(",") + "|" +
-    items.map((r) => r.id).join(",");
-  useEffect(() => {
-    const ac = new AbortController();
-    (async () => {
-      const next: RelationLabels = new Map();
-      for (const f of fields) {
-        const ids = [
-          ...new Set(
-            items.map((r) => r[f.name]).filter((v): v is string =>
-              typeof v === "string" && v !== ""
-            ),
-          ),
-        ];
-        if (ids.length === 0) continue;
-        next.set(
-          f.name,
-          await labelsFor(f.foreign_key!.entity, ids, ac.signal),
-        );
-      }
-      setLabels(next);
-    })().catch(() => {
-      // Labels are a nicety: cells keep showing ids.
-    });
-    return () => ac.abort();
-  }, [key]);
-  return labels;
 }

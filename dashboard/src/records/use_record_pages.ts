@@ -83,10 +83,14 @@ async function explainFilter(
   return { message: err.message, position, end: position + 1 };
 }
 
-/** Pages of `schema`'s records under the table state `s`. */
+/**
+ * Pages of `schema`'s records under the table state `s`, with the related
+ * records of `expand` (a change fetches the page shown again).
+ */
 export function useRecordPages(
   schema: EntitySchema | undefined,
   s: TableState,
+  expand = "",
 ): RecordPages {
   const [page, setPageState] = useState<Page<RecordData> | null>(null);
   const latest = useRef<Page<RecordData> | null>(null);
@@ -119,7 +123,7 @@ export function useRecordPages(
     setLoading(true);
     inFlight.current = { busy: true, started: inFlight.current.started + 1 };
     api.get<Page<RecordData>>(`/entities/${seg(schema.name)}`, {
-      query: listQuery(schema, s, cursor),
+      query: listQuery(schema, s, cursor, false, expand),
       signal: ctl.signal,
     }).then((p) => {
       setPage(p);
@@ -147,7 +151,7 @@ export function useRecordPages(
       setLoading(false);
     });
     return () => ctl.abort();
-  }, [stateKey, cursor, tick, stack.length]);
+  }, [stateKey, cursor, tick, stack.length, expand]);
   return {
     page,
     loading,

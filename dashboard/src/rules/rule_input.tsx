@@ -7,7 +7,9 @@
  * pattern on a textarea — a textbox with `aria-autocomplete="list"`,
  * `aria-controls` and `aria-activedescendant`, as `role="combobox"` is not
  * allowed on a textarea: arrows, Enter or Tab, Escape, Ctrl+Space; options
- * are clickable).
+ * are clickable). Completions follow relations (`record.author.` → the
+ * author's fields; back-relations as lists), from the schemas:
+ * relation_completion.ts.
  *
  * @module
  */
@@ -15,6 +17,8 @@
 import type { JSX } from "preact";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api.ts";
+import { schemas } from "../schemas.ts";
+import { relationNames } from "./relation_completion.ts";
 import {
   candidates,
   checkExpr,
@@ -57,6 +61,8 @@ export interface RuleInputProps {
 }
 
 const DEBOUNCE_MS = 250;
+/** Completions shown at most (a related entity's fields and its lists). */
+const MAX_OPTIONS = 30;
 
 /** Capitalizes the first letter. */
 const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
@@ -131,12 +137,24 @@ export function RuleInput(props: RuleInputProps): JSX.Element {
     if (ta && mirror.current) mirror.current.scrollTop = ta.scrollTop;
   }, [value]);
 
+  // The active completion stays in view as the arrows move it.
+  useEffect(() => {
+    if (options.length === 0) return;
+    document.getElementById(`${id}-opt-${active}`)?.scrollIntoView?.({
+      block: "nearest",
+    });
+  }, [active, options]);
+
   const suggest = (text: string, caret: number) => {
     if (!vocab) return setOptions([]);
     const list = complete(
-      candidates(vocab, kind),
+      [
+        ...candidates(vocab, kind),
+        ...relationNames(schemas.value ?? [], entity, kind, text, caret),
+      ],
       vocab.methods,
       wordBefore(text, caret),
+      MAX_OPTIONS,
     );
     setOptions(list);
     setActive(0);

@@ -88,7 +88,7 @@ export function FieldEditor(props: {
             checked={f.required}
             onChange={(required) => set({ required })}
           />
-          {o.unique && (
+          {o.unique && !(o.relation && f.multiple) && (
             <Check
               label="Unique"
               checked={f.unique}

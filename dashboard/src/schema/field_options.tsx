@@ -2,7 +2,8 @@
 /**
  * The options of one field that apply to its type (docs/guide/entities.md "Fields"):
  * min/max (length, value or file count), pattern, select values, relation
- * target and on_delete, MIME types, and a default typed for the field.
+ * target, on_delete and "several records" (`multiple`, with its `max`),
+ * MIME types, and a default typed for the field.
  *
  * @module
  */
@@ -206,6 +207,46 @@ export function FieldOptions(props: {
               <option value="restrict">Refuse the delete (restrict)</option>
             </select>
           </Field>
+          <div class="field span-2">
+            <label class="check">
+              <input
+                type="checkbox"
+                checked={f.multiple}
+                disabled={props.saved}
+                aria-describedby={`${f.key}-multiple-hint`}
+                onChange={(e) =>
+                  set({
+                    multiple: e.currentTarget.checked,
+                    unique: false,
+                  })}
+              />
+              <span>Several records (a list of ids)</span>
+            </label>
+            <small id={`${f.key}-multiple-hint`} class="hint">
+              {props.saved
+                ? "Fixed once saved: add a new field to change it."
+                : "Holds a list of record ids in order, e.g. a post's tags."}
+            </small>
+            {errors.multiple && (
+              <small class="error-text" role="alert">{errors.multiple}</small>
+            )}
+          </div>
+          {f.multiple && (
+            <Field
+              label="At most (records)"
+              error={errors.max}
+              hint="1 to 1000; empty = 1000"
+            >
+              <input
+                type="number"
+                min="1"
+                max="1000"
+                step="1"
+                value={f.max}
+                onInput={(e) => set({ max: e.currentTarget.value })}
+              />
+            </Field>
+          )}
         </>
       )}
       {o.values && (

@@ -69,7 +69,8 @@ export function fieldBody(
   body.name = f.name.trim();
   body.type = f.type;
   body.required = f.required;
-  body.unique = o.unique && f.unique;
+  // A multiple relation cannot be unique (docs/guide/entities.md).
+  body.unique = o.unique && f.unique && !(o.relation && f.multiple);
   if (o.index && f.index) body.index = true;
   if (o.range) {
     for (const k of ["min", "max"] as const) {
@@ -84,6 +85,12 @@ export function fieldBody(
   if (o.mime && f.thumbs.length > 0) body.thumbs = [...f.thumbs];
   if (o.relation) {
     body.foreign_key = { entity: f.entity, on_delete: f.on_delete };
+    if (f.multiple) {
+      body.multiple = true;
+      const v = parseNumber(f.max, true);
+      if (typeof v === "string") errors.max = v;
+      else if (v !== undefined) body.max = v;
+    }
   }
   if (o.default) {
     const d = parseDefault(f);

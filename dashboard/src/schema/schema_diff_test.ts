@@ -265,3 +265,71 @@ Deno.test("schema_diff: API errors land next to the right input", () => {
     { [`${form.fields[2].key}.default`]: "bad", name: "taken" },
   );
 });
+
+Deno.test("schema_diff: a multiple relation keeps multiple and max, never unique", () => {
+  const tags: FieldDef = {
+    id: "f9",
+    name: "tags",
+    type: "relation",
+    required: false,
+    unique: false,
+    foreign_key: { entity: "tags", on_delete: "set null" },
+    multiple: true,
+    max: 5,
+  };
+  const withTags = { ...saved, fields: [...saved.fields, tags] };
+  const form = formState(withTags);
+  const f = form.fields.find((x) => x.name === "tags")!;
+  assert.equal(f.multiple, true);
+  assert.deepEqual(fieldBody(f).body, {
+    id: "f9",
+    name: "tags",
+    type: "relation",
+    required: false,
+    unique: false,
+    foreign_key: { entity: "tags", on_delete: "set null" },
+    multiple: true,
+    max: 5,
+  });
+  // The JSON view round-trips it; an unchanged form sends nothing.
+  const back = formFromJson(formJson(form), withTags);
+  assert.ok(back.ok);
+  assert.equal(back.form.fields.at(-1)!.multiple, true);
+  assert.ok(patchBody(withTags, back.form).empty);
+  // A changed max is sent alone.
+  const more = {
+    ...form,
+    fields: form.fields.map((x) => x.name === "tags" ? { ...x, max: "8" } : x),
+  };
+  assert.deepEqual(patchBody(withTags, more).body, {
+    fields: [{ id: "f9", max: 8 }],
+  });
+  // A new one: a list, never unique; a single relation has no max.
+  const fresh = {
+    ...newField("relation"),
+    name: "readers",
+    entity: "users",
+    multiple: true,
+    unique: true,
+    max: "",
+  };
+  const body = fieldBody(fresh).body;
+  assert.equal(body.multiple, true);
+  assert.equal(body.unique, false);
+  assert.equal("max" in body, false);
+  const single = fieldBody({ ...fresh, multiple: false, max: "3" }).body;
+  assert.equal("multiple" in single, false);
+  assert.equal("max" in single, false);
+  assert.deepEqual(fieldBody({ ...fresh, max: "2.5" }).errors, {
+    max: "Must be a whole number",
+  });
+  const bad = formFromJson(
+    JSON.stringify({
+      name: "x",
+      type: "base",
+      fields: [{ name: "t", type: "relation", multiple: "yes" }],
+    }),
+    undefined,
+  );
+  assert.ok(!bad.ok);
+});

@@ -88,6 +88,8 @@ export interface FieldState {
   thumbs: string[];
   entity: string;
   on_delete: OnDelete;
+  /** A relation holding a list of ids (fixed once the field is saved). */
+  multiple: boolean;
 }
 
 /** One entity-level index as the form edits it. */
@@ -134,6 +136,7 @@ export function newField(type: FieldType = "string"): FieldState {
     thumbs: [],
     entity: "",
     on_delete: "set null",
+    multiple: false,
   };
 }
 
@@ -205,6 +208,7 @@ export function fieldState(f: FieldDef): FieldState {
     thumbs: [...(f.thumbs ?? [])],
     entity: f.foreign_key?.entity ?? "",
     on_delete: f.foreign_key?.on_delete ?? "set null",
+    multiple: f.type === "relation" && !!f.multiple,
   };
 }
 

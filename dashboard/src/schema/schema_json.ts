@@ -51,6 +51,7 @@ const FIELD_KEYS = [
   "mime_types",
   "thumbs",
   "foreign_key",
+  "multiple",
   "system",
 ];
 
@@ -134,6 +135,9 @@ export function formFromJson(
         l !== undefined && l !== null &&
         (!Array.isArray(l) || !l.every((s) => typeof s === "string"))
       ) return err(`${where}.${k} must be a list of strings`);
+    }
+    if (raw.multiple !== undefined && typeof raw.multiple !== "boolean") {
+      return err(`${where}.multiple must be true or false`);
     }
     const fk = raw.foreign_key;
     if (fk !== undefined && fk !== null && !isObject(fk)) {
@@ -230,6 +234,7 @@ export function errorKey(message: string, form: FormState): string {
             "pattern",
             "unique",
             "index",
+            "multiple",
           ].includes(opt)
           ? opt
           : "name"

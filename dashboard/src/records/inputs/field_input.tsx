@@ -13,6 +13,7 @@ import { FileInput, type FileState } from "./file_input.tsx";
 import { JsonInput } from "./json_input.tsx";
 import { NumberInput } from "./number_input.tsx";
 import { RelationPicker } from "./relation_picker.tsx";
+import { MultiRelationPicker } from "./multi_relation_picker.tsx";
 import { SelectInput } from "./select_input.tsx";
 import { TextInput } from "./text_input.tsx";
 import { ToggleInput } from "./toggle_input.tsx";
@@ -52,6 +53,16 @@ export function FieldInput(props: {
     case "select":
       return <SelectInput {...common} field={f} value={str} onChange={set} />;
     case "relation":
+      if (f.multiple) {
+        return (
+          <MultiRelationPicker
+            {...common}
+            field={f}
+            value={Array.isArray(props.value) ? props.value : []}
+            onChange={set}
+          />
+        );
+      }
       return (
         <RelationPicker
           {...common}

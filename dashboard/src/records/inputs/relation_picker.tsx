@@ -9,19 +9,13 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, type Page, type RecordData, seg } from "../../api.ts";
-import { displayField, literal } from "../records_query.ts";
+import { api, type RecordData, seg } from "../../api.ts";
+import { displayField } from "../records_query.ts";
 import { type FieldDef, schemaOf } from "../../schemas.ts";
 import { isCallerDefault } from "../record_form.ts";
 import { recordHref } from "../record_table.tsx";
 import { describedBy, FieldBox, type InputProps } from "./field_box.tsx";
-
-function labelOf(r: RecordData, display: string): string {
-  const v = r[display];
-  return display !== "id" && v !== null && v !== undefined && v !== ""
-    ? String(v)
-    : r.id;
-}
+import { labelOf, searchRecords } from "./relation_search.ts";
 
 /** The picker; its value is the target record's id ("" for none). */
 export function RelationPicker(
@@ -50,21 +44,9 @@ export function RelationPicker(
   const search = (q: string) => {
     clearTimeout(timer.current);
     timer.current = setTimeout(() => {
-      const t = q.trim();
-      const filter = !t
-        ? undefined
-        : display === "id"
-        ? `id.startsWith(${literal(t)})`
-        : `${display}.includes(${literal(t)}) || id == ${literal(t)}`;
-      api.get<Page<RecordData>>(`/entities/${seg(target)}`, {
-        query: {
-          limit: 10,
-          filter,
-          fields: display === "id" ? "id" : `id,${display}`,
-        },
-      }).then((p) => {
-        setOptions(p.items);
-        setActive(p.items.length > 0 ? 0 : -1);
+      searchRecords(target, display, q).then((items) => {
+        setOptions(items);
+        setActive(items.length > 0 ? 0 : -1);
         setError("");
       }).catch((e) => setError((e as Error).message));
     }, 200);

@@ -97,12 +97,25 @@ async function verdicts(
   return out;
 }
 
-/** Follows `schema`'s changes into `pages` under the table state `s`. */
+/**
+ * The realtime topic of an entity's table: its name, with `?expand=` when
+ * the table shows related records (a comma inside is `%2C`: commas split
+ * topics), so changed records arrive with them.
+ */
+export function liveTopic(entity: string, expand: string): string {
+  return expand ? `${entity}?expand=${encodeURIComponent(expand)}` : entity;
+}
+
+/**
+ * Follows `schema`'s changes into `pages` under the table state `s`; the
+ * records come with the related records of `expand`, as the page has them.
+ */
 export function useLiveRecords(
   schema: EntitySchema,
   s: TableState,
   pages: RecordPages,
   onGone: (ids: string[]) => void,
+  expand = "",
 ): LiveRecords {
   const enabled = schema.type !== "view" && schema.has_api !== false;
   const [state, setState] = useState<LiveState>("connecting");
@@ -246,7 +259,7 @@ export function useLiveRecords(
 
   useEffect(() => {
     if (!enabled) return;
-    const stream = new LiveStream(schema.name, {
+    const stream = new LiveStream(liveTopic(schema.name, expand), {
       change(c) {
         if (c.entity !== schema.name) return;
         run.current.queue.push(c);
@@ -270,7 +283,7 @@ export function useLiveRecords(
       r.timers.clear();
       r.queue = [];
     };
-  }, [schema.name, enabled]);
+  }, [schema.name, enabled, expand]);
 
   // A fetch shows every record so far (the notice and the marks go); what
   // came while it ran is applied after it.
