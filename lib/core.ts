@@ -418,8 +418,9 @@ export async function createCore(
         storage,
         schemas,
         now: clock.now,
-        sees: (entity, entityId, op, auth, record) =>
-          records.sees(entity, entityId, op, auth, record),
+        sees: (entity, entityId, op, auth, record, reads) =>
+          records.sees(entity, entityId, op, auth, record, reads),
+        sharedReads: (gate) => records.sharedReads(gate),
         expand: (entity, entityId, record, plan, auth) =>
           records.expandEvent(entity, entityId, record, plan, auth),
         isRevoked: (claims) => revocations.isRevoked(claims),

@@ -183,10 +183,15 @@ export interface RelationNode {
   readonly object: Expr;
   /** The name as written: a relation field, or `<entity>_via_<field>`. */
   readonly key: string;
-  readonly kind: "forward" | "back";
-  /** Forward: the entity pointed at; back: the entity whose records point here. */
+  /**
+   * `forward`: the record a relation field points at; `many`: the records a
+   * multiple relation field points at (a list, read by `.some`/`.every`);
+   * `back`: the records whose relation field points at `object`.
+   */
+  readonly kind: "forward" | "many" | "back";
+  /** Forward, many: the entity pointed at; back: the entity whose records point here. */
   readonly entity: string;
-  /** Forward: the relation field of `object`; back: the relation field of `entity`. */
+  /** Forward, many: the relation field of `object`; back: the relation field of `entity`. */
   readonly field: string;
 }
 

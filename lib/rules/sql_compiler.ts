@@ -18,6 +18,7 @@ import {
   aliasRef,
   countOf,
   heldBy,
+  idIn,
   liftedCond,
   type ListRef,
   quantified,
@@ -300,7 +301,7 @@ export class Compiler {
     const parent = this.#node(e.object);
     if (parent.kind === "const") {
       // No row to start from (ABSENT, a helper's answer…): as the evaluator.
-      if (e.kind === "back") return { kind: "const", value: [] };
+      if (e.kind !== "forward") return { kind: "const", value: [] };
       return parent.value === ABSENT
         ? { kind: "const", value: ABSENT }
         : fail("relation of a value");
@@ -324,6 +325,23 @@ export class Compiler {
             };
           },
           guard: (alias) => this.#guard(e.entity, "list", alias),
+        },
+      };
+    }
+    if (e.kind === "many") {
+      const list = from.column(e.field);
+      if (list === undefined) return fail("no relation column");
+      return {
+        kind: "records",
+        list: {
+          entity: e.entity,
+          table,
+          link: (alias) => {
+            // Inside the subquery: the row's own list, qualified.
+            const ids = from.column(e.field) ?? fail("no relation column");
+            return { sql: idIn(`${alias}."id"`, ids, this.#d), params: [] };
+          },
+          guard: (alias) => this.#guard(e.entity, "get", alias),
         },
       };
     }
