@@ -20,6 +20,10 @@
 
 // deno-lint-ignore no-import-prefix
 import postgres from "npm:postgres@3.4.7";
+import { postgresDialect } from "../lib/db/postgres_dialect.ts";
+import { searchWords } from "../lib/rules/text_fold.ts";
+import { rankedSearchSql } from "../lib/records/search_query.ts";
+import { ARTICLES, SEARCH_QUERY } from "./search_seed.ts";
 
 const url = Deno.args[0];
 if (!url) throw new Error("Cannot start: usage floor_pg.ts <url> [<pool>]");
@@ -84,6 +88,23 @@ const INSERT =
   `INSERT INTO "items" ("id", "created", "updated", "title", "n", "tag") VALUES ($1, $2, $3, $4, $5, $6)`;
 const PATCH =
   `UPDATE "items" SET "n" = $1, "updated" = $2 WHERE "id" = $3 RETURNING ${cols}`;
+
+// Search: Moonbase's statement for the scenario's words (when seeded).
+const [articles] = await values(
+  `SELECT "schema" FROM "mb_tables" WHERE "name" = '${ARTICLES}'`,
+  [],
+);
+const searched = articles && (() => {
+  const q = rankedSearchSql(
+    JSON.parse(String(articles[0])),
+    postgresDialect,
+    searchWords(SEARCH_QUERY),
+    '"id", "created", "updated", "body"',
+    21,
+  );
+  let n = 0;
+  return { sql: q.sql.replace(/\?/g, () => `$${++n}`), params: q.params };
+})();
 
 // One generated object literal per column list, as Moonbase (lib/db/shapes.ts).
 const item = new Function(
@@ -153,6 +174,16 @@ async function handle(req: Request, path: string): Promise<Response> {
   }
   if (path === "/filtered") {
     return page(await values(FILTERED, [2000, 4000, "t3"]));
+  }
+  if (path === "/search" && searched) {
+    const rows = await values(searched.sql, searched.params);
+    const items = rows.slice(0, 20).map((a) => ({
+      id: a[0],
+      created: a[1],
+      updated: a[2],
+      body: a[3],
+    }));
+    return reply(200, { items, has_more: rows.length > 20 });
   }
   return page(await values(LIST, []));
 }

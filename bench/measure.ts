@@ -30,6 +30,7 @@ import {
   PG_BARE,
   type Row,
   scenarios,
+  SEARCH_SCENARIO,
   SUSTAINED,
   workersPair,
 } from "./rows.ts";
@@ -88,6 +89,7 @@ function bareTargets(s: Seeded, token: string): Record<string, Target> {
     "list 50": { method: "GET", path: "/list" },
     "list filter + sort": { method: "GET", path: "/filtered" },
     [AGGREGATE]: { method: "GET", path: "/aggregate" },
+    [SEARCH_SCENARIO]: { method: "GET", path: "/search" },
     "create": {
       method: "POST",
       path: "/create",

@@ -7,6 +7,10 @@
 
 import type { LoadResult, Target } from "./load.ts";
 import type { Seeded } from "./seed.ts";
+import { ARTICLES, SEARCH_QUERY } from "./search_seed.ts";
+
+/** The search scenario's name. */
+export const SEARCH_SCENARIO = "search 100 000 records (relevance, 20)";
 
 /** A measured scenario, a single figure, or a note where a figure would be. */
 export type Row =
@@ -87,6 +91,7 @@ export const PG_BARE = [
   "GET by id (public)",
   "list 50",
   "list filter + sort",
+  SEARCH_SCENARIO,
   "create",
   "PATCH",
   AGGREGATE,
@@ -133,6 +138,15 @@ export function scenarios(
         method: "GET",
         path: `/api/v1/entities/items?limit=50&sort=-n&filter=${
           encodeURIComponent('n >= 2000 && n < 4000 && tag == "t3"')
+        }`,
+      },
+    },
+    {
+      name: SEARCH_SCENARIO,
+      target: {
+        method: "GET",
+        path: `/api/v1/entities/${ARTICLES}?limit=20&search=${
+          encodeURIComponent(SEARCH_QUERY)
         }`,
       },
     },

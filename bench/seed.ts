@@ -2,8 +2,9 @@
  * Seeds a benchmark database through the library: a `users` auth entity,
  * `items` (public, 10 000 records), `notes` (owner-only custom rule),
  * `orders` (public, as many records as `items`, inserted in one statement:
- * a `status` select and a `total` double, for the aggregate scenario) and
- * `rt_pings` (public, empty: the realtime benchmark's writes).
+ * a `status` select and a `total` double, for the aggregate scenario),
+ * `rt_pings` (public, empty: the realtime benchmark's writes) and, with
+ * `search`, `articles` (100 000 searchable records, bench/search_seed.ts).
  *
  * @module
  */
@@ -11,6 +12,7 @@
 import { createApp } from "../mod.ts";
 import type { AppConfig } from "../lib/config.ts";
 import type { Storage } from "../lib/db/storage.ts";
+import { seedArticles } from "./search_seed.ts";
 
 /** What the scenarios need to know about the seeded data. */
 export interface Seeded {
@@ -26,7 +28,11 @@ const PUBLIC = { mode: "public", expr: "" };
 export const PINGS = "rt_pings";
 
 /** Creates the entities and records. */
-export async function seed(config: AppConfig, count = 10_000): Promise<Seeded> {
+export async function seed(
+  config: AppConfig,
+  count = 10_000,
+  search = false,
+): Promise<Seeded> {
   const app = await createApp({ ...config, quiet: true });
   try {
     const users = await app.schemas.create({
@@ -101,6 +107,7 @@ export async function seed(config: AppConfig, count = 10_000): Promise<Seeded> {
       if (i === Math.floor(count / 2)) itemId = String(rec.id);
     }
     const note = await notes.create({ owner: user.id, body: "mine" });
+    if (search) await seedArticles(app);
     return { itemId, noteId: String(note.id), email, password };
   } finally {
     await app.close();

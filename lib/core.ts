@@ -26,7 +26,9 @@ import {
   databaseHome,
   databaseId,
   ensureSystemTables,
+  saveTextVersion,
 } from "./schema/system.ts";
+import { textVersion } from "./rules/text_fold.ts";
 import { Registry } from "./records/registry.ts";
 import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
@@ -267,8 +269,9 @@ export async function createCore(
   let schedule: BackupSchedule | undefined;
   try {
     const notices: string[] = [];
+    let textMoved = false;
     if (first) {
-      await ensureSystemTables(storage);
+      textMoved = await ensureSystemTables(storage);
       await ensureSignInTables(storage);
       // Nothing is written into the data directory before it is ours.
       const before = await bindDataDir(
@@ -373,8 +376,17 @@ export async function createCore(
       (expr, names) => ruleProblem(expr, new Set(helpers.keys()), names),
       entityEnv,
       (message, data) => log.warn(message, data),
+      (message, data) => log.info(message, data),
     );
     await schemas.load();
+    if (textMoved) {
+      log.warn(
+        `the runtime's Unicode version changed (now ${textVersion()}): rebuilding fold(…) and search indexes`,
+        {},
+      );
+      await schemas.refold();
+      await saveTextVersion(storage);
+    }
     for (const v of schemas.refusedViews()) {
       log.warn(`view ${v.name} is not served: ${v.problem}`, { view: v.name });
     }
@@ -419,8 +431,9 @@ export async function createCore(
         storage,
         schemas,
         now: clock.now,
-        sees: (entity, entityId, op, auth, record) =>
-          records.sees(entity, entityId, op, auth, record),
+        sees: (entity, entityId, op, auth, record, reads) =>
+          records.sees(entity, entityId, op, auth, record, reads),
+        sharedReads: (gate) => records.sharedReads(gate),
         expand: (entity, entityId, record, plan, auth) =>
           records.expandEvent(entity, entityId, record, plan, auth),
         isRevoked: (claims) => revocations.isRevoked(claims),

@@ -27,6 +27,7 @@ import { NotFound } from "./ui/not_found.tsx";
 import { RecordEditorPage } from "./records/record_editor.tsx";
 import { RecordsPage } from "./records/records.tsx";
 import { RulesPage } from "./rules/rules.tsx";
+import { SchemaTransferPage } from "./schema_transfer/schema_transfer.tsx";
 import { SettingsPage } from "./settings/settings.tsx";
 import { ClaimHelp, SetupPage, setupRequired } from "./session/setup.tsx";
 import { here, match, navigate, path } from "./router.ts";
@@ -44,6 +45,7 @@ const shortId = (id: string) => id.length > 12 ? "…" + id.slice(-8) : id;
 const ROUTES: Route[] = [
   ["/mb", () => <HomePage />, () => "Entities"],
   ["/mb/entities/new", () => <EntityFormPage />, () => "New entity"],
+  ["/mb/schemas", () => <SchemaTransferPage />, () => "Schema export / import"],
   [
     "/mb/entities/:name",
     (p) => <RecordsPage key={p.name} entity={p.name} />,

@@ -28,10 +28,8 @@ import {
   type BlockFilter,
   newestFirst,
 } from "./block_read.ts";
-import { asciiLower } from "./log_query.ts";
+import { foldText } from "../rules/text_fold.ts";
 import { pruneLogs } from "./prune.ts";
-
-const UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 export { type LogPage, type LogQuery, parseLogQuery } from "./log_query.ts";
 
@@ -226,7 +224,7 @@ export class LogStore {
     }
     if (q.start_date) f.startMs = Date.parse(q.start_date);
     if (q.end_date) f.endMs = Date.parse(q.end_date);
-    if (q.search) f.search = asciiLower(q.search);
+    if (q.search) f.search = foldText(q.search);
     if (f.after) add(`"id" < ?`, f.after);
     // Request rows store no level name: filter on the rank.
     if (f.rank !== undefined) add(`"level_n" = ?`, f.rank);
@@ -235,24 +233,20 @@ export class LogStore {
     if (f.startMs !== undefined) add(`"id" >= ?`, logIdFloor(f.startMs));
     if (f.endMs !== undefined) add(`"id" < ?`, logIdFloor(f.endMs + 1));
     if (f.search) {
-      const like = `%${f.search.replace(/[\\%_]/g, (c) => "\\" + c)}%`;
-      // ASCII letters only, as blocks (block_read.ts) and SQLite's LOWER:
-      // PostgreSQL's LOWER would fold others by the database's locale.
-      const lower = (x: string) =>
+      // Folded as blocks are (block_read.ts): mb_fold is fold (lib/rules/text_fold.ts).
+      const has = (x: string) =>
         this.storage.dialect.name === "postgres"
-          ? `TRANSLATE(${x}, '${UPPER}', '${asciiLower(UPPER)}')`
-          : `LOWER(${x})`;
+          ? `strpos(mb_fold(${x}), ?::text) > 0`
+          : `instr(mb_fold(${x}), ?) > 0`;
       // A request row's message is made from its method, path and status.
       add(
         `(${
-          lower(
+          has(
             `CASE WHEN "message" = '' AND "type" = 'request' THEN "method" || ' ' || "path" || ' ' || "status" ELSE "message" END`,
           )
-        } LIKE ? ESCAPE '\\' OR ${
-          lower(`COALESCE("path", '')`)
-        } LIKE ? ESCAPE '\\')`,
-        like,
-        like,
+        } OR ${has(`COALESCE("path", '')`)})`,
+        f.search,
+        f.search,
       );
     }
     const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";

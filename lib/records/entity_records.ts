@@ -72,6 +72,11 @@ export interface ListAccess extends ReadOptions {
    * caller may read them (default: as the program, every record).
    */
   sorts?: ReadonlyMap<string, SortVia>;
+  /**
+   * `search` is checked in JavaScript after the rule in `access` (a rule
+   * checked row by row), not in SQL.
+   */
+  searchRows?: boolean;
 }
 
 /** A create, update or delete. */
@@ -196,6 +201,7 @@ export class EntityRecords {
       access,
       opts.cursor,
       opts.sorts ?? this.#librarySorts(options.sort),
+      opts.searchRows,
     );
   }
 
@@ -238,7 +244,9 @@ export class EntityRecords {
       this.#store,
       this.#schema,
       parsed,
-      rowScope(rows, { where: sqlOnly(access) }),
+      rowScope(this.#store.dialect, this.#schema, rows, {
+        where: sqlOnly(access),
+      }),
     );
   }
   /** Reads a record by id; undefined when it does not exist. */

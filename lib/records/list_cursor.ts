@@ -84,9 +84,14 @@ function queryDigest(
   keys: readonly SortKey[],
   filter: string | undefined,
   caller: string,
+  search: string | undefined,
 ): string {
   const sort = keys.map((k) => (k.desc ? "-" : "+") + k.field).join(",");
-  const id = JSON.stringify([entityId, sort, filter ?? null, caller]);
+  const id = JSON.stringify(
+    search === undefined
+      ? [entityId, sort, filter ?? null, caller]
+      : [entityId, sort, filter ?? null, caller, search],
+  );
   let digest = digests.get(id);
   if (digest === undefined) {
     digest = createHash("sha256").update(id).digest("base64url").slice(0, 22);
@@ -101,6 +106,8 @@ export interface CursorQuery {
   entityId: string;
   keys: readonly SortKey[];
   filter?: string;
+  /** The words of `search` (joined by spaces). */
+  search?: string;
   /** Column kind of each key (values are checked against it). */
   kinds: readonly ColumnKind[];
 }
@@ -124,7 +131,7 @@ export function sealCursor(
   pos: CursorPosition,
 ): string {
   const json = JSON.stringify({
-    q: queryDigest(q.entityId, q.keys, q.filter, ctx.caller),
+    q: queryDigest(q.entityId, q.keys, q.filter, ctx.caller, q.search),
     v: pos.values ?? null,
     k: pos.skip,
   });
@@ -227,9 +234,12 @@ export function openCursor(
   const data = unseal(ctx.key, text);
   if (typeof data !== "object" || data === null) bad("it is malformed");
   const { q: digest, v, k } = data as Record<string, unknown>;
-  if (digest !== queryDigest(q.entityId, q.keys, q.filter, ctx.caller)) {
+  if (
+    digest !==
+      queryDigest(q.entityId, q.keys, q.filter, ctx.caller, q.search)
+  ) {
     bad(
-      "it belongs to another query (entity, sort, filter and caller must match)",
+      "it belongs to another query (entity, sort, filter, search and caller must match)",
     );
   }
   if (!Number.isSafeInteger(k) || (k as number) < 0) bad("it is malformed");

@@ -19,6 +19,7 @@ import { useFileToken } from "../files/file_token.ts";
 import {
   defaultSort,
   filterExample,
+  hasSearchable,
   nextSort,
   readState,
   shownSort,
@@ -155,6 +156,7 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
         q={state.q}
         error={pages.filterError}
         hasText={textFields(schema).length > 0}
+        searchable={hasSearchable(schema)}
         example={filterExample(schema)}
         onRun={(filter, q) => update({ filter, q })}
       />

@@ -1,10 +1,13 @@
 /// <reference lib="dom" />
 /**
  * The records table's state in the URL (`filter`, `q`, `sort`, `size`) and
- * its translation to a list query of the API: the quick search becomes
- * `f1.includes("q") || f2.includes("q")` over the text fields, joined to
- * the filter by `&&`. Without a `sort` in the URL, records come newest
- * first (`-created,-id`) where the entity has `created`.
+ * its translation to a list query of the API: the quick search is the
+ * API's full-text `search` where the entity has searchable fields (ordered
+ * by relevance unless a column is sorted), else
+ * `fold(f1).includes(fold("q")) || …` over the text fields (any case, any
+ * accents), joined to the filter by `&&`. Without a `sort` in the URL,
+ * records come newest first (`-created,-id`) where the entity has
+ * `created`.
  *
  * @module
  */
@@ -71,12 +74,28 @@ export function literal(text: string): string {
 export function searchExpr(fields: string[], q: string): string {
   const text = q.trim();
   if (!text || fields.length === 0) return "";
-  return fields.map((f) => `${f}.includes(${literal(text)})`).join(" || ");
+  const needle = `fold(${literal(text)})`;
+  return fields.map((f) => `fold(${f}).includes(${needle})`).join(" || ");
+}
+
+/** True when the entity has fields in the API's full-text search. */
+export function hasSearchable(schema: EntitySchema): boolean {
+  return schema.fields.some((f) => f.searchable);
+}
+
+/**
+ * True when the quick search goes to the API's `search`: the entity has
+ * searchable fields and the text has a word (letters or digits) to look for.
+ */
+export function usesSearch(schema: EntitySchema, s: TableState): boolean {
+  return hasSearchable(schema) && /[\p{L}\p{N}]/u.test(s.q);
 }
 
 /** The API's `filter`: the admin's filter and the quick search, both apply. */
 export function combinedFilter(schema: EntitySchema, s: TableState): string {
-  const search = searchExpr(textFields(schema).map((f) => f.name), s.q);
+  const search = usesSearch(schema, s)
+    ? ""
+    : searchExpr(textFields(schema).map((f) => f.name), s.q);
   const filter = s.filter.trim();
   if (filter && search) return `(${filter}) && (${search})`;
   return filter || search;
@@ -96,8 +115,12 @@ export function defaultSort(schema: EntitySchema): string {
   return schema.fields.some((f) => f.name === "created") ? "-created" : "";
 }
 
-/** The sort the table shows: the URL's, else the entity's default. */
+/**
+ * The sort the table shows: the URL's, else the entity's default (none
+ * while a full-text search orders by relevance).
+ */
 export function shownSort(schema: EntitySchema, s: TableState): string {
+  if (!s.sort && usesSearch(schema, s)) return "";
   return s.sort || defaultSort(schema);
 }
 
@@ -111,6 +134,7 @@ export function apiSort(
   s: TableState,
 ): string | undefined {
   if (s.sort) return s.sort;
+  if (usesSearch(schema, s)) return undefined; // by relevance
   return defaultSort(schema) ? "-created,-id" : undefined;
 }
 
@@ -173,6 +197,7 @@ export function listQuery(
     after: cursor ?? undefined,
     count: count || undefined,
     ...(expand ? { expand } : {}),
+    ...(usesSearch(schema, s) ? { search: s.q.trim() } : {}),
   };
 }
 

@@ -91,6 +91,7 @@ export function Sidebar(): JSX.Element {
         )}
       </ul>
       <a class="btn btn-block" href="/mb/entities/new">+ New entity</a>
+      <a class="btn btn-block" href="/mb/schemas">Export / import schemas</a>
       <h2 class="nav-title">System</h2>
       <ul class="nav-list">
         <li>
