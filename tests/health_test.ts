@@ -41,6 +41,8 @@ function healthy(r: Reply, where: string): number {
   assertEquals(
     Object.keys(d).sort(),
     [
+      "backups",
+      "backups_kind",
       "database",
       "database_kind",
       "files",
@@ -54,6 +56,11 @@ function healthy(r: Reply, where: string): number {
   assertEquals(d.status, "ok", `${where}: status`);
   assertEquals(d.database, "ok", `${where}: database`);
   assertEquals([d.files, d.files_kind], ["ok", "local"], `${where}: files`);
+  assertEquals(
+    [d.backups, d.backups_kind],
+    ["ok", "local"],
+    `${where}: backups`,
+  );
   assertEquals(d.version, "0.3.7", `${where}: version`);
   assert(
     typeof d.uptime === "number" && Number.isInteger(d.uptime) &&
