@@ -94,14 +94,21 @@ interface Fixes {
   fold: Map<string, string>;
 }
 
-/** The CREATE statements of the functions with these fixes. */
-function definitions(f: Fixes): string[] {
+/**
+ * The CREATE statements of the functions with these fixes. `schema` (the
+ * quoted schema they are made in) names the functions they call: a
+ * function an index uses runs under whatever `search_path` the session
+ * has, and pg_restore and PostgreSQL 17's maintenance (ANALYZE, REINDEX,
+ * autovacuum) run with only `pg_catalog`, where an unqualified `mb_upper`
+ * is not found.
+ */
+function definitions(f: Fixes, schema: string): string[] {
   const fn = (name: string, returns: string, body: string) =>
     `CREATE OR REPLACE FUNCTION ${name}(text) RETURNS ${returns} LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $mb$ SELECT ${body} $mb$`;
   const marks = pgString(`[${charClass(markRanges())}]+`);
   const nonWords = pgString(`[^${charClass(wordRanges())}]+`);
   const folded = withFixes(
-    `normalize(regexp_replace(normalize(replace(mb_lower(mb_upper($1)), ${
+    `normalize(regexp_replace(normalize(replace(${schema}.mb_lower(${schema}.mb_upper($1)), ${
       pgString("ς")
     }, ${pgString("σ")}), NFD), ${marks}, '', 'g'), NFC)`,
     f.fold,
@@ -126,7 +133,7 @@ function definitions(f: Fixes): string[] {
     fn(
       "mb_search_vector",
       "tsvector",
-      `COALESCE((SELECT string_agg('''' || w || ''':' || LEAST(n, 16383), ' ' ORDER BY n) FROM regexp_split_to_table(mb_fold(left($1, ${SEARCH_TEXT_CHARS})), ${nonWords}) WITH ORDINALITY AS s(w, n) WHERE w <> '' AND char_length(w) <= ${MAX_WORD_CHARS}), '')::tsvector`,
+      `COALESCE((SELECT string_agg('''' || w || ''':' || LEAST(n, 16383), ' ' ORDER BY n) FROM regexp_split_to_table(${schema}.mb_fold(left($1, ${SEARCH_TEXT_CHARS})), ${nonWords}) WITH ORDINALITY AS s(w, n) WHERE w <> '' AND char_length(w) <= ${MAX_WORD_CHARS}), '')::tsvector`,
     ),
   ];
 }
@@ -147,7 +154,7 @@ async function perChar(
 }
 
 /** The fixes that make the SQL functions give this runtime's results. */
-async function measureFixes(tx: Queryable): Promise<Fixes> {
+async function measureFixes(tx: Queryable, schema: string): Promise<Fixes> {
   const chars = changingChars();
   const f: Fixes = { lower: new Map(), upper: new Map(), fold: new Map() };
   const cased = await perChar(
@@ -159,7 +166,7 @@ async function measureFixes(tx: Queryable): Promise<Fixes> {
     if (cased[i][0] !== c.toLowerCase()) f.lower.set(c, c.toLowerCase());
     if (cased[i][1] !== c.toUpperCase()) f.upper.set(c, c.toUpperCase());
   });
-  for (const s of definitions(f)) await tx.exec(s);
+  for (const s of definitions(f, schema)) await tx.exec(s);
   const folded = await perChar(tx, `mb_fold(c) AS f`, chars);
   chars.forEach((c, i) => {
     if (folded[i][0] !== foldText(c)) f.fold.set(c, foldText(c));
@@ -169,8 +176,8 @@ async function measureFixes(tx: Queryable): Promise<Fixes> {
 
 /**
  * The SQL of the functions as this runtime wants them, per server ICU
- * (its version and PostgreSQL's: the fixes depend on nothing else), cached
- * per isolate.
+ * (its version and PostgreSQL's: the fixes depend on nothing else) and
+ * schema, cached per isolate.
  */
 const wanted = new Map<string, string[]>();
 
@@ -185,9 +192,10 @@ export async function ensureTextFunctions(store: Storage): Promise<boolean> {
   return await store.transaction(async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(${LOCK}) AS ok`);
     const [server] = await tx.query(
-      `SELECT current_setting('server_version_num') || ' ' || COALESCE((SELECT collversion FROM pg_collation WHERE collname = 'und-x-icu'), '?') AS v`,
+      `SELECT current_setting('server_version_num') || ' ' || COALESCE((SELECT collversion FROM pg_collation WHERE collname = 'und-x-icu'), '?') AS v, current_schema() AS s`,
     );
     const icu = String(server?.v);
+    const schema = `"${String(server?.s).replaceAll('"', '""')}"`;
     const have = await tx.query(
       `SELECT p.proname AS name, p.prosrc AS src FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('mb_lower', 'mb_upper', 'mb_fold', 'mb_search_vector')`,
     );
@@ -197,11 +205,13 @@ export async function ensureTextFunctions(store: Storage): Promise<boolean> {
         const name = d.split(" ")[4].split("(")[0];
         return have.some((h) => h.name === name && h.src === body(d));
       });
-    const known = wanted.get(icu);
+    const key = `${icu} ${schema}`;
+    const known = wanted.get(key);
     if (known && same(known)) return false;
     const existed = have.length > 0;
-    const defs = known ?? definitions(await measureFixes(tx));
-    wanted.set(icu, defs);
+    const defs = known ??
+      definitions(await measureFixes(tx, schema), schema);
+    wanted.set(key, defs);
     if (same(defs)) return false;
     for (const s of defs) await tx.exec(s);
     if (!existed) return false;
