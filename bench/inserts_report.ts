@@ -9,7 +9,7 @@
  * import assert from "node:assert/strict";
  * import { seconds } from "moonbase/bench/inserts_report.ts";
  * assert.equal(seconds(12_345), "12.3 s");
- * assert.equal(seconds(987), "0.99 s");
+ * assert.equal(seconds(987), "0.987 s");
  * ```
  *
  * @module
