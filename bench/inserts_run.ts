@@ -43,12 +43,21 @@ export interface InsertsOptions {
   concurrency: number;
   /** Progress lines (default stderr). */
   log?: (line: string) => void;
+  /**
+   * Starts Moonbase under `deno run --cpu-prof` writing into this directory
+   * (`server.cpuprofile`, and one per worker); the figures then carry the
+   * profiler's cost.
+   */
+  profileDir?: string;
 }
 
 const path = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const MAIN = path("../main.ts");
 const LOAD = path("./inserts_load.ts");
 const BARE = path("./inserts_bare.ts");
+
+/** The main thread's profile in `profileDir`. */
+export const PROFILE = "server.cpuprofile";
 
 /** Runs the writer process against `url` and reads its figures. */
 async function writer(
@@ -123,8 +132,18 @@ export async function benchInserts(o: InsertsOptions): Promise<InsertsResult> {
       : [];
 
     log(`[${o.db}] Moonbase: ${o.n} inserts through @moonbase/client…`);
+    const profiling = o.profileDir
+      ? [
+        "--cpu-prof",
+        "--cpu-prof-dir",
+        o.profileDir,
+        "--cpu-prof-name",
+        PROFILE,
+      ]
+      : [];
     const server = await start([
       "run",
+      ...profiling,
       "-A",
       MAIN,
       "--dataDir",
