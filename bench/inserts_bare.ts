@@ -54,6 +54,8 @@ function postgresInsert(url: string): Insert {
     idle_timeout: 0,
     onnotice: () => {},
   });
+  // Every column is TEXT (Moonbase stores dates as ISO text); the casts type
+  // the SELECT's parameters, which nothing else would.
   const text =
     `INSERT INTO "messages" (${COLUMNS}) SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text WHERE EXISTS (${
       MEMBER.replace("?", "$4").replace("?", "$5")
