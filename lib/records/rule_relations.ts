@@ -180,7 +180,7 @@ export class RelationLoader implements Related {
       const found = access
         ? await this.#read(
           into,
-          await rowsByIds(this.#db, into.schema, [...wanted], access.where),
+          await rowsByIds(this.#db, into.shape, [...wanted], access.where),
           access,
         )
         : [];
@@ -259,7 +259,7 @@ export class RelationLoader implements Related {
       const rows = await rowsReferencing(
         this.#db,
         from.dialect,
-        from.schema,
+        from.shape,
         field,
         ids,
         access.where,
@@ -269,7 +269,7 @@ export class RelationLoader implements Related {
       // bound, rows the check would hide took the room of those it shows.
       truncated = access.keep !== undefined && rows.length > max;
       for (const row of rows) {
-        const r = decodeRow(from.schema, row, from.dialect);
+        const r = decodeRow(from.shape, row, from.dialect);
         if (access.keep && !(await access.keep(r, this.#db))) continue;
         // A record of a multiple relation comes once per parent it names.
         const key = String(row[PARENT_COLUMN]);
@@ -300,7 +300,7 @@ export class RelationLoader implements Related {
   ): Promise<RecordData[]> {
     const out: RecordData[] = [];
     for (const row of rows) {
-      const r = decodeRow(entity.schema, row as Row, entity.dialect);
+      const r = decodeRow(entity.shape, row as Row, entity.dialect);
       if (!access.keep || await access.keep(r, this.#db)) out.push(r);
     }
     return out;

@@ -76,6 +76,7 @@ function entity(name: string, type: EntityType, fields: FieldDef[]) {
     dialect: sqliteDialect,
     fields: all,
     schema,
+    shape: schema,
     updated: "",
     field: (n) => all.find((f) => f.name === n),
     lookup: (n) => world.get(n.toLowerCase()),

@@ -38,6 +38,8 @@ export interface RuleTarget {
   readonly dialect: Dialect;
   readonly fields: FieldDef[];
   readonly schema: EntitySchema;
+  /** The schema shared, never copied (hot paths; do not change it). */
+  readonly shape: Readonly<EntitySchema>;
   /** When the schema last changed (`schema.updated`, without a copy). */
   readonly updated: string;
   field(name: string): FieldDef | undefined;
