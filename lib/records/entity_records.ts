@@ -320,7 +320,11 @@ export class EntityRecords {
       values,
       opts.access,
       opts.uploads,
-      { before: hooks?.before, changed: journal?.changed },
+      {
+        before: hooks?.before,
+        changed: journal?.changed,
+        fuseReturning: journal?.fuseReturning,
+      },
     );
     if (!updated) return undefined;
     if (!openScope(this.#base)) opts.stored?.();
@@ -359,7 +363,11 @@ export class EntityRecords {
       id,
       this.#refsOf,
       opts.access,
-      { before: hooks?.before, changed: journal?.changed },
+      {
+        before: hooks?.before,
+        changed: journal?.changed,
+        fuseReturning: journal?.fuseReturning,
+      },
     );
     if (!gone) return undefined;
     const { record: rec, deleted } = gone;
