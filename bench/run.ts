@@ -12,6 +12,8 @@
  *   (any case); such a partial run writes the report only with `--out`.
  * - `--profile` then profiles each missed target (with `--scenario`: each
  *   target measured) into bench/profiles/ (bench/profile.ts).
+ * - `--db postgres` runs PostgreSQL alone (with `--scenario`: one database's
+ *   figures without waiting for the other's).
  * - `--workers N` serves the scenarios with `serve --workers N`; the paired
  *   row "GET by id: --workers N ÷ 1" (N at least 2) runs either way.
  *
@@ -45,6 +47,7 @@ const args = parseArgs({
   args: Deno.args,
   options: {
     pg: { type: "boolean" },
+    db: { type: "string" },
     seconds: { type: "string", default: "3" },
     rounds: { type: "string", default: "3" },
     out: { type: "string" },
@@ -183,7 +186,9 @@ async function benchDb(
 
 const rows: Row[] = [], realtime: RealtimeRow[] = [], profiled: string[] = [];
 for (
-  const db of args.values.pg
+  const db of args.values.db === "postgres"
+    ? ["postgres"] as const
+    : args.values.pg
     ? ["sqlite", "postgres"] as const
     : ["sqlite"] as const
 ) {
