@@ -9,7 +9,8 @@
  * - `--only realtime` runs just the realtime part and replaces just that
  *   section of the report.
  * - `--scenario <text>` runs only the rows whose name contains the text
- *   (any case); such a partial run writes the report only with `--out`.
+ *   (any case; `a|b`: either); such a partial run writes the report only
+ *   with `--out`.
  * - `--profile` then profiles each missed target (with `--scenario`: each
  *   target measured) into bench/profiles/ (bench/profile.ts).
  * - `--db postgres` runs PostgreSQL alone (with `--scenario`: one database's
@@ -67,7 +68,8 @@ const ROUNDS = Math.max(1, Number(args.values.rounds));
 const WORKERS = Math.max(1, Number(args.values.workers) || 1);
 const FILTER = args.values.scenario?.toLowerCase();
 const wants = (name: string) =>
-  FILTER === undefined || name.toLowerCase().includes(FILTER);
+  FILTER === undefined ||
+  FILTER.split("|").some((f) => name.toLowerCase().includes(f));
 const OUT = args.values.out ??
   (FILTER === undefined ? "bench/results.md" : undefined);
 
