@@ -82,13 +82,11 @@ export const LOGGED_BARE = [
   "GET by id (token + custom rule)",
 ];
 
-/**
- * The scenarios the PostgreSQL bare handler (bench/floor_pg.ts) runs: those
- * whose work is statements alone (the token one is SQLite's only).
- */
+/** The scenarios the PostgreSQL bare handler (bench/floor_pg.ts) runs. */
 export const PG_BARE = [
   "health",
   "GET by id (public)",
+  "GET by id (token + custom rule)",
   "list 50",
   "list filter + sort",
   SEARCH_SCENARIO,
