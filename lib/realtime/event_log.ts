@@ -181,6 +181,8 @@ export class EventLog {
   /** Bytes this instance appended since then. */
   #grown = 0;
   #pruning = false;
+  /** `togetherReturning`'s texts by the write's. */
+  readonly #fused = new Map<string, string>();
 
   /** `now`: the database clock (ms). */
   constructor(
@@ -240,10 +242,18 @@ export class EventLog {
     c: ChangeHead,
     columns: string,
   ): SqlStatement {
-    const { record, previous } = BODY_COLUMNS;
+    // The same text for the same write (its text is made once: see
+    // lib/records/fused_writes.ts): looked up by reference after.
+    let sql = this.#fused.get(write.sql);
+    if (sql === undefined) {
+      const { record, previous } = BODY_COLUMNS;
+      sql =
+        `WITH "mb_write" AS (${write.sql}), "mb_event" AS (${INSERT} SELECT ?, ?, ?, ?, ?, octet_length(${record}) + COALESCE(octet_length(${previous}), 0), ${record}, ${previous} FROM ${HELD}, "mb_write" RETURNING "id", "size") SELECT ${columns}, "mb_event"."id" AS "mb:event", "mb_event"."size" AS "mb:size" FROM "mb_write", "mb_event"`;
+      if (this.#fused.size >= 256) this.#fused.clear();
+      this.#fused.set(write.sql, sql);
+    }
     return {
-      sql:
-        `WITH "mb_write" AS (${write.sql}), "mb_event" AS (${INSERT} SELECT ?, ?, ?, ?, ?, octet_length(${record}) + COALESCE(octet_length(${previous}), 0), ${record}, ${previous} FROM ${HELD}, "mb_write" RETURNING "id", "size") SELECT ${columns}, "mb_event"."id" AS "mb:event", "mb_event"."size" AS "mb:size" FROM "mb_write", "mb_event"`,
+      sql,
       params: [
         ...write.params,
         c.entity,

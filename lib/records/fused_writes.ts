@@ -62,19 +62,48 @@ export async function fusedUpdate(
 ): Promise<{ fused: boolean; row?: Row }> {
   const json = recordJsonSql(schema);
   if (!json) return { fused: false };
-  const table = tableOf(schema.name);
-  // The row as it was, locked first (a concurrent write waits or is waited
-  // for; the locked version is the one updated), with its JSON.
-  const old = and(
-    `SELECT "id" AS "mb:id", ${json} AS ${BODY_COLUMNS.previous} FROM ${table} WHERE "id" = ?`,
-    where,
-  );
-  const write = {
-    sql:
-      `${u.head} FROM (${old} FOR UPDATE) AS "mb_old" WHERE ${table}."id" = "mb_old"."mb:id" RETURNING ${select}, ${json} AS ${BODY_COLUMNS.record}, "mb_old".${BODY_COLUMNS.previous}`,
-    params: [...u.params, id, ...(where?.params ?? [])],
-  };
+  const sql = cached(updates, schema, u.head, where?.sql ?? "", () => {
+    const table = tableOf(schema.name);
+    // The row as it was, locked first (a concurrent write waits or is
+    // waited for; the locked version is the one updated), with its JSON.
+    const old = and(
+      `SELECT "id" AS "mb:id", ${json} AS ${BODY_COLUMNS.previous} FROM ${table} WHERE "id" = ?`,
+      where,
+    );
+    return `${u.head} FROM (${old} FOR UPDATE) AS "mb_old" WHERE ${table}."id" = "mb_old"."mb:id" RETURNING ${select}, ${json} AS ${BODY_COLUMNS.record}, "mb_old".${BODY_COLUMNS.previous}`;
+  });
+  const write = { sql, params: [...u.params, id, ...(where?.params ?? [])] };
   return await run(store, schema, id, "update", write, fuse);
+}
+
+type Texts = WeakMap<EntitySchema, Map<string, Map<string, string>>>;
+const updates: Texts = new WeakMap(), deletes: Texts = new WeakMap();
+
+/**
+ * A statement's text, made once per schema object, head and rule: the same
+ * string each time, so the driver's lookups by text (placeholders,
+ * prepared statements) compare it by reference instead of hashing ~1.5 kB.
+ */
+function cached(
+  texts: Texts,
+  schema: EntitySchema,
+  head: string,
+  where: string,
+  make: () => string,
+): string {
+  let byHead = texts.get(schema);
+  if (!byHead) texts.set(schema, byHead = new Map());
+  let byWhere = byHead.get(head);
+  if (!byWhere) {
+    if (byHead.size >= 64) byHead.clear();
+    byHead.set(head, byWhere = new Map());
+  }
+  let sql = byWhere.get(where);
+  if (sql === undefined) {
+    if (byWhere.size >= 64) byWhere.clear();
+    byWhere.set(where, sql = make());
+  }
+  return sql;
 }
 
 /**
@@ -91,11 +120,16 @@ export async function fusedDelete(
 ): Promise<{ fused: boolean; row?: Row }> {
   const json = recordJsonSql(schema);
   if (!json) return { fused: false };
-  const write = {
-    sql: and(`DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?`, where) +
+  const sql = cached(
+    deletes,
+    schema,
+    "",
+    where?.sql ?? "",
+    () =>
+      and(`DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?`, where) +
       ` RETURNING ${select}, ${json} AS ${BODY_COLUMNS.record}, NULL::text AS ${BODY_COLUMNS.previous}`,
-    params: [id, ...(where?.params ?? [])],
-  };
+  );
+  const write = { sql, params: [id, ...(where?.params ?? [])] };
   return await run(store, schema, id, "delete", write, fuse);
 }
 
