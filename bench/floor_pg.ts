@@ -16,7 +16,11 @@
  * && tag == "t3"`, sorted by `-n`, Moonbase's WHERE and ORDER BY),
  * `GET /aggregate` (Moonbase's statement for `group=status&count=true&
  * sum=total` over `orders`, groups ordered and sums rounded as it does),
- * `POST /create` (one INSERT), `PATCH /items/:id` (one UPDATE … RETURNING).
+ * `POST /create` (one INSERT), `PATCH /items/:id` (one UPDATE … RETURNING),
+ * `PATCH /items-rt/:id`: the work of Moonbase's PATCH with realtime on, one
+ * statement (the row locked and read as JSON, the UPDATE, the `mb_events`
+ * row with both records as JSON built by PostgreSQL, under the shared
+ * advisory lock: lib/records/fused_writes.ts, lib/realtime/event_log.ts).
  *
  * @module
  */
@@ -157,6 +161,24 @@ const noteOf = new Function(
   }};`,
 ) as (a: unknown[]) => Record<string, unknown>;
 
+// PATCH with realtime on, as Moonbase fuses it.
+const json = `(SELECT row_to_json("mb:r") FROM (SELECT ${
+  names.map((n) => `"items"."${n}" AS "${n}"`).join(", ")
+}) AS "mb:r")::text`;
+const PATCH_RT = [
+  `WITH "mb_write" AS (UPDATE "items" SET "n" = $1, "updated" = $2 FROM`,
+  `(SELECT "id" AS "mb:id", ${json} AS "mb:previous" FROM "items" WHERE "id" = $3 FOR UPDATE) AS "mb_old"`,
+  `WHERE "items"."id" = "mb_old"."mb:id" RETURNING ${cols}, ${json} AS "mb:record", "mb_old"."mb:previous"),`,
+  `"mb_event" AS (INSERT INTO "mb_events" ("entity", "entity_id", "record_id", "action", "at", "size", "record", "previous")`,
+  `SELECT $4, $5, $6, $7, $8, octet_length("mb:record") + COALESCE(octet_length("mb:previous"), 0), "mb:record", "mb:previous"`,
+  `FROM (SELECT pg_advisory_xact_lock_shared(7020617001)) AS "held", "mb_write" RETURNING "id", "size")`,
+  `SELECT ${
+    names.map((n) => `"mb_write"."${n}"`).join(", ")
+  }, "mb_event"."id" AS "mb:event" FROM "mb_write", "mb_event"`,
+].join(" ");
+const [{ id: itemsId }] = await lanes[0].sql<{ id: string }[]>`
+  SELECT "id" FROM "mb_tables" WHERE "name" = 'items'`;
+
 // One generated object literal per column list, as Moonbase (lib/db/shapes.ts).
 const item = new Function(
   "a",
@@ -200,6 +222,21 @@ function groups(rows: unknown[][]) {
 }
 
 async function handle(req: Request, path: string): Promise<Response> {
+  if (req.method === "PATCH" && path.startsWith("/items-rt/")) {
+    const b = await req.json();
+    const now = new Date().toISOString(), id = path.slice(10);
+    const [row] = await values(PATCH_RT, [
+      b.n,
+      now,
+      id,
+      "items",
+      itemsId,
+      id,
+      "update",
+      Date.now(),
+    ]);
+    return row ? reply(200, item(row)) : reply(404, null);
+  }
   if (req.method === "PATCH") {
     const b = await req.json();
     const now = new Date().toISOString();

@@ -270,9 +270,20 @@ async function pgFloor(
   const bare = Object.entries(bareTargets(seeded, token))
     .filter(([name]) => PG_BARE.includes(name))
     .filter(([name]) => b.wants(bareName(name)));
-  if (!bare.length || !b.connection) return;
+  if ((!bare.length && !b.wants(bareEventName("PATCH"))) || !b.connection) {
+    return;
+  }
   const floor = await start(["run", "-A", "bench/floor_pg.ts", b.connection]);
   for (const [name, t] of bare) await pair(bareName(name), floor, t);
+  if (b.wants(bareEventName("PATCH"))) {
+    // PATCH with realtime on, as Moonbase fuses it: one statement.
+    await pair(bareEventName("PATCH"), floor, {
+      method: "PATCH",
+      path: `/items-rt/${seeded.itemId}`,
+      headers: { "content-type": "application/json" },
+      body: '{"n":5000}',
+    });
+  }
   await stop(floor);
 }
 
