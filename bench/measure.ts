@@ -9,7 +9,8 @@
  */
 
 import { runLoad, type Target } from "./load.ts";
-import type { Seeded } from "./seed.ts";
+import { PHOTOS, type Seeded, THUMB } from "./seed.ts";
+import { Images } from "../tests/_images.ts";
 import {
   combine,
   type CpuLoad,
@@ -145,7 +146,9 @@ export async function benchScenarios(
     );
     cursor = encodeURIComponent(String(r.data.cursor));
   }
-  const all = scenarios(seeded, token, cursor);
+  const all = scenarios(seeded, token, cursor, {
+    photo: await uploadPhoto(mbUrl),
+  });
   const get: Target = {
     method: "GET",
     path: `/api/v1/entities/items/${seeded.itemId}`,
@@ -201,6 +204,38 @@ export async function benchScenarios(
   if (wants(workersPair(n))) rows.push(await workers(b, n, get));
   await stop(base);
   return { rows, scenarios: all };
+}
+
+/**
+ * Uploads the file scenarios' image (a 1600 × 1200 JPEG) and asks for its
+ * thumbnail once (made then, served from its file after); its stored name.
+ */
+async function uploadPhoto(url: string): Promise<string> {
+  const images = new Images();
+  try {
+    const form = new FormData();
+    const jpeg = await images.make("jpeg", 1600, 1200);
+    form.set("img", new File([jpeg.slice()], "photo.jpg"));
+    const res = await fetch(`${url}/api/v1/entities/${PHOTOS}`, {
+      method: "POST",
+      body: form,
+    });
+    const body = await res.json();
+    if (res.status !== 201) {
+      throw new Error(`Cannot upload the photo: ${JSON.stringify(body)}`);
+    }
+    const name = String(body.data.img);
+    const thumb = await fetch(
+      `${url}/api/files/${PHOTOS}/${name}?thumb=${THUMB}`,
+    );
+    await thumb.body?.cancel();
+    if (thumb.status !== 200) {
+      throw new Error(`Cannot make the thumbnail: ${thumb.status}`);
+    }
+    return name;
+  } finally {
+    images.close();
+  }
 }
 
 /** Measures a bare handler's row against the baseline. */

@@ -80,11 +80,18 @@ function profileJobs(
   serverArgs: string[],
   scenarios: Scenario[],
 ): ProfileJob[] {
-  const names = FILTER === undefined
-    ? missed(rows).filter((c) => c.db === db).map((c) => c.name)
-    : checks(rows).filter((c) =>
-      c.db === db && c.ratioGoal && c.got !== "not measured"
-    ).map((c) => c.name);
+  const names = [
+    ...new Set(
+      FILTER === undefined
+        ? missed(rows).filter((c) => c.db === db).map((c) =>
+          c.scenario ?? c.name
+        )
+        : checks(rows).filter((c) =>
+          c.db === db && (c.ratioGoal || c.scenario) &&
+          c.got !== "not measured"
+        ).map((c) => c.scenario ?? c.name),
+    ),
+  ].filter((name) => FILTER === undefined || wants(name));
   const get = scenarios.find((s) => s.name === "GET by id (public)")!.target;
   const seconds = Math.max(5, SECONDS * 2);
   const args = withWorkers(serverArgs, WORKERS);
