@@ -70,6 +70,16 @@ const scenarios: [string, () => Request, number][] = [
     5_000,
   ],
   [
+    "list 50 posts",
+    () => new Request("http://mb/api/v1/entities/posts?limit=50"),
+    5_000,
+  ],
+  [
+    "list 50 posts, expand=author",
+    () => new Request("http://mb/api/v1/entities/posts?limit=50&expand=author"),
+    5_000,
+  ],
+  [
     "create",
     () =>
       new Request("http://mb/api/v1/entities/items", {

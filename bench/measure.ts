@@ -11,6 +11,7 @@
 import { runLoad, type Target } from "./load.ts";
 import { PHOTOS, type Seeded, THUMB } from "./seed.ts";
 import { Images } from "../tests/_images.ts";
+import { benchTotpLogin, TOTP_LOGIN } from "./totp.ts";
 import {
   combine,
   type CpuLoad,
@@ -163,6 +164,17 @@ export async function benchScenarios(
       await alternate(b, name, a, t, other, other === base ? bareGet : t),
     );
   for (const s of all) if (wants(s.name)) await pair(s.name, mb, s.target);
+  if (wants(TOTP_LOGIN)) {
+    const r = await benchTotpLogin(mb, mbUrl, b.rounds, b.seconds);
+    console.error(
+      `[${db}] ${TOTP_LOGIN}: ${r.moonbase.rps.toFixed(1)} vs ${
+        r.baseline.rps.toFixed(1)
+      } logins/s (ratio ${
+        r.ratio.toFixed(2)
+      }), errors ${r.moonbase.errors} vs ${r.baseline.errors}`,
+    );
+    rows.push({ db, name: TOTP_LOGIN, ...r });
+  }
   if (db === "sqlite") await sqliteFloors(b, seeded, token, pair);
   else await pgFloor(b, seeded, token, pair);
   rows.push({ db, name: IDLE_RSS, value: idleRss });

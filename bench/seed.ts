@@ -104,6 +104,14 @@ export async function seed(
       rules: { list: PUBLIC, get: PUBLIC },
     });
     await seedOrders(app.storage, count);
+    // Login with a TOTP second factor (bench/totp.ts makes its users).
+    await app.schemas.create({
+      name: "mfa_users",
+      type: "auth",
+      fields: [],
+      rules: { add: PUBLIC },
+      auth: { totp: { enabled: true } },
+    });
     await app.schemas.create({
       name: "authors",
       type: "base",
