@@ -15,6 +15,10 @@
  *   target measured) into bench/profiles/ (bench/profile.ts).
  * - `--db postgres` runs PostgreSQL alone (with `--scenario`: one database's
  *   figures without waiting for the other's).
+ * - `--async-commit` (PostgreSQL): the bench database commits without
+ *   waiting for its WAL flush (`synchronous_commit = off`; fsync stays
+ *   on): writes then cost CPU rather than a disk's flush, for a machine
+ *   whose disk is shared and busy.
  * - `--workers N` serves the scenarios with `serve --workers N`; the paired
  *   row "GET by id: --workers N ÷ 1" (N at least 2) runs either way.
  *
@@ -22,6 +26,7 @@
  */
 
 import { parseArgs } from "node:util";
+import postgres from "postgres";
 import { seed } from "./seed.ts";
 import { startDurablePostgres } from "../tests/_pg.ts";
 import { SECRET } from "./procs.ts";
@@ -49,6 +54,7 @@ const args = parseArgs({
   options: {
     pg: { type: "boolean" },
     db: { type: "string" },
+    "async-commit": { type: "boolean" },
     seconds: { type: "string", default: "3" },
     rounds: { type: "string", default: "3" },
     out: { type: "string" },
@@ -116,18 +122,27 @@ function profileJobs(
   });
 }
 
+/** A fresh PostgreSQL database (fsync on; `--async-commit`: see above). */
+async function benchDatabase(): Promise<string> {
+  const url = await (await startDurablePostgres()).createDatabase();
+  if (args.values["async-commit"]) {
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    const name = new URL(url).pathname.slice(1);
+    await sql.unsafe(
+      `ALTER DATABASE "${name}" SET synchronous_commit = off`,
+    );
+    await sql.end();
+  }
+  return url;
+}
+
 /** Seeds a database, then the scenarios, realtime and profiles. */
 async function benchDb(
   db: "sqlite" | "postgres",
 ): Promise<{ rows: Row[]; realtime: RealtimeRow[]; profiled: string[] }> {
   const dataDir = await Deno.makeTempDir({ prefix: "mb_bench_" });
   const dbArgs = db === "postgres"
-    ? [
-      "--database",
-      "PSQL",
-      "--connection",
-      await (await startDurablePostgres()).createDatabase(),
-    ]
+    ? ["--database", "PSQL", "--connection", await benchDatabase()]
     : [];
   const cfg = db === "postgres"
     ? { dataDir, database: "PSQL", connection: dbArgs[3], jwtSecret: SECRET }
