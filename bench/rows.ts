@@ -82,13 +82,11 @@ export const LOGGED_BARE = [
   "GET by id (token + custom rule)",
 ];
 
-/**
- * The scenarios the PostgreSQL bare handler (bench/floor_pg.ts) runs: those
- * whose work is statements alone (the token one is SQLite's only).
- */
+/** The scenarios the PostgreSQL bare handler (bench/floor_pg.ts) runs. */
 export const PG_BARE = [
   "health",
   "GET by id (public)",
+  "GET by id (token + custom rule)",
   "list 50",
   "list filter + sort",
   SEARCH_SCENARIO,
@@ -96,6 +94,24 @@ export const PG_BARE = [
   "PATCH",
   AGGREGATE,
 ];
+
+/** The expand scenarios: list 50 posts, plain and with their authors. */
+export const POSTS = "list 50 posts";
+export const POSTS_EXPAND = "list 50 posts, expand=author";
+/** A back-relation: 20 authors with their 20 posts each. */
+export const AUTHORS = "list 20 authors";
+export const AUTHORS_BACK = "list 20 authors, expand=posts_via_author";
+/** Ten creates in one batch (one request). */
+export const BATCH = "batch: 10 creates";
+/** A file served, and a thumbnail of it made before (cached). */
+export const FILE = "file: original";
+export const THUMB_FILE = "file: cached thumbnail 100x100";
+
+/** What the scenarios need beyond the seeded data. */
+export interface Extra {
+  /** The stored name of the photo uploaded for the file scenarios. */
+  photo: string;
+}
 
 /** The measured row of `name` on `db`, if there is one. */
 export function measuredOf(
@@ -112,8 +128,17 @@ export function scenarios(
   s: Seeded,
   token: string,
   page200: string,
+  extra: Extra,
 ): { name: string; target: Target }[] {
   const json = { "content-type": "application/json" };
+  const batch = JSON.stringify({
+    requests: Array.from({ length: 10 }, (_, i) => ({
+      method: "POST",
+      url: "/api/v1/entities/items",
+      body: { title: "bench", n: i, tag: "x" },
+    })),
+  });
+  const file = `/api/files/photos/${extra.photo}`;
   return [
     { name: "health", target: { method: "GET", path: "/api/v1/health" } },
     {
@@ -166,6 +191,33 @@ export function scenarios(
       },
     },
     {
+      name: POSTS,
+      target: { method: "GET", path: "/api/v1/entities/posts?limit=50" },
+    },
+    {
+      name: POSTS_EXPAND,
+      target: {
+        method: "GET",
+        path: "/api/v1/entities/posts?limit=50&expand=author",
+      },
+    },
+    {
+      name: AUTHORS,
+      target: { method: "GET", path: "/api/v1/entities/authors?limit=20" },
+    },
+    {
+      name: AUTHORS_BACK,
+      target: {
+        method: "GET",
+        path: "/api/v1/entities/authors?limit=20&expand=posts_via_author",
+      },
+    },
+    { name: FILE, target: { method: "GET", path: file } },
+    {
+      name: THUMB_FILE,
+      target: { method: "GET", path: `${file}?thumb=100x100` },
+    },
+    {
       name: "create",
       target: {
         method: "POST",
@@ -181,6 +233,15 @@ export function scenarios(
         path: `/api/v1/entities/items/${s.itemId}`,
         headers: json,
         body: '{"n":5000}',
+      },
+    },
+    {
+      name: BATCH,
+      target: {
+        method: "POST",
+        path: "/api/v1/batch",
+        headers: json,
+        body: batch,
       },
     },
     {

@@ -9,6 +9,9 @@
  * but a file's is served, and the other instances share that store).
  * `backups` is the backup store's state, the same way (`--backups s3://…`;
  * a folder is always `ok`).
+ * The database's state comes from `Storage.stateNow` when it knows (SQLite:
+ * a `SELECT 1` at once; PostgreSQL: any answer of the last second), else
+ * from a ping.
  *
  * @module
  */
@@ -30,7 +33,11 @@ const PROBLEM: Record<DatabaseState, string> = {
   full: "Database cannot save: the disk is full",
 };
 
-/** The database's state, within a second (SQLite with no transaction open: at once). */
+/**
+ * The database's state, within a second (at once when the storage knows it
+ * now: SQLite with no transaction open, PostgreSQL within a second of an
+ * answer).
+ */
 function databaseState(
   core: HealthHost,
 ): DatabaseState | Promise<DatabaseState> {

@@ -9,6 +9,7 @@
  */
 
 import type { SqlValue, Storage } from "../db/storage.ts";
+import { boundedDdl } from "../db/ddl_lock.ts";
 import {
   entryRow,
   INSTANCE,
@@ -125,8 +126,15 @@ export class LogStore {
       `SELECT "table_name", "column_name" FROM information_schema.columns WHERE "table_schema" = current_schema() AND (("table_name" = 'mb_logs' AND "column_name" = 'id') OR ("table_name" = 'mb_log_blocks' AND "column_name" IN ('lo', 'hi'))) AND "collation_name" IS DISTINCT FROM 'C'`,
     );
     for (const c of columns) {
-      await this.storage.exec(
-        `ALTER TABLE "${c.table_name}" ALTER COLUMN "${c.column_name}" TYPE TEXT COLLATE "C"`,
+      // A session holding the table fails the start after a while instead
+      // of holding it up (and every log write queued behind the ALTER).
+      await boundedDdl(
+        this.storage,
+        String(c.table_name),
+        (tx) =>
+          tx.exec(
+            `ALTER TABLE "${c.table_name}" ALTER COLUMN "${c.column_name}" TYPE TEXT COLLATE "C"`,
+          ),
       );
     }
   }

@@ -110,6 +110,11 @@ export class Realtime {
       together: pg
         ? (write, change) => this.log.together(write, change)
         : undefined,
+      togetherReturning: pg
+        ? (write, head, columns) =>
+          this.log.togetherReturning(write, head, columns)
+        : undefined,
+      returned: pg ? (row) => this.log.returned(row) : undefined,
       committed: (position) => {
         this.feed.committed(position);
         this.log.committed();

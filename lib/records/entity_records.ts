@@ -255,9 +255,10 @@ export class EntityRecords {
     opts: ReadOptions = {},
   ): Promise<RecordData | undefined> {
     const { where, keep } = opts.access ?? {};
-    const row = await readRow(this.#store, this.#schema, id, where);
+    const store = this.#store;
+    const row = await readRow(store, this.#schema, id, where);
     if (!row) return undefined;
-    const record = decodeRow(this.#schema, row, this.#store.dialect);
+    const record = decodeRow(this.#schema, row, store.dialect);
     if (keep && !(await keep(record))) return undefined;
     return record;
   }
@@ -266,8 +267,10 @@ export class EntityRecords {
    * applies its own per-row check), in no particular order.
    */
   async byIds(ids: readonly string[], where?: Where): Promise<RecordData[]> {
-    const rows = await rowsByIds(this.#store, this.#schema, ids, where);
-    return rows.map((r) => decodeRow(this.#schema, r, this.#store.dialect));
+    // Looked up once: each look is an AsyncLocalStorage read.
+    const store = this.#store, schema = this.#schema;
+    const rows = await rowsByIds(store, schema, ids, where);
+    return rows.map((r) => decodeRow(schema, r, store.dialect));
   }
   /**
    * The records whose relation `field` holds one of `ids` and that match
@@ -284,10 +287,11 @@ export class EntityRecords {
   ): Promise<{ parent: string; record: RecordData }[]> {
     const f = this.#schema.fields.find((f) => f.name === field);
     if (!f) return [];
+    const store = this.#store, schema = this.#schema;
     const rows = await rowsReferencing(
-      this.#store,
-      this.#store.dialect,
-      this.#schema,
+      store,
+      store.dialect,
+      schema,
       f,
       ids,
       where,
@@ -295,7 +299,7 @@ export class EntityRecords {
     );
     return rows.map((r) => ({
       parent: String(r[PARENT_COLUMN]),
-      record: decodeRow(this.#schema, r, this.#store.dialect),
+      record: decodeRow(schema, r, store.dialect),
     }));
   }
   /**
@@ -320,7 +324,11 @@ export class EntityRecords {
       values,
       opts.access,
       opts.uploads,
-      { before: hooks?.before, changed: journal?.changed },
+      {
+        before: hooks?.before,
+        changed: journal?.changed,
+        fuseReturning: journal?.fuseReturning,
+      },
     );
     if (!updated) return undefined;
     if (!openScope(this.#base)) opts.stored?.();
@@ -359,7 +367,11 @@ export class EntityRecords {
       id,
       this.#refsOf,
       opts.access,
-      { before: hooks?.before, changed: journal?.changed },
+      {
+        before: hooks?.before,
+        changed: journal?.changed,
+        fuseReturning: journal?.fuseReturning,
+      },
     );
     if (!gone) return undefined;
     const { record: rec, deleted } = gone;

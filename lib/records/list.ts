@@ -20,12 +20,13 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type {
-  ColumnKind,
-  Dialect,
-  Row,
-  SqlValue,
-  Storage,
+import {
+  type ColumnKind,
+  type Dialect,
+  physicalName,
+  type Row,
+  type SqlValue,
+  type Storage,
 } from "../db/storage.ts";
 import { tableOf } from "../schema/ddl.ts";
 import type { EntitySchema } from "../schema/types.ts";
@@ -38,6 +39,7 @@ import {
   type CursorQuery,
   LIBRARY_CURSORS,
   openCursor,
+  positionDigest,
   sealCursor,
 } from "./list_cursor.ts";
 import {
@@ -256,9 +258,10 @@ export async function listRecords(
     },
   };
   const ctx = cursor;
-  const start: CursorPosition = opts.after
+  let start: CursorPosition = opts.after
     ? openCursor(ctx, query, opts.after)
     : { skip: 0 };
+  if (start.ref) start = await resolvedPosition(store, schema, query, start);
   const base = rowScope(
     store.dialect,
     schema,
@@ -297,6 +300,46 @@ export async function listRecords(
   }
   if (access.keep) perRow.add(page);
   return page;
+}
+
+/**
+ * A position opened from a cursor that names the record its values came
+ * from (they were too long to carry): the values read from that record
+ * again, when they are still the ones the cursor was made with (their
+ * digest); a 400 when the record has since changed them or is gone. Only
+ * the sort columns are read, and only to compare them: nothing of the
+ * record reaches the caller.
+ */
+async function resolvedPosition(
+  store: Storage,
+  schema: EntitySchema,
+  query: CursorQuery,
+  pos: CursorPosition,
+): Promise<CursorPosition> {
+  const { ref } = pos;
+  if (!ref) return pos;
+  // Only plain columns can be read back (not a relevance rank or a
+  // related record's field).
+  if (!query.keys.every((k) => schema.fields.some((f) => f.name === k.field))) {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot use cursor: its sort values were too long to carry and cannot be read again for this sort; list again from the first page, or sort by shorter values",
+    );
+  }
+  const rows = await store.query(
+    `SELECT ${
+      query.keys.map((k) => `"${physicalName(k.field)}"`).join(", ")
+    } FROM ${tableOf(schema.name)} WHERE "id" = ?`,
+    [ref.id],
+  );
+  const values = rows[0] && cursorOf([...query.keys], rows[0], query.kinds);
+  if (!values || positionDigest(values) !== ref.digest) {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot use cursor: the record it continues after has changed its sort values or is gone; list again from the first page",
+    );
+  }
+  return { values, skip: pos.skip };
 }
 
 /**

@@ -16,6 +16,7 @@
  * @module
  */
 
+import { boundedDdl } from "../db/ddl_lock.ts";
 import type { Storage } from "../db/storage.ts";
 import { ensureTextFunctions } from "../db/pg_text.ts";
 import { textVersion } from "../rules/text_fold.ts";
@@ -53,7 +54,7 @@ async function addEventSizes(store: Storage): Promise<void> {
   const pg = store.dialect.name === "postgres";
   const bytes = (col: string) =>
     pg ? `octet_length("${col}")` : `length(CAST("${col}" AS BLOB))`;
-  await store.transaction(async (tx) => {
+  await boundedDdl(store, "mb_events", async (tx) => {
     await tx.exec(
       `ALTER TABLE "mb_events" ADD COLUMN ${pg ? "IF NOT EXISTS " : ""}${
         EVENT_SIZE_COLUMN.slice(0, -1)
@@ -125,7 +126,7 @@ export async function ensureSystemTables(store: Storage): Promise<boolean> {
   ];
   for (let attempt = 0;; attempt++) {
     try {
-      await store.transaction(async (tx) => {
+      await boundedDdl(store, "the system tables", async (tx) => {
         for (const s of stmts) await tx.exec(s);
         await tx.run(
           `INSERT INTO "mb_meta" ("key", "value") VALUES ('schema_version', '0') ON CONFLICT ("key") DO NOTHING`,
