@@ -153,7 +153,11 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
 
   /**
    * Calls any route of the API (a script's own route, say) with the
-   * client's token; resolves to the envelope's `data`.
+   * client's token; resolves to the envelope's `data`. Every service call
+   * (records, auth, admin, the refresher's) goes through it, so a subclass
+   * may override it to watch or reword every call and failure (the
+   * dashboard words its errors for people this way); the realtime stream
+   * does not (it is no call with an answer).
    */
   async send<T = unknown>(
     method: string,
@@ -180,6 +184,8 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
   }
 
   #refused(token: string): void {
+    // Another tab may have stored a new token meanwhile: that one stays.
+    if (this.authStore instanceof LocalAuthStore) this.authStore.reload();
     if (this.authStore.token === token) this.authStore.clear();
   }
 

@@ -9,7 +9,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api } from "./api.ts";
+import { mb } from "./mb.ts";
 import { Shell } from "./shell/shell.tsx";
 import { AboutPage } from "./ops/about.tsx";
 import { AdminsPage } from "./admins/admins.tsx";
@@ -123,8 +123,8 @@ export function App(): JSX.Element {
   const p = path.value;
   const loggedIn = session.token.value !== "";
   useEffect(() => {
-    api.get<{ required: boolean }>("/sys/admins/setup", { anonymous: true })
-      .then((d) => setupRequired.value = d.required)
+    mb.admins.setupRequired()
+      .then((required) => setupRequired.value = required)
       .catch((e) => setSetupError((e as Error).message));
   }, []);
   useEffect(() => {

@@ -13,7 +13,7 @@
  */
 
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, type Page, type RecordData, seg } from "../../api.ts";
+import { mb } from "../../mb.ts";
 import {
   applyChanges,
   type LiveChange,
@@ -72,16 +72,11 @@ async function verdicts(
     const part = ids.slice(i, i + IDS_PER_CHECK);
     const which = part.map((id) => `id == ${literal(id)}`).join(" || ");
     try {
-      const page = await api.get<Page<RecordData>>(
-        `/entities/${seg(schema.name)}`,
-        {
-          query: {
-            filter: `(${which}) && (${filter})`,
-            limit: part.length,
-            fields: "id",
-          },
-        },
-      );
+      const page = await mb.entity(schema.name).list({
+        filter: `(${which}) && (${filter})`,
+        limit: part.length,
+        fields: "id",
+      });
       const found = new Set(page.items.map((r) => r.id));
       // A page cut short by the scan budget decides only what it found.
       for (const id of part) {
