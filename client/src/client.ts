@@ -12,6 +12,7 @@ import {
   SettingsService,
 } from "./admin.ts";
 import { AuthService } from "./auth.ts";
+import { BackupsService } from "./backups.ts";
 import {
   type AuthStore,
   LocalAuthStore,
@@ -77,6 +78,8 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
   readonly logs: LogsService;
   /** The app's settings (admin). */
   readonly settings: SettingsService;
+  /** Backups of the project: list, create, upload, download, restore (admin). */
+  readonly backups: BackupsService;
   /** The one realtime connection of this client. */
   readonly realtime: Realtime;
   readonly #fetch: typeof fetch;
@@ -121,6 +124,7 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
     this.schemas = new SchemasService(this.#transport);
     this.logs = new LogsService(this.#transport);
     this.settings = new SettingsService(this.#transport);
+    this.backups = new BackupsService(this.#transport);
     this.realtime = new Realtime(this.#transport, options.realtime);
   }
 
