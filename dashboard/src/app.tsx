@@ -14,6 +14,7 @@ import { Shell } from "./shell/shell.tsx";
 import { AboutPage } from "./ops/about.tsx";
 import { AdminsPage } from "./admins/admins.tsx";
 import { ApiKeysPage } from "./api_keys/api_keys.tsx";
+import { BackupsPage } from "./backups/backups.tsx";
 import { AuthTabPage } from "./schema/auth_tab.tsx";
 import { ApiTabPage } from "./api_docs/api_tab.tsx";
 import { ApiReferencePage } from "./api_docs/reference.tsx";
@@ -94,6 +95,7 @@ const ROUTES: Route[] = [
   ],
   ["/mb/admins", () => <AdminsPage />, () => "Admins"],
   ["/mb/api-keys", () => <ApiKeysPage />, () => "API keys"],
+  ["/mb/backups", () => <BackupsPage />, () => "Backups"],
   ["/mb/settings", () => <SettingsPage />, () => "Settings"],
   ["/mb/about", () => <AboutPage />, () => "Health & about"],
   ["/mb/api", () => <ApiReferencePage />, () => "API reference"],

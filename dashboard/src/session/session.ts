@@ -49,10 +49,13 @@ class Session {
     });
   }
 
-  /** Logs out: forgets the token, then revokes it on the server. */
-  async logout(): Promise<void> {
+  /**
+   * Logs out: forgets the token, then revokes it on the server. `reason`
+   * is what the login form then says (none by default).
+   */
+  async logout(reason = ""): Promise<void> {
     this.#leaving = true;
-    this.endedReason.value = "";
+    this.endedReason.value = reason;
     try {
       await mb.admins.logout();
     } catch {
