@@ -93,15 +93,6 @@ async function verdicts(
 }
 
 /**
- * The realtime topic of an entity's table: its name, with `?expand=` when
- * the table shows related records (a comma inside is `%2C`: commas split
- * topics), so changed records arrive with them.
- */
-export function liveTopic(entity: string, expand: string): string {
-  return expand ? `${entity}?expand=${encodeURIComponent(expand)}` : entity;
-}
-
-/**
  * Follows `schema`'s changes into `pages` under the table state `s`; the
  * records come with the related records of `expand`, as the page has them.
  */
@@ -254,7 +245,7 @@ export function useLiveRecords(
 
   useEffect(() => {
     if (!enabled) return;
-    const stream = new LiveStream(liveTopic(schema.name, expand), {
+    const stream = new LiveStream(schema.name, expand, {
       change(c) {
         if (c.entity !== schema.name) return;
         run.current.queue.push(c);

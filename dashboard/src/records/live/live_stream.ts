@@ -27,9 +27,13 @@ export interface LiveHandlers {
   state(s: LiveState, why: string): void;
 }
 
-/** A realtime subscription to one entity's records. */
+/**
+ * A realtime subscription to one entity's records, each with the related
+ * records of `expand` (as the table shows them).
+ */
 export class LiveStream {
   readonly #entity: string;
+  readonly #expand: string;
   readonly #on: LiveHandlers;
   #unsubscribe: (() => void) | undefined;
   #stopped = false;
@@ -38,8 +42,9 @@ export class LiveStream {
   /** Whether an event came (the client resumes after the last one). */
   #resumable = false;
 
-  constructor(entity: string, on: LiveHandlers) {
+  constructor(entity: string, expand: string, on: LiveHandlers) {
     this.#entity = entity;
+    this.#expand = expand;
     this.#on = on;
   }
 
@@ -48,6 +53,7 @@ export class LiveStream {
     if (this.#unsubscribe || this.#stopped) return;
     this.#on.state("connecting", "");
     mb.entity(this.#entity).subscribe("*", (e) => this.#change(e), {
+      expand: this.#expand,
       onStatus: (status) => {
         if (status === "reconnecting") {
           return this.#on.state("reconnecting", "");
