@@ -13,7 +13,7 @@
 
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
-import { api, seg } from "../api.ts";
+import { mb } from "../mb.ts";
 import { cascadeLines } from "./cascade.ts";
 import { useFileToken } from "../files/file_token.ts";
 import {
@@ -120,7 +120,7 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
     const failed: string[] = [];
     for (const id of ids) {
       try {
-        await api.del(`/entities/${seg(schema.name)}/${seg(id)}`);
+        await mb.entity(schema.name).delete(id);
         done++;
       } catch (e) {
         failed.push((e as Error).message);

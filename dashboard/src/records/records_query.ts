@@ -12,6 +12,7 @@
  * @module
  */
 
+import type { AggregateQuery, ListQuery } from "../mb.ts";
 import type { EntitySchema, FieldDef } from "../schemas.ts";
 
 /** Page sizes offered. */
@@ -189,7 +190,7 @@ export function listQuery(
   cursor: string | null,
   count = false,
   expand = "",
-): Record<string, string | number | boolean | undefined> {
+): ListQuery {
   return {
     limit: s.size,
     sort: apiSort(schema, s),
@@ -218,13 +219,20 @@ export function summaryQuery(
   schema: EntitySchema,
   s: TableState,
   field: string,
-): Record<string, string | number | boolean | undefined> {
-  const { limit: _l, sort: _s, after: _a, count: _c, expand: _e, ...rows } =
-    listQuery(
-      schema,
-      s,
-      null,
-    );
+): AggregateQuery {
+  const {
+    limit: _l,
+    sort: _s,
+    after: _a,
+    count: _c,
+    expand: _e,
+    fields: _f,
+    ...rows
+  } = listQuery(
+    schema,
+    s,
+    null,
+  );
   return { ...rows, group: field, count: true };
 }
 
