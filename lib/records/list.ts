@@ -320,7 +320,10 @@ async function resolvedPosition(
   if (!ref) return pos;
   // Only plain columns can be read back (not a relevance rank or a
   // related record's field).
-  if (!query.keys.every((k) => schema.fields.some((f) => f.name === k.field))) {
+  const plain = (name: string) =>
+    name === "id" || name === "created" || name === "updated" ||
+    schema.fields.some((f) => f.name === name);
+  if (!query.keys.every((k) => plain(k.field))) {
     throw new MoonbaseError(
       "invalid",
       "Cannot use cursor: its sort values were too long to carry and cannot be read again for this sort; list again from the first page, or sort by shorter values",
