@@ -14,6 +14,10 @@
  * (compression) is negotiated; pings are answered; a client silent for
  * `idleTimeout` seconds is pinged, and closed when silent as long again.
  *
+ * Over 350 lines, one idea: one connection's RFC 6455 state machine; kept
+ * whole because its read buffer, frame parser, writes and close handshake
+ * share that connection's state.
+ *
  * @module
  */
 
