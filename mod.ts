@@ -36,6 +36,8 @@ import {
 } from "./lib/files/sweep.ts";
 import { inRequest } from "./lib/http/request_scope.ts";
 import { Migrations } from "./lib/migrations/runner.ts";
+import type { Entity } from "./lib/records/entity.ts";
+import { type InternalApp, linkInternalApp } from "./lib/internal_app.ts";
 
 export { Entity } from "./lib/records/entity.ts";
 export type { LibraryRead, LibraryWrite } from "./lib/records/entity.ts";
@@ -62,12 +64,30 @@ export type {
 export type { Middleware } from "./lib/http/middleware.ts";
 export { VERSION };
 
-/** A Moonbase app. */
-export interface App extends Core {
+/**
+ * A Moonbase app as an embedder (or a test) uses it: what `createApp`
+ * returns. This is the whole public surface; the services behind it
+ * (storage, sessions, the registry, …) are internal and may change in any
+ * release (docs/guide/embedding.md).
+ */
+export interface App {
+  /**
+   * The entities (tables) by id or name: `Entity` objects whose record
+   * operations run below access rules (`{ as }` applies them), and the
+   * schema changes of the schemas API.
+   */
+  readonly entities: AppEntities;
+  /** @deprecated The older name of {@link App.entities} (the same object). */
+  readonly schemas: AppEntities;
+  /** Lines in the system logs (`GET /api/v1/sys/logs`). */
+  readonly log: AppLog;
   /** The request handler (usable with `Deno.serve` or called directly). */
   handler(req: Request, info?: ConnInfo): Promise<Response>;
-  /** Adds a custom route (`:params` allowed); it may replace a built-in one. */
-  route(method: string, path: string, handler: Handler<Core>): void;
+  /**
+   * Adds a custom route (`:params` allowed); it may replace a built-in one.
+   * `ctx.app` is internal: reach entities through the `App` instead.
+   */
+  route(method: string, path: string, handler: Handler<unknown>): void;
   /**
    * Starts listening; resolves once the server is up. Connections are held
    * to the config's limits (header, idle and body timeouts, a cap).
@@ -82,6 +102,69 @@ export interface App extends Core {
    * database closes.
    */
   stop(server: Deno.HttpServer, timeoutMs?: number): Promise<void>;
+  /** Closes the app (database, timers, scripts) without a server to drain. */
+  close(): Promise<void>;
+}
+
+/** The entities of an app (`App.entities`). */
+export interface AppEntities {
+  /** An entity by id or name (case-insensitive); undefined when there is none. */
+  get(idOrName: string): Entity | undefined;
+  /** Every entity, system ones first. */
+  all(): Entity[];
+  /** Creates an entity from a schema object (`POST /api/v1/schemas`). */
+  create(schema: Record<string, unknown>): Promise<Entity>;
+  /** Changes an entity by a partial schema (`PATCH /api/v1/schemas/<id>`). */
+  update(idOrName: string, changes: Record<string, unknown>): Promise<Entity>;
+  /** Deletes an entity and its records (`DELETE /api/v1/schemas/<id>`). */
+  remove(idOrName: string): Promise<void>;
+}
+
+/** System log lines of an app (`App.log`). */
+export interface AppLog {
+  info(message: string, data?: Record<string, unknown>): void;
+  warn(message: string, data?: Record<string, unknown>): void;
+  error(message: string, data?: Record<string, unknown>): void;
+  /** Resolves once the lines written so far are stored. */
+  flush(): Promise<void>;
+}
+
+/** The public face of an app's internals (see {@link App}). */
+function publicApp(internal: InternalApp): App {
+  const registry = internal.schemas;
+  const entities: AppEntities = Object.freeze({
+    get: (idOrName: string) => registry.get(idOrName),
+    all: () => registry.all(),
+    create: (schema: Record<string, unknown>) => registry.create(schema),
+    update: (idOrName: string, changes: Record<string, unknown>) =>
+      registry.update(idOrName, changes),
+    remove: (idOrName: string) => registry.remove(idOrName),
+  });
+  const log = internal.log;
+  const app: App = Object.freeze({
+    entities,
+    schemas: entities,
+    log: Object.freeze({
+      info: (message: string, data?: Record<string, unknown>) =>
+        log.info(message, data),
+      warn: (message: string, data?: Record<string, unknown>) =>
+        log.warn(message, data),
+      error: (message: string, data?: Record<string, unknown>) =>
+        log.error(message, data),
+      flush: () => log.flush(),
+    }),
+    handler: internal.handler,
+    route: (method: string, path: string, handler: Handler<unknown>) =>
+      internal.route(method, path, handler),
+    serve: (
+      options?: { port?: number; hostname?: string; signal?: AbortSignal },
+    ) => internal.serve(options),
+    stop: (server: Deno.HttpServer, timeoutMs?: number) =>
+      internal.stop(server, timeoutMs),
+    close: () => internal.close(),
+  });
+  linkInternalApp(app, internal);
+  return app;
 }
 
 /**
@@ -92,6 +175,11 @@ export interface App extends Core {
  * file).
  */
 export async function createApp(config: AppConfig = {}): Promise<App> {
+  return publicApp(await startApp(config));
+}
+
+/** Builds the app with its internals (what `createApp` wraps). */
+async function startApp(config: AppConfig): Promise<InternalApp> {
   const core = await createCore(config);
   if ((config.peers?.index ?? 0) === 0) {
     try {
@@ -147,7 +235,7 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     life,
     () => core.extensions,
   );
-  const app: App = Object.assign(core, {
+  const app: InternalApp = Object.assign(core, {
     handler,
     async stop(server: Deno.HttpServer, timeoutMs = 10_000) {
       life.draining = true;

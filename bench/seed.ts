@@ -9,6 +9,7 @@
  */
 
 import { createApp } from "../mod.ts";
+import { internalApp } from "../lib/internal_app.ts";
 import type { AppConfig } from "../lib/config.ts";
 import type { Storage } from "../lib/db/storage.ts";
 
@@ -87,7 +88,7 @@ export async function seed(config: AppConfig, count = 10_000): Promise<Seeded> {
       ],
       rules: { list: PUBLIC, get: PUBLIC },
     });
-    await seedOrders(app.storage, count);
+    await seedOrders(internalApp(app).storage, count);
     const email = "bench@example.com", password = "bench-password-1";
     const user = await users.create({ email, password });
     const items = app.schemas.get("items")!;

@@ -6,7 +6,8 @@
  */
 
 import nodeAssert from "node:assert/strict";
-import { type App, createApp } from "../mod.ts";
+import { createApp } from "../mod.ts";
+import { type InternalApp, internalApp } from "../lib/internal_app.ts";
 import type { AppConfig } from "../lib/config.ts";
 import { hasPostgres, startPostgres } from "./_pg.ts";
 import { hashPassword } from "../lib/auth/password.ts";
@@ -45,7 +46,11 @@ export interface Call {
 /** A running test server. */
 export interface TestServer {
   url: string;
-  app: App;
+  /**
+   * The app with its internals (`internalApp` of lib/internal_app.ts): tests
+   * reach the storage, the registry and the services directly.
+   */
+  app: InternalApp;
   db: "sqlite" | "postgres";
   dataDir: string;
   connection?: string;
@@ -82,13 +87,15 @@ export async function startServer(
   if (db === "postgres" && !connection) {
     connection = await (await startPostgres()).createDatabase();
   }
-  const app = await createApp({
-    quiet: true,
-    jwtSecret: TEST_JWT_SECRET,
-    ...config,
-    dataDir,
-    ...(db === "postgres" ? { database: "PSQL", connection } : {}),
-  });
+  const app = internalApp(
+    await createApp({
+      quiet: true,
+      jwtSecret: TEST_JWT_SECRET,
+      ...config,
+      dataDir,
+      ...(db === "postgres" ? { database: "PSQL", connection } : {}),
+    }),
+  );
   const ac = new AbortController();
   const server = await app.serve({
     port: 0,
