@@ -11,7 +11,12 @@ import assert from "node:assert/strict";
 import { createApp, Entity } from "../mod.ts";
 import { internalApp } from "../lib/internal_app.ts";
 
-Deno.test("app: createApp returns the public App, apart from the internals", async () => {
+Deno.test({
+  name: "app: createApp returns the public App, apart from the internals",
+  // Closing the app leaves nothing running.
+  sanitizeOps: true,
+  sanitizeResources: true,
+}, async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "mb_app_public_" });
   const app = await createApp({ dataDir, quiet: true });
   try {
