@@ -24,6 +24,7 @@ import { backupCommand, moveToCommand } from "./lib/commands/backup.ts";
 import { UsageMistake } from "./lib/commands/usage.ts";
 import { filesCommand } from "./lib/commands/files.ts";
 import { parseFilesUrl } from "./lib/files/files_url.ts";
+import { checkBackupsUrl } from "./lib/backup/backups_url.ts";
 import { migrateCommand } from "./lib/commands/migrate.ts";
 
 /** Usage text. */
@@ -62,6 +63,9 @@ Options:
   --files <store>          where uploaded files live: local (default: <dataDir>/files)
                            or s3://<bucket>[/<prefix>]?endpoint=<url>&region=<region>
                            &path_style=true|false (also MB_FILES)
+  --backups <store>        where backups live: local (default: <dataDir>/backups) or
+                           s3://<bucket>[/<prefix>]?… as for --files, not the same
+                           bucket and prefix as --files (also MB_BACKUPS)
   --publicDir <dir>        directory served at /
   --scriptsDir <dir>       directory of JavaScript extension scripts (default ./scripts)
   --migrationsDir <dir>    directory of migration files NNNN_name.ts (default
@@ -107,9 +111,11 @@ Options:
 Environment:
   MB_JWT_SECRET            token signing secret (at least 32 characters); set it in production
   MB_FILES                 the --files store when the option is not given
+  MB_BACKUPS               the --backups store when the option is not given
   MB_S3_ACCESS_KEY_ID, MB_S3_SECRET_ACCESS_KEY
-                           the key of an s3:// store (else AWS_ACCESS_KEY_ID,
-                           AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN)
+                           the key of the s3:// stores of files and backups
+                           (else AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+                           AWS_SESSION_TOKEN)
 
 files migrate --to <store> copies every stored file from the --files store to
 <store>, verified (size and SHA-256); a run again skips verified copies; the
@@ -184,6 +190,7 @@ export function parseCli(args: string[]): Cli {
         dataDir: { type: "string" },
         rebindDataDir: { type: "boolean" },
         files: { type: "string" },
+        backups: { type: "string" },
         to: { type: "string" },
         publicDir: { type: "string" },
         scriptsDir: { type: "string" },
@@ -255,9 +262,18 @@ export function parseCli(args: string[]): Cli {
       throw new UsageError((err as Error).message);
     }
   }
+  const backups = v.backups ?? (Deno.env.get("MB_BACKUPS") || undefined);
+  if (backups !== undefined) {
+    try {
+      checkBackupsUrl(backups, files ?? "local");
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const config: AppConfig = {
     dataDir: v.dataDir,
     files,
+    backups,
     rebindDataDir: v.rebindDataDir,
     database: v.database?.toUpperCase(),
     connection: v.connection,

@@ -18,7 +18,11 @@
  */
 
 import { DatabaseSync } from "node:sqlite";
-import { SqliteStorage } from "../lib/db/sqlite.ts";
+import { sqliteDialect, SqliteStorage } from "../lib/db/sqlite.ts";
+import { registerTextFunctions } from "../lib/db/sqlite_text.ts";
+import { searchWords } from "../lib/rules/text_fold.ts";
+import { rankedSearchSql } from "../lib/records/search_query.ts";
+import { ARTICLES, SEARCH_QUERY } from "./search_seed.ts";
 import { Logger } from "../lib/logs/logger.ts";
 import { LogStore } from "../lib/logs/store.ts";
 
@@ -26,6 +30,20 @@ const db = new DatabaseSync(Deno.args[0]);
 db.exec(
   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000",
 );
+registerTextFunctions(db);
+// Search: Moonbase's statement for the scenario's words (when seeded).
+const articles = db.prepare(
+  `SELECT "schema" FROM "mb_tables" WHERE "name" = '${ARTICLES}'`,
+).get() as { schema: string } | undefined;
+const searched = articles &&
+  rankedSearchSql(
+    JSON.parse(articles.schema),
+    sqliteDialect,
+    searchWords(SEARCH_QUERY),
+    '"id", "created", "updated", "body"',
+    21,
+  );
+const search = searched && db.prepare(searched.sql);
 const cols = '"id", "created", "updated", "title", "n", "tag"';
 const ping = db.prepare("SELECT 1 AS ok");
 const get = db.prepare(`SELECT ${cols} FROM "items" WHERE "id" = ?`);
@@ -204,6 +222,14 @@ async function handle(req: Request, path: string): Promise<Response> {
   }
   if (path === "/aggregate") {
     return reply(200, groups(aggregate.all() as Record<string, unknown>[]));
+  }
+  if (path === "/search" && search && searched) {
+    const rows = search.all(...searched.params as string[]) as Record<
+      string,
+      unknown
+    >[];
+    const items = rows.slice(0, 20).map(({ mb_rank: _, ...r }) => r);
+    return reply(200, { items, has_more: rows.length > 20 });
   }
   const rows = objects(
     path === "/filtered" ? filtered.all(2000, 4000, "t3") : list.all(),

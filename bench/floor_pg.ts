@@ -6,20 +6,31 @@
  * for SQLite. Usage: `floor_pg.ts <connection url> [<pool size>]` (the pool
  * size defaults to Moonbase's: the cores, from 2 to 10).
  *
- * Routes: `GET /health` (`SELECT 1`), `GET /items/:id`, `GET /list`
+ * Routes: `GET /health` (`SELECT 1`), `GET /items/:id`, `GET /notes/:id`
+ * (token: its HMAC verified once and cached, as Moonbase caches verified
+ * tokens; then Moonbase's two reads, the user behind it and the record
+ * with its owner check), `GET /list`
  * (Moonbase's list SQL: its columns, `ORDER BY "id" ASC LIMIT 51`, the 51st
  * row telling whether there is more; the reply carries the last id shown
  * as the cursor's value, unsealed), `GET /filtered` (`n >= 2000 && n < 4000
  * && tag == "t3"`, sorted by `-n`, Moonbase's WHERE and ORDER BY),
  * `GET /aggregate` (Moonbase's statement for `group=status&count=true&
  * sum=total` over `orders`, groups ordered and sums rounded as it does),
- * `POST /create` (one INSERT), `PATCH /items/:id` (one UPDATE … RETURNING).
+ * `POST /create` (one INSERT), `PATCH /items/:id` (one UPDATE … RETURNING),
+ * `PATCH /items-rt/:id`: the work of Moonbase's PATCH with realtime on, one
+ * statement (the row locked and read as JSON, the UPDATE, the `mb_events`
+ * row with both records as JSON built by PostgreSQL, under the shared
+ * advisory lock: lib/records/fused_writes.ts, lib/realtime/event_log.ts).
  *
  * @module
  */
 
 // deno-lint-ignore no-import-prefix
 import postgres from "npm:postgres@3.4.7";
+import { postgresDialect } from "../lib/db/postgres_dialect.ts";
+import { searchWords } from "../lib/rules/text_fold.ts";
+import { rankedSearchSql } from "../lib/records/search_query.ts";
+import { ARTICLES, SEARCH_QUERY } from "./search_seed.ts";
 
 const url = Deno.args[0];
 if (!url) throw new Error("Cannot start: usage floor_pg.ts <url> [<pool>]");
@@ -85,6 +96,89 @@ const INSERT =
 const PATCH =
   `UPDATE "items" SET "n" = $1, "updated" = $2 WHERE "id" = $3 RETURNING ${cols}`;
 
+// Search: Moonbase's statement for the scenario's words (when seeded).
+const [articles] = await values(
+  `SELECT "schema" FROM "mb_tables" WHERE "name" = '${ARTICLES}'`,
+  [],
+);
+const searched = articles && (() => {
+  const q = rankedSearchSql(
+    JSON.parse(String(articles[0])),
+    postgresDialect,
+    searchWords(SEARCH_QUERY),
+    '"id", "created", "updated", "body"',
+    21,
+  );
+  let n = 0;
+  return { sql: q.sql.replace(/\?/g, () => `$${++n}`), params: q.params };
+})();
+
+// Token + custom rule: the user behind a verified token, then the record
+// and its owner check (Moonbase's two reads; verified tokens are cached).
+const USER = `SELECT * FROM "users" WHERE "id" = $1`;
+const NOTE =
+  `SELECT "id", "created", "updated", "owner", "body" FROM "notes" WHERE "id" = $1`;
+const key = await crypto.subtle.importKey(
+  "raw",
+  new TextEncoder().encode(Deno.env.get("MB_JWT_SECRET") ?? ""),
+  { name: "HMAC", hash: "SHA-256" },
+  false,
+  ["verify"],
+);
+const verified = new Map<string, string>();
+const b64url = (s: string) =>
+  Uint8Array.from(
+    atob(s.replace(/-/g, "+").replace(/_/g, "/")),
+    (c) => c.charCodeAt(0),
+  );
+async function subject(header: string | null): Promise<string | undefined> {
+  const token = /^Bearer\s+(\S+)$/i.exec(header ?? "")?.[1];
+  if (!token) return undefined;
+  const hit = verified.get(token);
+  if (hit) return hit;
+  try {
+    const [h, p, sig] = token.split(".");
+    const ok = await crypto.subtle.verify(
+      "HMAC",
+      key,
+      b64url(sig ?? ""),
+      new TextEncoder().encode(`${h}.${p}`),
+    );
+    if (!ok) return undefined;
+    const sub = String(JSON.parse(new TextDecoder().decode(b64url(p))).sub);
+    verified.set(token, sub);
+    return sub;
+  } catch {
+    return undefined; // a malformed token is refused, as the server refuses it
+  }
+}
+const noteOf = new Function(
+  "a",
+  `return {${
+    ["id", "created", "updated", "owner", "body"].map((c, i) =>
+      `${JSON.stringify(c)}: a[${i}]`
+    ).join(", ")
+  }};`,
+) as (a: unknown[]) => Record<string, unknown>;
+
+// PATCH with realtime on, as Moonbase fuses it.
+const json = `(SELECT row_to_json("mb:r") FROM (SELECT ${
+  names.map((n) => `"items"."${n}" AS "${n}"`).join(", ")
+}) AS "mb:r")::text`;
+const PATCH_RT = [
+  `WITH "mb_write" AS (UPDATE "items" SET "n" = $1, "updated" = $2 FROM`,
+  `(SELECT "id" AS "mb:id", ${json} AS "mb:previous" FROM "items" WHERE "id" = $3 FOR UPDATE) AS "mb_old"`,
+  `WHERE "items"."id" = "mb_old"."mb:id" RETURNING ${cols}, ${json} AS "mb:record", "mb_old"."mb:previous"),`,
+  `"mb_event" AS (INSERT INTO "mb_events" ("entity", "entity_id", "record_id", "action", "at", "size", "record", "previous")`,
+  `SELECT $4, $5, $6, $7, $8, octet_length("mb:record") + COALESCE(octet_length("mb:previous"), 0), "mb:record", "mb:previous"`,
+  `FROM (SELECT pg_advisory_xact_lock_shared(7020617001)) AS "held", "mb_write" RETURNING "id", "size")`,
+  `SELECT ${
+    names.map((n) => `"mb_write"."${n}"`).join(", ")
+  }, "mb_event"."id" AS "mb:event" FROM "mb_write", "mb_event"`,
+].join(" ");
+const [{ id: itemsId }] = await lanes[0].sql<{ id: string }[]>`
+  SELECT "id" FROM "mb_tables" WHERE "name" = 'items'`;
+
 // One generated object literal per column list, as Moonbase (lib/db/shapes.ts).
 const item = new Function(
   "a",
@@ -128,6 +222,21 @@ function groups(rows: unknown[][]) {
 }
 
 async function handle(req: Request, path: string): Promise<Response> {
+  if (req.method === "PATCH" && path.startsWith("/items-rt/")) {
+    const b = await req.json();
+    const now = new Date().toISOString(), id = path.slice(10);
+    const [row] = await values(PATCH_RT, [
+      b.n,
+      now,
+      id,
+      "items",
+      itemsId,
+      id,
+      "update",
+      Date.now(),
+    ]);
+    return row ? reply(200, item(row)) : reply(404, null);
+  }
   if (req.method === "PATCH") {
     const b = await req.json();
     const now = new Date().toISOString();
@@ -139,6 +248,15 @@ async function handle(req: Request, path: string): Promise<Response> {
     const now = new Date().toISOString(), id = crypto.randomUUID();
     await values(INSERT, [id, now, now, b.title, b.n, b.tag]);
     return reply(201, { id, created: now, updated: now, ...b });
+  }
+  if (path.startsWith("/notes/")) {
+    const sub = await subject(req.headers.get("authorization"));
+    if (!sub || (await values(USER, [sub])).length === 0) {
+      return reply(401, null);
+    }
+    const [row] = await values(NOTE, [path.slice(7)]);
+    if (!row || row[3] !== sub) return reply(404, null);
+    return reply(200, noteOf(row));
   }
   if (path.startsWith("/items/")) {
     const [row] = await values(GET, [path.slice(7)]);
@@ -153,6 +271,16 @@ async function handle(req: Request, path: string): Promise<Response> {
   }
   if (path === "/filtered") {
     return page(await values(FILTERED, [2000, 4000, "t3"]));
+  }
+  if (path === "/search" && searched) {
+    const rows = await values(searched.sql, searched.params);
+    const items = rows.slice(0, 20).map((a) => ({
+      id: a[0],
+      created: a[1],
+      updated: a[2],
+      body: a[3],
+    }));
+    return reply(200, { items, has_more: rows.length > 20 });
   }
   return page(await values(LIST, []));
 }

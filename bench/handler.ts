@@ -70,6 +70,32 @@ const scenarios: [string, () => Request, number][] = [
     5_000,
   ],
   [
+    "list 50 posts",
+    () => new Request("http://mb/api/v1/entities/posts?limit=50"),
+    5_000,
+  ],
+  [
+    "list 50 posts, expand=author",
+    () => new Request("http://mb/api/v1/entities/posts?limit=50&expand=author"),
+    5_000,
+  ],
+  [
+    "batch: 10 creates",
+    () =>
+      new Request("http://mb/api/v1/batch", {
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({
+          requests: Array.from({ length: 10 }, (_, i) => ({
+            method: "POST",
+            url: "/api/v1/entities/items",
+            body: { title: "bench", n: i, tag: "x" },
+          })),
+        }),
+      }),
+    2_000,
+  ],
+  [
     "create",
     () =>
       new Request("http://mb/api/v1/entities/items", {

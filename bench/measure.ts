@@ -9,7 +9,9 @@
  */
 
 import { runLoad, type Target } from "./load.ts";
-import type { Seeded } from "./seed.ts";
+import { PHOTOS, type Seeded, THUMB } from "./seed.ts";
+import { Images } from "../tests/_images.ts";
+import { benchTotpLogin, TOTP_LOGIN } from "./totp.ts";
 import {
   combine,
   type CpuLoad,
@@ -30,6 +32,7 @@ import {
   PG_BARE,
   type Row,
   scenarios,
+  SEARCH_SCENARIO,
   SUSTAINED,
   workersPair,
 } from "./rows.ts";
@@ -88,6 +91,7 @@ function bareTargets(s: Seeded, token: string): Record<string, Target> {
     "list 50": { method: "GET", path: "/list" },
     "list filter + sort": { method: "GET", path: "/filtered" },
     [AGGREGATE]: { method: "GET", path: "/aggregate" },
+    [SEARCH_SCENARIO]: { method: "GET", path: "/search" },
     "create": {
       method: "POST",
       path: "/create",
@@ -143,7 +147,9 @@ export async function benchScenarios(
     );
     cursor = encodeURIComponent(String(r.data.cursor));
   }
-  const all = scenarios(seeded, token, cursor);
+  const all = scenarios(seeded, token, cursor, {
+    photo: await uploadPhoto(mbUrl),
+  });
   const get: Target = {
     method: "GET",
     path: `/api/v1/entities/items/${seeded.itemId}`,
@@ -158,6 +164,17 @@ export async function benchScenarios(
       await alternate(b, name, a, t, other, other === base ? bareGet : t),
     );
   for (const s of all) if (wants(s.name)) await pair(s.name, mb, s.target);
+  if (wants(TOTP_LOGIN)) {
+    const r = await benchTotpLogin(mb, mbUrl, b.rounds, b.seconds);
+    console.error(
+      `[${db}] ${TOTP_LOGIN}: ${r.moonbase.rps.toFixed(1)} vs ${
+        r.baseline.rps.toFixed(1)
+      } logins/s (ratio ${
+        r.ratio.toFixed(2)
+      }), errors ${r.moonbase.errors} vs ${r.baseline.errors}`,
+    );
+    rows.push({ db, name: TOTP_LOGIN, ...r });
+  }
   if (db === "sqlite") await sqliteFloors(b, seeded, token, pair);
   else await pgFloor(b, seeded, token, pair);
   rows.push({ db, name: IDLE_RSS, value: idleRss });
@@ -199,6 +216,38 @@ export async function benchScenarios(
   if (wants(workersPair(n))) rows.push(await workers(b, n, get));
   await stop(base);
   return { rows, scenarios: all };
+}
+
+/**
+ * Uploads the file scenarios' image (a 1600 × 1200 JPEG) and asks for its
+ * thumbnail once (made then, served from its file after); its stored name.
+ */
+async function uploadPhoto(url: string): Promise<string> {
+  const images = new Images();
+  try {
+    const form = new FormData();
+    const jpeg = await images.make("jpeg", 1600, 1200);
+    form.set("img", new File([jpeg.slice()], "photo.jpg"));
+    const res = await fetch(`${url}/api/v1/entities/${PHOTOS}`, {
+      method: "POST",
+      body: form,
+    });
+    const body = await res.json();
+    if (res.status !== 201) {
+      throw new Error(`Cannot upload the photo: ${JSON.stringify(body)}`);
+    }
+    const name = String(body.data.img);
+    const thumb = await fetch(
+      `${url}/api/files/${PHOTOS}/${name}?thumb=${THUMB}`,
+    );
+    await thumb.body?.cancel();
+    if (thumb.status !== 200) {
+      throw new Error(`Cannot make the thumbnail: ${thumb.status}`);
+    }
+    return name;
+  } finally {
+    images.close();
+  }
 }
 
 /** Measures a bare handler's row against the baseline. */
@@ -268,9 +317,20 @@ async function pgFloor(
   const bare = Object.entries(bareTargets(seeded, token))
     .filter(([name]) => PG_BARE.includes(name))
     .filter(([name]) => b.wants(bareName(name)));
-  if (!bare.length || !b.connection) return;
+  if ((!bare.length && !b.wants(bareEventName("PATCH"))) || !b.connection) {
+    return;
+  }
   const floor = await start(["run", "-A", "bench/floor_pg.ts", b.connection]);
   for (const [name, t] of bare) await pair(bareName(name), floor, t);
+  if (b.wants(bareEventName("PATCH"))) {
+    // PATCH with realtime on, as Moonbase fuses it: one statement.
+    await pair(bareEventName("PATCH"), floor, {
+      method: "PATCH",
+      path: `/items-rt/${seeded.itemId}`,
+      headers: { "content-type": "application/json" },
+      body: '{"n":5000}',
+    });
+  }
   await stop(floor);
 }
 

@@ -7,6 +7,10 @@
 
 import type { LoadResult, Target } from "./load.ts";
 import type { Seeded } from "./seed.ts";
+import { ARTICLES, SEARCH_QUERY } from "./search_seed.ts";
+
+/** The search scenario's name. */
+export const SEARCH_SCENARIO = "search 100 000 records (relevance, 20)";
 
 /** A measured scenario, a single figure, or a note where a figure would be. */
 export type Row =
@@ -78,19 +82,36 @@ export const LOGGED_BARE = [
   "GET by id (token + custom rule)",
 ];
 
-/**
- * The scenarios the PostgreSQL bare handler (bench/floor_pg.ts) runs: those
- * whose work is statements alone (the token one is SQLite's only).
- */
+/** The scenarios the PostgreSQL bare handler (bench/floor_pg.ts) runs. */
 export const PG_BARE = [
   "health",
   "GET by id (public)",
+  "GET by id (token + custom rule)",
   "list 50",
   "list filter + sort",
+  SEARCH_SCENARIO,
   "create",
   "PATCH",
   AGGREGATE,
 ];
+
+/** The expand scenarios: list 50 posts, plain and with their authors. */
+export const POSTS = "list 50 posts";
+export const POSTS_EXPAND = "list 50 posts, expand=author";
+/** A back-relation: 20 authors with their 20 posts each. */
+export const AUTHORS = "list 20 authors";
+export const AUTHORS_BACK = "list 20 authors, expand=posts_via_author";
+/** Ten creates in one batch (one request). */
+export const BATCH = "batch: 10 creates";
+/** A file served, and a thumbnail of it made before (cached). */
+export const FILE = "file: original";
+export const THUMB_FILE = "file: cached thumbnail 100x100";
+
+/** What the scenarios need beyond the seeded data. */
+export interface Extra {
+  /** The stored name of the photo uploaded for the file scenarios. */
+  photo: string;
+}
 
 /** The measured row of `name` on `db`, if there is one. */
 export function measuredOf(
@@ -107,8 +128,17 @@ export function scenarios(
   s: Seeded,
   token: string,
   page200: string,
+  extra: Extra,
 ): { name: string; target: Target }[] {
   const json = { "content-type": "application/json" };
+  const batch = JSON.stringify({
+    requests: Array.from({ length: 10 }, (_, i) => ({
+      method: "POST",
+      url: "/api/v1/entities/items",
+      body: { title: "bench", n: i, tag: "x" },
+    })),
+  });
+  const file = `/api/files/photos/${extra.photo}`;
   return [
     { name: "health", target: { method: "GET", path: "/api/v1/health" } },
     {
@@ -137,6 +167,15 @@ export function scenarios(
       },
     },
     {
+      name: SEARCH_SCENARIO,
+      target: {
+        method: "GET",
+        path: `/api/v1/entities/${ARTICLES}?limit=20&search=${
+          encodeURIComponent(SEARCH_QUERY)
+        }`,
+      },
+    },
+    {
       name: "list page 200 (after)",
       target: {
         method: "GET",
@@ -150,6 +189,33 @@ export function scenarios(
         path:
           "/api/v1/entities/orders/aggregate?group=status&count=true&sum=total",
       },
+    },
+    {
+      name: POSTS,
+      target: { method: "GET", path: "/api/v1/entities/posts?limit=50" },
+    },
+    {
+      name: POSTS_EXPAND,
+      target: {
+        method: "GET",
+        path: "/api/v1/entities/posts?limit=50&expand=author",
+      },
+    },
+    {
+      name: AUTHORS,
+      target: { method: "GET", path: "/api/v1/entities/authors?limit=20" },
+    },
+    {
+      name: AUTHORS_BACK,
+      target: {
+        method: "GET",
+        path: "/api/v1/entities/authors?limit=20&expand=posts_via_author",
+      },
+    },
+    { name: FILE, target: { method: "GET", path: file } },
+    {
+      name: THUMB_FILE,
+      target: { method: "GET", path: `${file}?thumb=100x100` },
     },
     {
       name: "create",
@@ -167,6 +233,15 @@ export function scenarios(
         path: `/api/v1/entities/items/${s.itemId}`,
         headers: json,
         body: '{"n":5000}',
+      },
+    },
+    {
+      name: BATCH,
+      target: {
+        method: "POST",
+        path: "/api/v1/batch",
+        headers: json,
+        body: batch,
       },
     },
     {

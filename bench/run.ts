@@ -9,9 +9,16 @@
  * - `--only realtime` runs just the realtime part and replaces just that
  *   section of the report.
  * - `--scenario <text>` runs only the rows whose name contains the text
- *   (any case); such a partial run writes the report only with `--out`.
+ *   (any case; `a|b`: either); such a partial run writes the report only
+ *   with `--out`.
  * - `--profile` then profiles each missed target (with `--scenario`: each
  *   target measured) into bench/profiles/ (bench/profile.ts).
+ * - `--db postgres` runs PostgreSQL alone (with `--scenario`: one database's
+ *   figures without waiting for the other's).
+ * - `--async-commit` (PostgreSQL): the bench database commits without
+ *   waiting for its WAL flush (`synchronous_commit = off`; fsync stays
+ *   on): writes then cost CPU rather than a disk's flush, for a machine
+ *   whose disk is shared and busy.
  * - `--workers N` serves the scenarios with `serve --workers N`; the paired
  *   row "GET by id: --workers N ÷ 1" (N at least 2) runs either way.
  *
@@ -19,6 +26,7 @@
  */
 
 import { parseArgs } from "node:util";
+import postgres from "postgres";
 import { seed } from "./seed.ts";
 import { startDurablePostgres } from "../tests/_pg.ts";
 import { SECRET } from "./procs.ts";
@@ -31,7 +39,12 @@ import {
   SUBSCRIBERS,
 } from "./realtime_args.ts";
 import type { RealtimeRow } from "./realtime_report.ts";
-import { LOGGING_PAIR, REALTIME_PAIR, type Row } from "./rows.ts";
+import {
+  LOGGING_PAIR,
+  REALTIME_PAIR,
+  type Row,
+  SEARCH_SCENARIO,
+} from "./rows.ts";
 import { checks, missed, targetsMet } from "./targets.ts";
 import { writeResults } from "./report.ts";
 import { type ProfileJob, profileScenario } from "./profile.ts";
@@ -40,6 +53,8 @@ const args = parseArgs({
   args: Deno.args,
   options: {
     pg: { type: "boolean" },
+    db: { type: "string" },
+    "async-commit": { type: "boolean" },
     seconds: { type: "string", default: "3" },
     rounds: { type: "string", default: "3" },
     out: { type: "string" },
@@ -59,7 +74,8 @@ const ROUNDS = Math.max(1, Number(args.values.rounds));
 const WORKERS = Math.max(1, Number(args.values.workers) || 1);
 const FILTER = args.values.scenario?.toLowerCase();
 const wants = (name: string) =>
-  FILTER === undefined || name.toLowerCase().includes(FILTER);
+  FILTER === undefined ||
+  FILTER.split("|").some((f) => name.toLowerCase().includes(f));
 const OUT = args.values.out ??
   (FILTER === undefined ? "bench/results.md" : undefined);
 
@@ -70,11 +86,18 @@ function profileJobs(
   serverArgs: string[],
   scenarios: Scenario[],
 ): ProfileJob[] {
-  const names = FILTER === undefined
-    ? missed(rows).filter((c) => c.db === db).map((c) => c.name)
-    : checks(rows).filter((c) =>
-      c.db === db && c.ratioGoal && c.got !== "not measured"
-    ).map((c) => c.name);
+  const names = [
+    ...new Set(
+      FILTER === undefined
+        ? missed(rows).filter((c) => c.db === db).map((c) =>
+          c.scenario ?? c.name
+        )
+        : checks(rows).filter((c) =>
+          c.db === db && (c.ratioGoal || c.scenario) &&
+          c.got !== "not measured"
+        ).map((c) => c.scenario ?? c.name),
+    ),
+  ].filter((name) => FILTER === undefined || wants(name));
   const get = scenarios.find((s) => s.name === "GET by id (public)")!.target;
   const seconds = Math.max(5, SECONDS * 2);
   const args = withWorkers(serverArgs, WORKERS);
@@ -99,24 +122,37 @@ function profileJobs(
   });
 }
 
+/** A fresh PostgreSQL database (fsync on; `--async-commit`: see above). */
+async function benchDatabase(): Promise<string> {
+  const url = await (await startDurablePostgres()).createDatabase();
+  if (args.values["async-commit"]) {
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    const name = new URL(url).pathname.slice(1);
+    await sql.unsafe(
+      `ALTER DATABASE "${name}" SET synchronous_commit = off`,
+    );
+    await sql.end();
+  }
+  return url;
+}
+
 /** Seeds a database, then the scenarios, realtime and profiles. */
 async function benchDb(
   db: "sqlite" | "postgres",
 ): Promise<{ rows: Row[]; realtime: RealtimeRow[]; profiled: string[] }> {
   const dataDir = await Deno.makeTempDir({ prefix: "mb_bench_" });
   const dbArgs = db === "postgres"
-    ? [
-      "--database",
-      "PSQL",
-      "--connection",
-      await (await startDurablePostgres()).createDatabase(),
-    ]
+    ? ["--database", "PSQL", "--connection", await benchDatabase()]
     : [];
   const cfg = db === "postgres"
     ? { dataDir, database: "PSQL", connection: dbArgs[3], jwtSecret: SECRET }
     : { dataDir, jwtSecret: SECRET };
-  console.error(`[${db}] seeding 10000 records…`);
-  const seeded = await seed(cfg);
+  // The search scenario's 100 000 records only when it runs.
+  const search = wants(SEARCH_SCENARIO);
+  console.error(
+    `[${db}] seeding 10000 records${search ? " and 100000 searchable" : ""}…`,
+  );
+  const seeded = await seed(cfg, 10_000, search);
   const serverArgs = [
     "run",
     "-A",
@@ -174,7 +210,9 @@ async function benchDb(
 
 const rows: Row[] = [], realtime: RealtimeRow[] = [], profiled: string[] = [];
 for (
-  const db of args.values.pg
+  const db of args.values.db === "postgres"
+    ? ["postgres"] as const
+    : args.values.pg
     ? ["sqlite", "postgres"] as const
     : ["sqlite"] as const
 ) {

@@ -12,12 +12,17 @@ import {
   bareEventName,
   bareLogName,
   bareName,
+  BATCH,
+  FILE,
   IDLE_RSS,
   LOGGING_PAIR,
   measuredOf,
+  POSTS,
+  POSTS_EXPAND,
   REALTIME_PAIR,
   type Row,
   SUSTAINED,
+  THUMB_FILE,
 } from "./rows.ts";
 
 /** One ratio goal. */
@@ -40,9 +45,65 @@ export const GOALS: Goal[] = [
   { db: "sqlite", name: "PATCH", goal: 0.3 },
   { db: "sqlite", name: LOGGING_PAIR, goal: 0.9 },
   { db: "sqlite", name: REALTIME_PAIR, goal: 0.9 },
+  { db: "postgres", name: "health", goal: 0.6 },
   { db: "postgres", name: "GET by id (public)", goal: 0.2 },
+  { db: "postgres", name: "GET by id (token + custom rule)", goal: 0.3 },
   { db: "postgres", name: "list 50", goal: 0.12 },
+  { db: "postgres", name: "list filter + sort", goal: 0.1 },
   { db: "postgres", name: "create", goal: 0.05 },
+];
+
+/**
+ * A goal on one row against another of the same run: `name`'s ratio times
+ * `scale` ÷ `of`'s ratio at least `goal` (e.g. the records per second of a
+ * batch of 10 against single creates: scale 10).
+ */
+export interface RelativeGoal {
+  name: string;
+  of: string;
+  goal: number;
+  scale?: number;
+  /** Only on this database (default: both). */
+  db?: string;
+  /** How the report names it. */
+  label: string;
+}
+
+/** The goals of one row against another. */
+export const RELATIVE_GOALS: RelativeGoal[] = [
+  {
+    name: POSTS_EXPAND,
+    of: POSTS,
+    goal: 0.7,
+    label: "list 50 with expand=author ÷ plain list 50",
+  },
+  {
+    name: BATCH,
+    of: "create",
+    goal: 5,
+    scale: 10,
+    label: "batch of 10 creates: records/s ÷ single creates' records/s",
+  },
+  {
+    name: THUMB_FILE,
+    of: FILE,
+    goal: 0.8,
+    label: "cached thumbnail served ÷ original served",
+  },
+  {
+    name: "GET by id (public)",
+    of: bareLogName("GET by id (public)"),
+    goal: 0.8,
+    db: "sqlite",
+    label: "GET by id ÷ bare handler + log row (same row, logging on)",
+  },
+  {
+    name: "PATCH",
+    of: bareEventName("PATCH"),
+    goal: 1,
+    db: "postgres",
+    label: "PATCH ÷ bare handler + event row (the same statement)",
+  },
 ];
 
 /** One target's verdict. */
@@ -56,6 +117,8 @@ export interface Check {
   ok: boolean;
   /** A ratio goal (its scenario can be profiled). */
   ratioGoal: boolean;
+  /** A goal against another row: the scenario it profiles. */
+  scenario?: string;
   /** The bare handler's ratio and CPU, when one was measured. */
   bare?: string;
   /** Moonbase's server CPU µs per request. */
@@ -112,6 +175,21 @@ function ownChecks(rows: Row[], db: string): Check[] {
     const r = p200.ratio / p1.ratio;
     own("list page 200 ÷ page 1", "≥ 0.8", f2(r), r >= 0.8);
   }
+  for (const g of RELATIVE_GOALS) {
+    if (g.db !== undefined && g.db !== db) continue;
+    const a = measuredOf(rows, db, g.name), b = measuredOf(rows, db, g.of);
+    if (!a || !b) continue;
+    const r = a.ratio * (g.scale ?? 1) / b.ratio;
+    out.push({
+      db,
+      name: g.label,
+      goal: `≥ ${g.goal}`,
+      got: f2(r),
+      ok: r >= g.goal,
+      ratioGoal: false,
+      scenario: g.name,
+    });
+  }
   const rss = rows.find((r) => r.db === db && r.name === IDLE_RSS);
   if (rss && "value" in rss) {
     own("idle RSS", "< 100 MB", `${rss.value.toFixed(0)} MB`, rss.value < 100);
@@ -140,10 +218,13 @@ export function checks(rows: Row[]): Check[] {
   ];
 }
 
-/** The ratio goals measured and missed: the scenarios to profile. */
+/**
+ * The ratio goals and goals against another row measured and missed: the
+ * scenarios to profile (`scenario ?? name`).
+ */
 export function missed(rows: Row[]): Check[] {
   return checks(rows).filter((c) =>
-    c.ratioGoal && !c.ok && c.got !== "not measured"
+    (c.ratioGoal || c.scenario) && !c.ok && c.got !== "not measured"
   );
 }
 
@@ -172,9 +253,10 @@ export function targetsTable(
     "|---|---|---:|---:|---|---:|---:|---:|---|",
   ];
   for (const c of checks(rows)) {
-    const key = `${c.db}/${c.name}`;
+    const scenario = c.scenario ?? c.name;
+    const key = `${c.db}/${scenario}`;
     const profile = profiles.has(key)
-      ? `[profile](profiles/${profileFile(c.db, c.name)})`
+      ? `[profile](profiles/${profileFile(c.db, scenario)})`
       : "";
     lines.push(
       `| ${c.db} | ${c.name} | ${c.goal} | ${c.got} | ${

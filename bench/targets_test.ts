@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import type { LoadResult } from "./load.ts";
+import { BATCH, POSTS, POSTS_EXPAND } from "./rows.ts";
 import { bareName, IDLE_RSS, REALTIME_PAIR, type Row } from "./rows.ts";
 import {
   checks,
@@ -62,8 +63,11 @@ Deno.test("targets: only the databases measured; own checks", () => {
   assert.deepEqual(
     cs.map((c) => [c.name, c.got, c.ok]),
     [
+      ["health", "not measured", false],
       ["GET by id (public)", "not measured", false],
+      ["GET by id (token + custom rule)", "not measured", false],
       ["list 50", "0.13", true],
+      ["list filter + sort", "not measured", false],
       ["create", "not measured", false],
       ["idle RSS", "120 MB", false],
       ["errors and non-2xx", "0", true],
@@ -115,4 +119,24 @@ Deno.test("targets: the table links the profiles made", () => {
     new RegExp(`\\| 0\\.80 \\| NO \\|.*\\(profiles/${file}\\)`),
   );
   assert.match(table, /\| health \| ≥ 0\.6 \| not measured \| – \|/);
+});
+
+Deno.test("targets: a goal against another row of the same run", () => {
+  const rows: Row[] = [
+    row("sqlite", "create", 0.2),
+    row("sqlite", BATCH, 0.12),
+    row("sqlite", POSTS, 0.2),
+    row("sqlite", POSTS_EXPAND, 0.13),
+  ];
+  const cs = checks(rows);
+  const batch = cs.find((c) => c.name.startsWith("batch of 10"))!;
+  // 0.12 × 10 ÷ 0.2 = 6 times the records per second.
+  assert.deepEqual([batch.got, batch.ok], ["6.00", true]);
+  const expand = cs.find((c) => c.name.startsWith("list 50 with expand"))!;
+  assert.deepEqual([expand.got, expand.ok], ["0.65", false]);
+  // A missed goal against another row profiles its scenario.
+  assert.deepEqual(missed(rows).map((c) => c.scenario ?? c.name), [
+    "create",
+    POSTS_EXPAND,
+  ]);
 });

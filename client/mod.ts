@@ -34,6 +34,12 @@ export {
   type SecondFactor,
   type TotpService,
 } from "./src/auth.ts";
+export {
+  type BackupCallOptions,
+  type BackupInfo,
+  BackupsService,
+  type RestoreResult,
+} from "./src/backups.ts";
 export { Batch, type BatchEntity, type BatchResult } from "./src/batch.ts";
 export { FilesService, type FileUrlOptions } from "./src/files.ts";
 export {

@@ -29,7 +29,13 @@ export interface AppConfig {
    */
   files?: string;
   /**
-   * The key of an S3 file store (default: `MB_S3_ACCESS_KEY_ID` /
+   * Where backups live: `local` (`<dataDir>/backups`, the default) or an S3
+   * bucket and prefix in the form of `files` (not the same bucket and
+   * prefix as `files`; docs/operations/backups.md).
+   */
+  backups?: string;
+  /**
+   * The key of an S3 file store or backup store (default: `MB_S3_ACCESS_KEY_ID` /
    * `MB_S3_SECRET_ACCESS_KEY`, else `AWS_ACCESS_KEY_ID` /
    * `AWS_SECRET_ACCESS_KEY`).
    */
@@ -241,6 +247,7 @@ export function resolveConfig(c: AppConfig): ResolvedConfig {
     dataDir: c.dataDir ?? "./data",
     database: c.database ?? "SQLITE",
     files: c.files ?? "local",
+    backups: c.backups ?? "local",
     filesCredentials: c.filesCredentials,
     filesTuning: c.filesTuning,
     connection: c.connection,

@@ -10,6 +10,7 @@
  */
 
 import { Backups } from "./backup/service.ts";
+import { openBackupPlace } from "./backup/backups_url.ts";
 import { BackupSchedule } from "./backup/schedule.ts";
 import { WritePause } from "./http/write_pause.ts";
 import { join } from "node:path";
@@ -25,7 +26,9 @@ import {
   databaseHome,
   databaseId,
   ensureSystemTables,
+  saveTextVersion,
 } from "./schema/system.ts";
+import { textVersion } from "./rules/text_fold.ts";
 import { Registry } from "./records/registry.ts";
 import { TokenSigner } from "./auth/jwt.ts";
 import { resolveSecret } from "./auth/secret.ts";
@@ -143,7 +146,7 @@ export interface Core {
   readonly notices: string[];
   /** The app's settings, shared by every instance (`mb_settings`). */
   readonly settings: SettingsStore;
-  /** Backups in `<dataDir>/backups`: make, list, restore (lib/backup). */
+  /** Backups in `<dataDir>/backups` or S3 (`--backups`): make, list, restore (lib/backup). */
   readonly backups: Backups;
   /** Write requests answer 503 while this is paused (a restore). */
   readonly writePause: WritePause;
@@ -237,6 +240,17 @@ export async function createCore(
     ...config.filesTuning,
     warn: (message, data) => warnFiles(message, data),
   }, config.filesCredentials);
+  const backupPlace = openBackupPlace(
+    config.backups,
+    config.files,
+    config.dataDir,
+    {
+      timeoutMs: (config.bodyTimeout || 30) * 1000,
+      ...config.filesTuning,
+      warn: (message, data) => warnFiles(message, data),
+    },
+    config.filesCredentials,
+  );
   // Before SQLite creates its file there: a directory of another database.
   if (first && /^(PSQL|SQLITE)$/i.test(config.database)) {
     await checkBeforeOpen(config.dataDir, ref, config.rebindDataDir);
@@ -255,8 +269,9 @@ export async function createCore(
   let schedule: BackupSchedule | undefined;
   try {
     const notices: string[] = [];
+    let textMoved = false;
     if (first) {
-      await ensureSystemTables(storage);
+      textMoved = await ensureSystemTables(storage);
       await ensureSignInTables(storage);
       // Nothing is written into the data directory before it is ours.
       const before = await bindDataDir(
@@ -308,6 +323,7 @@ export async function createCore(
     warnFiles = (message, data) => log.warn(message, data);
     // One line saying what is wrong (no bucket, a refused key, no answer).
     if (first) await backend.check();
+    if (first) await backupPlace.check();
     const files = new FileStore(
       backend,
       new FileLedger(storage, clock.now),
@@ -360,8 +376,17 @@ export async function createCore(
       (expr, names) => ruleProblem(expr, new Set(helpers.keys()), names),
       entityEnv,
       (message, data) => log.warn(message, data),
+      (message, data) => log.info(message, data),
     );
     await schemas.load();
+    if (textMoved) {
+      log.warn(
+        `the runtime's Unicode version changed (now ${textVersion()}): rebuilding fold(…) and search indexes`,
+        {},
+      );
+      await schemas.refold();
+      await saveTextVersion(storage);
+    }
     for (const v of schemas.refusedViews()) {
       log.warn(`view ${v.name} is not served: ${v.problem}`, { view: v.name });
     }
@@ -406,8 +431,9 @@ export async function createCore(
         storage,
         schemas,
         now: clock.now,
-        sees: (entity, entityId, op, auth, record) =>
-          records.sees(entity, entityId, op, auth, record),
+        sees: (entity, entityId, op, auth, record, reads) =>
+          records.sees(entity, entityId, op, auth, record, reads),
+        sharedReads: (gate) => records.sharedReads(gate),
         expand: (entity, entityId, record, plan, auth) =>
           records.expandEvent(entity, entityId, record, plan, auth),
         isRevoked: (claims) => revocations.isRevoked(claims),
@@ -495,8 +521,15 @@ export async function createCore(
       clock.now,
     );
     const writePause = new WritePause();
+    let owner: Promise<string> | undefined;
     const backups = new Backups({
       dataDir: config.dataDir,
+      place: backupPlace,
+      owner: () =>
+        owner ??= databaseId(storage).catch((err) => {
+          owner = undefined; // asked again next time
+          throw err;
+        }),
       storage,
       files,
       secrets: {
@@ -612,6 +645,7 @@ export async function createCore(
         await logStorage?.close();
         await storage.close();
         await backend.close();
+        await backupPlace.close();
       },
     };
   } catch (err) {
@@ -629,6 +663,7 @@ export async function createCore(
     await logStorage?.close().catch(() => {});
     await storage.close().catch(() => {});
     await backend.close();
+    await backupPlace.close();
     throw err;
   }
 }

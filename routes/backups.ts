@@ -116,11 +116,8 @@ export function backupRoutes(r: Router<Handler<Core>>): void {
   // Downloads check the caller themselves (a header or `?token=`).
   r.add("GET", "/api/v1/sys/backups/:name", async (ctx) => {
     await downloadAuth(ctx);
-    const info = await ctx.app.backups.info(ctx.params.name);
-    const file = await Deno.open(await ctx.app.backups.path(info.name), {
-      read: true,
-    });
-    return new Response(file.readable, {
+    const { info, body } = await ctx.app.backups.open(ctx.params.name);
+    return new Response(body, {
       status: 200,
       headers: {
         "content-type": "application/gzip",

@@ -7,6 +7,11 @@
  * answer lately; from what its requests saw, never a request per call): a
  * store that is down makes the status `degraded`, still 200 (every request
  * but a file's is served, and the other instances share that store).
+ * `backups` is the backup store's state, the same way (`--backups s3://…`;
+ * a folder is always `ok`).
+ * The database's state comes from `Storage.stateNow` when it knows (SQLite:
+ * a `SELECT 1` at once; PostgreSQL: any answer of the last second), else
+ * from a ping.
  *
  * @module
  */
@@ -17,7 +22,10 @@ import type { DatabaseState } from "../lib/db/storage.ts";
 import type { Context } from "../lib/http/context.ts";
 
 /** What these routes read of the app: the database and uptime. */
-export type HealthHost = Pick<Core, "startedAt" | "storage" | "files">;
+export type HealthHost = Pick<
+  Core,
+  "startedAt" | "storage" | "files" | "backups"
+>;
 
 const PROBLEM: Record<DatabaseState, string> = {
   ok: "",
@@ -25,7 +33,11 @@ const PROBLEM: Record<DatabaseState, string> = {
   full: "Database cannot save: the disk is full",
 };
 
-/** The database's state, within a second (SQLite with no transaction open: at once). */
+/**
+ * The database's state, within a second (at once when the storage knows it
+ * now: SQLite with no transaction open, PostgreSQL within a second of an
+ * answer).
+ */
 function databaseState(
   core: HealthHost,
 ): DatabaseState | Promise<DatabaseState> {
@@ -51,9 +63,10 @@ function answer(ctx: Context<HealthHost>, database: DatabaseState): Response {
   const { app } = ctx;
   const up = database === "ok";
   const files = app.files.backend.state();
+  const backups = app.backups.place.state();
   const data = {
     status: up
-      ? files === "ok" ? "ok" : "degraded"
+      ? files === "ok" && backups === "ok" ? "ok" : "degraded"
       : database === "full"
       ? "degraded"
       : "down",
@@ -65,6 +78,9 @@ function answer(ctx: Context<HealthHost>, database: DatabaseState): Response {
     files,
     // The kind only ("local" | "s3"), never the bucket or its endpoint.
     files_kind: app.files.backend.name === "local" ? "local" : "s3",
+    backups,
+    // The kind only ("local" | "s3"), never the bucket or its endpoint.
+    backups_kind: app.backups.place.name === "local" ? "local" : "s3",
   };
   return up
     ? ctx.json(200, data, NO_STORE)

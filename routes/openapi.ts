@@ -48,7 +48,7 @@ export function openApiRoutes(
       version: VERSION,
       title: settings.app.name,
       routes: routes(),
-      entities: describedEntities(ctx.app.records, auth),
+      entities: await describedEntities(ctx.app.records, auth),
       caller: auth.type,
     });
     return new Response(JSON.stringify(doc), {

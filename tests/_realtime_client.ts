@@ -40,7 +40,7 @@ export interface SseClient {
 
 /** Opens `GET /api/v1/realtime` with the given query and headers. */
 export async function openSse(
-  s: TestServer,
+  s: Pick<TestServer, "url">,
   query: string,
   opts: { token?: string; headers?: Record<string, string> } = {},
 ): Promise<SseClient> {
@@ -170,7 +170,7 @@ export interface WsClient {
 }
 
 /** Opens `ws://…/api/v1/realtime/ws?<query>`. */
-export function openWs(s: TestServer, query = ""): WsClient {
+export function openWs(s: Pick<TestServer, "url">, query = ""): WsClient {
   const url = `${s.url.replace(/^http/, "ws")}/api/v1/realtime/ws${
     query ? `?${query}` : ""
   }`;
@@ -244,7 +244,7 @@ export function openWs(s: TestServer, query = ""): WsClient {
 
 /** Opens a socket that must open (throws otherwise). */
 export async function connectWs(
-  s: TestServer,
+  s: Pick<TestServer, "url">,
   query = "",
 ): Promise<WsClient> {
   const c = openWs(s, query);

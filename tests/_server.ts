@@ -76,6 +76,41 @@ export const ADMIN_PASSWORD = "admin-password-123";
 /** Secret used by the harness (tests may check it never leaks). */
 export const TEST_JWT_SECRET = "test-secret-0123456789-abcdefghijklmnop";
 
+/**
+ * One request to the server at `base` (`http://host:port`), its envelope
+ * parsed: a JSON `body` is sent as JSON, `raw` as it is, `token` as a bearer.
+ */
+export async function requestAt(
+  base: string,
+  method: string,
+  path: string,
+  call: Call = {},
+): Promise<Reply> {
+  const headers: Record<string, string> = { ...call.headers };
+  let body: BodyInit | undefined = call.raw;
+  if (call.body !== undefined) {
+    body = typeof call.body === "string"
+      ? call.body
+      : JSON.stringify(call.body);
+    headers["content-type"] ??= "application/json";
+  }
+  if (call.token) headers.authorization = `Bearer ${call.token}`;
+  const res = await fetch(base + path, { method, headers, body });
+  const text = await res.text();
+  let parsed: Reply["body"] = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch { /* not JSON */ }
+  return {
+    status: res.status,
+    headers: res.headers,
+    body: parsed,
+    text,
+    data: parsed?.data,
+    error: parsed?.error ?? "",
+  };
+}
+
 /** Starts a server for a database, with optional config overrides. */
 export async function startServer(
   db: "sqlite" | "postgres",
@@ -105,35 +140,8 @@ export async function startServer(
   const url = `http://127.0.0.1:${server.addr.port}`;
   let admin: Promise<string> | undefined;
   const adminPassword = ADMIN_PASSWORD;
-  const request = async (
-    method: string,
-    path: string,
-    call: Call = {},
-  ): Promise<Reply> => {
-    const headers: Record<string, string> = { ...call.headers };
-    let body: BodyInit | undefined = call.raw;
-    if (call.body !== undefined) {
-      body = typeof call.body === "string"
-        ? call.body
-        : JSON.stringify(call.body);
-      headers["content-type"] ??= "application/json";
-    }
-    if (call.token) headers.authorization = `Bearer ${call.token}`;
-    const res = await fetch(url + path, { method, headers, body });
-    const text = await res.text();
-    let parsed: Reply["body"] = null;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch { /* not JSON */ }
-    return {
-      status: res.status,
-      headers: res.headers,
-      body: parsed,
-      text,
-      data: parsed?.data,
-      error: parsed?.error ?? "",
-    };
-  };
+  const request = (method: string, path: string, call: Call = {}) =>
+    requestAt(url, method, path, call);
   return {
     url,
     app,

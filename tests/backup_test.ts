@@ -46,6 +46,19 @@ async function seedProject(s: TestServer): Promise<void> {
     { email: "ann@example.com", nick: "Ann" },
     USER_PASSWORD,
   );
+  // A search index (not in archives: made again from the rows).
+  const authors = await s.request("GET", "/api/v1/schemas/authors", { token });
+  const name = authors.data.fields.find((f: { name: string }) =>
+    f.name === "name"
+  );
+  assertStatus(
+    await s.request("PATCH", "/api/v1/schemas/authors", {
+      token,
+      body: { fields: [{ ...name, searchable: true }] },
+    }),
+    200,
+    "searchable",
+  );
   const a = await s.request("POST", "/api/v1/entities/authors", {
     token,
     body: { name: "Émile 🌙" },
@@ -121,6 +134,14 @@ async function answers(s: TestServer, token: string) {
     assertStatus(list, 200, entity);
     out[entity] = list.data.items;
   }
+  const found = await s.request(
+    "GET",
+    "/api/v1/entities/authors?search=EMILE&count=true",
+    { token },
+  );
+  assertStatus(found, 200, "search");
+  assertEquals(found.data.total, 1, "search finds the restored author");
+  out.searched = found.data.items;
   const settings = await s.request("GET", "/api/v1/sys/settings", { token });
   out.app = settings.data.app;
   return out;
@@ -249,6 +270,18 @@ Deno.test({
       assertStatus(again, 201);
       const bytes2 = await download(b, tb2, again.data.name);
       const tc = await c.adminToken();
+      // An entity with a search index the restore replaces.
+      assertStatus(
+        await c.request("POST", "/api/v1/schemas", {
+          token: tc,
+          body: {
+            name: "scratch",
+            type: "base",
+            fields: [{ name: "t", type: "text", searchable: true }],
+          },
+        }),
+        201,
+      );
       assertStatus(await upload(c, tc, "from-pg", bytes2), 201);
       assertStatus(
         await c.request("POST", "/api/v1/sys/backups/from-pg/restore", {
@@ -258,6 +291,10 @@ Deno.test({
       );
       const tc2 = await adminLogin(c);
       assertEquals(await answers(c, tc2), before);
+      const searchTables = await c.app.storage.query(
+        `SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'mb_search_%' AND name NOT LIKE '%_fts%'`,
+      );
+      assertEquals(searchTables.length, 1, "only the archive's search index");
       assertEquals(await fileBytes(c, tc2, withFiles), filesBefore);
       const member = await userToken(
         c,

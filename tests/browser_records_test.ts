@@ -315,8 +315,45 @@ browserTest(
     // Post 10, 12, 14, 16, 18 have even bodies.
     await page.getByText("Page 1 · 5 records").waitFor();
     await filter.fill("");
+    // Any case, any accents.
+    await page.getByLabel("Search records").fill("pÓST 07");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.getByText("Page 1 · 1 record", { exact: true }).waitFor();
     await page.getByLabel("Search records").fill("");
     await page.getByRole("button", { name: "Apply" }).click();
+    await page.getByText("Page 1 · 10 records").waitFor();
+
+    // Searchable fields: the box is the API's full-text search (every word,
+    // the last one a prefix), best match first.
+    const fields = (await s.request("GET", "/api/v1/schemas/posts", { token }))
+      .data.fields;
+    const patch = await s.request("PATCH", "/api/v1/schemas/posts", {
+      token,
+      body: {
+        fields: fields.filter((f: { name: string }) =>
+          f.name === "title" || f.name === "body"
+        ).map((f: { id: string; name: string; type: string }) => ({
+          id: f.id,
+          name: f.name,
+          type: f.type,
+          searchable: true,
+        })),
+      },
+    });
+    assert.equal(patch.status, 200, patch.text);
+    await page.reload();
+    const box = page.getByLabel("Search records");
+    assert.equal(
+      await box.getAttribute("placeholder"),
+      "Words in the searchable fields",
+    );
+    await box.fill("EVEN post 2");
+    await box.press("Enter");
+    // Post 20, 22, 24, 26, 28.
+    await page.getByText("Page 1 · 5 records").waitFor();
+    assert.match(page.url(), /q=EVEN/);
+    await box.fill("");
+    await box.press("Enter");
     await page.getByText("Page 1 · 10 records").waitFor();
 
     // Column picker, kept over a reload.

@@ -85,8 +85,10 @@ browserTest(
     p = await addField(page, "body", "text");
     await p.getByLabel("Max length").fill("5000");
     await p.getByLabel("Index").check();
+    await p.getByLabel("Searchable").check();
     p = await addField(page, "contact", "email");
     assert.equal(await p.getByLabel("Pattern").count(), 0); // not for email
+    assert.equal(await p.getByLabel("Searchable").count(), 0); // string, text
     await p.getByLabel("Default").fill("a@example.com");
     p = await addField(page, "site", "url");
     await p.getByLabel("Default").fill("https://example.com/");
@@ -159,7 +161,14 @@ browserTest(
         pattern: "^[A-Z]",
         default: "Hello",
       },
-      body: { name: "body", type: "text", ...plain, index: true, max: 5000 },
+      body: {
+        name: "body",
+        type: "text",
+        ...plain,
+        index: true,
+        searchable: true,
+        max: 5000,
+      },
       contact: {
         name: "contact",
         type: "email",

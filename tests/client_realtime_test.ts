@@ -10,7 +10,7 @@
 
 import { createApp } from "../mod.ts";
 import { type InternalApp, internalApp } from "../lib/internal_app.ts";
-import type { RealtimeEvent } from "../client/mod.ts";
+import type { MoonbaseError, RealtimeEvent } from "../client/mod.ts";
 import { hasPostgres, startPostgres } from "./_pg.ts";
 import {
   assert,
@@ -168,6 +168,52 @@ forEachDb("client realtime: topics, expand, refresh", async (t, db) => {
       },
     );
 
+    await t.step(
+      "a stream refused with 401 waits for a new token before dropping the old",
+      async () => {
+        // Another tab's refresh revokes the token this client streams with;
+        // the new token reaches this client only after the server ended the
+        // stream. It must not log the user out meanwhile.
+        const any = untyped(mb);
+        const errors: MoonbaseError[] = [];
+        const statuses: string[] = [];
+        const stop = await any.entity("members_only").subscribe("*", () => {}, {
+          onError: (e) => errors.push(e),
+          onStatus: (st) => statuses.push(st),
+        });
+        assertEquals(statuses, ["live"]);
+        const old = mb.authStore.token;
+        const other = clientOf(s);
+        other.authStore.save(old, mb.authStore.user);
+        await other.auth("users").refresh();
+        const fresh = other.authStore.token;
+        other.close();
+        await poll(
+          "the stream refused",
+          () => errors.length ? true : undefined,
+        );
+        assertEquals(errors[0].status, 401);
+        assertEquals(mb.authStore.token, old, "kept for a grace");
+        mb.authStore.save(fresh, mb.authStore.user);
+        await poll(
+          "live again with the new token",
+          () => statuses.length === 2 ? true : undefined,
+        );
+        assertEquals(statuses, ["live", "live"]);
+        assertEquals(mb.authStore.token, fresh);
+
+        // No new token comes: the refused one is dropped after the grace.
+        await mb.auth("users").logout().catch(() => {});
+        mb.authStore.save(fresh, mb.authStore.user); // revoked, still held
+        await poll(
+          "the revoked token dropped",
+          () => mb.authStore.token === "" ? true : undefined,
+          { deadline: 10_000 },
+        );
+        stop();
+      },
+    );
+
     mb.close();
     admin.close();
   } finally {
@@ -238,7 +284,10 @@ for (const db of DATABASES) {
         admin.close();
         const feed = untyped(mb).entity("feed");
         const got: number[] = [];
-        await feed.subscribe("*", (e) => got.push(Number(e.record.n)));
+        const statuses: string[] = [];
+        await feed.subscribe("*", (e) => got.push(Number(e.record.n)), {
+          onStatus: (st) => statuses.push(st),
+        });
         await feed.create({ n: 1 });
         await poll(
           "the first event",
@@ -263,6 +312,11 @@ for (const db of DATABASES) {
           await feed.create({ n: 4 });
           await poll("a live event", () => got.length >= 4 ? true : undefined);
           assertEquals(got, [1, 2, 3, 4], "nothing lost, nothing repeated");
+          assertEquals(
+            statuses.filter((st, i) => st !== statuses[i - 1]),
+            ["live", "reconnecting", "live"],
+            "live, reconnecting while the server was away, live again",
+          );
         } finally {
           mb.close();
           await third.stop();

@@ -66,8 +66,24 @@ function outageCalls(s: TestServer, id: string) {
   };
 }
 
-/** Asserts a 503 with Retry-After, answered within 3 s, without internals. */
+/**
+ * Asserts a 503 with Retry-After, answered within 3 s, without internals.
+ * Health may still answer from the database's last answer for a second
+ * (lib/db/postgres.ts `ANSWER_FRESH_MS`): it is asked until it tells, each
+ * answer within 3 s, the 503 within 5 s.
+ */
 async function unavailable(name: string, call: () => Promise<Reply>) {
+  if (name === "health") {
+    const first = call;
+    call = () =>
+      poll("health to tell the database is down", async () => {
+        const t0 = performance.now();
+        const r = await first();
+        const ms = performance.now() - t0;
+        assert.ok(ms < 3000, `health answered in ${Math.round(ms)} ms`);
+        return r.status === 503 && r;
+      }, { deadline: 5000, every: 100 });
+  }
   const t0 = performance.now();
   // A request that hangs fails here (and is released when the test thaws or
   // restarts the database) instead of hanging the test.
@@ -84,7 +100,9 @@ async function unavailable(name: string, call: () => Promise<Reply>) {
   assert.equal(r.status, 503, `${name}: ${r.text}`);
   assert.equal(r.body?.status, 503, `${name}: envelope status`);
   assert.ok(Number(r.headers.get("retry-after")) >= 1, `${name}: Retry-After`);
-  assert.ok(ms < 3000, `${name} answered in ${Math.round(ms)} ms`);
+  if (name !== "health") {
+    assert.ok(ms < 3000, `${name} answered in ${Math.round(ms)} ms`);
+  }
   assert.doesNotMatch(
     r.error,
     /ECONN|CONNECT_TIMEOUT|127\.0\.0\.1|postgres:\/\//i,

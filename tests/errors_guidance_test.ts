@@ -122,7 +122,9 @@ runScenarios("errors say what to do", [
     {
       setup: posts,
       token: "admin",
-      contains: ["limit, after, sort, fields, count, filter and expand"],
+      contains: [
+        "limit, after, sort, fields, count, filter, search and expand",
+      ],
     },
   ),
   sc(

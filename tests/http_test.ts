@@ -185,7 +185,7 @@ runScenarios("http: X-Request-Id and health", [
   ),
   sc("health", "GET", "/api/v1/health", 200, {
     expect: (r) => {
-      assertEquals(Object.keys(r.data).sort(), ["database", "database_kind", "files", "files_kind", "status", "uptime", "version"]);
+      assertEquals(Object.keys(r.data).sort(), ["backups", "backups_kind", "database", "database_kind", "files", "files_kind", "status", "uptime", "version"]);
       assertEquals([r.data.status, r.data.version, r.data.database], ["ok", "0.3.7", "ok"]);
       assert(Number.isInteger(r.data.uptime) && r.data.uptime >= 0, `uptime ${r.data.uptime}`);
     },

@@ -3,13 +3,17 @@
  * en-US, as many servers are): ids written by two processes with the same
  * millisecond and sequence differ only in their tags' case, and the cursor
  * still walks rows and blocks in one order, every entry once; a log table
- * made before ids were declared `COLLATE "C"` is altered at start.
+ * made before ids were declared `COLLATE "C"` is altered at start, and a
+ * session holding it fails the start after `lock_timeout` instead of
+ * holding it up.
  *
  * @module
  */
 
 import postgres from "postgres";
-import { assertEquals, startServer } from "./_server.ts";
+import { assert, assertEquals, startServer } from "./_server.ts";
+import { within } from "./_wait.ts";
+import { rejection } from "./_checks.ts";
 import { hasPostgres, startPostgres } from "./_pg.ts";
 import { chunkOf, type PackedRequest } from "../lib/logs/packed.ts";
 import { BLOCK_INSERT_SQL, encodeBlock } from "../lib/logs/block.ts";
@@ -105,6 +109,71 @@ Deno.test({
       for (const id of want) assertEquals(got.includes(id), true, id);
     } finally {
       await s.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "logs: the start-up ALTER of an old log table waits a bounded time for a session holding it",
+  ignore: !hasPostgres(),
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const url = await (await startPostgres()).createDatabase();
+    const other = postgres(url, { max: 1, onnotice: () => {} });
+    // A log table of an older Moonbase (ids without COLLATE "C"): the start
+    // alters it, which needs the table to itself.
+    await other.unsafe(
+      `CREATE TABLE "mb_logs" (${
+        LOG_COLUMNS.map((col) =>
+          `"${col}" ${
+            col === "level_n" || col === "status"
+              ? "BIGINT"
+              : col === "duration_ms"
+              ? "DOUBLE PRECISION"
+              : "TEXT"
+          }${col === "id" ? " PRIMARY KEY" : ""}`
+        ).join(", ")
+      })`,
+    );
+    // Another session reads the table in a transaction left open.
+    let release = () => {};
+    const held = new Promise<void>((r) => release = r);
+    let locked = () => {};
+    const isLocked = new Promise<void>((r) => locked = r);
+    const session = other.begin(async (tx) => {
+      await tx.unsafe(`SELECT COUNT(*) FROM "mb_logs"`);
+      locked();
+      await held;
+    });
+    await isLocked;
+    try {
+      // The deadline only turns the hang this replaced into a failure.
+      const err = await within(
+        "the start to give up on the lock",
+        30_000,
+        rejection(startServer("postgres", { connection: url })),
+      );
+      assert(
+        /Cannot start: another session holds a lock on mb_logs/.test(
+          String((err as Error)?.message),
+        ),
+        String(err),
+      );
+    } finally {
+      release();
+      await session;
+    }
+    const s = await startServer("postgres", { connection: url });
+    try {
+      const coll = await s.app.logs.storage.query(
+        `SELECT "collation_name" FROM information_schema.columns WHERE "table_name" = 'mb_logs' AND "column_name" = 'id'`,
+      );
+      assertEquals(coll[0].collation_name, "C", "altered once free");
+    } finally {
+      await s.close();
+      await other.end();
     }
   },
 });

@@ -134,6 +134,7 @@ forEachDb("openapi document", async (t, db) => {
           "fields",
           "filter",
           "limit",
+          "search",
           "sort",
         ]);
         assertEquals(doc.components.securitySchemes.bearer.scheme, "bearer");
@@ -294,6 +295,75 @@ forEachDb("openapi document", async (t, db) => {
       assertStatus(removed, 204);
       assert(!("PostTitles" in (await documentFor(s)).components.schemas));
     });
+
+    await t.step(
+      "a rule reading the caller's relations is evaluated for the caller",
+      async () => {
+        const make = async (body: Record<string, unknown>) =>
+          assertStatus(
+            await s.request("POST", "/api/v1/schemas", { token: admin, body }),
+            201,
+          );
+        const open = { mode: "public", expr: "" };
+        await make({
+          name: "oa_teams",
+          type: "base",
+          fields: [{ name: "active", type: "bool" }],
+          rules: { list: open, get: open },
+        });
+        await make({
+          name: "oa_members",
+          type: "auth",
+          fields: [{
+            name: "team",
+            type: "relation",
+            foreign_key: { entity: "oa_teams", on_delete: "set null" },
+          }],
+          rules: { get: open },
+        });
+        const active = "auth.user.team.active == true";
+        await make({
+          name: "oa_boards",
+          type: "base",
+          fields: [{ name: "title", type: "string" }],
+          rules: {
+            list: { mode: "custom", expr: active },
+            // Reads the record too: decided per record (maybe open).
+            get: { mode: "custom", expr: `record.id != "" && ${active}` },
+          },
+        });
+        const team = async (on: boolean) => {
+          const r = await s.request("POST", "/api/v1/entities/oa_teams", {
+            token: admin,
+            body: { active: on },
+          });
+          assertStatus(r, 201);
+          return r.data.id as string;
+        };
+        const member = async (email: string, teamId: string | null) => {
+          const u = await fastUser(s, "oa_members", { email });
+          const r = await s.request(
+            "PATCH",
+            `/api/v1/entities/oa_members/${u.id}`,
+            { token: admin, body: { team: teamId } },
+          );
+          assertStatus(r, 200);
+          return await issue(s, "oa_members", u.id);
+        };
+        const on = await member("on@example.com", await team(true));
+        const off = await member("off@example.com", await team(false));
+        const none = await member("none@example.com", null);
+        assertEquals(entityOps(await documentFor(s, on)).oa_boards, [
+          "get",
+          "get one",
+        ]);
+        for (const token of [off, none, undefined]) {
+          assertEquals(entityOps(await documentFor(s, token)).oa_boards, [
+            "get one",
+          ]);
+        }
+      },
+    );
   } finally {
     await s.close();
   }

@@ -545,6 +545,160 @@ forEachDb("rules and filters read through relations", async (t, db) => {
       assertStatus(await setRule(w, "people", { list: custom(seen) }), 200);
     });
 
+    await t.step(
+      "forward through a multiple relation: .some, .every in rules and filters",
+      async () => {
+        // notes: n1 [alice, bob], n2 [bob], n3 [] (the step above); Carol is
+        // hidden from the others (people: public ones and oneself).
+        const { carol } = w;
+        const notes: Record<string, string> = {};
+        for (
+          const x of (await call(w, "GET", "entities/notes", w.admin)).data
+            .items as { id: string; title: string }[]
+        ) notes[x.title] = x.id;
+        notes.n4 = await make(w, "notes", { title: "n4", readers: [carol.id] });
+        notes.n5 = await make(w, "notes", {
+          title: "n5",
+          readers: [alice.id, carol.id],
+        });
+        const q = (f: string) => `filter=${encodeURIComponent(f)}`;
+        const of = (...names: string[]) => sorted(names.map((n) => notes[n]));
+        for (
+          const [token, filter, want] of [
+            [w.admin, 'readers.some(r => r.name == "Alice")', of("n1", "n5")],
+            [
+              w.admin,
+              "readers.every(r => r.public == true)",
+              of("n1", "n2", "n3"),
+            ],
+            [w.admin, "readers.length == 1", of("n2", "n4")],
+            [
+              w.admin,
+              'readers.some(r => r.team.name == "other")',
+              of("n1", "n2"),
+            ],
+            // A filter reads a reader only as the caller could read it.
+            [bob.token, 'readers.some(r => r.name == "Carol")', []],
+            [
+              bob.token,
+              "readers.every(r => r.public == true)",
+              of("n1", "n2", "n3", "n4", "n5"),
+            ],
+            [
+              carol.token,
+              'readers.some(r => r.name == "Carol")',
+              of("n4", "n5"),
+            ],
+            [w.admin, 'readers.some(r => r.name == "Carol")', of("n4", "n5")],
+          ] as const
+        ) {
+          assertEquals(
+            await ids(w, "notes", token, q(filter)),
+            [...want],
+            `${filter} (${token === w.admin ? "admin" : "user"})`,
+          );
+        }
+        // A back-relation of the records it points at is a filter's 400 (its cost).
+        const fan = await call(
+          w,
+          "GET",
+          `entities/notes?${
+            q("readers.some(r => r.notes_via_readers.length > 1)")
+          }`,
+          w.admin,
+        );
+        assertStatus(fan, 400);
+        assert(/of a related record/.test(fan.error), fan.error);
+        // The same when the people rule has no SQL (the readers read per row).
+        const seen = "record.public == true || record.id == auth.id";
+        const perRow = '(record.public + "") == "true" || record.id == auth.id';
+        assertStatus(
+          await setRule(w, "people", {
+            list: custom(perRow),
+            get: custom(perRow),
+          }),
+          200,
+        );
+        assertEquals(
+          await ids(
+            w,
+            "notes",
+            bob.token,
+            q('readers.some(r => r.name == "Carol")'),
+          ),
+          [],
+        );
+        assertEquals(
+          await ids(
+            w,
+            "notes",
+            bob.token,
+            q('readers.some(r => r.name == "Alice")'),
+          ),
+          of("n1", "n5"),
+        );
+        assertStatus(
+          await setRule(w, "people", { list: custom(seen), get: custom(seen) }),
+          200,
+        );
+
+        // Rules read the readers whatever their own rules say.
+        const team = "record.readers.some(r => r.team == auth.user.team)";
+        const pub =
+          "record.readers.length > 0 && record.readers.every(r => r.public == true)";
+        assertStatus(
+          await setRule(w, "notes", {
+            list: custom(team),
+            get: custom(team),
+            add: custom(pub),
+          }),
+          200,
+        );
+        assertEquals(await ids(w, "notes", alice.token), of("n1", "n4", "n5"));
+        assertEquals(await ids(w, "notes", bob.token), of("n1", "n2"));
+        assertStatus(
+          await call(w, "GET", `entities/notes/${notes.n2}`, alice.token),
+          404,
+        );
+        assertStatus(
+          await call(w, "GET", `entities/notes/${notes.n4}`, alice.token),
+          200,
+        );
+        assertStatus(
+          await call(w, "POST", "entities/notes", alice.token, {
+            readers: [carol.id],
+          }),
+          403,
+        );
+        assertStatus(
+          await call(w, "POST", "entities/notes", alice.token, {
+            readers: [bob.id, alice.id],
+          }),
+          201,
+        );
+        // Names are checked through it; its ids are still a list of ids.
+        const bad = await setRule(w, "notes", {
+          list: custom('record.readers.some(r => r.nam == "x")'),
+        });
+        assertStatus(bad, 400);
+        assert(/did you mean "r\.name"/.test(bad.error), bad.error);
+        assertStatus(
+          await setRule(w, "notes", {
+            list: custom("record.readers.name == 1"),
+          }),
+          400,
+        );
+        assertStatus(
+          await setRule(w, "notes", {
+            list: PUBLIC,
+            get: PUBLIC,
+            add: ADMIN_ONLY,
+          }),
+          200,
+        );
+      },
+    );
+
     await t.step("filters with bare relation paths", async () => {
       const q = (f: string) => `filter=${encodeURIComponent(f)}`;
       assertEquals(

@@ -53,7 +53,8 @@ export async function startMoonbase(
     "127.0.0.1",
   ]);
   const targets: Partial<Record<ScenarioName, Target>> = {};
-  for (const s of scenarios(seeded, "", "")) {
+  // The peers run no file scenario: no photo is uploaded.
+  for (const s of scenarios(seeded, "", "", { photo: "" })) {
     const name = SCENARIOS.find((n) => n === s.name);
     if (name) targets[name] = s.target;
   }

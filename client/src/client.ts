@@ -12,6 +12,7 @@ import {
   SettingsService,
 } from "./admin.ts";
 import { AuthService } from "./auth.ts";
+import { BackupsService } from "./backups.ts";
 import {
   type AuthStore,
   LocalAuthStore,
@@ -77,6 +78,8 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
   readonly logs: LogsService;
   /** The app's settings (admin). */
   readonly settings: SettingsService;
+  /** Backups of the project: list, create, upload, download, restore (admin). */
+  readonly backups: BackupsService;
   /** The one realtime connection of this client. */
   readonly realtime: Realtime;
   readonly #fetch: typeof fetch;
@@ -121,6 +124,7 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
     this.schemas = new SchemasService(this.#transport);
     this.logs = new LogsService(this.#transport);
     this.settings = new SettingsService(this.#transport);
+    this.backups = new BackupsService(this.#transport);
     this.realtime = new Realtime(this.#transport, options.realtime);
   }
 
@@ -153,7 +157,11 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
 
   /**
    * Calls any route of the API (a script's own route, say) with the
-   * client's token; resolves to the envelope's `data`.
+   * client's token; resolves to the envelope's `data`. Every service call
+   * (records, auth, admin, the refresher's) goes through it, so a subclass
+   * may override it to watch or reword every call and failure (the
+   * dashboard words its errors for people this way); the realtime stream
+   * does not (it is no call with an answer).
    */
   async send<T = unknown>(
     method: string,
@@ -180,6 +188,8 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
   }
 
   #refused(token: string): void {
+    // Another tab may have stored a new token meanwhile: that one stays.
+    if (this.authStore instanceof LocalAuthStore) this.authStore.reload();
     if (this.authStore.token === token) this.authStore.clear();
   }
 

@@ -32,6 +32,13 @@ export interface SubscribeOptions {
    * was away too long): reload what you show.
    */
   onReset?: () => void;
+  /**
+   * Called with `"live"` each time a stream confirms the subscription (at
+   * first, and again after every reopening), and with `"reconnecting"` when
+   * the stream dropped and is being reopened after a backoff: what a "Live"
+   * indicator shows.
+   */
+  onStatus?: (status: "live" | "reconnecting") => void;
 }
 
 /** Ends a subscription. */
@@ -51,6 +58,7 @@ interface Listener {
   expand: string[];
   onError?: (error: MoonbaseError) => void;
   onReset?: () => void;
+  onStatus?: (status: "live" | "reconnecting") => void;
 }
 
 interface Waiter {
@@ -69,6 +77,14 @@ const BACKOFF = [250, 500, 1000, 2000, 5000, 10_000];
 
 /** Statuses that will not change by trying again with the same topics and token. */
 const FATAL = new Set([400, 401, 403, 404, 405, 501]);
+
+/**
+ * How long a stream refused with 401 waits for a new token before the
+ * store drops the refused one: a refresh (in this client or another tab)
+ * revokes the old token before its answer brings the new one, and the
+ * server may end the stream in between.
+ */
+const REFUSED_GRACE_MS = 2500;
 
 function splitNames(names: Names | undefined): string[] {
   if (names === undefined) return [];
@@ -159,6 +175,7 @@ export class Realtime {
       expand: splitNames(options.expand),
       onError: options.onError,
       onReset: options.onReset,
+      onStatus: options.onStatus,
     };
     this.#listeners.add(listener);
     const unsubscribe = () => this.#remove(listener);
@@ -323,6 +340,11 @@ export class Realtime {
       this.#ready = new Set(data.topics ?? []);
       this.#attempt = 0;
       this.#confirm();
+      for (const l of [...this.#listeners]) {
+        if (l.onStatus && this.#ready.has(l.key)) {
+          safely(() => l.onStatus!("live"));
+        }
+      }
       return;
     }
     if (m.event === "reset") {
@@ -384,7 +406,12 @@ export class Realtime {
       for (const l of [...this.#listeners]) {
         if (l.onError) safely(() => l.onError!(error));
       }
-      if (error.status === 401 && token !== "") this.#t.refused(token);
+      if (error.status === 401 && token !== "") {
+        const grace = setTimeout(() => {
+          if (this.#t.authStore.token === token) this.#t.refused(token);
+        }, REFUSED_GRACE_MS);
+        unref(grace);
+      }
       return;
     }
     this.#later();
@@ -393,6 +420,9 @@ export class Realtime {
   /** Reopens after the backoff of this attempt. */
   #later(): void {
     if (this.#closed || this.#listeners.size === 0) return;
+    for (const l of [...this.#listeners]) {
+      if (l.onStatus) safely(() => l.onStatus!("reconnecting"));
+    }
     const base =
       this.#backoff[Math.min(this.#attempt, this.#backoff.length - 1)];
     this.#attempt++;

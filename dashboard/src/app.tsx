@@ -9,11 +9,12 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api } from "./api.ts";
+import { mb } from "./mb.ts";
 import { Shell } from "./shell/shell.tsx";
 import { AboutPage } from "./ops/about.tsx";
 import { AdminsPage } from "./admins/admins.tsx";
 import { ApiKeysPage } from "./api_keys/api_keys.tsx";
+import { BackupsPage } from "./backups/backups.tsx";
 import { AuthTabPage } from "./schema/auth_tab.tsx";
 import { ApiTabPage } from "./api_docs/api_tab.tsx";
 import { ApiReferencePage } from "./api_docs/reference.tsx";
@@ -94,6 +95,7 @@ const ROUTES: Route[] = [
   ],
   ["/mb/admins", () => <AdminsPage />, () => "Admins"],
   ["/mb/api-keys", () => <ApiKeysPage />, () => "API keys"],
+  ["/mb/backups", () => <BackupsPage />, () => "Backups"],
   ["/mb/settings", () => <SettingsPage />, () => "Settings"],
   ["/mb/about", () => <AboutPage />, () => "Health & about"],
   ["/mb/api", () => <ApiReferencePage />, () => "API reference"],
@@ -123,8 +125,8 @@ export function App(): JSX.Element {
   const p = path.value;
   const loggedIn = session.token.value !== "";
   useEffect(() => {
-    api.get<{ required: boolean }>("/sys/admins/setup", { anonymous: true })
-      .then((d) => setupRequired.value = d.required)
+    mb.admins.setupRequired()
+      .then((required) => setupRequired.value = required)
       .catch((e) => setSetupError((e as Error).message));
   }, []);
   useEffect(() => {

@@ -8,7 +8,7 @@
 
 import { signal } from "@preact/signals";
 import type { EntitySchema } from "../../lib/schema/types.ts";
-import { api } from "./api.ts";
+import { mb, seg } from "./mb.ts";
 
 export type { EntitySchema, FieldDef } from "../../lib/schema/types.ts";
 
@@ -26,7 +26,7 @@ export const schemasError = signal("");
 /** Loads (or reloads) the schemas and the counts. */
 export async function reloadSchemas(): Promise<void> {
   try {
-    schemas.value = await api.get<EntitySchema[]>("/schemas");
+    schemas.value = await mb.send<EntitySchema[]>("GET", "/api/v1/schemas");
     schemasError.value = "";
   } catch (e) {
     schemasError.value = (e as Error).message;
@@ -37,10 +37,25 @@ export async function reloadSchemas(): Promise<void> {
 /** Reloads the record counts only (after records were added or deleted). */
 export async function reloadCounts(): Promise<void> {
   try {
-    counts.value = await api.get<Record<string, number | null>>("/sys/counts");
+    counts.value = await mb.schemas.counts();
   } catch {
     // counts are a nicety: the sidebar shows none
   }
+}
+
+/** Creates an entity (`POST /api/v1/schemas`); resolves to its schema. */
+export function createSchema(body: unknown): Promise<EntitySchema> {
+  return mb.send("POST", "/api/v1/schemas", { body });
+}
+
+/** Changes an entity by id or name (`PATCH /api/v1/schemas/<id>`). */
+export function updateSchema(
+  idOrName: string,
+  change: unknown,
+): Promise<EntitySchema> {
+  return mb.send("PATCH", `/api/v1/schemas/${seg(idOrName)}`, {
+    body: change,
+  });
 }
 
 /** The schema of an entity by name (undefined when unknown or not loaded). */

@@ -6,6 +6,7 @@
  */
 
 import type { Queryable, Storage } from "../db/storage.ts";
+import { boundedDdl } from "../db/ddl_lock.ts";
 
 /**
  * Adds the `seq` columns to `mb_revoked` and `mb_cutoffs`, `gen` to
@@ -17,7 +18,7 @@ export async function ensureSequence(store: Storage): Promise<void> {
   const text = store.dialect.columnType("text");
   for (let attempt = 0;; attempt++) {
     try {
-      await store.transaction(async (tx) => {
+      await boundedDdl(store, "mb_revoked and mb_cutoffs", async (tx) => {
         await tx.exec(
           `CREATE TABLE IF NOT EXISTS "mb_seq" ("name" ${text} PRIMARY KEY, "value" ${int} NOT NULL)`,
         );

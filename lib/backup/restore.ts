@@ -30,6 +30,12 @@ import type {
 import { MoonbaseError } from "../errors.ts";
 import { columnOf, createSql, tableOf } from "../schema/ddl.ts";
 import { ADMIN_SCHEMA } from "../schema/system.ts";
+import {
+  createSearchSql,
+  dropSearchTablesSql,
+  dropSearchTriggersSql,
+  searchableFields,
+} from "../schema/search_ddl.ts";
 import type { EntitySchema, EntityType } from "../schema/types.ts";
 import { allFields } from "../schema/builtin.ts";
 import { restoredSchema } from "../schema/restored_schema.ts";
@@ -291,6 +297,16 @@ export async function restoreDatabase(
     const old = (await tx.query(`SELECT "schema" FROM "mb_tables"`)).map((r) =>
       JSON.parse(String(r.schema)) as EntitySchema
     );
+    // Their search indexes first (PostgreSQL drops a trigger by its table).
+    for (const s of old) {
+      if (searchableFields(s).length === 0) continue;
+      for (
+        const stmt of [
+          ...dropSearchTriggersSql(s, d),
+          ...dropSearchTablesSql(s, d),
+        ]
+      ) await tx.run(stmt);
+    }
     for (const kind of ["view", "table"] as const) {
       for (const s of old) {
         if ((s.type === "view") !== (kind === "view")) continue;
@@ -326,6 +342,9 @@ export async function restoreDatabase(
       // each view held to the view rule, as the schema API holds it.
       for (const s of all.filter((s) => s.type !== "view")) {
         for (const stmt of createSql(s, d)) await tx.run(stmt);
+        // Search indexes are not in archives: their triggers fill them
+        // from the rows restored below.
+        for (const stmt of createSearchSql(s, d)) await tx.run(stmt);
       }
       for (const s of all.filter((s) => s.type === "view")) {
         for (const stmt of createSql(s, d)) await tx.run(stmt);

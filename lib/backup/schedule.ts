@@ -4,8 +4,9 @@
  * has come; the tick is claimed in `mb_cron_runs` (job `mb:backups`) so that
  * with several instances on one database it runs once. A scheduled backup
  * is named `mb_auto_<UTC time>.tar.gz`; after one succeeds, the oldest
- * `mb_auto_*` beyond `keep` are deleted — only those: a backup made by hand
- * or uploaded is never deleted by the schedule. A failure is logged and
+ * `mb_auto_*` beyond `keep` are deleted — only those, and in S3 only those
+ * this database made: a backup made by hand or uploaded, or an object put
+ * there by someone else, is never deleted by the schedule. A failure is logged and
  * mailed to every admin when mail is set up.
  *
  * @module
@@ -121,10 +122,15 @@ export class BackupSchedule {
     const autos = (await this.#o.backups.list()).filter((b) =>
       AUTO_NAME.test(b.name)
     ).sort((a, b) => b.name.localeCompare(a.name));
-    for (const old of autos.slice(keep)) {
-      // Only scheduled backups (mb_auto_*), which this schedule made.
-      await this.#o.backups.remove(old.name);
-      this.#o.log.info("old scheduled backup deleted", { name: old.name });
+    let kept = 0;
+    for (const auto of autos) {
+      // Only scheduled backups (mb_auto_*) this database made: in S3, an
+      // object of that name put by someone else (or by another project
+      // sharing the prefix) is neither counted nor deleted.
+      if (!await this.#o.backups.ours(auto.name)) continue;
+      if (++kept <= keep) continue;
+      await this.#o.backups.remove(auto.name);
+      this.#o.log.info("old scheduled backup deleted", { name: auto.name });
     }
   }
 

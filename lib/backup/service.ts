@@ -1,9 +1,9 @@
 /**
- * The backups of a server: archives in `<dataDir>/backups`, made, listed,
- * read, uploaded, deleted and restored (the admin API and the CLI both use
- * this). Names are checked here, once: a name is letters, digits, `_`, `-`
- * and `.`, ends in `.tar.gz` (added when missing), and never escapes the
- * folder. One backup or restore runs at a time per process.
+ * The backups of a server: archives in a place (`--backups`: the folder
+ * `<dataDir>/backups`, or an S3 bucket; place.ts), made, listed, read,
+ * uploaded, deleted and restored (the admin API and the CLI both use
+ * this). Names are checked here, once (names.ts). One backup or restore
+ * runs at a time per process.
  *
  * Over 350 lines, one idea: the backups folder; kept whole because every
  * operation goes through the same name checks and the one-at-a-time lock.
@@ -11,7 +11,6 @@
  * @module
  */
 
-import { join } from "node:path";
 import { MoonbaseError } from "../errors.ts";
 import type { Storage } from "../db/storage.ts";
 import type { WritePause } from "../http/write_pause.ts";
@@ -24,55 +23,22 @@ import {
   verifyBackup,
 } from "./restore.ts";
 import type { BackupFiles, BackupSecrets } from "./sources.ts";
+import { FolderPlace, writeFileWhole } from "./folder_place.ts";
+import type { BackupInfo, BackupPlace } from "./place.ts";
+import { backupName, defaultBackupName } from "./names.ts";
+import { join } from "node:path";
 
-/** A backup in the folder. */
-export interface BackupInfo {
-  name: string;
-  size: number;
-  /** ISO 8601 time the file was written. */
-  created: string;
-}
-
-const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,120}\.tar\.gz$/;
-
-/**
- * The file name of a backup: `name` with `.tar.gz` added when missing; 400
- * for anything that is not a plain name.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { backupName } from "moonbase/lib/backup/service.ts";
- * assert.equal(backupName("nightly"), "nightly.tar.gz");
- * assert.equal(backupName("a.tar.gz"), "a.tar.gz");
- * assert.throws(() => backupName("../x"), /Cannot use backup name/);
- * assert.throws(() => backupName(".hidden"), /Cannot use backup name/);
- * ```
- */
-export function backupName(name: string): string {
-  const full = name.endsWith(".tar.gz") ? name : `${name}.tar.gz`;
-  if (!NAME.test(full) || full.includes("..")) {
-    throw new MoonbaseError(
-      "invalid",
-      "Cannot use backup name: use letters, digits, _, - and . (at most 120), ending in .tar.gz or nothing",
-      { name: { code: "invalid", message: "not a plain file name" } },
-    );
-  }
-  return full;
-}
-
-/** A default name: `mb_backup_<UTC time>.tar.gz`. */
-export function defaultBackupName(now: number): string {
-  const t = new Date(now).toISOString().replace(/[-:]/g, "").replace(
-    /\.\d+Z$/,
-    "Z",
-  );
-  return `mb_backup_${t}.tar.gz`;
-}
+export type { BackupInfo } from "./place.ts";
+export { backupName, defaultBackupName } from "./names.ts";
 
 /** What the backups of a server need. */
 export interface BackupsOptions {
+  /** The data directory (a restore from S3 downloads the archive there first). */
   dataDir: string;
+  /** Where backups live (default: the folder `<dataDir>/backups`). */
+  place?: BackupPlace;
+  /** The id of the database (`mb_meta.database_id`): whose backups these are. */
+  owner: () => Promise<string>;
   storage: Storage;
   files: BackupFiles;
   secrets: BackupSecrets;
@@ -84,15 +50,22 @@ export interface BackupsOptions {
   restored?: () => Promise<void>;
 }
 
+/** A backup's bytes for a download. */
+export interface BackupDownload {
+  info: BackupInfo;
+  body: ReadableStream<Uint8Array>;
+}
+
 /** The backups of one server. */
 export class Backups {
-  readonly dir: string;
+  readonly place: BackupPlace;
   readonly #o: BackupsOptions;
   #busy: string | undefined;
 
   constructor(options: BackupsOptions) {
     this.#o = options;
-    this.dir = join(options.dataDir, "backups");
+    this.place = options.place ??
+      new FolderPlace(join(options.dataDir, "backups"));
   }
 
   #claim(what: string): () => void {
@@ -119,24 +92,9 @@ export class Backups {
     };
   }
 
-  /** The backups in the folder, newest first. */
+  /** The backups of the place, newest first. */
   async list(): Promise<BackupInfo[]> {
-    const out: BackupInfo[] = [];
-    try {
-      for await (const e of Deno.readDir(this.dir)) {
-        if (!e.isFile || !NAME.test(e.name)) continue;
-        const st = await Deno.stat(join(this.dir, e.name));
-        out.push({
-          name: e.name,
-          size: st.size,
-          created: (st.mtime ?? new Date(0)).toISOString(),
-        });
-      }
-    } catch (err) {
-      if (err instanceof Deno.errors.NotFound) return [];
-      throw err;
-    }
-    return out.sort((a, b) =>
+    return (await this.place.list()).sort((a, b) =>
       b.created.localeCompare(a.created) || a.name.localeCompare(b.name)
     );
   }
@@ -144,35 +102,30 @@ export class Backups {
   /** One backup's info; 404 when there is none of that name. */
   async info(name: string): Promise<BackupInfo> {
     const file = backupName(name);
-    try {
-      const st = await Deno.stat(join(this.dir, file));
-      if (!st.isFile) throw new Deno.errors.NotFound();
-      return {
-        name: file,
-        size: st.size,
-        created: (st.mtime ?? new Date(0)).toISOString(),
-      };
-    } catch (err) {
-      if (err instanceof Deno.errors.NotFound) {
-        throw new MoonbaseError(
-          "not_found",
-          `Cannot find backup ${file}: list them with GET /api/v1/sys/backups`,
-        );
-      }
-      throw err;
-    }
+    const info = await this.place.stat(file);
+    if (!info) throw missing(file);
+    return info;
   }
 
-  /** The path of an existing backup. */
-  async path(name: string): Promise<string> {
+  /** A backup's bytes; 404 when there is none of that name. */
+  async open(name: string): Promise<BackupDownload> {
     const info = await this.info(name);
-    return join(this.dir, info.name);
+    const body = await this.place.read(info.name);
+    if (!body) throw missing(info.name);
+    return { info, body };
   }
 
   /**
-   * Makes a backup into the folder (written under a temporary name, renamed
-   * when complete: a failed one leaves nothing). 409 when one of that name
-   * exists.
+   * True when the backup was made by this database (the schedule's `keep`
+   * deletes only those; in a folder, every backup is the data directory's).
+   */
+  async ours(name: string): Promise<boolean> {
+    return await this.place.madeBy(backupName(name), await this.#o.owner());
+  }
+
+  /**
+   * Makes a backup into the place (a failed one leaves nothing). 409 when
+   * one of that name exists.
    */
   async create(
     name?: string,
@@ -183,55 +136,31 @@ export class Backups {
       : backupName(name);
     const release = this.#claim("a backup");
     try {
-      await Deno.mkdir(this.dir, { recursive: true, mode: 0o700 });
-      const final = join(this.dir, file);
-      if (await exists(final)) {
+      if (await this.place.stat(file)) {
         throw new MoonbaseError(
           "conflict",
           `Cannot create backup ${file}: one of that name exists; choose another name or delete it first`,
         );
       }
-      const manifest = await this.#writeTo(final, onProgress);
+      const manifest = await this.place.write(
+        file,
+        await this.#o.owner(),
+        (out) => writeBackup(this.#source(), out, onProgress),
+      ).catch((err) => {
+        throw noSpace(err)
+          ? new MoonbaseError(
+            "insufficient_storage",
+            "Cannot create backup: the disk is full; free space or delete old backups",
+          )
+          : err;
+      });
       return { ...await this.info(file), manifest };
     } finally {
       release();
     }
   }
 
-  /** Writes a backup to `path` (through a temporary file in the same folder). */
-  async #writeTo(
-    path: string,
-    onProgress?: (p: Progress) => void,
-  ): Promise<BackupManifest> {
-    const temp = `${path}.${crypto.randomUUID().slice(0, 8)}.partial`;
-    const out = await Deno.open(temp, {
-      write: true,
-      createNew: true,
-      mode: 0o600,
-    });
-    try {
-      const manifest = await writeBackup(
-        this.#source(),
-        out.writable,
-        onProgress,
-      );
-      await Deno.rename(temp, path);
-      return manifest;
-    } catch (err) {
-      // The temporary file is this backup's own.
-      await Deno.remove(temp).catch(() => {
-        // Ignored: it was never made or is gone already.
-      });
-      throw noSpace(err)
-        ? new MoonbaseError(
-          "insufficient_storage",
-          "Cannot create backup: the disk is full; free space or delete old backups",
-        )
-        : err;
-    }
-  }
-
-  /** Writes a backup to any path (the CLI's `--out`). */
+  /** Writes a backup to any path on disk (the CLI's `--out`). */
   async createAt(
     path: string,
     onProgress?: (p: Progress) => void,
@@ -244,83 +173,83 @@ export class Backups {
           `Cannot create backup ${path}: the file exists`,
         );
       }
-      return await this.#writeTo(path, onProgress);
+      return await writeFileWhole(
+        path,
+        (out) => writeBackup(this.#source(), out, onProgress),
+      ).catch((err) => {
+        throw noSpace(err)
+          ? new MoonbaseError(
+            "insufficient_storage",
+            "Cannot create backup: the disk is full; free space or delete old backups",
+          )
+          : err;
+      });
     } finally {
       release();
     }
   }
 
   /**
-   * Stores an uploaded archive in the folder, after checking it reads as a
-   * backup of a format this version restores (a damaged upload is refused
-   * and removed).
+   * Stores an uploaded archive in the place, checked as it streams in: it
+   * must read as a backup of a format this version restores (a damaged
+   * upload is refused and nothing is stored).
    */
   async upload(
     name: string,
     body: AsyncIterable<Uint8Array>,
   ): Promise<BackupInfo> {
     const file = backupName(name);
-    await Deno.mkdir(this.dir, { recursive: true, mode: 0o700 });
-    const final = join(this.dir, file);
-    if (await exists(final)) {
+    if (await this.place.stat(file)) {
       throw new MoonbaseError(
         "conflict",
         `Cannot upload backup ${file}: one of that name exists; rename the file or delete the other first`,
       );
     }
-    const temp = `${final}.${crypto.randomUUID().slice(0, 8)}.partial`;
-    const out = await Deno.open(temp, {
-      write: true,
-      createNew: true,
-      mode: 0o600,
-    });
-    try {
-      try {
-        for await (const chunk of body) {
-          let off = 0;
-          while (off < chunk.length) {
-            off += await out.write(chunk.subarray(off));
-          }
-        }
-      } finally {
-        out.close();
-      }
-      await verifyBackup(() => openFile(temp));
-      await Deno.rename(temp, final);
-    } catch (err) {
-      // The temporary file is this upload's own.
-      await Deno.remove(temp).catch(() => {
-        // Ignored: it is gone already.
-      });
+    await this.place.write(
+      file,
+      await this.#o.owner(),
+      (out) => copyVerified(body, out),
+    ).catch((err) => {
       throw noSpace(err)
         ? new MoonbaseError(
           "insufficient_storage",
           "Cannot upload backup: the disk is full; free space or delete old backups",
         )
         : err;
-    }
-    return this.info(file);
+    });
+    return await this.info(file);
   }
 
-  /** Deletes a backup of the folder. */
+  /** Deletes a backup of the place; 404 when there is none of that name. */
   async remove(name: string): Promise<void> {
-    const path = await this.path(name);
-    await Deno.remove(path);
+    const info = await this.info(name);
+    await this.place.remove(info.name);
   }
 
   /**
-   * Replaces the data with a backup's (one in the folder, or any file for
+   * Replaces the data with a backup's (one in the place, or any file for
    * the CLI): verified whole first, then files, then one transaction. Write
-   * requests answer 503 meanwhile; a failure leaves the data as it was.
+   * requests answer 503 meanwhile; a failure leaves the data as it was. A
+   * backup in S3 is downloaded into the data directory first (and removed
+   * after): the three reads then read the same bytes.
    */
   async restore(
     nameOrPath: string,
     options: { path?: boolean; onProgress?: (p: Progress) => void } = {},
   ): Promise<BackupManifest> {
-    const path = options.path ? nameOrPath : await this.path(nameOrPath);
+    const file = options.path ? undefined : (await this.info(nameOrPath)).name;
     const release = this.#claim("a restore");
-    const resume = this.#o.pause?.begin("a restore is replacing the data");
+    let local: { path: string; release(): Promise<void> } | undefined;
+    let resume: (() => void) | undefined;
     try {
+      if (file === undefined) {
+        local = { path: nameOrPath, release: () => Promise.resolve() };
+      } else {
+        local = await this.place.local(file, this.#o.dataDir);
+        if (!local) throw missing(file);
+      }
+      const path = local.path;
+      resume = this.#o.pause?.begin("a restore is replacing the data");
       const open: OpenArchive = () => openFile(path);
       const manifest = await verifyBackup(open);
       await restoreFiles(open, this.#o.files, options.onProgress);
@@ -341,8 +270,65 @@ export class Backups {
         : err;
     } finally {
       resume?.();
+      await local?.release();
       release();
     }
+  }
+}
+
+function missing(name: string): MoonbaseError {
+  return new MoonbaseError(
+    "not_found",
+    `Cannot find backup ${name}: list them with GET /api/v1/sys/backups`,
+  );
+}
+
+/**
+ * Copies an uploaded archive into `out` while `verifyBackup` reads the same
+ * bytes (a chunk at a time, nothing held beyond it); `out` is closed only
+ * once the archive checked out, and aborted when it did not.
+ */
+async function copyVerified(
+  body: AsyncIterable<Uint8Array>,
+  out: WritableStream<Uint8Array>,
+): Promise<BackupManifest> {
+  const check = new TransformStream<Uint8Array, Uint8Array>();
+  const feed = check.writable.getWriter();
+  let settled = false;
+  const verdict = verifyBackup(() => Promise.resolve(check.readable));
+  const over = verdict.then(
+    () => settled = true,
+    () => settled = true,
+  );
+  const writer = out.getWriter();
+  try {
+    for await (const chunk of body) {
+      await writer.write(chunk);
+      if (settled) continue;
+      // False when the check stopped reading (it failed, or the archive
+      // ended before the bytes do): `verdict` then says how it went.
+      const fed = feed.write(chunk).then(() => true, () => false);
+      if (!await Promise.race([fed, over.then(() => false)])) {
+        await verdict;
+        settled = true;
+      }
+    }
+    if (!settled) {
+      // A close that fails means the check stopped reading: `verdict` says why.
+      const closed = feed.close().then(() => {}, () => {});
+      await Promise.race([closed, over]);
+    }
+    const manifest = await verdict;
+    await writer.close();
+    return manifest;
+  } catch (err) {
+    await feed.abort(err).catch(() => {
+      // Ignored: the check ended already.
+    });
+    await writer.abort(err).catch(() => {
+      // Ignored: the place ended the write already.
+    });
+    throw err;
   }
 }
 

@@ -56,14 +56,16 @@ export async function backupCommand(
       } else {
         const made = await core.backups.create(arg, bar.update);
         bar.done();
-        console.log(join(core.backups.dir, made.name));
+        console.log(core.backups.place.where(made.name));
       }
     });
   } else if (action === "list") {
     await withCore(config, async (core) => {
       const all = await core.backups.list();
       for (const b of all) console.log(`${b.name}\t${b.size}\t${b.created}`);
-      if (all.length === 0) console.log(`(no backups in ${core.backups.dir})`);
+      if (all.length === 0) {
+        console.log(`(no backups in ${core.backups.place.where("")})`);
+      }
     });
   } else if (action === "restore") {
     if (!arg) throw new UsageMistake("backup restore needs <file|name>");

@@ -31,6 +31,14 @@ import { postgresDialect } from "./postgres_dialect.ts";
 
 export { postgresDialect } from "./postgres_dialect.ts";
 
+/**
+ * How long an answer to any statement of the pool vouches for the database
+ * (`stateNow`): the health check pings at most once in this time, and a
+ * database that stops answering shows as unavailable within it plus the
+ * health check's own deadline (1 s).
+ */
+export const ANSWER_FRESH_MS = 1000;
+
 /** One connection of the pool, with the work sent to it and not yet settled. */
 interface Lane {
   sql: postgres.Sql;
@@ -81,13 +89,24 @@ export class PostgresStorage implements Storage {
   #breaker: Breaker;
   #probe: postgres.Sql | undefined;
   #statementTimeoutMs: number;
+  readonly #now: () => number;
+  /** When a statement of the pool last got its answer (`#now`'s clock). */
+  #answeredAt = -Infinity;
+  /** The ping `state()` is waiting for, shared by every caller meanwhile. */
+  #pinging: Promise<DatabaseState> | undefined;
 
   /** Creates a pool for `url` (no connection is made until `connect()`). */
   /**
    * `statementTimeoutMs` (0: none) bounds every statement of the pool;
    * schema changes lift it inside their transaction.
    */
-  constructor(url: string, max = 10, statementTimeoutMs = 0) {
+  constructor(
+    url: string,
+    max = 10,
+    statementTimeoutMs = 0,
+    now: () => number = performance.now.bind(performance),
+  ) {
+    this.#now = now;
     this.#url = url;
     this.#statementTimeoutMs = statementTimeoutMs;
     this.#lanes = Array.from(
@@ -179,7 +198,9 @@ export class PostgresStorage implements Storage {
     }
     lane.pending++;
     try {
-      return await fn(lane);
+      const out = await fn(lane);
+      this.#answeredAt = this.#now();
+      return out;
     } catch (err) {
       // A lost connection: is the database gone, or only this connection?
       if (err instanceof StorageUnavailableError) this.#breaker.suspect();
@@ -262,14 +283,24 @@ export class PostgresStorage implements Storage {
     });
   }
 
-  async state(): Promise<DatabaseState> {
+  /**
+   * "ok" while a statement of the pool got its answer within the last
+   * `ANSWER_FRESH_MS` (the health check then costs no round trip),
+   * "unavailable" while the breaker is open; else undefined: ask `state()`.
+   */
+  stateNow(): DatabaseState | undefined {
     if (this.#breaker.open) return "unavailable";
-    try {
-      await this.ping();
-      return "ok";
-    } catch {
-      return "unavailable"; // not ignored: the failure is the answer
-    }
+    return this.#now() - this.#answeredAt < ANSWER_FRESH_MS ? "ok" : undefined;
+  }
+
+  /** Pings (one ping at a time, whoever asks meanwhile shares it). */
+  state(): Promise<DatabaseState> {
+    if (this.#breaker.open) return Promise.resolve("unavailable");
+    return this.#pinging ??= this.ping().then(
+      (): DatabaseState => "ok",
+      // Not ignored: the failure is the answer.
+      (): DatabaseState => "unavailable",
+    ).finally(() => this.#pinging = undefined);
   }
 
   async #end(timeout: number): Promise<void> {

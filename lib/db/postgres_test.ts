@@ -13,7 +13,7 @@
 import { assert, assertEquals, DATABASES } from "../../tests/_server.ts";
 import { rejection } from "../../tests/_checks.ts";
 import { startPostgres } from "../../tests/_pg.ts";
-import { PostgresStorage } from "./postgres.ts";
+import { ANSWER_FRESH_MS, PostgresStorage } from "./postgres.ts";
 
 const ignore = !DATABASES.includes("postgres");
 
@@ -148,5 +148,44 @@ Deno.test({
       ),
       String(err),
     );
+  },
+});
+
+Deno.test({
+  name:
+    "postgres pool: an answer vouches for the database for ANSWER_FRESH_MS, then state() pings once for all",
+  ignore,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    let now = 0;
+    const s = new PostgresStorage(
+      await (await startPostgres()).createDatabase(),
+      2,
+      0,
+      () => now,
+    );
+    await s.connect();
+    try {
+      assertEquals(s.stateNow(), undefined, "no answer yet: ask state()");
+      await s.query("SELECT 1 AS ok");
+      assertEquals(s.stateNow(), "ok", "just answered");
+      now += ANSWER_FRESH_MS - 1;
+      assertEquals(s.stateNow(), "ok", "still within the window");
+      now += 1;
+      assertEquals(
+        s.stateNow(),
+        undefined,
+        "an answer that old vouches for nothing",
+      );
+      // Checks arriving together share one ping.
+      const pings = [s.state(), s.state(), s.state()];
+      assert(pings[0] === pings[1] && pings[1] === pings[2], "one ping");
+      assertEquals(await Promise.all(pings), ["ok", "ok", "ok"]);
+      assertEquals(s.stateNow(), "ok", "the ping's answer counts");
+      assert(s.state() !== pings[0], "a later check pings anew");
+    } finally {
+      await s.close();
+    }
   },
 });

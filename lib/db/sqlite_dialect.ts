@@ -72,6 +72,9 @@ export const sqliteDialect: Dialect = {
     const kind = (code === undefined ? undefined : table[code]) ?? byMessage;
     if (!kind) return undefined;
     // One column, or a unique index's list of them ("t.a, t.b").
+    // An index over an expression (`fold(<field>)`) is named instead.
+    const index = /failed: index '(\w+)'/.exec(message)?.[1];
+    if (index) return { kind, constraint: index };
     const column = /failed: ([\w.]+(?:, [\w.]+)*)/.exec(message)?.[1];
     return column ? { kind, column } : { kind };
   },

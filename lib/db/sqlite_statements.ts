@@ -12,6 +12,7 @@
  */
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { registerTextFunctions } from "./sqlite_text.ts";
 import type {
   ColumnOrigin,
   DatabaseState,
@@ -79,6 +80,7 @@ export class SqliteConnection {
       this.db.exec("PRAGMA busy_timeout=5000");
       this.db.exec("PRAGMA foreign_keys=ON");
       this.db.exec("PRAGMA journal_size_limit=67108864");
+      registerTextFunctions(this.db);
     } catch (err) {
       throw new StorageUnavailableError(
         `Cannot open SQLite database ${path}: ${

@@ -24,7 +24,8 @@ const USE =
   "use local, or s3://<bucket>[/<prefix>]?endpoint=<url>&region=<region>&path_style=true|false";
 
 /**
- * Parses a `--files` value; throws an Error whose message says what to use.
+ * Parses a `--files` value (or a `--backups` one: the same form, `option`
+ * names it in the error); throws an Error whose message says what to use.
  *
  * @example
  * ```ts
@@ -47,9 +48,9 @@ const USE =
  * assert.throws(() => parseFilesUrl("s3://media/../x"));
  * ```
  */
-export function parseFilesUrl(value: string): FilesUrl {
+export function parseFilesUrl(value: string, option = "--files"): FilesUrl {
   const bad = (why: string) =>
-    new Error(`invalid --files ${JSON.stringify(value)}: ${why}; ${USE}`);
+    new Error(`invalid ${option} ${JSON.stringify(value)}: ${why}; ${USE}`);
   if (value === "local") return { kind: "local" };
   if (!value.startsWith("s3://")) throw bad("unknown kind of store");
   const rest = value.slice("s3://".length);
@@ -112,14 +113,16 @@ export function parseFilesUrl(value: string): FilesUrl {
  * The key in the environment: `MB_S3_ACCESS_KEY_ID` /
  * `MB_S3_SECRET_ACCESS_KEY`, else the `AWS_` names; throws when missing.
  */
-export function s3CredentialsFromEnv(): S3Credentials {
+export function s3CredentialsFromEnv(
+  store = "an S3 file store",
+): S3Credentials {
   const env = (name: string) => Deno.env.get(name) || undefined;
   const accessKeyId = env("MB_S3_ACCESS_KEY_ID") ?? env("AWS_ACCESS_KEY_ID");
   const secretAccessKey = env("MB_S3_SECRET_ACCESS_KEY") ??
     env("AWS_SECRET_ACCESS_KEY");
   if (!accessKeyId || !secretAccessKey) {
     throw new Error(
-      "Cannot use an S3 file store: no key; set MB_S3_ACCESS_KEY_ID and MB_S3_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+      `Cannot use ${store}: no key; set MB_S3_ACCESS_KEY_ID and MB_S3_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)`,
     );
   }
   const sessionToken = env("AWS_SESSION_TOKEN");

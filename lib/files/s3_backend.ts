@@ -1,22 +1,9 @@
 /**
  * Stored files in an S3-compatible bucket (`--files s3://bucket/prefix?…`):
  * the key of a file is `<prefix>/<entity id>/<stored name>` (a thumbnail's
- * `<prefix>/<entity id>/<thumbnail name>`). Requests are
- * signed (SigV4) by aws4fetch; nothing else of an S3 SDK is needed.
- *
- * - Uploads stream: a file up to `partSize` (8 MiB) is held until it ends and
- *   sent with one PUT; a larger one goes as a multipart upload, a part at a
- *   time (never more than one part in memory), aborted when anything fails.
- * - Every request has a deadline (`timeoutMs`): no answer by then, a
- *   connection refused, a 5xx or a refusal (403, a missing bucket) is a 503
- *   with `Retry-After` for the client (`FilesUnavailableError`) and one log
- *   line for the operator with the status and S3's error code (never its
- *   body, which may echo the request).
- * - A download's body that stalls for `timeoutMs` errors (its connection
- *   closes) rather than hang.
- * - `state()` is what the last request saw; when that is older than
- *   `probeEveryMs`, it starts one probe in the background (health never
- *   costs a request of its own).
+ * `<prefix>/<entity id>/<thumbnail name>`). The requests, their deadlines,
+ * multipart uploads and the mapping of failures to a 503 with
+ * `Retry-After` are lib/files/s3_client.ts's.
  *
  * Over 350 lines, one idea: the S3 backend; kept whole because uploads,
  * multipart, downloads and the probe share one client's deadline, error
@@ -25,287 +12,50 @@
  * @module
  */
 
-// Full specifier, not the import map: embedders import mod.ts without it.
-// deno-lint-ignore no-import-prefix
-import { AwsClient } from "npm:aws4fetch@1.0.20";
-import {
-  type ByteRange,
-  type FileBackend,
-  type FileInfo,
-  type FilesState,
-  filesUnavailable,
+import type {
+  ByteRange,
+  FileBackend,
+  FileInfo,
+  FilesState,
 } from "./backend.ts";
 import { fileKey } from "./names.ts";
+import {
+  S3Client,
+  type S3Credentials,
+  type S3Location,
+  type S3Options,
+} from "./s3_client.ts";
 
-/** Where the bucket is (`lib/files/files_url.ts` parses it from `--files`). */
-export interface S3Location {
-  bucket: string;
-  /** Key prefix without slashes at either end ("" for none). */
-  prefix: string;
-  /** `http(s)://host[:port][/path]`, without a trailing slash. */
-  endpoint: string;
-  region: string;
-  /** `endpoint/bucket/key` (true) or `bucket.endpoint/key`. */
-  pathStyle: boolean;
-}
-
-/** The key the requests are signed with. */
-export interface S3Credentials {
-  accessKeyId: string;
-  secretAccessKey: string;
-  sessionToken?: string;
-}
-
-/** Tuning and the operator's log. */
-export interface S3Options {
-  /** Longest wait for an answer (and longest stall of a download). */
-  timeoutMs: number;
-  /** Files above this go as multipart uploads of parts this size (at least 5 MiB on AWS). */
-  partSize?: number;
-  /** How stale `state()` may be before a probe (default 10 s). */
-  probeEveryMs?: number;
-  /** Where failures are told (one line each; the app's logger). */
-  warn?: (message: string, data: Record<string, unknown>) => void;
-}
-
-/** Parts of a multipart upload: 8 MiB. */
-export const PART_SIZE = 8 * 1024 * 1024;
-
-/** A key under the prefix no file ever has (stored keys start with an entity id). */
-const PROBE_KEY = ".moonbase-probe";
-
-interface Answer {
-  status: number;
-  headers: Headers;
-  text: string;
-}
-
-/** Why a request got no answer. */
-class NoAnswer extends Error {}
+export type { S3Credentials, S3Location, S3Options } from "./s3_client.ts";
+export { PART_SIZE } from "./s3_client.ts";
 
 /** An S3 bucket (or a prefix of one) holding stored files. */
 export class S3Backend implements FileBackend {
   readonly name: string;
   readonly location: S3Location;
-  readonly #client: AwsClient;
-  readonly #timeoutMs: number;
-  readonly #partSize: number;
-  readonly #probeEvery: number;
-  readonly #warn: (message: string, data: Record<string, unknown>) => void;
-  #state: FilesState = "ok";
-  #seenAt = 0;
-  #probing = false;
-  #closed = false;
+  readonly #s3: S3Client;
 
   constructor(
     location: S3Location,
     credentials: S3Credentials,
     options: S3Options,
   ) {
+    this.#s3 = new S3Client(location, credentials, options);
     this.location = location;
-    this.name = `s3://${location.bucket}${
-      location.prefix ? `/${location.prefix}` : ""
-    }`;
-    this.#client = new AwsClient({
-      accessKeyId: credentials.accessKeyId,
-      secretAccessKey: credentials.secretAccessKey,
-      sessionToken: credentials.sessionToken,
-      service: "s3",
-      region: location.region,
-      retries: 0,
-    });
-    this.#timeoutMs = options.timeoutMs;
-    this.#partSize = options.partSize ?? PART_SIZE;
-    this.#probeEvery = options.probeEveryMs ?? 10_000;
-    this.#warn = options.warn ?? (() => {});
+    this.name = this.#s3.name;
   }
 
-  /** The URL of an object key (or of the bucket when `key` is ""). */
-  #url(key: string, query = ""): string {
-    const { endpoint, bucket, pathStyle } = this.location;
-    const path = key.split("/").map(encodeURIComponent).join("/");
-    const base = pathStyle ? `${endpoint}/${bucket}/${path}` : (() => {
-      const u = new URL(endpoint);
-      return `${u.protocol}//${bucket}.${u.host}${
-        u.pathname.replace(/\/$/, "")
-      }/${path}`;
-    })();
-    return query ? `${base}?${query}` : base;
-  }
-
-  /** The key of a file (or of the probe): always under the prefix. */
+  /** The key of a file: always under the prefix. */
   #key(entityId: string, name: string): string {
-    const place = fileKey(entityId, name);
-    return this.location.prefix ? `${this.location.prefix}/${place}` : place;
+    return this.#s3.key(fileKey(entityId, name));
   }
 
-  #probeKey(): string {
-    return this.location.prefix
-      ? `${this.location.prefix}/${PROBE_KEY}`
-      : PROBE_KEY;
-  }
-
-  #seen(state: FilesState): void {
-    this.#state = state;
-    this.#seenAt = Date.now();
-  }
-
-  /**
-   * Sends a request; resolves with its answer head (and `open` false: its
-   * whole body as text) within `timeoutMs`, else throws `NoAnswer`.
-   */
-  async #send(
-    method: string,
-    key: string,
-    init: {
-      query?: string;
-      headers?: Record<string, string>;
-      body?: Uint8Array | string;
-      timeoutMs?: number;
-    } = {},
-  ): Promise<Answer> {
-    const res = await this.#open(method, key, init);
-    try {
-      const text = await res.response.text();
-      return {
-        status: res.response.status,
-        headers: res.response.headers,
-        text,
-      };
-    } catch (err) {
-      throw new NoAnswer(reason(err));
-    } finally {
-      res.done();
-    }
-  }
-
-  /** Sends a request and returns its response once the head is in (the body is the caller's). */
-  async #open(
-    method: string,
-    key: string,
-    init: {
-      query?: string;
-      headers?: Record<string, string>;
-      body?: Uint8Array | string;
-      timeoutMs?: number;
-    } = {},
-  ): Promise<
-    { response: Response; controller: AbortController; done: () => void }
-  > {
-    const controller = new AbortController();
-    const ms = init.timeoutMs ?? this.#timeoutMs;
-    const timer = setTimeout(
-      () => controller.abort(new NoAnswer(`no answer within ${ms} ms`)),
-      ms,
-    );
-    try {
-      const req = await this.#client.sign(this.#url(key, init.query), {
-        method,
-        headers: init.headers,
-        body: init.body as BodyInit | undefined,
-        signal: controller.signal,
-      });
-      const response = await fetch(req);
-      return { response, controller, done: () => clearTimeout(timer) };
-    } catch (err) {
-      clearTimeout(timer);
-      const cause = controller.signal.aborted ? controller.signal.reason : err;
-      throw new NoAnswer(reason(cause));
-    }
-  }
-
-  /** Records and logs a failed request; returns the client's 503. */
-  #failed(op: string, err: unknown, answer?: Answer): Error {
-    this.#seen("unavailable");
-    const detail: Record<string, unknown> = { store: this.name, op };
-    if (answer) {
-      detail.status = answer.status;
-      const code = errorCode(answer.text);
-      if (code) detail.code = code;
-    } else detail.error = reason(err);
-    this.#warn("Cannot use the file store", detail);
-    return filesUnavailable();
-  }
-
-  async check(): Promise<void> {
-    const where = `Cannot use --files ${this.name}`;
-    let answer: Answer;
-    try {
-      answer = await this.#send("GET", this.#probeKey());
-    } catch (err) {
-      this.#seen("unavailable");
-      throw new Error(
-        `${where}: cannot reach ${this.location.endpoint} (${
-          reason(err)
-        }); check endpoint= in the --files URL and that the S3 server runs`,
-      );
-    }
-    const code = errorCode(answer.text);
-    if (answer.status === 200 || code === "NoSuchKey") {
-      this.#seen("ok");
-      return;
-    }
-    this.#seen("unavailable");
-    const access =
-      "MB_S3_ACCESS_KEY_ID and MB_S3_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)";
-    if (code === "NoSuchBucket" || (answer.status === 404 && !code)) {
-      throw new Error(
-        `${where}: bucket ${this.location.bucket} does not exist at ${this.location.endpoint}; create it, or name another bucket in --files`,
-      );
-    }
-    if (
-      code === "InvalidAccessKeyId" || code === "SignatureDoesNotMatch" ||
-      code === "InvalidToken" || code === "ExpiredToken"
-    ) {
-      throw new Error(
-        `${where}: the S3 server refused the credentials (${code}); set ${access} to a key of bucket ${this.location.bucket}`,
-      );
-    }
-    if (code === "AccessDenied" || answer.status === 403) {
-      throw new Error(
-        `${where}: the key may not use bucket ${this.location.bucket} (${
-          code ?? "403"
-        }); allow it s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket there, or set ${access} to another key`,
-      );
-    }
-    if (
-      code === "PermanentRedirect" || code === "AuthorizationHeaderMalformed" ||
-      answer.status === 301
-    ) {
-      throw new Error(
-        `${where}: bucket ${this.location.bucket} is in another region (${
-          code ?? "301"
-        }); set region= in the --files URL`,
-      );
-    }
-    throw new Error(
-      `${where}: the S3 server answered ${answer.status}${
-        code ? ` ${code}` : ""
-      }; check the --files URL and the S3 server's log`,
-    );
+  check(): Promise<void> {
+    return this.#s3.check();
   }
 
   state(): FilesState {
-    if (
-      !this.#probing && !this.#closed &&
-      Date.now() - this.#seenAt >= this.#probeEvery
-    ) {
-      this.#probing = true;
-      this.#probe().finally(() => this.#probing = false);
-    }
-    return this.#state;
-  }
-
-  async #probe(): Promise<void> {
-    try {
-      const a = await this.#send("GET", this.#probeKey(), {
-        timeoutMs: Math.min(this.#timeoutMs, 5000),
-      });
-      const ok = a.status === 200 || errorCode(a.text) === "NoSuchKey";
-      this.#seen(ok ? "ok" : "unavailable");
-    } catch {
-      this.#seen("unavailable");
-    }
+    return this.#s3.state();
   }
 
   async write(
@@ -319,53 +69,7 @@ export class S3Backend implements FileBackend {
       "content-type": "application/octet-stream",
     };
     if (modified) headers["x-amz-meta-mtime"] = String(modified.getTime());
-    let held: Uint8Array[] = [];
-    let heldSize = 0;
-    let upload: Multipart | undefined;
-    const take = (size: number): Uint8Array => {
-      const out = new Uint8Array(size);
-      let at = 0;
-      while (at < size) {
-        const c = held[0];
-        const n = Math.min(c.length, size - at);
-        out.set(c.subarray(0, n), at);
-        at += n;
-        if (n === c.length) held.shift();
-        else held[0] = c.subarray(n);
-      }
-      heldSize -= size;
-      return out;
-    };
-    try {
-      for await (const chunk of chunks) {
-        if (chunk.length === 0) continue;
-        held.push(chunk);
-        heldSize += chunk.length;
-        while (heldSize >= this.#partSize) {
-          upload ??= await this.#startMultipart(key, headers);
-          await this.#uploadPart(upload, take(this.#partSize));
-        }
-      }
-      if (!upload) {
-        const body = take(heldSize);
-        let a: Answer;
-        try {
-          a = await this.#send("PUT", key, { headers, body });
-        } catch (err) {
-          throw this.#failed("PUT", err);
-        }
-        if (a.status !== 200) throw this.#failed("PUT", undefined, a);
-        this.#seen("ok");
-        return;
-      }
-      if (heldSize > 0) await this.#uploadPart(upload, take(heldSize));
-      await this.#completeMultipart(upload);
-    } catch (err) {
-      held = [];
-      // Not awaited: a store that is down would hold the request twice as long.
-      if (upload) this.#abortMultipart(upload);
-      throw err;
-    }
+    await this.#s3.write(key, chunks, headers);
   }
 
   async put(
@@ -374,116 +78,20 @@ export class S3Backend implements FileBackend {
     bytes: Uint8Array,
   ): Promise<void> {
     // One PUT is whole: a reader gets the old object or the new one.
-    const key = this.#key(entityId, name);
-    let a: Answer;
-    try {
-      a = await this.#send("PUT", key, {
-        headers: { "content-type": "application/octet-stream" },
-        body: bytes,
-      });
-    } catch (err) {
-      throw this.#failed("PUT", err);
-    }
-    if (a.status !== 200) throw this.#failed("PUT", undefined, a);
-    this.#seen("ok");
-  }
-
-  async #startMultipart(
-    key: string,
-    headers: Record<string, string>,
-  ): Promise<Multipart> {
-    let a: Answer;
-    try {
-      a = await this.#send("POST", key, { query: "uploads=", headers });
-    } catch (err) {
-      throw this.#failed("CreateMultipartUpload", err);
-    }
-    const id = /<UploadId>([^<]+)<\/UploadId>/.exec(a.text)?.[1];
-    if (a.status !== 200 || !id) {
-      throw this.#failed("CreateMultipartUpload", undefined, a);
-    }
-    return { key, id: unescapeXml(id), parts: [] };
-  }
-
-  async #uploadPart(upload: Multipart, body: Uint8Array): Promise<void> {
-    const n = upload.parts.length + 1;
-    let a: Answer;
-    try {
-      a = await this.#send("PUT", upload.key, {
-        query: `partNumber=${n}&uploadId=${encodeURIComponent(upload.id)}`,
-        body,
-      });
-    } catch (err) {
-      throw this.#failed("UploadPart", err);
-    }
-    const etag = a.headers.get("etag");
-    if (a.status !== 200 || !etag) {
-      throw this.#failed("UploadPart", undefined, a);
-    }
-    upload.parts.push(etag);
-    this.#seen("ok");
-  }
-
-  async #completeMultipart(upload: Multipart): Promise<void> {
-    const body = `<CompleteMultipartUpload>${
-      upload.parts.map((etag, i) =>
-        `<Part><PartNumber>${i + 1}</PartNumber><ETag>${
-          escapeXml(etag)
-        }</ETag></Part>`
-      ).join("")
-    }</CompleteMultipartUpload>`;
-    let a: Answer;
-    try {
-      a = await this.#send("POST", upload.key, {
-        query: `uploadId=${encodeURIComponent(upload.id)}`,
-        headers: { "content-type": "application/xml" },
-        body,
-      });
-    } catch (err) {
-      throw this.#failed("CompleteMultipartUpload", err);
-    }
-    // S3 may answer 200 and put an error in the body.
-    if (a.status !== 200 || /<Error>/.test(a.text)) {
-      throw this.#failed("CompleteMultipartUpload", undefined, a);
-    }
-    this.#seen("ok");
-  }
-
-  #abortMultipart(upload: Multipart): void {
-    this.#send("DELETE", upload.key, {
-      query: `uploadId=${encodeURIComponent(upload.id)}`,
-    }).then((a) => {
-      if (a.status >= 300 && a.status !== 404) {
-        this.#failed("AbortMultipartUpload", undefined, a);
-      }
-    }, (err) => {
-      // Its parts stay until the bucket's lifecycle rule removes them
-      // (docs/operations/files.md); they are no object, and no file.
-      this.#failed("AbortMultipartUpload", err);
+    await this.#s3.put(this.#key(entityId, name), bytes, {
+      "content-type": "application/octet-stream",
     });
   }
 
   async stat(entityId: string, name: string): Promise<FileInfo | undefined> {
-    const key = this.#key(entityId, name);
-    let a: Answer;
-    try {
-      a = await this.#send("HEAD", key);
-    } catch (err) {
-      throw this.#failed("HEAD", err);
-    }
-    if (a.status === 404) {
-      this.#seen("ok");
-      return undefined;
-    }
-    if (a.status !== 200) throw this.#failed("HEAD", undefined, a);
-    this.#seen("ok");
-    const kept = Number(a.headers.get("x-amz-meta-mtime"));
-    const modified = Number.isFinite(kept) && kept > 0
-      ? new Date(kept)
-      : new Date(a.headers.get("last-modified") ?? 0);
+    const head = await this.#s3.head(this.#key(entityId, name));
+    if (!head) return undefined;
+    const kept = Number(head.headers.get("x-amz-meta-mtime"));
     return {
-      size: Number(a.headers.get("content-length") ?? 0),
-      modified: isNaN(modified.getTime()) ? new Date(0) : modified,
+      size: head.size,
+      modified: Number.isFinite(kept) && kept > 0
+        ? new Date(kept)
+        : head.modified,
     };
   }
 
@@ -492,66 +100,11 @@ export class S3Backend implements FileBackend {
     name: string,
     range?: ByteRange,
   ): Promise<ReadableStream<Uint8Array> | undefined> {
-    const key = this.#key(entityId, name);
-    const headers: Record<string, string> = {};
-    if (range) headers.range = `bytes=${range.start}-${range.end}`;
-    let opened;
-    try {
-      opened = await this.#open("GET", key, { headers });
-    } catch (err) {
-      throw this.#failed("GET", err);
-    }
-    const { response, controller, done } = opened;
-    done();
-    if (response.status === 404) {
-      this.#seen("ok");
-      await response.body?.cancel().catch(() => {});
-      return undefined;
-    }
-    if (
-      !response.body ||
-      (response.status !== 200 && response.status !== 206)
-    ) {
-      let text = "";
-      try {
-        text = await response.text();
-      } catch { /* the status says enough */ }
-      throw this.#failed("GET", undefined, {
-        status: response.status,
-        headers: response.headers,
-        text,
-      });
-    }
-    this.#seen("ok");
-    const body = stallGuard(
-      response.body,
-      this.#timeoutMs,
-      () => {
-        controller.abort(new NoAnswer("download stalled"));
-        this.#failed("GET", new NoAnswer("the download's body stalled"));
-      },
-    );
-    // A server that ignores Range answers 200 with everything: cut it here.
-    return range && response.status === 200
-      ? slice(body, range.start, range.end - range.start + 1)
-      : body;
+    return await this.#s3.read(this.#key(entityId, name), range);
   }
 
   async remove(entityId: string, name: string): Promise<boolean> {
-    const key = this.#key(entityId, name);
-    let a: Answer;
-    try {
-      a = await this.#send("DELETE", key);
-    } catch (err) {
-      this.#failed("DELETE", err);
-      return false;
-    }
-    if (a.status === 204 || a.status === 200 || a.status === 404) {
-      this.#seen("ok");
-      return true;
-    }
-    this.#failed("DELETE", undefined, a);
-    return false;
+    return await this.#s3.remove(this.#key(entityId, name));
   }
 
   removeEntity(): Promise<void> {
@@ -560,105 +113,7 @@ export class S3Backend implements FileBackend {
   }
 
   close(): Promise<void> {
-    this.#closed = true;
+    this.#s3.close();
     return Promise.resolve();
   }
-}
-
-interface Multipart {
-  key: string;
-  id: string;
-  /** ETags of the parts sent, in order. */
-  parts: string[];
-}
-
-/** S3's error code (`<Code>…</Code>`) from an error body, if any. */
-function errorCode(text: string): string | undefined {
-  const code = /<Code>([A-Za-z0-9.]{1,64})<\/Code>/.exec(text)?.[1];
-  return code;
-}
-
-function reason(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  return text.split("\n")[0].slice(0, 200);
-}
-
-function escapeXml(s: string): string {
-  return s.replaceAll("&", "&amp;").replaceAll("<", "&lt;")
-    .replaceAll(">", "&gt;").replaceAll('"', "&quot;");
-}
-
-function unescapeXml(s: string): string {
-  return s.replaceAll("&quot;", '"').replaceAll("&lt;", "<")
-    .replaceAll("&gt;", ">").replaceAll("&amp;", "&");
-}
-
-/**
- * `body`, erroring when a read waits more than `idleMs` for the store (a
- * slow reader downstream does not count: the clock runs only while this
- * stream waits for its source).
- */
-function stallGuard(
-  body: ReadableStream<Uint8Array>,
-  idleMs: number,
-  onStall: () => void,
-): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const timer = setTimeout(onStall, idleMs);
-      try {
-        const { done, value } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      } catch (err) {
-        controller.error(err);
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-    cancel(why) {
-      return reader.cancel(why);
-    },
-  }, { highWaterMark: 0 });
-}
-
-/** Bytes `start` .. `start + length - 1` of a stream. */
-function slice(
-  body: ReadableStream<Uint8Array>,
-  start: number,
-  length: number,
-): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let skip = start, left = length;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      while (true) {
-        if (left <= 0) {
-          controller.close();
-          await reader.cancel().catch(() => {});
-          return;
-        }
-        const { done, value } = await reader.read();
-        if (done) {
-          controller.close();
-          return;
-        }
-        let c = value;
-        if (skip > 0) {
-          const n = Math.min(skip, c.length);
-          skip -= n;
-          c = c.subarray(n);
-        }
-        if (c.length === 0) continue;
-        if (c.length > left) c = c.subarray(0, left);
-        left -= c.length;
-        controller.enqueue(c);
-        return;
-      }
-    },
-    cancel(why) {
-      return reader.cancel(why);
-    },
-  }, { highWaterMark: 0 });
 }

@@ -36,7 +36,7 @@ export interface BlockFilter {
   endMs?: number;
   rank?: number;
   minRank?: number;
-  /** Text (ASCII letters lowercase: log_query.ts `asciiLower`) that "method path status" contains. */
+  /** Folded text (`fold`, lib/rules/text_fold.ts) that "method path status" contains. */
   search?: string;
   /** Ids above this one only (the oldest row of a full page). */
   above?: string;

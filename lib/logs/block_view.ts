@@ -8,7 +8,7 @@
  */
 
 import { isoOf, logIdOf, requestMessage } from "./rows.ts";
-import { asciiLower } from "./log_query.ts";
+import { foldText } from "../rules/text_fold.ts";
 import { type Level, LEVELS, type LogEntry } from "./types.ts";
 
 /** The first four bytes of a block: "MBL1". */
@@ -154,14 +154,14 @@ export class BlockView {
   }
 
   /**
-   * "method path status" of entry `i`, ASCII letters lowercase (what search
-   * matches, log_query.ts `asciiLower`).
+   * "method path status" of entry `i`, folded (what search matches:
+   * `fold`, lib/rules/text_fold.ts).
    */
   searchText(i: number): string {
     const low = (k: number) => {
       const ref = this.#refs[i * REFS + k];
       if (ref === NULL_REF) return "null";
-      return this.#lower[ref] ??= asciiLower(this.#words[ref]);
+      return this.#lower[ref] ??= foldText(this.#words[ref]);
     };
     return `${low(0)} ${low(1)} ${this.status[i]}`;
   }

@@ -107,18 +107,3 @@ export function parseLogQuery(p: URLSearchParams): LogQuery {
   }
   return q;
 }
-
-/**
- * ASCII letters lowercase, others as they are: what search folds, on
- * blocks and rows alike (SQLite's `LOWER` folds no other letter).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { asciiLower } from "moonbase/lib/logs/log_query.ts";
- * assert.ok(asciiLower("GET /Über") === "get /Über");
- * ```
- */
-export function asciiLower(s: string): string {
-  return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
-}

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { type PruneDb, pruneLogs } from "./prune.ts";
 import { logIdOf } from "./rows.ts";
+import { encodeBlock } from "./block.ts";
+import { chunkOf, type PackedRequest } from "./packed.ts";
 
 /** A log store of ids only: rows, and blocks of `[lo, hi, n]`. */
 function store(rows: string[], blocks: [string, string, number][]) {
@@ -87,4 +89,38 @@ Deno.test("prune without a readable count limit prunes by age only", async () =>
       blocks: [id(100)],
     });
   }
+});
+
+Deno.test("prune counts overlapping blocks of two writers by their entries", async () => {
+  // Writer a: 0-63 and 100-163; writer b: 32-95, in the same time as a's
+  // first. Newer than a's first block's newest (63): a's second (64) and
+  // b's entries 64-95 (32): 96 entries, not the 128 of both blocks whole.
+  const entries = (from: number, n: number): PackedRequest[] =>
+    range(from, n).map((
+      ms,
+    ) => [ms, ms, 2, "GET", "/p", 200, 1, null, null, null, `r${ms}`]);
+  const blocks = [
+    encodeBlock(chunkOf(entries(0, 64)), "aaaaaa")!,
+    encodeBlock(chunkOf(entries(32, 64)), "bbbbbb")!,
+    encodeBlock(chunkOf(entries(100, 64)), "aaaaaa")!,
+  ];
+  const s = store([], []);
+  for (const b of blocks) {
+    s.db.prepare(`INSERT INTO "mb_log_blocks" VALUES (?, ?, ?, ?)`).run(
+      b.lo,
+      b.hi,
+      b.rows,
+      b.data,
+    );
+  }
+  const all = blocks.map((b) => b.lo).sort();
+  // The newest 100 reach into a's first block: it stays (blocks go whole).
+  await pruneLogs(s.pdb, "000000000000", 100);
+  assert.deepEqual(s.left(), { rows: [], blocks: all });
+  // The newest 96 end exactly at its newest entry: it goes.
+  await pruneLogs(s.pdb, "000000000000", 96);
+  assert.deepEqual(s.left(), {
+    rows: [],
+    blocks: [blocks[1].lo, blocks[2].lo].sort(),
+  });
 });

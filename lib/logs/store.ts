@@ -9,6 +9,7 @@
  */
 
 import type { SqlValue, Storage } from "../db/storage.ts";
+import { boundedDdl } from "../db/ddl_lock.ts";
 import {
   entryRow,
   INSTANCE,
@@ -28,10 +29,8 @@ import {
   type BlockFilter,
   newestFirst,
 } from "./block_read.ts";
-import { asciiLower } from "./log_query.ts";
+import { foldText } from "../rules/text_fold.ts";
 import { pruneLogs } from "./prune.ts";
-
-const UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 export { type LogPage, type LogQuery, parseLogQuery } from "./log_query.ts";
 
@@ -127,8 +126,15 @@ export class LogStore {
       `SELECT "table_name", "column_name" FROM information_schema.columns WHERE "table_schema" = current_schema() AND (("table_name" = 'mb_logs' AND "column_name" = 'id') OR ("table_name" = 'mb_log_blocks' AND "column_name" IN ('lo', 'hi'))) AND "collation_name" IS DISTINCT FROM 'C'`,
     );
     for (const c of columns) {
-      await this.storage.exec(
-        `ALTER TABLE "${c.table_name}" ALTER COLUMN "${c.column_name}" TYPE TEXT COLLATE "C"`,
+      // A session holding the table fails the start after a while instead
+      // of holding it up (and every log write queued behind the ALTER).
+      await boundedDdl(
+        this.storage,
+        String(c.table_name),
+        (tx) =>
+          tx.exec(
+            `ALTER TABLE "${c.table_name}" ALTER COLUMN "${c.column_name}" TYPE TEXT COLLATE "C"`,
+          ),
       );
     }
   }
@@ -226,7 +232,7 @@ export class LogStore {
     }
     if (q.start_date) f.startMs = Date.parse(q.start_date);
     if (q.end_date) f.endMs = Date.parse(q.end_date);
-    if (q.search) f.search = asciiLower(q.search);
+    if (q.search) f.search = foldText(q.search);
     if (f.after) add(`"id" < ?`, f.after);
     // Request rows store no level name: filter on the rank.
     if (f.rank !== undefined) add(`"level_n" = ?`, f.rank);
@@ -235,24 +241,20 @@ export class LogStore {
     if (f.startMs !== undefined) add(`"id" >= ?`, logIdFloor(f.startMs));
     if (f.endMs !== undefined) add(`"id" < ?`, logIdFloor(f.endMs + 1));
     if (f.search) {
-      const like = `%${f.search.replace(/[\\%_]/g, (c) => "\\" + c)}%`;
-      // ASCII letters only, as blocks (block_read.ts) and SQLite's LOWER:
-      // PostgreSQL's LOWER would fold others by the database's locale.
-      const lower = (x: string) =>
+      // Folded as blocks are (block_read.ts): mb_fold is fold (lib/rules/text_fold.ts).
+      const has = (x: string) =>
         this.storage.dialect.name === "postgres"
-          ? `TRANSLATE(${x}, '${UPPER}', '${asciiLower(UPPER)}')`
-          : `LOWER(${x})`;
+          ? `strpos(mb_fold(${x}), ?::text) > 0`
+          : `instr(mb_fold(${x}), ?) > 0`;
       // A request row's message is made from its method, path and status.
       add(
         `(${
-          lower(
+          has(
             `CASE WHEN "message" = '' AND "type" = 'request' THEN "method" || ' ' || "path" || ' ' || "status" ELSE "message" END`,
           )
-        } LIKE ? ESCAPE '\\' OR ${
-          lower(`COALESCE("path", '')`)
-        } LIKE ? ESCAPE '\\')`,
-        like,
-        like,
+        } OR ${has(`COALESCE("path", '')`)})`,
+        f.search,
+        f.search,
       );
     }
     const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";

@@ -102,6 +102,11 @@ export const LIST_PARAMS: readonly QueryParam[] = [
       "an expression over the fields (the rule language), URL-encoded",
   },
   {
+    name: "search",
+    description:
+      "words the searchable fields contain (the last one also as a prefix), in any case and with any accents; best match first unless `sort` is given; 400 on an entity without searchable fields",
+  },
+  {
     name: "fields",
     description:
       "comma list of fields to return; `expand.…` entries reach into expansions",
@@ -194,7 +199,9 @@ export const BUILTIN_ROUTES: Readonly<Record<string, RouteDoc>> = {
     tag: "admins",
     summary: "List admins",
     access: "admin",
-    query: LIST_PARAMS.filter((p) => p.name !== "expand"),
+    query: LIST_PARAMS.filter((p) =>
+      p.name !== "expand" && p.name !== "search"
+    ),
     ok: { status: 200, description: "a page", data: ref("AdminPage") },
   },
   "POST /api/v1/sys/admins": {

@@ -39,10 +39,12 @@
 
 import { Buffer } from "node:buffer";
 import type { Queryable, Row, SqlValue, Storage } from "../db/storage.ts";
-import type {
-  ChangeAction,
-  RecordChange,
-  SqlStatement,
+import {
+  BODY_COLUMNS,
+  type ChangeAction,
+  type ChangeHead,
+  type RecordChange,
+  type SqlStatement,
 } from "../records/changes.ts";
 import type { RecordData } from "../records/codec.ts";
 
@@ -182,6 +184,8 @@ export class EventLog {
   /** Bytes this instance appended since then. */
   #grown = 0;
   #pruning = false;
+  /** `togetherReturning`'s texts by the write's. */
+  readonly #fused = new Map<string, string>();
 
   /** `now`: the database clock (ms). */
   constructor(
@@ -227,6 +231,47 @@ export class EventLog {
         `WITH "mb_write" AS (${write.sql} RETURNING 1) ${INSERT} SELECT ${VALUES} FROM ${HELD}, "mb_write" RETURNING "id"`,
       params: [...write.params, ...this.#values(c)],
     };
+  }
+
+  /**
+   * PostgreSQL only: `write` (an UPDATE or DELETE `… RETURNING` its
+   * record's columns and the change's bodies as JSON text, in
+   * `BODY_COLUMNS`) and the append of its change as one statement; its rows
+   * are the write's `columns`, with the change's id and size (`returned`).
+   * The shared lock comes before the id, as in `append`.
+   */
+  togetherReturning(
+    write: SqlStatement,
+    c: ChangeHead,
+    columns: string,
+  ): SqlStatement {
+    // The same text for the same write (its text is made once: see
+    // lib/records/fused_writes.ts): looked up by reference after.
+    let sql = this.#fused.get(write.sql);
+    if (sql === undefined) {
+      const { record, previous } = BODY_COLUMNS;
+      sql =
+        `WITH "mb_write" AS (${write.sql}), "mb_event" AS (${INSERT} SELECT ?, ?, ?, ?, ?, octet_length(${record}) + COALESCE(octet_length(${previous}), 0), ${record}, ${previous} FROM ${HELD}, "mb_write" RETURNING "id", "size") SELECT ${columns}, "mb_event"."id" AS "mb:event", "mb_event"."size" AS "mb:size" FROM "mb_write", "mb_event"`;
+      if (this.#fused.size >= 256) this.#fused.clear();
+      this.#fused.set(write.sql, sql);
+    }
+    return {
+      sql,
+      params: [
+        ...write.params,
+        c.entity,
+        c.entityId,
+        c.id,
+        c.action,
+        this.#now(),
+      ],
+    };
+  }
+
+  /** The id of the event a `togetherReturning` row appended (its size counted). */
+  returned(row: Row): number {
+    this.#grown += Number(row["mb:size"] ?? 0);
+    return Number(row["mb:event"]);
   }
 
   #values(c: RecordChange): SqlValue[] {

@@ -21,6 +21,8 @@ import { Frame } from "./frames.ts";
 import type { LaterFrame, Subscriber } from "./subscriber.ts";
 import type { Topic, TopicExpand } from "./topics.ts";
 import type { ExpandNode } from "../records/expand/plan.ts";
+import type { SharedReads } from "../records/rule_types.ts";
+import { oneAtATime, type ReadGate } from "../records/rule_relations.ts";
 import type { EventFeed } from "./feed.ts";
 import type { Quota, StreamCounts } from "./stream_counts.ts";
 
@@ -38,14 +40,33 @@ export interface RealtimeLimits {
   maxStreams: number;
 }
 
-/** Whether a caller sees a record through an operation (RecordService.sees). */
+/**
+ * Whether a caller sees a record through an operation (RecordService.sees):
+ * at once, or once `reads` (the event's, shared by its subscribers) read
+ * what the rule reads through relations.
+ */
 export type Sees = (
   entity: string,
   entityId: string,
   op: "list" | "get",
   auth: AuthValue,
   record: RecordData,
-) => boolean;
+  reads: SharedReads,
+) => boolean | Promise<boolean>;
+
+/** The reads one event's decisions share (RecordService.sharedReads). */
+export type NewSharedReads = (gate: ReadGate) => SharedReads;
+
+/** What the hub keeps while it decides one event for its subscribers. */
+interface EventState {
+  readonly id: number;
+  /** Decisions by operation, record (`r` new, `p` previous) and caller. */
+  readonly seen: Map<string, boolean | Promise<boolean>>;
+  /** Frames without expansions, by record. */
+  readonly frames: Map<string, Frame>;
+  /** Related records the decisions read (made when first needed). */
+  reads?: SharedReads;
+}
 
 /**
  * An event's record with the expansions `plan` asks, as `auth` may see them
@@ -58,6 +79,20 @@ export type ExpandEvent = (
   plan: readonly ExpandNode[],
   auth: AuthValue,
 ) => Promise<RecordData>;
+
+/**
+ * `p` itself, marked as handled: a decision is awaited when its
+ * subscriber's turn comes, maybe after it failed.
+ */
+function quiet<T>(p: T | Promise<T>): T | Promise<T> {
+  if (p instanceof Promise) p.catch(() => {});
+  return p;
+}
+
+/** A frame, made now or read first. */
+async function made(f: Frame | LaterFrame): Promise<Frame | undefined> {
+  return typeof f === "function" ? await f() : f;
+}
 
 /** Expanded frames kept for other subscribers of the same caller. */
 const MAX_EXPANDED_FRAMES = 256;
@@ -97,6 +132,7 @@ function expandKey(auth: AuthValue): string {
 export class Hub {
   readonly #log: EventLog;
   readonly #sees: Sees;
+  readonly #newReads: NewSharedReads;
   readonly #expand: ExpandEvent | undefined;
   /** Expanded frames by event, record, caller and paths (bounded). */
   readonly #expanded = new Map<string, Promise<Frame>>();
@@ -107,21 +143,22 @@ export class Hub {
   readonly subscribers: Set<Subscriber> = new Set();
   /** Open connections by limit key (the process's, with several workers). */
   readonly #counts: StreamCounts;
-  /** Per event being fanned out: decisions by caller and operation. */
-  #seen = new Map<string, boolean>();
-  #frames = new Map<string, Frame>();
-  /** The event the caches above are about. */
-  #cached = -1;
+  /** The event being fanned out (undefined: decide anew). */
+  #state: EventState | undefined;
+  /** Runs decisions' reads one at a time (bounded database work per instance). */
+  readonly #gate: ReadGate = oneAtATime();
 
   constructor(
     log: EventLog,
     sees: Sees,
     limits: RealtimeLimits,
     counts: StreamCounts,
+    newReads: NewSharedReads,
     expand?: ExpandEvent,
   ) {
     this.#log = log;
     this.#sees = sees;
+    this.#newReads = newReads;
     this.#expand = expand;
     this.limits = limits;
     this.#counts = counts;
@@ -297,7 +334,7 @@ export class Hub {
         await sub.sink.drain();
         await sub.sent(); // expansions read one at a time, paced too
         if (sub.closed) return;
-        this.#cached = -1; // decided now, under the rules of now
+        this.#state = undefined; // decided now, under the rules of now
         sub.send(this.frameFor(sub, ev, only));
       }
       after = events[events.length - 1].id;
@@ -329,7 +366,7 @@ export class Hub {
       if (!subs || subs.size === 0) continue;
       for (const sub of subs) sub.offer(ev, this.#frame);
       // Decisions hold for one fan-out only: rules may change before the next.
-      this.#cached = -1;
+      this.#state = undefined;
     }
   }
 
@@ -340,7 +377,9 @@ export class Hub {
 
   /**
    * What `sub` gets of `ev` (nothing, or a frame), by the rules now; with
-   * expansions, a frame read when its turn comes.
+   * expansions, or under a rule reading through relations (decided once
+   * the related records are read, with the event's other subscribers), a
+   * frame made when its turn comes.
    */
   frameFor(
     sub: Subscriber,
@@ -349,33 +388,62 @@ export class Hub {
   ): Frame | LaterFrame | undefined {
     const ops = sub.ops(ev, only);
     if (ops.length === 0) return undefined;
-    if (ev.id !== this.#cached) {
-      this.#cached = ev.id;
-      this.#seen.clear();
-      this.#frames.clear();
+    let state = this.#state;
+    if (state?.id !== ev.id) {
+      this.#state = state = { id: ev.id, seen: new Map(), frames: new Map() };
     }
-    const sees = (record: RecordData, which: string) =>
-      ops.some((op) => {
-        const key = `${op}\0${which}\0${callerKey(sub.auth)}`;
-        let ok = this.#seen.get(key);
+    const st = state;
+    const auth = sub.auth;
+    const sees = (
+      record: RecordData,
+      which: string,
+    ): boolean | Promise<boolean> => {
+      const later: Promise<boolean>[] = [];
+      for (const op of ops) {
+        const key = `${op}\0${which}\0${callerKey(auth)}`;
+        let ok = st.seen.get(key);
         if (ok === undefined) {
-          ok = this.#sees(ev.entity, ev.entityId, op, sub.auth, record);
-          this.#seen.set(key, ok);
+          st.reads ??= this.#newReads(this.#gate);
+          ok = quiet(
+            this.#sees(ev.entity, ev.entityId, op, auth, record, st.reads),
+          );
+          st.seen.set(key, ok);
         }
-        return ok;
-      });
+        if (ok === true) return true;
+        if (ok !== false) later.push(ok);
+      }
+      return later.length === 0
+        ? false
+        : quiet(Promise.all(later).then((all) => all.includes(true)));
+    };
     const expand = this.#expand && sub.expansion(ev, only);
-    if (sees(ev.record, "r")) {
-      return expand
-        ? this.#later(sub, ev, ev.action, ev.record, "r", expand)
-        : this.#build(ev, ev.action, ev.record, "r");
+    const frame = (
+      action: StoredEvent["action"],
+      record: RecordData,
+      which: string,
+    ): Frame | LaterFrame =>
+      expand
+        ? this.#later(auth, ev, action, record, which, expand)
+        : this.#build(st, ev, action, record, which);
+    const previous = ev.action === "update" ? ev.previous : undefined;
+    const seen = sees(ev.record, "r");
+    if (seen === true) return frame(ev.action, ev.record, "r");
+    if (seen === false) {
+      if (!previous) return undefined;
+      const was = sees(previous, "p");
+      if (was === true) return frame("delete", previous, "p");
+      if (was === false) return undefined;
+      return async () =>
+        await was ? await made(frame("delete", previous, "p")) : undefined;
     }
-    if (ev.action === "update" && ev.previous && sees(ev.previous, "p")) {
-      return expand
-        ? this.#later(sub, ev, "delete", ev.previous, "p", expand)
-        : this.#build(ev, "delete", ev.previous, "p");
-    }
-    return undefined;
+    return async () => {
+      if (await seen) return await made(frame(ev.action, ev.record, "r"));
+      if (!previous) return undefined;
+      // The previous record's decision, asked only when the new one is refused.
+      return await sees(previous, "p")
+        ? await made(frame("delete", previous, "p"))
+        : undefined;
+    };
   }
 
   /**
@@ -386,14 +454,13 @@ export class Hub {
    * does not answer rejects (the subscriber's stream ends, to resume).
    */
   #later(
-    sub: Subscriber,
+    auth: AuthValue,
     ev: StoredEvent,
     action: StoredEvent["action"],
     record: RecordData,
     which: string,
     expand: TopicExpand,
   ): LaterFrame {
-    const auth = sub.auth;
     const plan = expand.plan;
     const key = `${ev.id}\0${which}\0${expandKey(auth)}\0${expand.text}`;
     return () => {
@@ -424,15 +491,16 @@ export class Hub {
   }
 
   #build(
+    st: EventState,
     ev: StoredEvent,
     action: StoredEvent["action"],
     record: RecordData,
     which: string,
   ): Frame {
-    let f = this.#frames.get(which);
+    let f = st.frames.get(which);
     if (!f) {
       f = new Frame(ev.id, action, ev.entity, ev.recordId, record, ev.at);
-      this.#frames.set(which, f);
+      st.frames.set(which, f);
     }
     return f;
   }

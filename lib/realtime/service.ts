@@ -18,6 +18,7 @@ import { EventFeed } from "./feed.ts";
 import {
   type ExpandEvent,
   Hub,
+  type NewSharedReads,
   type RealtimeLimits,
   type Sees,
 } from "./hub.ts";
@@ -36,6 +37,8 @@ export interface RealtimeEnv {
   /** The database clock (ms). */
   now: () => number;
   sees: Sees;
+  /** The reads one event's decisions share (rules reading relations). */
+  sharedReads: NewSharedReads;
   /** An event's record with a topic's expansions, for its subscriber. */
   expand?: ExpandEvent;
   isRevoked(claims: TokenClaims): boolean;
@@ -82,6 +85,7 @@ export class Realtime {
       env.sees,
       env.limits,
       env.counts,
+      env.sharedReads,
       env.expand,
     );
     this.feed = new EventFeed(
@@ -106,6 +110,11 @@ export class Realtime {
       together: pg
         ? (write, change) => this.log.together(write, change)
         : undefined,
+      togetherReturning: pg
+        ? (write, head, columns) =>
+          this.log.togetherReturning(write, head, columns)
+        : undefined,
+      returned: pg ? (row) => this.log.returned(row) : undefined,
       committed: (position) => {
         this.feed.committed(position);
         this.log.committed();

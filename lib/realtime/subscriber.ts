@@ -28,7 +28,8 @@ export interface Sink {
 }
 
 /**
- * A frame that needs a read first (an event's record with expansions): the
+ * A frame that needs a read first (an event's record with expansions, or a
+ * decision under a rule reading through relations): the
  * subscriber calls it when the events before it are sent, so at most one
  * such read per subscriber runs at a time. It rejects when the database
  * does not answer.
@@ -179,7 +180,7 @@ export class Subscriber {
         // from its last event once it reconnects.
         this.sink.end(
           503,
-          "Cannot expand an event: the database did not answer; reconnect",
+          "Cannot send an event: the database did not answer; reconnect",
         );
       } finally {
         this.#waiting--;

@@ -114,7 +114,8 @@ export class RecordBatches {
       headers = steps[i].opts.admitted?.headers ?? headers;
     }
     const storage = this.#storage;
-    const scope = new WriteScope(storage);
+    // All or nothing: a write needs no savepoint of its own.
+    const scope = new WriteScope(storage, false);
     let answers: BatchAnswer[];
     try {
       answers = await storage.transaction((tx) =>

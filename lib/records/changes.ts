@@ -43,7 +43,36 @@ export interface ChangeJournal {
    * writes use a transaction and `append`.
    */
   together?(write: SqlStatement, change: RecordChange): SqlStatement;
+  /**
+   * `write` — an UPDATE or DELETE of one record, `… RETURNING` its columns
+   * and its change's bodies as JSON text, built by the database
+   * (`BODY_COLUMNS`) — and the append of that change as one statement, its
+   * own transaction (PostgreSQL: one round trip where the update would take
+   * five). Its rows are the write's, `columns` of them, with the change's
+   * position: read it with `returned`. No row: nothing was written, nothing
+   * appended.
+   */
+  togetherReturning?(
+    write: SqlStatement,
+    head: ChangeHead,
+    columns: string,
+  ): SqlStatement;
+  /** The position of the change a `togetherReturning` row appended. */
+  returned?(row: Row): number;
 }
+
+/** A change without its bodies (the database builds them: `togetherReturning`). */
+export type ChangeHead = Omit<RecordChange, "record" | "previous">;
+
+/**
+ * The columns a write handed to `ChangeJournal.togetherReturning` returns
+ * the change's bodies in (JSON text; `previous` NULL but on update). No
+ * field's column can have these names (field names have no colon).
+ */
+export const BODY_COLUMNS = {
+  record: `"mb:record"`,
+  previous: `"mb:previous"`,
+} as const;
 
 /** A statement and its parameters. */
 export interface SqlStatement {
@@ -65,6 +94,12 @@ export interface WriteJournal {
   committed(): void;
   /** `ChangeJournal.together` for this write, where the journal has it. */
   fuse?: (write: SqlStatement, change: RecordChange) => FusedWrite;
+  /** `ChangeJournal.togetherReturning` for this write, where the journal has it. */
+  fuseReturning?: (
+    write: SqlStatement,
+    head: ChangeHead,
+    columns: string,
+  ) => FusedWrite;
 }
 
 /**
@@ -93,6 +128,8 @@ export function writeJournal(
   if (!journal) return undefined;
   let position = 0;
   const together = journal.together?.bind(journal);
+  const returning = journal.togetherReturning?.bind(journal);
+  const returned = journal.returned?.bind(journal);
   return {
     changed: async (tx, change) => {
       position = Math.max(position, await journal.append(tx, change));
@@ -106,6 +143,13 @@ export function writeJournal(
         position = Math.max(position, Number(rows[0]?.id ?? 0));
       },
     })),
+    fuseReturning: returning && returned &&
+      ((write, head, columns) => ({
+        statement: returning(write, head, columns),
+        done: (rows) => {
+          if (rows[0]) position = Math.max(position, returned(rows[0]));
+        },
+      })),
   };
 }
 
@@ -137,17 +181,35 @@ export class JournalRelay implements ChangeJournal {
     change: RecordChange,
   ) => SqlStatement;
 
-  /** `fuses`: the journal bound will have `together` (PostgreSQL). */
+  /** Set where the database fuses a write with its append (PostgreSQL). */
+  readonly togetherReturning?: (
+    write: SqlStatement,
+    head: ChangeHead,
+    columns: string,
+  ) => SqlStatement;
+  /** Set with `togetherReturning`. */
+  readonly returned?: (row: Row) => number;
+
+  /**
+   * `fuses`: the journal bound will have `together`, `togetherReturning`
+   * and `returned` (PostgreSQL).
+   */
   constructor(fuses: boolean) {
     if (fuses) {
-      this.together = (write, change) => {
-        const to = this.#bound();
-        if (!to.together) {
-          throw new Error("Cannot fuse a write: the journal bound cannot");
-        }
-        return to.together(write, change);
-      };
+      this.together = (write, change) =>
+        this.#fusing().together!(write, change);
+      this.togetherReturning = (write, head, columns) =>
+        this.#fusing().togetherReturning!(write, head, columns);
+      this.returned = (row) => this.#fusing().returned!(row);
     }
+  }
+
+  #fusing(): ChangeJournal {
+    const to = this.#bound();
+    if (!to.together || !to.togetherReturning || !to.returned) {
+      throw new Error("Cannot fuse a write: the journal bound cannot");
+    }
+    return to;
   }
 
   /** Binds the journal changes go to (once). */

@@ -24,6 +24,7 @@ import type { Where } from "./list_query.ts";
 import type { Access } from "./caller_access.ts";
 import type { FusedWrite, RecordChange, SqlStatement } from "./changes.ts";
 import { updateStatement } from "./update_sql.ts";
+import { fusedUpdate, type FuseReturning } from "./fused_writes.ts";
 import {
   checkRelations,
   constraintError,
@@ -58,6 +59,12 @@ export interface WriteSteps {
    * one statement instead of a transaction.
    */
   fuse?: (write: SqlStatement, change: RecordChange) => FusedWrite;
+  /**
+   * With `changed`, where the journal can (PostgreSQL): an update or a
+   * delete with nothing to read or check first is one statement with the
+   * append of its change (lib/records/fused_writes.ts).
+   */
+  fuseReturning?: FuseReturning;
 }
 
 /** What an update produced. */
@@ -245,6 +252,27 @@ export async function updateRecord(
       );
       return rows[0] &&
         { record: decodeRow(schema, rows[0], dialect), removedFiles: [] };
+    }
+    const fuse = changed ? steps.fuseReturning : undefined;
+    if (
+      fuse && !keep && !check && !before && !files &&
+      !hasRelationValue(schema, values)
+    ) {
+      // The same with its change appended, in one statement (PostgreSQL).
+      const u = updateStatement(schema, values, dialect);
+      const out = await fusedUpdate(
+        store,
+        schema,
+        selectList(schema),
+        id,
+        u,
+        where,
+        fuse,
+      );
+      if (out.fused) {
+        return out.row &&
+          { record: decodeRow(schema, out.row, dialect), removedFiles: [] };
+      }
     }
     const write = async (tx: Queryable): Promise<Updated | undefined> => {
       const current = await readRow(tx, schema, id, where, lock);

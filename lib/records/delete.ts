@@ -6,7 +6,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { Queryable, Storage } from "../db/storage.ts";
+import type { Queryable, Row, Storage } from "../db/storage.ts";
 import { columnOf, tableOf } from "../schema/ddl.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
@@ -19,6 +19,7 @@ import {
 } from "./crud.ts";
 import { constraintError } from "./constraints.ts";
 import type { Access } from "./caller_access.ts";
+import { fusedDelete } from "./fused_writes.ts";
 
 /** One record a delete removed. */
 export interface DeletedRecord {
@@ -179,6 +180,44 @@ async function removeFromLists(
   }
 }
 
+/**
+ * A delete as one statement: without a journal, or with one that fuses it
+ * with the change (`row` undefined: no record matched); undefined when it
+ * must take a transaction.
+ */
+async function deleteAlone(
+  store: Storage,
+  schema: EntitySchema,
+  id: string,
+  where: Access["where"],
+  steps: WriteSteps,
+): Promise<{ row?: Row } | undefined> {
+  if (!steps.changed) {
+    const rows = await store.query(
+      `DELETE FROM ${tableOf(schema.name)} WHERE "id" = ?${
+        where ? ` AND (${where.sql})` : ""
+      } RETURNING ${selectList(schema)}`,
+      [id, ...(where?.params ?? [])],
+    );
+    return { row: rows[0] };
+  }
+  if (!steps.fuseReturning) return undefined;
+  const out = await fusedDelete(
+    store,
+    schema,
+    selectList(schema),
+    id,
+    where,
+    steps.fuseReturning,
+  );
+  return out.fused ? { row: out.row } : undefined;
+}
+
+function deletedRow(store: Storage, schema: EntitySchema, row: Row): Deleted {
+  const record = decodeRow(schema, row, store.dialect);
+  return { record, deleted: [{ schema, record }] };
+}
+
 /** Deletes a record; undefined when it does not exist or `access` hides it. */
 export async function deleteRecord(
   store: Storage,
@@ -191,6 +230,13 @@ export async function deleteRecord(
   const { where, keep, check } = access;
   const { before, changed } = steps;
   try {
+    if (!keep && !check && !before && refsOf(schema.name).length === 0) {
+      // Nothing to read or check first, nothing pointing at it: one DELETE
+      // … RETURNING is atomic on its own, and so is one that appends its
+      // change too (PostgreSQL).
+      const one = await deleteAlone(store, schema, id, where, steps);
+      if (one) return one.row && deletedRow(store, schema, one.row);
+    }
     return await store.transaction(async (tx) => {
       const current = await readRow(
         tx,

@@ -180,10 +180,24 @@ export class Entity {
   get updated(): string {
     return this.#schema.updated;
   }
-  /** The schema object as the schemas API returns it. */
+  /** The schema object as the schemas API returns it (a copy the caller may change). */
   get schema(): EntitySchema {
     return { ...structuredClone(this.#schema), fields: this.fields };
   }
+
+  /**
+   * The same schema, shared and never copied, for hot read paths (decoding
+   * rows, a rule's relation reads): the caller must not change it. An
+   * entity's schema never changes (a changed schema is a new `Entity`), so
+   * it is made once.
+   */
+  get shape(): Readonly<EntitySchema> {
+    return this.#shape ??= Object.freeze({
+      ...this.#schema,
+      fields: this.fields,
+    });
+  }
+  #shape: Readonly<EntitySchema> | undefined;
 
   /** The database dialect behind this entity. */
   get dialect(): Dialect {

@@ -76,6 +76,11 @@ export interface ListAccess extends ReadOptions {
    * caller may read them (default: as the program, every record).
    */
   sorts?: ReadonlyMap<string, SortVia>;
+  /**
+   * `search` is checked in JavaScript after the rule in `access` (a rule
+   * checked row by row), not in SQL.
+   */
+  searchRows?: boolean;
 }
 
 /** A create, update or delete. */
@@ -200,6 +205,7 @@ export class EntityRecords {
       access,
       opts.cursor,
       opts.sorts ?? this.#librarySorts(options.sort),
+      opts.searchRows,
     );
   }
 
@@ -242,7 +248,9 @@ export class EntityRecords {
       this.#store,
       this.#schema,
       parsed,
-      rowScope(rows, { where: sqlOnly(access) }),
+      rowScope(this.#store.dialect, this.#schema, rows, {
+        where: sqlOnly(access),
+      }),
     );
   }
   /** Reads a record by id; undefined when it does not exist. */
@@ -251,9 +259,10 @@ export class EntityRecords {
     opts: ReadOptions = {},
   ): Promise<RecordData | undefined> {
     const { where, keep } = opts.access ?? {};
-    const row = await readRow(this.#store, this.#schema, id, where);
+    const store = this.#store;
+    const row = await readRow(store, this.#schema, id, where);
     if (!row) return undefined;
-    const record = decodeRow(this.#schema, row, this.#store.dialect);
+    const record = decodeRow(this.#schema, row, store.dialect);
     if (keep && !(await keep(record))) return undefined;
     return record;
   }
@@ -262,8 +271,10 @@ export class EntityRecords {
    * applies its own per-row check), in no particular order.
    */
   async byIds(ids: readonly string[], where?: Where): Promise<RecordData[]> {
-    const rows = await rowsByIds(this.#store, this.#schema, ids, where);
-    return rows.map((r) => decodeRow(this.#schema, r, this.#store.dialect));
+    // Looked up once: each look is an AsyncLocalStorage read.
+    const store = this.#store, schema = this.#schema;
+    const rows = await rowsByIds(store, schema, ids, where);
+    return rows.map((r) => decodeRow(schema, r, store.dialect));
   }
   /**
    * The records whose relation `field` holds one of `ids` and that match
@@ -280,10 +291,11 @@ export class EntityRecords {
   ): Promise<{ parent: string; record: RecordData }[]> {
     const f = this.#schema.fields.find((f) => f.name === field);
     if (!f) return [];
+    const store = this.#store, schema = this.#schema;
     const rows = await rowsReferencing(
-      this.#store,
-      this.#store.dialect,
-      this.#schema,
+      store,
+      store.dialect,
+      schema,
       f,
       ids,
       where,
@@ -291,7 +303,7 @@ export class EntityRecords {
     );
     return rows.map((r) => ({
       parent: String(r[PARENT_COLUMN]),
-      record: decodeRow(this.#schema, r, this.#store.dialect),
+      record: decodeRow(schema, r, store.dialect),
     }));
   }
   /**
@@ -316,7 +328,11 @@ export class EntityRecords {
       values,
       opts.access,
       opts.uploads,
-      { before: hooks?.before, changed: journal?.changed },
+      {
+        before: hooks?.before,
+        changed: journal?.changed,
+        fuseReturning: journal?.fuseReturning,
+      },
     );
     if (!updated) return undefined;
     if (!openScope(this.#base)) opts.stored?.();
@@ -355,7 +371,11 @@ export class EntityRecords {
       id,
       this.#refsOf,
       opts.access,
-      { before: hooks?.before, changed: journal?.changed },
+      {
+        before: hooks?.before,
+        changed: journal?.changed,
+        fuseReturning: journal?.fuseReturning,
+      },
     );
     if (!gone) return undefined;
     const { record: rec, deleted } = gone;

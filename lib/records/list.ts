@@ -23,7 +23,14 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { ColumnKind, Row, SqlValue, Storage } from "../db/storage.ts";
+import {
+  type ColumnKind,
+  type Dialect,
+  physicalName,
+  type Row,
+  type SqlValue,
+  type Storage,
+} from "../db/storage.ts";
 import { tableOf } from "../schema/ddl.ts";
 import type { EntitySchema } from "../schema/types.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
@@ -35,8 +42,16 @@ import {
   type CursorQuery,
   LIBRARY_CURSORS,
   openCursor,
+  positionDigest,
   sealCursor,
 } from "./list_cursor.ts";
+import {
+  RANK_KEY,
+  searchMatches,
+  searchMatchSql,
+  searchRankSql,
+  type SearchSql,
+} from "./search_query.ts";
 import {
   afterWhere,
   cursorOf,
@@ -111,17 +126,21 @@ class Reader {
   readonly #schema: EntitySchema;
   readonly #base: { sql: string; params: SqlValue[] } | undefined;
   readonly #keys: SortKey[];
+  /** Relevance order: the rank of a row (a column of an inner query). */
+  readonly #rank: SearchSql | undefined;
 
   constructor(
     store: Storage,
     schema: EntitySchema,
     base: { sql: string; params: SqlValue[] } | undefined,
     keys: SortKey[],
+    rank?: SearchSql,
   ) {
     this.#store = store;
     this.#schema = schema;
     this.#base = base;
     this.#keys = keys;
+    this.#rank = rank;
   }
 
   get keys(): SortKey[] {
@@ -133,29 +152,50 @@ class Reader {
     const params: SqlValue[] = [];
     // Values through relations, read for the cursor (`mb_sort<i>`).
     let extra = "";
+    const extraParams: SqlValue[] = [];
     this.#keys.forEach((k, i) => {
       if (!k.via) return;
       extra += `, ${k.via.sql} AS "${viaColumn(i)}"`;
-      params.push(...k.via.params as SqlValue[]);
+      extraParams.push(...k.via.params as SqlValue[]);
     });
     if (this.#base) {
       conds.push(`(${this.#base.sql})`);
       params.push(...this.#base.params);
     }
-    if (pos.values) {
-      const w = afterWhere(this.#keys, pos.values);
-      conds.push(`(${w.sql})`);
-      params.push(...w.params);
-    }
-    const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
+    const after = pos.values ? afterWhere(this.#keys, pos.values) : undefined;
     const offset = pos.skip > 0 ? ` OFFSET ${pos.skip}` : "";
     const order = orderBy(this.#keys);
-    params.push(...order.params);
+    const tail = ` ORDER BY ${order.sql} LIMIT ${n}${offset}`;
+    const rank = this.#rank;
+    if (rank) {
+      // The rank is a column of the inner query: the order and the keyset
+      // condition name it (PostgreSQL has no output names in WHERE).
+      const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
+      return this.#store.query(
+        `SELECT * FROM (SELECT ${
+          selectList(this.#schema)
+        }${extra}, ${rank.sql} AS "${RANK_KEY}" FROM ${
+          tableOf(this.#schema.name)
+        }${where}) AS "mb_ranked"${after ? ` WHERE ${after.sql}` : ""}${tail}`,
+        [
+          ...extraParams,
+          ...rank.params,
+          ...params,
+          ...after?.params ?? [],
+          ...order.params,
+        ],
+      );
+    }
+    if (after) {
+      conds.push(`(${after.sql})`);
+      params.push(...after.params);
+    }
+    const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
     return this.#store.query(
       `SELECT ${selectList(this.#schema)}${extra} FROM ${
         tableOf(this.#schema.name)
-      }${where} ORDER BY ${order.sql} LIMIT ${n}${offset}`,
-      params,
+      }${where}${tail}`,
+      [...extraParams, ...params, ...order.params],
     );
   }
 
@@ -176,34 +216,62 @@ export async function listRecords(
   access: Access = {},
   cursor: CursorContext = LIBRARY_CURSORS,
   sorts?: ReadonlyMap<string, SortVia>,
+  searchRows = false,
 ): Promise<ListResult> {
-  const keys = orderKeys(opts.sort).map((k) => {
-    if (!k.field.includes(".")) return k;
-    const via = sorts?.get(k.field);
-    if (!via) {
-      throw new MoonbaseError(
-        "invalid",
-        `Cannot list records: cannot sort by ${k.field.slice(0, 200)} here`,
-      );
-    }
-    return { ...k, via };
-  });
+  const words = opts.search;
+  const byRank = words !== undefined && opts.sort.length === 0;
+  if (byRank && searchRows) {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot search by relevance: the list rule is checked row by row (not compiled to SQL), and hidden records would decide which rows are examined; add sort=-created (or id, created, updated), or write a rule that compiles to SQL",
+    );
+  }
+  const keys: SortKey[] = byRank
+    ? [{ field: RANK_KEY, desc: true }, { field: "id", desc: false }]
+    : orderKeys(opts.sort).map((k) => {
+      if (!k.field.includes(".")) return k;
+      const via = sorts?.get(k.field);
+      if (!via) {
+        throw new MoonbaseError(
+          "invalid",
+          `Cannot list records: cannot sort by ${k.field.slice(0, 200)} here`,
+        );
+      }
+      return { ...k, via };
+    });
+  // The match is part of the rows' scope (rowScope), the rank the order's.
+  const rank = byRank ? searchRankSql(schema, store.dialect, words) : undefined;
+  if (words !== undefined && searchRows && access.keep) {
+    // After the rule, in JavaScript, as a filter under such a rule is.
+    const rule = access.keep;
+    access = {
+      ...access,
+      keep: async (r) => (await rule(r)) && searchMatches(schema, r, words),
+    };
+  }
   let kinds: ColumnKind[] | undefined;
   const query: CursorQuery = {
     entityId: schema.id,
     keys,
     filter: opts.filter,
+    search: words?.join(" "),
     // Only needed when a cursor is opened or sealed.
     get kinds() {
       return kinds ??= keyKinds(schema, keys);
     },
   };
   const ctx = cursor;
-  const start: CursorPosition = opts.after
+  let start: CursorPosition = opts.after
     ? openCursor(ctx, query, opts.after)
     : { skip: 0 };
-  const base = rowScope(opts, access);
-  const reader = new Reader(store, schema, base, keys);
+  if (start.ref) start = await resolvedPosition(store, schema, query, start);
+  const base = rowScope(
+    store.dialect,
+    schema,
+    searchRows ? { ...opts, search: undefined } : opts,
+    access,
+  );
+  const reader = new Reader(store, schema, base, keys, rank);
   const found = access.keep
     ? await scanPage(reader, start, opts.limit, access.keep)
     : await sqlPage(reader, start, opts.limit);
@@ -238,19 +306,73 @@ export async function listRecords(
 }
 
 /**
+ * A position opened from a cursor that names the record its values came
+ * from (they were too long to carry): the values read from that record
+ * again, when they are still the ones the cursor was made with (their
+ * digest); a 400 when the record has since changed them or is gone. Only
+ * the sort columns are read, and only to compare them: nothing of the
+ * record reaches the caller.
+ */
+async function resolvedPosition(
+  store: Storage,
+  schema: EntitySchema,
+  query: CursorQuery,
+  pos: CursorPosition,
+): Promise<CursorPosition> {
+  const { ref } = pos;
+  if (!ref) return pos;
+  // Only plain columns can be read back (not a relevance rank or a
+  // related record's field).
+  if (!query.keys.every((k) => schema.fields.some((f) => f.name === k.field))) {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot use cursor: its sort values were too long to carry and cannot be read again for this sort; list again from the first page, or sort by shorter values",
+    );
+  }
+  const rows = await store.query(
+    `SELECT ${
+      query.keys.map((k) => `"${physicalName(k.field)}"`).join(", ")
+    } FROM ${tableOf(schema.name)} WHERE "id" = ?`,
+    [ref.id],
+  );
+  const values = rows[0] && cursorOf([...query.keys], rows[0], query.kinds);
+  if (!values || positionDigest(values) !== ref.digest) {
+    throw new MoonbaseError(
+      "invalid",
+      "Cannot use cursor: the record it continues after has changed its sort values or is gone; list again from the first page",
+    );
+  }
+  return { values, skip: pos.skip };
+}
+
+/**
  * The SQL condition of the rows a list with `opts` covers under `access`
  * (before any per-row check), or undefined for every row. Lists and
  * aggregates (`aggregate.ts`) take their rows from here, so a list
- * parameter that selects rows applies to both. (`filter` is in `access`
- * already: the record service compiles it with the caller's rules.)
+ * parameter that selects rows applies to both: `search` (its match,
+ * search_query.ts) joins the rule's condition here. (`filter` is in
+ * `access` already: the record service compiles it with the caller's
+ * rules.)
  */
 export function rowScope(
-  _opts: Pick<ListOptions, "filter">,
+  dialect: Dialect,
+  schema: EntitySchema,
+  opts: Pick<ListOptions, "filter" | "search">,
   access: Access,
 ): Where | undefined {
-  return access.where
-    ? { sql: access.where.sql, params: access.where.params }
-    : undefined;
+  const conds: Where[] = [];
+  if (access.where) {
+    conds.push({ sql: access.where.sql, params: [...access.where.params] });
+  }
+  if (opts.search) {
+    const m = searchMatchSql(schema, dialect, opts.search);
+    conds.push({ sql: m.sql, params: [...m.params] });
+  }
+  if (conds.length <= 1) return conds[0];
+  return {
+    sql: conds.map((c) => `(${c.sql})`).join(" AND "),
+    params: conds.flatMap((c) => c.params),
+  };
 }
 
 /** What a rule or filter that cannot run in SQL is called in a 400. */

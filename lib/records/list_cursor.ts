@@ -29,6 +29,30 @@ export interface CursorContext {
 export interface CursorPosition {
   values?: SqlValue[];
   skip: number;
+  /**
+   * As opened from a cursor whose values were too long to carry (a sort by
+   * a long text): the record they are read from again, and their digest
+   * (`positionDigest`); `values` is then undefined until the list reads
+   * them (`resolvedPosition`).
+   */
+  ref?: { id: string; digest: string };
+}
+
+/**
+ * The digest a cursor holds of values too long to carry.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { positionDigest } from "moonbase/lib/records/list_cursor.ts";
+ * assert.equal(positionDigest(["a", 1]), positionDigest(["a", 1]));
+ * assert.notEqual(positionDigest(["a", 1]), positionDigest(["a", 2]));
+ * ```
+ */
+export function positionDigest(values: readonly SqlValue[]): string {
+  return createHash("sha256").update(JSON.stringify(values)).digest(
+    "base64url",
+  ).slice(0, 22);
 }
 
 /**
@@ -84,9 +108,14 @@ function queryDigest(
   keys: readonly SortKey[],
   filter: string | undefined,
   caller: string,
+  search: string | undefined,
 ): string {
   const sort = keys.map((k) => (k.desc ? "-" : "+") + k.field).join(",");
-  const id = JSON.stringify([entityId, sort, filter ?? null, caller]);
+  const id = JSON.stringify(
+    search === undefined
+      ? [entityId, sort, filter ?? null, caller]
+      : [entityId, sort, filter ?? null, caller, search],
+  );
   let digest = digests.get(id);
   if (digest === undefined) {
     digest = createHash("sha256").update(id).digest("base64url").slice(0, 22);
@@ -101,6 +130,8 @@ export interface CursorQuery {
   entityId: string;
   keys: readonly SortKey[];
   filter?: string;
+  /** The words of `search` (joined by spaces). */
+  search?: string;
   /** Column kind of each key (values are checked against it). */
   kinds: readonly ColumnKind[];
 }
@@ -123,11 +154,28 @@ export function sealCursor(
   q: CursorQuery,
   pos: CursorPosition,
 ): string {
-  const json = JSON.stringify({
-    q: queryDigest(q.entityId, q.keys, q.filter, ctx.caller),
-    v: pos.values ?? null,
-    k: pos.skip,
-  });
+  const digest = queryDigest(
+    q.entityId,
+    q.keys,
+    q.filter,
+    ctx.caller,
+    q.search,
+  );
+  let json = JSON.stringify({ q: digest, v: pos.values ?? null, k: pos.skip });
+  const id = q.keys.findIndex((k) => k.field === "id");
+  if (
+    pos.values && id >= 0 && typeof pos.values[id] === "string" &&
+    sealedLength(json) > MAX_TEXT
+  ) {
+    // Values too long to carry (a sort by a long text): the record they
+    // came from instead, and their digest; the list reads them again.
+    json = JSON.stringify({
+      q: digest,
+      v: null,
+      k: pos.skip,
+      r: [pos.values[id], positionDigest(pos.values)],
+    });
+  }
   // The same position of the same query seals to the same text (a popular
   // first page asks for it again and again): telling two equal cursors
   // apart would reveal nothing the caller does not see anyway.
@@ -147,6 +195,11 @@ export function sealCursor(
   // let long sort values pin ~2 MB per entry (a 1 MB text field, 512 filters).
   if (text.length <= MAX_TEXT) remember(known, json, text);
   return text;
+}
+
+/** The length of the text `json` seals to (base64url of IV, tag and body). */
+function sealedLength(json: string): number {
+  return Math.ceil((28 + Buffer.byteLength(json, "utf8")) * 4 / 3);
 }
 
 /** Recently sealed texts (by plaintext) and opened ones (by text), per key. */
@@ -226,13 +279,25 @@ export function openCursor(
 ): CursorPosition {
   const data = unseal(ctx.key, text);
   if (typeof data !== "object" || data === null) bad("it is malformed");
-  const { q: digest, v, k } = data as Record<string, unknown>;
-  if (digest !== queryDigest(q.entityId, q.keys, q.filter, ctx.caller)) {
+  const { q: digest, v, k, r } = data as Record<string, unknown>;
+  if (
+    digest !==
+      queryDigest(q.entityId, q.keys, q.filter, ctx.caller, q.search)
+  ) {
     bad(
-      "it belongs to another query (entity, sort, filter and caller must match)",
+      "it belongs to another query (entity, sort, filter, search and caller must match)",
     );
   }
   if (!Number.isSafeInteger(k) || (k as number) < 0) bad("it is malformed");
+  if (r !== undefined) {
+    if (
+      v !== null || !Array.isArray(r) || r.length !== 2 ||
+      !r.every((x) => typeof x === "string")
+    ) {
+      bad("it is malformed");
+    }
+    return { skip: k as number, ref: { id: r[0], digest: r[1] } };
+  }
   if (v === null) return { skip: k as number };
   if (
     !Array.isArray(v) || v.length !== q.keys.length ||

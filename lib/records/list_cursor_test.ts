@@ -6,6 +6,7 @@ import {
   cursorKeyOf,
   type CursorQuery,
   openCursor,
+  positionDigest,
   sealCursor,
 } from "./list_cursor.ts";
 import { cursorOf, orderKeys } from "./list_query.ts";
@@ -122,4 +123,20 @@ Deno.test("list_cursor: a position seals once; kept cursors stay checked", () =>
     () => openCursor(ctx, query, c.slice(0, i) + flip + c.slice(i + 1)),
     /not a cursor from this list/,
   );
+});
+
+Deno.test("list_cursor: values too long to carry: the row's id and their digest", () => {
+  const values = ["é".repeat(7000), "id1"];
+  const c = sealCursor(ctx, query, { values, skip: 2 });
+  assert.ok(c.length <= 8192, `${c.length} characters`);
+  assert.deepEqual(openCursor(ctx, query, c), {
+    skip: 2,
+    ref: { id: "id1", digest: positionDigest(values) },
+  });
+  // Short values are carried as ever.
+  const short = sealCursor(ctx, query, { values: ["a", "id1"], skip: 0 });
+  assert.deepEqual(openCursor(ctx, query, short), {
+    values: ["a", "id1"],
+    skip: 0,
+  });
 });

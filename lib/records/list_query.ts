@@ -11,6 +11,9 @@ import { type ColumnKind, physicalName, type SqlValue } from "../db/storage.ts";
 import { kindOf } from "../schema/field_types.ts";
 import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { allFields } from "../schema/builtin.ts";
+import { searchableFields } from "../schema/search_ddl.ts";
+import { MAX_SEARCH_WORDS, searchWords } from "../rules/text_fold.ts";
+import { RANK_KEY } from "./search_query.ts";
 
 /** Default and largest page size. */
 export const DEFAULT_LIMIT = 50, MAX_LIMIT = 500;
@@ -53,6 +56,8 @@ export interface ListOptions {
   fields?: string[];
   count: boolean;
   filter?: string;
+  /** `search`: its words, folded (the last one a prefix). */
+  search?: string[];
 }
 
 /** A SQL condition with its parameters. */
@@ -68,6 +73,7 @@ const KNOWN = new Set([
   "fields",
   "count",
   "filter",
+  "search",
   "token",
 ]);
 
@@ -106,7 +112,7 @@ function unknownParameter(
     );
   }
   bad(
-    `${head} (lists take limit, after, sort, fields, count, filter and expand)`,
+    `${head} (lists take limit, after, sort, fields, count, filter, search and expand)`,
   );
 }
 
@@ -228,7 +234,34 @@ export function parseListOptions(
   if (filter !== null && filter.trim() !== "") opts.filter = filter;
   const after = q.get("after");
   if (after !== null && after !== "") opts.after = after;
+  const search = q.get("search");
+  if (search !== null && search.trim() !== "") {
+    opts.search = parseSearch(schema, search);
+  }
   return opts;
+}
+
+/** Longest `search` parameter (characters). */
+export const MAX_SEARCH_LENGTH = 500;
+
+/** The words of a `search` parameter; 400 when the entity cannot be searched. */
+function parseSearch(schema: EntitySchema, search: string): string[] {
+  if (searchableFields(schema).length === 0) {
+    bad(
+      `Cannot search ${schema.name}: it has no searchable field; mark a string or text field "searchable": true (PATCH /api/v1/schemas/${schema.name}, or the field's Searchable switch in the dashboard), or use filter=fold(<field>).includes(fold("…"))`,
+    );
+  }
+  if (search.length > MAX_SEARCH_LENGTH) {
+    bad(`Cannot search: longer than ${MAX_SEARCH_LENGTH} characters`);
+  }
+  const words = searchWords(search);
+  if (words.length === 0) {
+    bad("Cannot search: the search has no word (letters or digits)");
+  }
+  if (words.length > MAX_SEARCH_WORDS) {
+    bad(`Cannot search: more than ${MAX_SEARCH_WORDS} words`);
+  }
+  return words;
 }
 
 /** The effective order: the sort keys, then `id` ascending unless `id` is a key. */
@@ -307,6 +340,7 @@ export function keyKinds(
 ): ColumnKind[] {
   const fields = fieldMap(schema);
   return keys.map((k) => {
+    if (k.field === RANK_KEY) return "double";
     if (k.via) return k.via.kind;
     const f = fields.get(k.field);
     return f && schema.type !== "view" ? kindOf(f) : "json";

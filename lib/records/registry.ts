@@ -13,7 +13,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { Storage } from "../db/storage.ts";
+import { ident, type Storage } from "../db/storage.ts";
 import { ADMIN_SCHEMA } from "../schema/system.ts";
 import type { RelationRef } from "./crud.ts";
 import { Entity } from "./entity.ts";
@@ -26,6 +26,8 @@ import {
   refusedViews,
   type ViewWorldEntity,
 } from "../schema/views.ts";
+import { searchableFields, searchTableOf } from "../schema/search_ddl.ts";
+import { fillSearch } from "./search_index.ts";
 import {
   type RuleCheck,
   ruleProblems,
@@ -67,6 +69,7 @@ export class Registry {
   #checkExpr: RuleCheck;
   #env: EntityEnv;
   #warn: RegistryWarning;
+  #note: RegistryWarning;
   /** Called after a schema change commits (announces it to other instances). */
   onChange: (() => void) | undefined;
   /** The schema changes of this instance, one after another. */
@@ -75,16 +78,19 @@ export class Registry {
   /**
    * `checkExpr` validates custom rule expressions, with the names they may
    * read when given (returns a problem or undefined); `warn` tells the
-   * operator what the registry could not do.
+   * operator what the registry could not do, `note` how long work goes
+   * (a search index being filled).
    */
   constructor(
     store: Storage,
     checkExpr: RuleCheck,
     env: EntityEnv,
     warn: RegistryWarning,
+    note: RegistryWarning = () => {},
   ) {
     this.#env = env;
     this.#warn = warn;
+    this.#note = note;
     this.#store = store;
     this.#checkExpr = checkExpr;
   }
@@ -299,6 +305,35 @@ export class Registry {
     return this.get(results[0]!.id)!;
   }
 
+  /**
+   * Rebuilds what was computed with another runtime's text functions (its
+   * Unicode version differs: lib/schema/system.ts `textVersionMoved`): the
+   * `fold(…)` indexes and every search index.
+   */
+  async refold(): Promise<void> {
+    const store = this.#store;
+    const pg = store.dialect.name === "postgres";
+    const indexes = pg
+      ? await store.query(
+        `SELECT DISTINCT d.objid::regclass::text AS name FROM pg_depend d JOIN pg_proc p ON p.oid = d.refobjid WHERE d.classid = 'pg_class'::regclass AND p.proname = 'mb_fold' AND p.pronamespace = current_schema()::regnamespace`,
+      )
+      : await store.query(
+        `SELECT name FROM sqlite_master WHERE type = 'index' AND sql LIKE '%mb_fold(%'`,
+      );
+    for (const { name } of indexes) {
+      await store.exec(
+        pg ? `REINDEX INDEX ${String(name)}` : `REINDEX ${ident(String(name))}`,
+      );
+    }
+    for (const entity of this.all()) {
+      if (searchableFields(entity.schema).length === 0) continue;
+      await store.transaction(async (tx) => {
+        await tx.run(`DELETE FROM "${searchTableOf(entity.schema)}"`);
+        await fillSearch(tx, store.dialect, entity.schema, this.#note);
+      });
+    }
+  }
+
   /** Drops an entity and its table. */
   async remove(idOrName: string): Promise<void> {
     await this.apply(() => [{ action: "delete", entity: idOrName }]);
@@ -339,6 +374,7 @@ export class Registry {
       dialect: db.dialect,
       checkExpr: this.#checkExpr,
       env: this.#env,
+      note: this.#note,
     };
     const after: (() => Promise<void>)[] = [];
     const results: (EntitySchema | undefined)[] = [];

@@ -46,6 +46,7 @@ import type {
   RuleEngine,
   RuleRequest,
   RuleTarget,
+  SharedReads,
   SortVia,
 } from "./rule_types.ts";
 import { deny } from "./access.ts";
@@ -219,8 +220,10 @@ export class ExpressionRules implements RuleEngine {
 
   /**
    * Whether the custom rule `expr` lets `auth` at `record` (evaluated here,
-   * never in SQL). A rule reading through relations denies: nothing is
-   * read here (realtime events are decided without a database read).
+   * never in SQL): at once, or (a rule reading through relations, given
+   * `reads`: a realtime event's) once the related records are read, shared
+   * with the other callers `reads` decides for. Without `reads` such a rule
+   * denies (nothing is read).
    */
   allows(
     expr: string,
@@ -228,7 +231,8 @@ export class ExpressionRules implements RuleEngine {
     req: RuleRequest,
     record: RecordData,
     entity?: RuleTarget,
-  ): boolean {
+    reads?: SharedReads,
+  ): boolean | Promise<boolean> {
     let ast: Expr;
     try {
       ast = this.#parseRule(expr);
@@ -238,14 +242,60 @@ export class ExpressionRules implements RuleEngine {
     }
     if (mayCrossRelations(ast)) {
       if (!entity) return false;
-      ast = this.#bindRule(ast, entity, auth);
-      if (hasRelations(ast)) return false;
+      const user = this.#userEntity(entity, auth);
+      // Bound once per entity and kind of caller (the shapes differ by auth entity).
+      const key = `${expr}\0${user?.name.toLowerCase() ?? ""}`;
+      const parsed = ast;
+      ast = reads
+        ? reads.bound(
+          `${entity.id}\0${key}`,
+          () => this.#bindRule(parsed, entity, auth),
+        )
+        : this.#bindRule(ast, entity, auth);
+      if (hasRelations(ast)) {
+        return reads
+          ? this.#allowsThrough(ast, key, auth, req, record, entity, reads)
+          : false;
+      }
     }
     return this.#test(ast, { auth, req: plainRequest(ast, req), record });
   }
 
+  /** `allows` for a bound rule reading relations: they are read first. */
+  async #allowsThrough(
+    ast: Expr,
+    key: string,
+    auth: AuthValue,
+    req: RuleRequest,
+    record: RecordData,
+    entity: RuleTarget,
+    reads: SharedReads,
+  ): Promise<boolean> {
+    const loads: Promise<void>[] = [];
+    if (readsRelations(ast, "record")) {
+      loads.push(reads.record(key, ast, entity, record));
+    }
+    const user = this.#userEntity(entity, auth);
+    if (user && auth.user && readsRelations(ast, "user")) {
+      loads.push(reads.user(key, ast, user, auth.user as RecordData));
+    }
+    // A read that fails rejects (the database did not answer): the caller
+    // ends the stream rather than guess.
+    await Promise.all(loads);
+    return this.#test(
+      ast,
+      { auth, req: plainRequest(ast, req), record },
+      reads,
+    );
+  }
+
   /** See {@link RuleEngine.mayPass}. */
-  mayPass(expr: string, auth: AuthValue): boolean {
+  mayPass(
+    expr: string,
+    auth: AuthValue,
+    entity?: RuleTarget,
+    reads?: SharedReads,
+  ): boolean | Promise<boolean> {
     let ast: Expr;
     try {
       ast = this.#parseRule(expr);
@@ -253,8 +303,27 @@ export class ExpressionRules implements RuleEngine {
       return false; // a rule that does not parse denies every request (access)
     }
     if (readsRecord(ast) || readsRequest(ast)) return true;
-    // Through the caller's relations: decided when it is read (maybe).
-    if (mayCrossRelations(ast)) return true;
+    if (mayCrossRelations(ast)) {
+      // Through the caller's relations: read them when given the means, else maybe.
+      if (!entity || !reads) return true;
+      const user = this.#userEntity(entity, auth);
+      const key = `${expr}\0${user?.name.toLowerCase() ?? ""}`;
+      const parsed = ast;
+      const bound = reads.bound(
+        `${entity.id}\0${key}`,
+        () => this.#bindRule(parsed, entity, auth),
+      );
+      if (hasRelations(bound)) {
+        if (!user || !auth.user || !readsRelations(bound, "user")) {
+          return this.#test(bound, { auth, req: NO_REQUEST }, reads);
+        }
+        return reads.user(key, bound, user, auth.user as RecordData).then(
+          () => this.#test(bound, { auth, req: NO_REQUEST }, reads),
+          () => true, // not read (the database did not answer): maybe
+        );
+      }
+      ast = bound;
+    }
     return this.#test(ast, { auth, req: NO_REQUEST });
   }
 

@@ -27,7 +27,7 @@ import { relationPaths } from "../rules/relations.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
 import type { Access } from "./caller_access.ts";
 import { PARENT_COLUMN, rowsByIds, rowsReferencing } from "./expand/fetch.ts";
-import type { RuleTarget } from "./rule_types.ts";
+import type { RuleTarget, SharedReads } from "./rule_types.ts";
 
 /** Records of one back-relation read under one record, at most. */
 export const BACK_READ = 1000;
@@ -158,11 +158,66 @@ export class RelationLoader implements Related {
       return undefined;
     }
     const access = this.#view
-      ? await this.#view(into, node.kind === "forward" ? "get" : "list")
+      ? await this.#view(into, node.kind === "back" ? "list" : "get")
       : {};
     return node.kind === "forward"
       ? await this.#forward(into, parents, node, access)
+      : node.kind === "many"
+      ? await this.#many(into, parents, node, access)
       : await this.#back(into, parents, node, access);
+  }
+
+  /** Records `into` by id (those `access` shows), read once per id. */
+  async #byIds(
+    into: RuleTarget,
+    ids: Iterable<string>,
+    access: Access | undefined,
+  ): Promise<Map<string, RecordData | typeof ABSENT>> {
+    const known = this.#known(into);
+    const wanted = new Set<string>();
+    for (const id of ids) if (!known.has(id)) wanted.add(id);
+    if (wanted.size > 0) {
+      const found = access
+        ? await this.#read(
+          into,
+          await rowsByIds(this.#db, into.shape, [...wanted], access.where),
+          access,
+        )
+        : [];
+      for (const r of found) known.set(String(r.id), r);
+      for (const id of wanted) if (!known.has(id)) known.set(id, ABSENT);
+    }
+    return known;
+  }
+
+  /**
+   * A multiple relation of every parent: the records its ids point at (in
+   * the list's order; ids of no record, or of one `access` hides, left out).
+   */
+  async #many(
+    into: RuleTarget,
+    parents: readonly RecordData[],
+    node: RelationNode,
+    access: Access | undefined,
+  ): Promise<{ entity: RuleTarget; records: RecordData[] }> {
+    const idsOf = (p: RecordData): string[] => {
+      const v = p[node.field];
+      return Array.isArray(v)
+        ? v.filter((id): id is string => typeof id === "string" && id !== "")
+        : [];
+    };
+    const known = await this.#byIds(into, parents.flatMap(idsOf), access);
+    const out = new Set<RecordData>();
+    for (const p of parents) {
+      const list: RecordData[] = [];
+      for (const id of idsOf(p)) {
+        const rec = known.get(id);
+        if (rec !== undefined && rec !== ABSENT) list.push(rec as RecordData);
+      }
+      this.#hold(p, node.key, list);
+      for (const r of list) out.add(r);
+    }
+    return { entity: into, records: [...out] };
   }
 
   async #forward(
@@ -171,23 +226,12 @@ export class RelationLoader implements Related {
     node: RelationNode,
     access: Access | undefined,
   ): Promise<{ entity: RuleTarget; records: RecordData[] }> {
-    const known = this.#known(into);
-    const wanted = new Set<string>();
+    const ids: string[] = [];
     for (const p of parents) {
       const id = p[node.field];
-      if (typeof id === "string" && id !== "" && !known.has(id)) wanted.add(id);
+      if (typeof id === "string" && id !== "") ids.push(id);
     }
-    if (wanted.size > 0) {
-      const found = access
-        ? await this.#read(
-          into,
-          await rowsByIds(this.#db, into.schema, [...wanted], access.where),
-          access,
-        )
-        : [];
-      for (const r of found) known.set(String(r.id), r);
-      for (const id of wanted) if (!known.has(id)) known.set(id, ABSENT);
-    }
+    const known = await this.#byIds(into, ids, access);
     const out = new Set<RecordData>();
     for (const p of parents) {
       const id = p[node.field];
@@ -215,7 +259,7 @@ export class RelationLoader implements Related {
       const rows = await rowsReferencing(
         this.#db,
         from.dialect,
-        from.schema,
+        from.shape,
         field,
         ids,
         access.where,
@@ -225,7 +269,7 @@ export class RelationLoader implements Related {
       // bound, rows the check would hide took the room of those it shows.
       truncated = access.keep !== undefined && rows.length > max;
       for (const row of rows) {
-        const r = decodeRow(from.schema, row, from.dialect);
+        const r = decodeRow(from.shape, row, from.dialect);
         if (access.keep && !(await access.keep(r, this.#db))) continue;
         // A record of a multiple relation comes once per parent it names.
         const key = String(row[PARENT_COLUMN]);
@@ -256,7 +300,7 @@ export class RelationLoader implements Related {
   ): Promise<RecordData[]> {
     const out: RecordData[] = [];
     for (const row of rows) {
-      const r = decodeRow(entity.schema, row as Row, entity.dialect);
+      const r = decodeRow(entity.shape, row as Row, entity.dialect);
       if (!access.keep || await access.keep(r, this.#db)) out.push(r);
     }
     return out;
@@ -267,5 +311,146 @@ export class RelationLoader implements Related {
     let m = this.#byId.get(key);
     if (!m) this.#byId.set(key, m = new Map());
     return m;
+  }
+}
+
+/** Runs a read (when the reads before it are done: `oneAtATime`). */
+export type ReadGate = <T>(read: () => Promise<T>) => Promise<T>;
+
+/**
+ * A gate running its reads one at a time, in the order asked (a read that
+ * fails does not stop the next).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { oneAtATime } from "moonbase/lib/records/rule_relations.ts";
+ * const gate = oneAtATime();
+ * const order: number[] = [];
+ * await Promise.all([
+ *   gate(async () => { await new Promise((r) => setTimeout(r, 5)); order.push(1); }),
+ *   gate(async () => { order.push(2); }),
+ * ]);
+ * assert.deepEqual(order, [1, 2]);
+ * ```
+ */
+export function oneAtATime(): ReadGate {
+  let last: Promise<unknown> = Promise.resolve();
+  return <T>(read: () => Promise<T>): Promise<T> => {
+    const p = last.then(read);
+    last = p.catch(() => {});
+    return p;
+  };
+}
+
+/**
+ * The related records one set of decisions read, shared by them. Realtime:
+ * one event's, shared by every subscriber it is decided for
+ * (`RuleEngine.allows` with `reads`); the API description: one document's,
+ * shared by its operations (`RuleEngine.mayPass`). What the
+ * event's record reads through relations is read once per rule, and the
+ * callers' `auth.user` relations asked in the same turn (the hub decides
+ * every subscriber of an event in one turn) are read together, one
+ * statement per relation and level for all of them. Made per event and
+ * dropped after it: the next event reads the related records anew (a
+ * project that changed owner decides the next task's event). `gate` runs
+ * the reads one at a time (the hub's: one event's reads at a time).
+ */
+export class SharedRelations implements SharedReads {
+  readonly #gate: ReadGate;
+  #loader: RelationLoader | undefined;
+  /** Reads from a record, by record and rule (its source text). */
+  readonly #records = new WeakMap<object, Map<string, Promise<void>>>();
+  /** Reads from a caller's record, by record and rule. */
+  readonly #users = new WeakMap<object, Map<string, Promise<void>>>();
+  /** Callers' reads asked this turn, by rule and auth entity. */
+  #queued = new Map<
+    string,
+    {
+      expr: Expr;
+      entity: RuleTarget;
+      users: RecordData[];
+      done: PromiseWithResolvers<void>;
+    }
+  >();
+  /** Bound rules, by key (see `bound`). */
+  readonly #bound = new Map<string, Expr>();
+
+  constructor(gate: ReadGate = (read) => read()) {
+    this.#gate = gate;
+  }
+
+  /** What relation `node` of `parent` holds (see `Related`). */
+  get(parent: object, node: RelationNode): unknown {
+    return this.#loader?.get(parent, node);
+  }
+
+  /** `make()` once per `key` for this event (a rule bound for a kind of caller). */
+  bound(key: string, make: () => Expr): Expr {
+    let e = this.#bound.get(key);
+    if (!e) this.#bound.set(key, e = make());
+    return e;
+  }
+
+  #loaderOf(entity: RuleTarget): RelationLoader {
+    return this.#loader ??= new RelationLoader(entity.reads);
+  }
+
+  /** Reads what `expr` (rule `key`) reads through relations from `record` of `entity`. */
+  record(
+    key: string,
+    expr: Expr,
+    entity: RuleTarget,
+    record: RecordData,
+  ): Promise<void> {
+    let m = this.#records.get(record);
+    if (!m) this.#records.set(record, m = new Map());
+    let p = m.get(key);
+    if (!p) {
+      const loader = this.#loaderOf(entity);
+      p = this.#gate(() => loader.load(expr, "record", entity, [record]));
+      m.set(key, p);
+    }
+    return p;
+  }
+
+  /**
+   * Reads what `expr` (rule `key`) reads through relations from the
+   * caller's record `user` of the auth entity `entity`, with the other
+   * callers' asked in this turn.
+   */
+  user(
+    key: string,
+    expr: Expr,
+    entity: RuleTarget,
+    user: RecordData,
+  ): Promise<void> {
+    let m = this.#users.get(user);
+    if (!m) this.#users.set(user, m = new Map());
+    let p = m.get(key);
+    if (p) return p;
+    const group = `${key}\0${entity.name.toLowerCase()}`;
+    let q = this.#queued.get(group);
+    if (!q) {
+      if (this.#queued.size === 0) queueMicrotask(() => this.#flush());
+      q = { expr, entity, users: [], done: Promise.withResolvers<void>() };
+      this.#queued.set(group, q);
+    }
+    q.users.push(user);
+    p = q.done.promise;
+    m.set(key, p);
+    return p;
+  }
+
+  #flush(): void {
+    const batch = [...this.#queued.values()];
+    this.#queued = new Map();
+    for (const q of batch) {
+      const loader = this.#loaderOf(q.entity);
+      this.#gate(() => loader.load(q.expr, "user", q.entity, q.users)).then(
+        q.done.resolve,
+        q.done.reject,
+      );
+    }
   }
 }

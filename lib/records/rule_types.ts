@@ -20,6 +20,8 @@ import type { SortVia } from "./list_query.ts";
 
 export type { SortVia } from "./list_query.ts";
 import type { RecordData } from "./codec.ts";
+import type { Expr } from "../rules/ast.ts";
+import type { Related } from "../rules/evaluate.ts";
 
 /** What of the HTTP request a rule may read (`req.*`). */
 export interface RuleRequest {
@@ -36,6 +38,8 @@ export interface RuleTarget {
   readonly dialect: Dialect;
   readonly fields: FieldDef[];
   readonly schema: EntitySchema;
+  /** The schema shared, never copied (hot paths; do not change it). */
+  readonly shape: Readonly<EntitySchema>;
   /** When the schema last changed (`schema.updated`, without a copy). */
   readonly updated: string;
   field(name: string): FieldDef | undefined;
@@ -69,12 +73,41 @@ export interface CallerView {
   readonly req: RuleRequest;
 }
 
+/**
+ * The related records one set of decisions read, shared by them
+ * (`rule_relations.ts` `SharedRelations`): a realtime event's, for its
+ * subscribers; an API description's, for its operations.
+ */
+export interface SharedReads extends Related {
+  /** `make()` once per `key` while it lives (a rule bound for a kind of caller). */
+  bound(key: string, make: () => Expr): Expr;
+  /** Reads what `expr` (rule `key`) reads through relations from `record` of `entity`. */
+  record(
+    key: string,
+    expr: Expr,
+    entity: RuleTarget,
+    record: RecordData,
+  ): Promise<void>;
+  /**
+   * Reads what `expr` (rule `key`) reads through relations from the
+   * caller's record `user` of the auth entity `entity`.
+   */
+  user(
+    key: string,
+    expr: Expr,
+    entity: RuleTarget,
+    user: RecordData,
+  ): Promise<void>;
+}
+
 /** Turns a custom rule (and a list filter) into a caller's `Access`, or throws a denial. */
 export interface RuleEngine {
   /**
    * Whether the custom rule `expr` of `entity` lets `auth` at `record`,
-   * decided now in JavaScript (realtime events): a rule reading through
-   * relations denies here.
+   * decided in JavaScript (realtime events): now, or, for a rule reading
+   * through relations, once `reads` (the event's, shared by its
+   * subscribers) read the related records; without `reads` such a rule
+   * denies. The promise rejects when the database does not answer.
    */
   allows(
     expr: string,
@@ -82,13 +115,22 @@ export interface RuleEngine {
     req: RuleRequest,
     record: RecordData,
     entity?: RuleTarget,
-  ): boolean;
+    reads?: SharedReads,
+  ): boolean | Promise<boolean>;
   /**
    * Whether the custom rule `expr` may let `auth` through at all: it reads
    * the record or the request (decided per record and per request), or it
-   * passes for `auth` as it is. Nothing is denied or logged.
+   * passes for `auth` as it is. A rule reading through the caller's
+   * relations only (`auth.user.team.active`) is evaluated once `reads` read
+   * them (given `entity`, the rule's); without `reads` it may pass. Nothing
+   * is denied.
    */
-  mayPass(expr: string, auth: AuthValue): boolean;
+  mayPass(
+    expr: string,
+    auth: AuthValue,
+    entity?: RuleTarget,
+    reads?: SharedReads,
+  ): boolean | Promise<boolean>;
   /** What `auth` may see and write through `op` under the custom rule `expr`. */
   access(
     entity: RuleTarget,

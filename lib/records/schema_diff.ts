@@ -37,6 +37,7 @@ const FIELD_KEYS = [
   "required",
   "unique",
   "index",
+  "searchable",
   "default",
   "min",
   "max",
@@ -74,7 +75,7 @@ export function fieldValues(
   const out: Raw = {};
   for (const k of FIELD_KEYS) {
     const v = r[k];
-    if (k === "required" || k === "unique" || k === "index") {
+    if (FLAGS.has(k)) {
       if (v) out[k] = v === true ? true : v;
       continue;
     }
@@ -112,7 +113,7 @@ function fieldInput(wanted: Raw): Raw {
   return out;
 }
 
-const FLAGS = new Set(["required", "unique", "index"]);
+const FLAGS = new Set(["required", "unique", "index", "searchable"]);
 
 function differing(a: Raw, b: Raw): { from: Raw; to: Raw } | undefined {
   const from: Raw = {}, to: Raw = {};

@@ -130,6 +130,34 @@ Deno.test("a field matched by id is renamed; an entity matched by id is renamed"
       min: null,
       max: null,
       pattern: null,
+      searchable: null,
     }],
   );
+});
+
+Deno.test("turning searchable on is a change of the field", () => {
+  const id = "0190e5b2-0000-7000-8000-000000000002";
+  const title = {
+    id: "0000000000000002",
+    name: "title",
+    type: "string" as const,
+    required: false,
+    unique: false,
+  };
+  const { report } = planImport([stored(id, "notes", [title])], {
+    schemas: [{
+      id,
+      name: "notes",
+      type: "base",
+      fields: [{ ...title, searchable: true }],
+    }],
+    deleteMissing: false,
+    dryRun: true,
+  });
+  assert.deepEqual(report[0]?.details, [{
+    key: "fields.title",
+    action: "update",
+    from: { searchable: false },
+    to: { searchable: true },
+  }]);
 });

@@ -13,6 +13,13 @@
 import { MoonbaseError } from "../errors.ts";
 import type { Dialect, Queryable } from "../db/storage.ts";
 import { createSql, dropSql } from "../schema/ddl.ts";
+import {
+  createSearchSql,
+  dropSearchTablesSql,
+  dropSearchTriggersSql,
+  searchableFields,
+} from "../schema/search_ddl.ts";
+import { fillSearch } from "./search_index.ts";
 import { type KeptIds, newSchema } from "../schema/new_schema.ts";
 import { planPatch } from "../schema/migrate.ts";
 import { saveSchema } from "../schema/stored.ts";
@@ -55,6 +62,8 @@ export interface StepHost {
   dialect: Dialect;
   checkExpr: RuleCheck;
   env: EntityEnv;
+  /** A line for the operator's log about long work (a search index filled). */
+  note?: (message: string, data: Record<string, unknown>) => void;
 }
 
 /** A set's running state: the transaction, its draft, and work for after the commit. */
@@ -115,6 +124,7 @@ async function createStep(
   // over from before views were guarded): audit only then.
   const before = type === "view" ? undefined : await snapshotViews(tx, dialect);
   for (const s of createSql(schema, dialect)) await tx.exec(s);
+  for (const s of createSearchSql(schema, dialect)) await tx.exec(s);
   const world = draft.world(schema);
   if (type === "view") {
     schema.fields = await guardView(tx, dialect, world, schema);
@@ -202,6 +212,9 @@ async function updateStep(
   const orphans = await storedFileNames(tx, dialect, current, dropped);
   for (const s of plan.statements) await tx.exec(s);
   for (const f of plan.fills) await tx.run(f.sql, f.params);
+  if (plan.fillSearch) {
+    await fillSearch(tx, dialect, plan.schema, host.note ?? (() => {}));
+  }
   const world = draft.world(plan.schema);
   if (plan.schema.type === "view" && plan.statements.length > 0) {
     plan.schema.fields = await guardView(tx, dialect, world, plan.schema);
@@ -276,6 +289,15 @@ async function deleteStep(
   );
   mark({ schema: entity, action: "delete", table: entity.name });
   const before = await snapshotViews(tx, dialect);
+  if (searchableFields(entity).length > 0) {
+    // PostgreSQL drops a trigger by its table: before the table goes.
+    for (
+      const s of [
+        ...dropSearchTriggersSql(entity, dialect),
+        ...dropSearchTablesSql(entity, dialect),
+      ]
+    ) await tx.exec(s);
+  }
   await tx.exec(dropSql(entity));
   await tx.run(`DELETE FROM "mb_tables" WHERE "id" = ?`, [entity.id]);
   await audit(tx, dialect, entity, "delete", before, rest);

@@ -20,6 +20,7 @@ import type {
   CallerView,
   RuleEngine,
   RuleRequest,
+  SharedReads,
   SortVia,
 } from "./rule_types.ts";
 import type { AccountChecks } from "./write_checks.ts";
@@ -41,6 +42,11 @@ import {
   type Projection,
 } from "./expand/fields.ts";
 import { expandRecords, type ExpandScope } from "./expand/expander.ts";
+import {
+  oneAtATime,
+  type ReadGate,
+  SharedRelations,
+} from "./rule_relations.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
 export interface RecordWrite {
@@ -152,10 +158,17 @@ export class RecordService {
    * Whether `op` on `entity` may be open to `auth` at all, before any
    * record or body: the rule mode lets the caller through, or its custom
    * rule reads the record or the request (decided per call) or passes for
-   * the caller as it is. Writes to views never are. The API description
-   * (lib/openapi) shows a caller the routes this opens.
+   * the caller as it is (its `auth.user` relations read through `reads`,
+   * shared by the decisions of one description; without it such a rule may
+   * pass). Writes to views never are. The API description (lib/openapi)
+   * shows a caller the routes this opens.
    */
-  opens(entity: Entity, op: Operation, auth: AuthValue): boolean {
+  opens(
+    entity: Entity,
+    op: Operation,
+    auth: AuthValue,
+    reads?: SharedReads,
+  ): boolean | Promise<boolean> {
     if (entity.type === "view" && op !== "list" && op !== "get") return false;
     let d;
     try {
@@ -163,7 +176,8 @@ export class RecordService {
     } catch {
       return false; // the rule mode refuses this caller
     }
-    return d.kind === "allow" || this.#rules.mayPass(d.expr, auth);
+    return d.kind === "allow" ||
+      this.#rules.mayPass(d.expr, auth, entity, reads);
   }
 
   /** What `auth` may see and write through `op` (throws a denial). */
@@ -324,6 +338,9 @@ export class RecordService {
     cursor: { key: CursorKey; caller: string },
   ): Promise<ListResult> {
     if (access.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
+    // Under a per-row rule, search runs per row too (list.ts), for the
+    // reason the filter does below.
+    const searchRows = access.keep !== undefined;
     const view = this.#view(auth, req);
     const sorts = relationSorts(
       query,
@@ -331,7 +348,12 @@ export class RecordService {
     );
     const filter = query.get("filter");
     if (filter === null || filter.trim() === "") {
-      return await entity.records.list(query, { access, cursor, sorts });
+      return await entity.records.list(query, {
+        access,
+        cursor,
+        sorts,
+        searchRows,
+      });
     }
     // Under a per-row rule the filter runs per row too, after the rule: a
     // filter in SQL would choose which hidden rows use up the scan budget
@@ -346,6 +368,7 @@ export class RecordService {
       filtered: true,
       cursor,
       sorts,
+      searchRows,
     });
   }
 
@@ -389,7 +412,10 @@ export class RecordService {
   /**
    * Whether `auth` may see `record` of `entity` through `op` now, by the
    * entity's current rule (realtime events: the record is the event's, not
-   * read again). An entity the API no longer serves shows nothing.
+   * read again). An entity the API no longer serves shows nothing. A rule
+   * reading through relations answers once `reads` (the event's, shared by
+   * its subscribers) read the related records as they are now; the promise
+   * rejects when the database does not answer.
    */
   sees(
     name: string,
@@ -397,7 +423,8 @@ export class RecordService {
     op: "list" | "get",
     auth: AuthValue,
     record: RecordData,
-  ): boolean {
+    reads?: SharedReads,
+  ): boolean | Promise<boolean> {
     const entity = this.#registry.byName(name);
     // The name may belong to another entity now (deleted, renamed).
     if (!isExposed(entity, name) || entity.id !== entityId) return false;
@@ -409,7 +436,16 @@ export class RecordService {
       return false; // the rule mode denies this caller: the event is not shown
     }
     return d.kind === "allow" ||
-      this.#rules.allows(d.expr, auth, EVENT_REQUEST, record, entity);
+      this.#rules.allows(d.expr, auth, EVENT_REQUEST, record, entity, reads);
+  }
+
+  /**
+   * The related records one set of decisions shares (a realtime event's,
+   * see `sees`; an API description's, see `opens`); `gate` runs its reads
+   * (default: one at a time).
+   */
+  sharedReads(gate: ReadGate = oneAtATime()): SharedReads {
+    return new SharedRelations(gate);
   }
 
   /**

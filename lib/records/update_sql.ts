@@ -23,6 +23,8 @@ import type { CheckedInput } from "./codec.ts";
 export interface UpdateStatement {
   /** `UPDATE "t" SET "a" = ?, …, "updated" = ? WHERE "id" = ?` */
   readonly sql: string;
+  /** `sql` up to its WHERE: `UPDATE "t" SET "a" = ?, …, "updated" = ?` */
+  readonly head: string;
   /** The encoded values, `updated` last (the id is not among them). */
   readonly params: SqlValue[];
   /** Column → encoded value, as a stored row holds them. */
@@ -31,6 +33,7 @@ export interface UpdateStatement {
 
 interface Plan {
   sql: string;
+  head: string;
   /** Column and kind of each value, in the order of the names. */
   columns: { column: string; kind: ColumnKind }[];
 }
@@ -56,10 +59,8 @@ function planOf(schema: EntitySchema, names: string[]): Plan {
     return { column: physicalName(name), kind: kindOf(f) };
   });
   const sets = columns.map((c) => `"${c.column}" = ?`).join(", ");
-  const plan = {
-    sql: `UPDATE ${tableOf(schema.name)} SET ${sets} WHERE "id" = ?`,
-    columns,
-  };
+  const head = `UPDATE ${tableOf(schema.name)} SET ${sets}`;
+  const plan = { sql: `${head} WHERE "id" = ?`, head, columns };
   if (!byNames || byNames.size >= MAX_PLANS) {
     byNames = new Map();
     plans.set(schema, byNames);
@@ -111,5 +112,5 @@ export function updateStatement(
     params[i] = v;
     columns.set(column, v);
   }
-  return { sql: plan.sql, params, columns };
+  return { sql: plan.sql, head: plan.head, params, columns };
 }

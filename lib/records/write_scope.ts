@@ -27,9 +27,17 @@ export class WriteScope {
   #open = false;
   #deferred: (() => Promise<void>)[] = [];
   #savepoints = 0;
+  readonly #partial: boolean;
 
-  constructor(base: Storage) {
+  /**
+   * `partial` (default true): each statement and transaction joined is a
+   * savepoint, so a failure caught inside undoes that part only. A batch
+   * passes false: any failure fails all of it, so its writes run straight
+   * in its transaction (two statements fewer a write).
+   */
+  constructor(base: Storage, partial = true) {
     this.base = base;
+    this.#partial = partial;
   }
 
   /** Runs `fn` (the hooks) inside the transaction `tx`; the scope closes after. */
@@ -66,6 +74,7 @@ export class WriteScope {
     const savepoint = async <T>(
       fn: (q: Queryable) => Promise<T>,
     ): Promise<T> => {
+      if (!this.#partial) return await fn(tx);
       if (tx.savepoint) return await tx.savepoint(fn);
       const name = `mb_nested_${++this.#savepoints}`;
       await tx.run(`SAVEPOINT ${name}`);

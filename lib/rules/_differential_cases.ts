@@ -409,6 +409,7 @@ export function differentialCases(
  */
 export function withParents(rows: readonly Row[]): Row[] {
   const n = rows.length;
+  const id = (m: number) => String(rows[m % n].id);
   return rows.map((r, k) => ({
     ...r,
     p: k % 5 === 0
@@ -416,7 +417,47 @@ export function withParents(rows: readonly Row[]): Row[] {
       : k % 11 === 0
       ? "gone"
       : String(rows[(k * 7 + 3) % n].id),
+    // A multiple relation to the table itself: 0 to 3 ids, one maybe gone.
+    q: k % 6 === 0
+      ? []
+      : k % 7 === 0
+      ? [id(k * 5 + 1), "gone"]
+      : [id(k * 3 + 2), id(k * 5 + 1), id(k + 4)].slice(0, 1 + (k % 3))
+        .filter((x, i, all) => all.indexOf(x) === i),
   }));
+}
+
+/**
+ * Rule sources reading through the multiple relation `q` (a list of ids of
+ * the table's own rows) forward: `.some`/`.every` over its records, from
+ * the record and one relation away, nested, and beside `.length` (the ids
+ * it holds).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { manySources } from "moonbase/lib/rules/_differential_cases.ts";
+ * assert.deepEqual(manySources(["record.i > 1"]), ["record.q.some(c => c.i > 1)"]);
+ * ```
+ */
+export function manySources(sources: readonly string[]): string[] {
+  return sources.map((src, k) => {
+    const over = (v: string) => src.replaceAll("record.", `${v}.`);
+    switch (k % 5) {
+      case 0:
+        return `record.q.some(c => ${over("c")})`;
+      case 1:
+        return `record.q.every(c => ${over("c")})`;
+      case 2:
+        return `record.p.q.some(c => (${over("c")}) && c.id != record.id)`;
+      case 3:
+        return `record.q.some(c => c.q.every(d => ${over("d")}))`;
+      default:
+        return `(record.q.length > 1) == record.q.some(c => c.p.t_via_p.some(d => ${
+          over("d")
+        }))`;
+    }
+  });
 }
 
 /**

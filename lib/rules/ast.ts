@@ -52,6 +52,24 @@ export type BinaryOperator =
 export type MethodName = "includes" | "startsWith" | "endsWith";
 
 /**
+ * The text functions: `s.toLowerCase()`, `s.toUpperCase()` (JavaScript's
+ * results) and `fold(s)` (case- and accent-insensitive form,
+ * lib/rules/text_fold.ts). Each gives `undefined` for a value that is not a
+ * string.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import type { TextFunction } from "moonbase/lib/rules/ast.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * const e = parseExpression("fold(record.title)", { mode: "rule" });
+ * const f: TextFunction | undefined = e.type === "textFunction" ? e.name : undefined;
+ * assert.equal(f, "fold");
+ * ```
+ */
+export type TextFunction = "toLowerCase" | "toUpperCase" | "fold";
+
+/**
  * An expression node. `pos` is the 0-based offset of the node in the source.
  *
  * - `literal`: a string, number, boolean, `null` or `undefined`;
@@ -69,6 +87,8 @@ export type MethodName = "includes" | "startsWith" | "endsWith";
  *   relation field `field` of `object` (a record) points at, `"back"` the
  *   records of `entity` whose relation field `field` points at `object`;
  *   `key` is the name as written (`project`, `comments_via_post`).
+ * - `textFunction`: `argument.toLowerCase()`, `argument.toUpperCase()`,
+ *   `fold(argument)`.
  *
  * @example
  * ```ts
@@ -141,7 +161,13 @@ export type Expr =
     readonly body: Expr;
   }
   | { readonly type: "param"; readonly pos: number; readonly name: string }
-  | RelationNode;
+  | RelationNode
+  | {
+    readonly type: "textFunction";
+    readonly pos: number;
+    readonly name: TextFunction;
+    readonly argument: Expr;
+  };
 
 /** `.some(c => …)` (any record passes) and `.every(c => …)` (all do). */
 export type QuantifierName = "some" | "every";
@@ -157,10 +183,15 @@ export interface RelationNode {
   readonly object: Expr;
   /** The name as written: a relation field, or `<entity>_via_<field>`. */
   readonly key: string;
-  readonly kind: "forward" | "back";
-  /** Forward: the entity pointed at; back: the entity whose records point here. */
+  /**
+   * `forward`: the record a relation field points at; `many`: the records a
+   * multiple relation field points at (a list, read by `.some`/`.every`);
+   * `back`: the records whose relation field points at `object`.
+   */
+  readonly kind: "forward" | "many" | "back";
+  /** Forward, many: the entity pointed at; back: the entity whose records point here. */
   readonly entity: string;
-  /** Forward: the relation field of `object`; back: the relation field of `entity`. */
+  /** Forward, many: the relation field of `object`; back: the relation field of `entity`. */
   readonly field: string;
 }
 

@@ -13,6 +13,7 @@ import { bindRelations, type ShapeEntity, type Shapes } from "./relations.ts";
 import { compilePrefilter, compileToSql, type SqlContext } from "./to_sql.ts";
 import {
   differentialCases,
+  manySources,
   relationSources,
   withParents,
 } from "./_differential_cases.ts";
@@ -20,10 +21,14 @@ import {
 type Dialect = "sqlite" | "postgres";
 const generated = differentialCases(20260102, 600);
 const { auths: AUTHS, req: REQ, sources: SOURCES } = generated;
-/** The columns, and `p`: a relation to the table itself (`t_via_p` back). */
+/**
+ * The columns, `p`: a relation to the table itself (`t_via_p` back), and
+ * `q`: a multiple relation to it.
+ */
 const TYPES: Readonly<Record<string, string>> = {
   ...generated.types,
   p: "relation",
+  q: "relation[]",
 };
 const ROWS = withParents(generated.rows);
 const COLUMNS = ["id", ...Object.keys(TYPES)];
@@ -38,6 +43,8 @@ const T: ShapeEntity = {
       ? { type: "string" }
       : n === "p"
       ? { type: "relation", target: "t" }
+      : n === "q"
+      ? { type: "relation", target: "t", multiple: true }
       : Object.hasOwn(TYPES, n)
       ? { type: TYPES[n] }
       : undefined,
@@ -55,12 +62,19 @@ const RELATED: Related = {
     if (node.kind === "forward") {
       return BY_ID.get(String(p[node.field])) ?? ABSENT;
     }
+    if (node.kind === "many") {
+      return (p[node.field] as string[]).flatMap((id) => BY_ID.get(id) ?? []);
+    }
     return ROWS.filter((r) => r[node.field] === p.id);
   },
 };
 
 /** Rule sources through relations, and their filter forms. */
-const RELATION_CASES = relationSources(SOURCES).flatMap((source) => {
+const RELATION_CASES = [
+  ...relationSources(SOURCES),
+  // A third of the sources through the multiple relation (the run's time).
+  ...manySources(SOURCES.filter((_, k) => k % 3 === 0)),
+].flatMap((source) => {
   const rule = (record: (typeof ROWS)[number], auth: unknown): RuleScope => ({
     auth,
     req: REQ,
@@ -201,7 +215,7 @@ async function relations(
   dialect: Dialect,
   select: (sql: string, params: unknown[]) => Promise<string[]>,
 ) {
-  let compiled = 0, total = 0, selective = 0, prefilters = 0;
+  let compiled = 0, total = 0, selective = 0, prefilters = 0, many = 0;
   for (const { source, expr, scope } of RELATION_CASES) {
     for (const auth of AUTHS) {
       total++;
@@ -235,14 +249,19 @@ async function relations(
           JSON.stringify(q.params)
         }`,
       );
-      if (want.length > 0 && want.length < ROWS.length) selective++;
+      if (want.length > 0 && want.length < ROWS.length) {
+        selective++;
+        if (/\bq\.(some|every)/.test(source)) many++;
+      }
     }
   }
   console.log(
     `${dialect}: ${compiled} of ${total} (relation rule or filter, auth) pairs ` +
       `compiled and matched the evaluator; ${selective} of them select some ` +
-      `but not all rows; ${prefilters} prefilters were supersets`,
+      `but not all rows (${many} through the multiple relation); ` +
+      `${prefilters} prefilters were supersets`,
   );
+  assert.ok(many > 200, `only ${many} selective through the multiple relation`);
   assert.ok(compiled >= total / 3, `only ${compiled} of ${total} compiled`);
   assert.ok(selective >= compiled / 4, `only ${selective} selective`);
 }
@@ -250,7 +269,7 @@ async function relations(
 Deno.test("differential: SQLite selects exactly the rows the evaluator accepts", async () => {
   const db = new DatabaseSync(":memory:");
   db.exec(
-    `CREATE TABLE t (id TEXT PRIMARY KEY, s TEXT, s2 TEXT, i INTEGER, f REAL, b INTEGER, dt TEXT, j TEXT, rel TEXT, p TEXT)`,
+    `CREATE TABLE t (id TEXT PRIMARY KEY, s TEXT, s2 TEXT, i INTEGER, f REAL, b INTEGER, dt TEXT, j TEXT, rel TEXT, p TEXT, q TEXT)`,
   );
   db.exec(`CREATE INDEX t_p ON t (p)`);
   const insert = db.prepare(
@@ -261,7 +280,7 @@ Deno.test("differential: SQLite selects exactly the rows the evaluator accepts",
   for (const r of ROWS) {
     insert.run(
       ...COLUMNS.map((c) =>
-        (c === "j" || c === "rel"
+        (c === "j" || c === "rel" || c === "q"
           ? r[c] === null ? null : JSON.stringify(r[c])
           : typeof r[c] === "boolean"
           ? Number(r[c])
@@ -275,6 +294,7 @@ Deno.test("differential: SQLite selects exactly the rows the evaluator accepts",
     b: r.b === null ? null : r.b === 1,
     j: typeof r.j === "string" ? JSON.parse(r.j) : null,
     rel: typeof r.rel === "string" ? JSON.parse(r.rel) : null,
+    q: JSON.parse(String(r.q)),
   }));
   assert.deepEqual(back, ROWS.map((r) => ({ ...r, f: r.f === 0 ? 0 : r.f })));
   const statements = new Map<string, ReturnType<DatabaseSync["prepare"]>>();
@@ -306,11 +326,11 @@ Deno.test({
       );
       const text = icu ? `text COLLATE "en-x-icu"` : "text";
       await sql.unsafe(
-        `CREATE TABLE t (id text PRIMARY KEY, s ${text}, s2 ${text}, i bigint, f double precision, b boolean, dt ${text}, j jsonb, rel jsonb, p text)`,
+        `CREATE TABLE t (id text PRIMARY KEY, s ${text}, s2 ${text}, i bigint, f double precision, b boolean, dt ${text}, j jsonb, rel jsonb, p text, q jsonb)`,
       );
       await sql.unsafe(`CREATE INDEX t_p ON t (p)`);
       // j and rel as JSON.stringify text, like the storage's jsonb parameters.
-      const json = (c: string) => c === "j" || c === "rel";
+      const json = (c: string) => c === "j" || c === "rel" || c === "q";
       const placeholders = COLUMNS.map((c, n) =>
         json(c) ? `$${n + 1}::text::jsonb` : `$${n + 1}`
       ).join(", ");

@@ -16,7 +16,8 @@
  * @module
  */
 
-import type { Expr, RelationNode } from "./ast.ts";
+import type { Expr, RelationNode, TextFunction } from "./ast.ts";
+import { foldText } from "./text_fold.ts";
 import {
   ABSENT,
   binary,
@@ -186,6 +187,27 @@ export function callMethod(
   return false;
 }
 
+/**
+ * `s.toLowerCase()`, `s.toUpperCase()` or `fold(s)`: JavaScript's result for
+ * a string, `undefined` for anything else (JavaScript would throw a
+ * TypeError for the methods; `fold(null)` is not `"null"`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { applyText } from "moonbase/lib/rules/evaluate.ts";
+ * assert.equal(applyText("toUpperCase", "straße"), "STRASSE");
+ * assert.equal(applyText("fold", "Émile"), "emile");
+ * assert.equal(applyText("fold", null), undefined);
+ * ```
+ */
+export function applyText(name: TextFunction, value: unknown): unknown {
+  if (typeof value !== "string") return undefined;
+  if (name === "toLowerCase") return value.toLowerCase();
+  if (name === "toUpperCase") return value.toUpperCase();
+  return foldText(value);
+}
+
 function callHelper(
   name: string,
   args: unknown[],
@@ -247,6 +269,8 @@ function evalNode(e: Expr, env: Env): unknown {
       const object = evalNode(e.object, env);
       return callMethod(object, e.method, evalNode(e.argument, env));
     }
+    case "textFunction":
+      return applyText(e.name, evalNode(e.argument, env));
     case "call":
       return callHelper(
         e.name,

@@ -124,6 +124,7 @@ export function readsOf(expr: Expr): string[] {
         return;
       }
       case "unary":
+      case "textFunction":
         return visit(e.argument);
       case "binary":
       case "logical":

@@ -136,7 +136,7 @@ export function memberProblem(
   }
   if (property === "length" || /^[0-9]+$/.test(property)) return undefined;
   if (type === "relation[]") {
-    return `${head} is a multiple relation, a list of the related records' ids (only .length, [index] and .includes(id) read into it)`;
+    return `${head} is a multiple relation, a list of the related records' ids (.length, [index] and .includes(id) read into it; .some(r => …) and .every(r => …) read the records)`;
   }
   return `${head} is a string (only .length and [index] read into it)`;
 }

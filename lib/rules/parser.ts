@@ -18,6 +18,7 @@ import {
   type MethodName,
   type QuantifierName,
   RuleSyntaxError,
+  type TextFunction,
 } from "./ast.ts";
 import { type Token, TokenStream } from "./lexer.ts";
 import {
@@ -63,6 +64,11 @@ const QUANTIFIERS: ReadonlySet<string> = new Set<QuantifierName>([
 ]);
 /** Names a quantifier's parameter may not take. */
 const RESERVED: ReadonlySet<string> = new Set(["auth", "req", "record"]);
+/** Methods without an argument: the text functions of a string. */
+const CASE_METHODS: ReadonlySet<string> = new Set<TextFunction>([
+  "toLowerCase",
+  "toUpperCase",
+]);
 const LITERALS: ReadonlyMap<string, boolean | null | undefined> = new Map<
   string,
   boolean | null | undefined
@@ -174,7 +180,9 @@ class Parser extends TokenStream {
         value: LITERALS.get(name),
       });
     }
-    if (this.#nextIsCall()) return this.parseCall(t);
+    if (this.#nextIsCall()) {
+      return name === "fold" ? this.parseFold(t) : this.parseCall(t);
+    }
     if (this.#params.includes(name)) {
       return this.node({ type: "param", pos: t.pos, name });
     }
@@ -208,6 +216,23 @@ class Parser extends TokenStream {
       // Read again as the next token, the same error is thrown with its position.
       return false;
     }
+  }
+
+  /** `fold(x)`: built in (a helper of that name is never called). */
+  parseFold(t: Token): Expr {
+    const open = this.expect("(");
+    if (this.isPunct(")")) this.fail("fold() needs one argument", open.pos);
+    const argument = this.nested(open.pos, () => this.parseOr());
+    if (this.isPunct(",")) {
+      this.fail("fold() takes one argument", this.peek.pos);
+    }
+    this.expect(")");
+    return this.node({
+      type: "textFunction",
+      pos: t.pos,
+      name: "fold",
+      argument,
+    });
   }
 
   parseCall(t: Token): Expr {
@@ -256,7 +281,7 @@ class Parser extends TokenStream {
         object = this.member(object, String(key.value), key.pos);
       } else if (t.value === "(") {
         return this.fail(
-          'unexpected "(": only helpers and includes/startsWith/endsWith/some/every can be called',
+          'unexpected "(": only helpers, fold and includes/startsWith/endsWith/some/every/toLowerCase/toUpperCase can be called',
           t.pos,
         );
       } else {
@@ -384,6 +409,19 @@ class Parser extends TokenStream {
   }
 
   parseMethod(object: Expr, name: string, pos: number): Expr {
+    if (CASE_METHODS.has(name)) {
+      this.expect("(");
+      if (!this.isPunct(")")) {
+        this.fail(`${name}() takes no argument`, this.peek.pos);
+      }
+      this.expect(")");
+      return this.node({
+        type: "textFunction",
+        pos,
+        name: name as TextFunction,
+        argument: object,
+      });
+    }
     if (!METHODS.has(name)) {
       this.fail(`unknown method ${JSON.stringify(name)}`, pos);
     }

@@ -39,6 +39,10 @@ function show(e: Expr): string {
       return `${show(e.object)}.${e.method}(${show(e.argument)})`;
     case "call":
       return `${e.name}(${e.args.map(show).join(", ")})`;
+    case "textFunction":
+      return e.name === "fold"
+        ? `fold(${show(e.argument)})`
+        : `${show(e.argument)}.${e.name}()`;
   }
 }
 
@@ -162,7 +166,18 @@ Deno.test("parser: methods and helpers", () => {
     '(isOwner(record["owner"], auth["id"]) && (now() > 0))',
   );
   rejects("isOwner(1)", 'unknown function "isOwner"', 0);
-  rejects("record.t.toUpperCase()", 'unknown method "toUpperCase"', 9);
+  rejects(
+    "record.t.toLocaleUpperCase()",
+    'unknown method "toLocaleUpperCase"',
+    9,
+  );
+  assert.equal(
+    show(parseExpression("fold(record.t.toUpperCase()).toLowerCase()", RULE)),
+    'fold(record["t"].toUpperCase()).toLowerCase()',
+  );
+  rejects("record.t.toUpperCase(1)", "toUpperCase() takes no argument", 21);
+  rejects("fold()", "fold() needs one argument", 4);
+  rejects("fold(1, 2)", "fold() takes one argument", 6);
   rejects("record.t.includes()", "includes() needs one argument", 17);
   rejects("record.t.includes(1, 2)", "includes() takes one argument", 19);
   rejects('record.t["includes"]("a")', /^unexpected "\(": only helpers/, 20);

@@ -150,6 +150,7 @@ function crosses(e: Expr): boolean {
     case "quantifier":
       return true;
     case "unary":
+    case "textFunction":
       return crosses(e.argument);
     case "binary":
     case "logical":
@@ -191,6 +192,7 @@ function holds(expr: Expr): boolean {
     case "quantifier":
       return hasRelations(expr.object) || hasRelations(expr.body);
     case "unary":
+    case "textFunction":
       return hasRelations(expr.argument);
     case "binary":
     case "logical":
@@ -262,6 +264,7 @@ export function relationPaths(
       case "member":
         return visit(e.object, params);
       case "unary":
+      case "textFunction":
         return visit(e.argument, params);
       case "binary":
       case "logical":
@@ -389,6 +392,7 @@ class Binder {
       case "relation":
         return { expr: e, value: OTHER };
       case "unary":
+      case "textFunction":
         return {
           expr: {
             ...e,
@@ -446,7 +450,11 @@ class Binder {
     e: Extract<Expr, { type: "quantifier" }>,
     params: ReadonlyMap<string, Value>,
   ): { expr: Expr; value: Value } {
-    const object = this.bind(e.object, params);
+    let object = this.bind(e.object, params);
+    if (object.value.kind === "field") {
+      // A multiple relation: the records its ids point at.
+      object = this.#many(object.expr, object.value, e.pos) ?? object;
+    }
     const inner = new Map(params);
     if (object.value.kind === "records") {
       inner.set(e.param, {
@@ -459,7 +467,7 @@ class Binder {
     } else {
       if (this.#strict) {
         this.#fail(
-          `${e.method}() reads a list of records: a back-relation (<entity>_via_<field>)`,
+          `${e.method}() reads a list of records: a back-relation (<entity>_via_<field>) or a multiple relation`,
           e.pos,
         );
       }
@@ -475,6 +483,60 @@ class Binder {
     return {
       expr: { ...e, object: object.expr, body: this.#plain(body, e.body.pos) },
       value: OTHER,
+    };
+  }
+
+  /**
+   * The records the multiple relation field `v` (read as `expr`, a member
+   * of the record holding it) points at, as a list (`.some`/`.every`), or
+   * undefined when `v` is no multiple relation (or, lenient, cannot be read).
+   */
+  #many(
+    expr: Expr,
+    v: Extract<Value, { kind: "field" }>,
+    pos: number,
+  ): { expr: Expr; value: Value } | undefined {
+    const f = v.field;
+    if (f.type !== "relation" || !f.multiple || !f.target) return undefined;
+    if (expr.type !== "member") return undefined;
+    const target = this.#shapes.entity(f.target);
+    const hops = v.hops + 1;
+    const problem = !target
+      ? `${JSON.stringify(v.path)} reads ${f.target}, which does not exist`
+      : hops > MAX_HOPS
+      ? `${
+        JSON.stringify(v.path)
+      } reads through more than ${MAX_HOPS} relations`
+      : target.refused !== undefined
+      ? `${JSON.stringify(v.path)}: ${target.refused}`
+      : undefined;
+    if (problem !== undefined || !target) {
+      if (this.#strict) this.#fail(problem ?? "", pos);
+      return undefined;
+    }
+    const node: RelationNode = {
+      type: "relation",
+      pos: expr.pos,
+      object: expr.object,
+      key: expr.property,
+      kind: "many",
+      entity: target.name,
+      field: expr.property,
+    };
+    return {
+      expr: node,
+      value: {
+        kind: "records",
+        entity: target,
+        hops,
+        path: v.path,
+        // Many rows may hold one id: a back-relation from its record repeats.
+        reach: {
+          row: v.reach.row,
+          fans: v.reach.fans ??
+            (v.reach.row ? "of a related record" : undefined),
+        },
+      },
     };
   }
 
@@ -500,7 +562,7 @@ class Binder {
         this.#fail(
           `${
             JSON.stringify(join(v.path))
-          } reads nothing: ${v.path} is a multiple relation, a list of the related records' ids (only .length, [index] and .includes(id) read into it)`,
+          } reads nothing: ${v.path} is a multiple relation, a list of the related records' ids (.length, [index] and .includes(id) read into it; .some(r => …) and .every(r => …) read the records)`,
           pos,
           join(v.path),
         );

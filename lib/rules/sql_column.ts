@@ -39,6 +39,12 @@ export interface Column {
   readonly integral?: boolean;
   /** Never NULL (a count). */
   readonly notNull?: boolean;
+  /**
+   * `fold(<text column>)`: compared byte-wise (PostgreSQL: `COLLATE "C"` is
+   * part of `sql`), so a `fold(<field>)` index serves `==` and, as a range,
+   * `startsWith` (sql_methods.ts).
+   */
+  readonly folded?: boolean;
 }
 
 /**
@@ -84,6 +90,43 @@ const FAMILIES: Readonly<Record<string, Family>> = {
  */
 export function familyOf(fieldType: string): Family | undefined {
   return Object.hasOwn(FAMILIES, fieldType) ? FAMILIES[fieldType] : undefined;
+}
+
+const SQL_FUNCTIONS = {
+  toLowerCase: "mb_lower",
+  toUpperCase: "mb_upper",
+  fold: "mb_fold",
+} as const;
+
+/**
+ * A text function of a text column (the SQL twins of the JavaScript
+ * functions: lib/db/sqlite_text.ts, lib/db/pg_text.ts). NULL stands for
+ * `undefined`, as the functions give for a non-string.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { textFunctionColumn } from "moonbase/lib/rules/sql_column.ts";
+ * const t = { sql: '"t"', fieldType: "string", family: "text" } as const;
+ * assert.equal(textFunctionColumn("fold", t, "sqlite").sql, 'mb_fold("t")');
+ * assert.equal(textFunctionColumn("fold", t, "postgres").sql, '(mb_fold("t") COLLATE "C")');
+ * assert.equal(textFunctionColumn("toLowerCase", t, "postgres").sql, 'mb_lower("t")');
+ * ```
+ */
+export function textFunctionColumn(
+  name: keyof typeof SQL_FUNCTIONS,
+  c: Column,
+  d: "sqlite" | "postgres",
+): Column {
+  const call = `${SQL_FUNCTIONS[name]}(${c.sql})`;
+  const folded = name === "fold";
+  return {
+    sql: folded && d === "postgres" ? `(${call} COLLATE "C")` : call,
+    fieldType: "string",
+    family: "text",
+    nullValue: undefined,
+    ...(folded ? { folded } : {}),
+  };
 }
 
 /**

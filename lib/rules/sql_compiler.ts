@@ -10,14 +10,15 @@
  * @module
  */
 
-import type { Expr, MethodName, RelationNode } from "./ast.ts";
+import type { Expr, MethodName, RelationNode, TextFunction } from "./ast.ts";
 import type { SqlContext, SqlTable } from "./sql_context.ts";
-import { callMethod, evaluate } from "./evaluate.ts";
+import { applyText, callMethod, evaluate } from "./evaluate.ts";
 import { readsRecord, readsRequest } from "./parser.ts";
 import {
   aliasRef,
   countOf,
   heldBy,
+  idIn,
   liftedCond,
   type ListRef,
   quantified,
@@ -42,7 +43,7 @@ import {
   NotCompilable,
   or,
 } from "./sql_fragment.ts";
-import { type Column, familyOf } from "./sql_column.ts";
+import { type Column, familyOf, textFunctionColumn } from "./sql_column.ts";
 import {
   boolean,
   compareValues,
@@ -220,6 +221,8 @@ export class Compiler {
         return this.logical(e.operator, e.left, e.right);
       case "method":
         return this.method(e.method, e.object, e.argument);
+      case "textFunction":
+        return this.textFunction(e.name, e.argument);
       default:
         return fail(`${e.type} reading the record`);
     }
@@ -298,7 +301,7 @@ export class Compiler {
     const parent = this.#node(e.object);
     if (parent.kind === "const") {
       // No row to start from (ABSENT, a helper's answer…): as the evaluator.
-      if (e.kind === "back") return { kind: "const", value: [] };
+      if (e.kind !== "forward") return { kind: "const", value: [] };
       return parent.value === ABSENT
         ? { kind: "const", value: ABSENT }
         : fail("relation of a value");
@@ -322,6 +325,23 @@ export class Compiler {
             };
           },
           guard: (alias) => this.#guard(e.entity, "list", alias),
+        },
+      };
+    }
+    if (e.kind === "many") {
+      const list = from.column(e.field);
+      if (list === undefined) return fail("no relation column");
+      return {
+        kind: "records",
+        list: {
+          entity: e.entity,
+          table,
+          link: (alias) => {
+            // Inside the subquery: the row's own list, qualified.
+            const ids = from.column(e.field) ?? fail("no relation column");
+            return { sql: idIn(`${alias}."id"`, ids, this.#d), params: [] };
+          },
+          guard: (alias) => this.#guard(e.entity, "get", alias),
         },
       };
     }
@@ -478,6 +498,7 @@ export class Compiler {
       case "member":
         return this.#anchors(e.object, out);
       case "unary":
+      case "textFunction":
         return this.#anchors(e.argument, out);
       case "binary":
       case "logical":
@@ -538,6 +559,26 @@ export class Compiler {
     return unsure === false
       ? { kind: "truthy", cond }
       : { kind: "truthy", cond, unsure };
+  }
+
+  /** `x.toLowerCase()`, `x.toUpperCase()`, `fold(x)` where x reads the record. */
+  textFunction(name: TextFunction, argumentExpr: Expr): Compiled {
+    const a = this.compile(argumentExpr);
+    if (a.kind === "const") {
+      return { kind: "const", value: applyText(name, a.value) };
+    }
+    if (unsureOf(a) !== false) return fail("text function of an unsure value");
+    if (a.kind === "column" && a.column.family === "text") {
+      return {
+        kind: "column",
+        column: textFunctionColumn(name, a.column, this.#d),
+      };
+    }
+    // Numbers, booleans (and NULL) are no strings: undefined.
+    if (a.kind === "column" || a.kind === "bool") {
+      return { kind: "const", value: undefined };
+    }
+    return fail(`text function of a ${a.kind} value`);
   }
 
   method(name: MethodName, objectExpr: Expr, argumentExpr: Expr): Compiled {

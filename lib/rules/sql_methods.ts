@@ -44,6 +44,12 @@ export function textMethod(
   let cond: Cond;
   if (s === "") {
     cond = true;
+  } else if (name === "startsWith" && c.folded) {
+    // A range a fold(<field>) index serves: byte order is code point order.
+    const above = successor(s);
+    cond = above === undefined
+      ? sql(`${c.sql} >= `, text)
+      : sql(`${c.sql} >= `, text, ` AND ${c.sql} < `, textParam(above, d));
   } else if (name === "includes") {
     cond = sql(
       d === "postgres" ? `strpos(${c.sql}, ` : `instr(${c.sql}, `,
@@ -65,6 +71,29 @@ export function textMethod(
     cond = sql(`substr(${c.sql}, `, range, ") = ", text);
   }
   return whenNull(c, false, cond);
+}
+
+/**
+ * The least string above every string starting with `s` in code point
+ * order (undefined when there is none: `s` is all U+10FFFF).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { successor } from "moonbase/lib/rules/sql_methods.ts";
+ * assert.equal(successor("ab"), "ac");
+ * assert.equal(successor("a\uD7FF"), "a\uE000");
+ * assert.equal(successor("a\u{10FFFF}"), "b");
+ * assert.equal(successor("\u{10FFFF}"), undefined);
+ * ```
+ */
+export function successor(s: string): string | undefined {
+  const cps = [...s].map((c) => c.codePointAt(0)!);
+  while (cps.length > 0 && cps[cps.length - 1] === 0x10ffff) cps.pop();
+  if (cps.length === 0) return undefined;
+  const last = cps.pop()! + 1;
+  cps.push(last === 0xd800 ? 0xe000 : last);
+  return String.fromCodePoint(...cps);
 }
 
 /**

@@ -10,9 +10,9 @@
  *
  * A back-relation through a relation field holding several ids (`multiple`)
  * links by membership in the JSON list (`heldBy`); `.some`, `.every` and
- * `.length` are built on a `ListRef`'s `link` alone, so reading a multiple
- * relation forward (`record.tags.some(t => …)`) needs only a `ListRef`
- * whose link is `<alias>."id"` held by the record's list.
+ * `.length` are built on a `ListRef`'s `link` alone, so a multiple relation
+ * read forward (`record.tags.some(t => …)`) is a `ListRef` whose link is
+ * `<alias>."id"` among the record's list's ids (`idIn`).
  *
  * @module
  */
@@ -28,7 +28,7 @@ export interface RecordRef {
   fieldType(name: string): string | undefined;
 }
 
-/** The records of a back-relation (or, later, of a relation holding several ids). */
+/** The records of a back-relation, or of a relation holding several ids. */
 export interface ListRef {
   /** The entity of the records. */
   readonly entity: string;
@@ -83,6 +83,30 @@ export function heldBy(
   return dialect === "postgres"
     ? `${list} @> jsonb_build_array(${id})`
     : `EXISTS (SELECT 1 FROM json_each(${list}) WHERE json_each.value = ${id})`;
+}
+
+/**
+ * The condition "`id` is one of the ids in the JSON list `list`" (a
+ * multiple relation read forward: the related row `id` belongs to the
+ * record's list), as `id IN (<the list's elements>)` so the related table's
+ * primary key serves it. Used inside a subquery's `WHERE` only.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { idIn } from "moonbase/lib/rules/sql_relations.ts";
+ * assert.equal(idIn('"a"."id"', '"t"."tags"', "sqlite"), '"a"."id" IN (SELECT json_each.value FROM json_each("t"."tags"))');
+ * assert.equal(idIn('"a"."id"', '"t"."tags"', "postgres"), '"a"."id" IN (SELECT jsonb_array_elements_text("t"."tags"))');
+ * ```
+ */
+export function idIn(
+  id: string,
+  list: string,
+  dialect: "sqlite" | "postgres",
+): string {
+  return dialect === "postgres"
+    ? `${id} IN (SELECT jsonb_array_elements_text(${list}))`
+    : `${id} IN (SELECT json_each.value FROM json_each(${list}))`;
 }
 
 /**

@@ -14,6 +14,7 @@ function some(expr: Expr, test: (e: Expr) => boolean): boolean {
     case "member":
       return some(expr.object, test);
     case "unary":
+    case "textFunction":
       return some(expr.argument, test);
     case "binary":
     case "logical":
@@ -60,6 +61,7 @@ export function readsRecord(
     case "relation":
       return readsRecord(expr.object, rowParams);
     case "unary":
+    case "textFunction":
       return readsRecord(expr.argument, rowParams);
     case "binary":
     case "logical":
@@ -129,6 +131,7 @@ export function readsCallerData(expr: Expr): boolean {
         ? !FIXED_AUTH.has(expr.property)
         : readsCallerData(expr.object);
     case "unary":
+    case "textFunction":
       return readsCallerData(expr.argument);
     case "binary":
     case "logical":

@@ -66,13 +66,39 @@ export function indexSql(
   index: IndexDef,
   dialect: Dialect,
 ): string {
-  const cols = index.fields.map((name) =>
-    columnOf(name) +
-    (dialect.name === "postgres" && !NEVER_NULL.has(name) ? " NULLS FIRST" : "")
-  );
+  const cols = index.fields.map((entry) => {
+    const { name, fold } = indexEntry(entry);
+    if (fold) {
+      // As rules compile fold(<field>) (lib/rules/sql_column.ts).
+      return dialect.name === "postgres"
+        ? `(mb_fold(${columnOf(name)}) COLLATE "C")`
+        : `(mb_fold(${columnOf(name)}))`;
+    }
+    return columnOf(name) +
+      (dialect.name === "postgres" && !NEVER_NULL.has(name)
+        ? " NULLS FIRST"
+        : "");
+  });
   return `CREATE ${index.unique ? "UNIQUE " : ""}INDEX ${
     ident(indexNameOf(index))
   } ON ${tableOf(schema.name)} (${cols.join(", ")})`;
+}
+
+/**
+ * An entry of an index's `fields`: a field name, or `fold(<name>)` for the
+ * field's case- and accent-insensitive form.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { indexEntry } from "moonbase/lib/schema/ddl.ts";
+ * assert.deepEqual(indexEntry("fold(title)"), { name: "title", fold: true });
+ * assert.deepEqual(indexEntry("title"), { name: "title", fold: false });
+ * ```
+ */
+export function indexEntry(entry: string): { name: string; fold: boolean } {
+  const m = /^fold\((.*)\)$/.exec(entry);
+  return m ? { name: m[1], fold: true } : { name: entry, fold: false };
 }
 
 /** Column definition of a field. */

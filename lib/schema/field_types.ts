@@ -216,13 +216,13 @@ function fileNames(value: unknown, f: FieldDef): Checked {
 export const FIELD_TYPES: Readonly<Record<FieldType, TypeSpec>> = {
   string: {
     kind: "text",
-    options: ["min", "max", "pattern"],
+    options: ["min", "max", "pattern", "searchable"],
     uniqueable: true,
     check: text,
   },
   text: {
     kind: "text",
-    options: ["min", "max", "pattern"],
+    options: ["min", "max", "pattern", "searchable"],
     uniqueable: true,
     check: text,
   },

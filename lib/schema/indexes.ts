@@ -16,7 +16,7 @@ import {
   physicalName,
 } from "../db/storage.ts";
 import { allFields } from "./builtin.ts";
-import { indexNameOf, indexSql } from "./ddl.ts";
+import { indexEntry, indexNameOf, indexSql } from "./ddl.ts";
 import type { EntitySchema, FieldDef, IndexDef } from "./types.ts";
 
 /** Most indexes an entity may declare. */
@@ -26,6 +26,8 @@ export const MAX_INDEX_FIELDS = 8;
 
 /** Types whose values are not compared as a whole (no index). */
 const NOT_INDEXABLE = new Set(["json", "file", "files"]);
+/** Types an index may fold (`fold(<field>)`). */
+const FOLDABLE = new Set(["string", "text", "email", "url", "select"]);
 
 /** An index as asked for (no id yet). */
 export type IndexSpec = Omit<IndexDef, "id">;
@@ -113,16 +115,25 @@ function checkFields(v: unknown, schema: EntitySchema, at: string): string[] {
     bad(at, list);
   }
   const names: string[] = [];
-  for (const name of v) {
-    if (typeof name !== "string" || name === "") bad(at, list);
+  for (const entry of v) {
+    if (typeof entry !== "string" || entry === "") bad(at, list);
+    const { name, fold } = indexEntry(entry);
     const shown = JSON.stringify(name.slice(0, 64));
     const field = fieldOf(schema, name);
     if (!field) bad(at, `no field ${shown}`);
     if (NOT_INDEXABLE.has(field.type) || name === "password") {
       bad(at, `field ${shown} (${field.type}) cannot be indexed`);
     }
-    if (names.includes(name)) bad(at, `field ${shown} is listed twice`);
-    names.push(name);
+    if (fold && !FOLDABLE.has(field.type)) {
+      bad(
+        at,
+        `fold(${
+          name.slice(0, 64)
+        }): only string, text, email, url and select fields can be folded`,
+      );
+    }
+    if (names.includes(entry)) bad(at, `field ${shown} is listed twice`);
+    names.push(entry);
   }
   return names;
 }
@@ -173,7 +184,11 @@ function keyOf(
   fields: string[],
   unique: boolean,
 ): string {
-  const ids = fields.map((n) => fieldOf(schema, n)?.id ?? `?${n}`);
+  const ids = fields.map((entry) => {
+    const { name, fold } = indexEntry(entry);
+    const id = fieldOf(schema, name)?.id ?? `?${name}`;
+    return fold ? `fold(${id})` : id;
+  });
   return `${unique ? "u" : "i"}:${ids.join(",")}`;
 }
 
@@ -197,7 +212,8 @@ export function planIndexes(
   if (raw === undefined) {
     const indexes = old.map((idx) => ({
       ...idx,
-      fields: idx.fields.map((name) => {
+      fields: idx.fields.map((entry) => {
+        const { name, fold } = indexEntry(entry);
         const id = fieldOf(current, name)?.id;
         const now = allFields(next).find((f) => f.id === id);
         if (!now) {
@@ -216,7 +232,7 @@ export function planIndexes(
             },
           );
         }
-        return now.name;
+        return fold ? `fold(${now.name})` : now.name;
       }),
     }));
     return { indexes, drop: [], create: [] };
@@ -283,7 +299,9 @@ export function indexConflict(
     `Cannot save record: ${names} must be unique together`,
     {
       fields: Object.fromEntries(
-        idx.fields.map((f) => [f, { code: "unique", message }]),
+        idx.fields.map((
+          f,
+        ) => [indexEntry(f).name, { code: "unique", message }]),
       ),
     },
   );

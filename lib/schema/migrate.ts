@@ -29,6 +29,7 @@ import {
 import { validateRules } from "./validate_rules.ts";
 import { checkSchemaKeys } from "./keys.ts";
 import { checkIndexes, planIndexes } from "./indexes.ts";
+import { planSearch } from "./search_ddl.ts";
 import {
   type AuthOptions,
   authOptions,
@@ -43,6 +44,8 @@ export interface PatchPlan {
   statements: string[];
   /** Updates run after the statements (existing rows get a new field's default). */
   fills: { sql: string; params: SqlValue[] }[];
+  /** The search table was made anew: fill it from the records (after `fills`). */
+  fillSearch?: boolean;
 }
 
 function bad(message: string): never {
@@ -152,6 +155,11 @@ export function planPatch(
   );
   schema.indexes = indexes.indexes;
   statements.push(...indexes.drop, ...fieldStatements, ...indexes.create);
+  // The search triggers name the table and its columns: dropped before any
+  // of them changes (the rename above included), made again after.
+  const search = planSearch(current, schema, dialect);
+  statements.unshift(...search.before);
+  statements.push(...search.after);
   if (current.type === "auth") {
     schema.auth = checkAuthOptions(
       input.auth ?? {},
@@ -159,7 +167,7 @@ export function planPatch(
       schema.fields,
     );
   }
-  return { schema, statements, fills };
+  return { schema, statements, fills, fillSearch: search.fill };
 }
 
 /** The `auth` object with its field names after the fields' renames (by field id). */

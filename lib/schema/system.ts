@@ -16,7 +16,10 @@
  * @module
  */
 
+import { boundedDdl } from "../db/ddl_lock.ts";
 import type { Storage } from "../db/storage.ts";
+import { ensureTextFunctions } from "../db/pg_text.ts";
+import { textVersion } from "../rules/text_fold.ts";
 import { createSql } from "./ddl.ts";
 import { adminOnlyRules, type EntitySchema } from "./types.ts";
 
@@ -51,7 +54,7 @@ async function addEventSizes(store: Storage): Promise<void> {
   const pg = store.dialect.name === "postgres";
   const bytes = (col: string) =>
     pg ? `octet_length("${col}")` : `length(CAST("${col}" AS BLOB))`;
-  await store.transaction(async (tx) => {
+  await boundedDdl(store, "mb_events", async (tx) => {
     await tx.exec(
       `ALTER TABLE "mb_events" ADD COLUMN ${pg ? "IF NOT EXISTS " : ""}${
         EVENT_SIZE_COLUMN.slice(0, -1)
@@ -76,13 +79,14 @@ async function addEventSizes(store: Storage): Promise<void> {
  * const db = new SqliteStorage(":memory:");
  * await ensureSystemTables(db);
  * await ensureSystemTables(db); // idempotent
- * assert.deepEqual(await db.query(`SELECT "key", "value" FROM "mb_meta"`), [
- *   { key: "schema_version", value: "0" },
- * ]);
+ * assert.deepEqual(
+ *   await db.query(`SELECT "key", "value" FROM "mb_meta" WHERE "key" = 'schema_version'`),
+ *   [{ key: "schema_version", value: "0" }],
+ * );
  * await db.close();
  * ```
  */
-export async function ensureSystemTables(store: Storage): Promise<void> {
+export async function ensureSystemTables(store: Storage): Promise<boolean> {
   const d = store.dialect;
   const text = d.columnType("text"), int = d.columnType("int");
   const stmts = [
@@ -122,20 +126,47 @@ export async function ensureSystemTables(store: Storage): Promise<void> {
   ];
   for (let attempt = 0;; attempt++) {
     try {
-      await store.transaction(async (tx) => {
+      await boundedDdl(store, "the system tables", async (tx) => {
         for (const s of stmts) await tx.exec(s);
         await tx.run(
           `INSERT INTO "mb_meta" ("key", "value") VALUES ('schema_version', '0') ON CONFLICT ("key") DO NOTHING`,
         );
       });
       await addEventSizes(store);
-      return;
+      await ensureTextFunctions(store);
+      return await textVersionMoved(store);
     } catch (err) {
       // Two instances starting at once on one PostgreSQL may race on CREATE … IF NOT EXISTS.
       if (attempt >= 3) throw err;
       await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
     }
   }
+}
+
+/**
+ * True when the database's text was folded by another Unicode version than
+ * this runtime's (`mb_meta` `text_version`, lib/rules/text_fold.ts
+ * `textVersion`): `fold(…)` and search indexes need rebuilding
+ * (`Registry.refold`), after which {@link saveTextVersion} records the new
+ * one. A database without the key takes this runtime's.
+ */
+async function textVersionMoved(store: Storage): Promise<boolean> {
+  await store.run(
+    `INSERT INTO "mb_meta" ("key", "value") VALUES ('text_version', ?) ON CONFLICT ("key") DO NOTHING`,
+    [textVersion()],
+  );
+  const [row] = await store.query(
+    `SELECT "value" FROM "mb_meta" WHERE "key" = 'text_version'`,
+  );
+  return String(row?.value) !== textVersion();
+}
+
+/** Records that the database's text is folded by this runtime's Unicode. */
+export async function saveTextVersion(store: Storage): Promise<void> {
+  await store.run(
+    `UPDATE "mb_meta" SET "value" = ? WHERE "key" = 'text_version'`,
+    [textVersion()],
+  );
 }
 
 /**

@@ -35,6 +35,8 @@ export interface FieldDef {
   unique: boolean;
   /** A plain index (for filters and sorts); relations always have one. */
   index?: boolean;
+  /** string and text: part of the entity's full-text search (`?search=`). */
+  searchable?: boolean;
   default?: unknown;
   min?: number;
   max?: number;

@@ -197,6 +197,8 @@ export function validateField(
     }
     field.index = true;
   }
+  // Only string and text take the key (options of FIELD_TYPES).
+  if (optBool(raw, "searchable", where)) field.searchable = true;
   if (field.unique && !spec.uniqueable) {
     fail(`Cannot accept ${where}.unique: not for type ${raw.type}`);
   }

@@ -8,7 +8,7 @@
 
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
-import { api, ApiError } from "../api.ts";
+import { mb, MoonbaseError } from "../mb.ts";
 import { EmailField, PasswordField } from "../ui/credential_fields.tsx";
 import { ErrorBox, Submit } from "../ui/field.tsx";
 import { toast } from "../ui/toast.tsx";
@@ -26,13 +26,13 @@ export function AdminCreateForm(props: { onCreated: () => void }): JSX.Element {
     setError("");
     setFields({});
     try {
-      await api.post("/sys/admins", { email: email.trim(), password });
+      await mb.admins.create({ email: email.trim(), password });
       toast(`Admin ${email.trim()} created`);
       setEmail("");
       setPassword("");
       props.onCreated();
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
+      if (!(err instanceof MoonbaseError)) throw err;
       const f: Record<string, string> = {};
       for (const [k, v] of Object.entries(err.fields)) f[k] = v.message;
       setFields(f);

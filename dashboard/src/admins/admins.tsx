@@ -10,7 +10,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, type Page, seg } from "../api.ts";
+import { mb, MoonbaseError, type Page } from "../mb.ts";
 import { navigate } from "../router.ts";
 import { session } from "../session/session.ts";
 import { AdminCreateForm } from "./admin_create.tsx";
@@ -38,12 +38,12 @@ export function AdminsPage(_props: Record<string, never>): JSX.Element {
 
   useEffect(() => {
     const ac = new AbortController();
-    api.get<Page<Admin>>("/sys/admins", {
-      query: { limit: 500, sort: "created" },
+    mb.send<Page<Admin>>("GET", "/api/v1/sys/admins", {
+      query: { limit: "500", sort: "created" },
       signal: ac.signal,
     }).then(setPage).catch((e) => {
       // Anything else is the abort of a page left meanwhile.
-      if (e instanceof ApiError) setError(e.message);
+      if (e instanceof MoonbaseError) setError(e.message);
     });
     return () => ac.abort();
   }, [tick]);
@@ -62,7 +62,7 @@ export function AdminsPage(_props: Record<string, never>): JSX.Element {
     if (!ok) return;
     setError("");
     try {
-      await api.del(`/sys/admins/${seg(a.id)}`);
+      await mb.admins.delete(a.id);
       toast(`Admin ${a.email} deleted`);
       if (self) {
         await session.logout();
@@ -71,7 +71,7 @@ export function AdminsPage(_props: Record<string, never>): JSX.Element {
       }
       reload();
     } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
+      if (!(e instanceof MoonbaseError)) throw e;
       const msg = e.status === 409
         ? `Cannot delete ${a.email}: it is the last admin, and a server needs at least one. Create another admin first.`
         : e.message;

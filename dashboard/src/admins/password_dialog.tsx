@@ -10,7 +10,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, ApiError, seg } from "../api.ts";
+import { mb, MoonbaseError } from "../mb.ts";
 import { PasswordField } from "../ui/credential_fields.tsx";
 import { ErrorBox, Submit } from "../ui/field.tsx";
 import { toast } from "../ui/toast.tsx";
@@ -53,7 +53,7 @@ export function PasswordDialog(props: {
     }
     setBusy(true);
     try {
-      await api.patch(`/sys/admins/${seg(t.id)}`, { password });
+      await mb.admins.update(t.id, { password });
       toast(
         t.self
           ? "Your password was changed; your other sessions were logged out"
@@ -61,7 +61,7 @@ export function PasswordDialog(props: {
       );
       close();
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
+      if (!(err instanceof MoonbaseError)) throw err;
       if (err.fields.password) setFieldError(err.fields.password.message);
       else setError(err.message);
     } finally {

@@ -3,6 +3,7 @@
  * words, a create's sample body, and the sample calls (curl quoting).
  */
 import assert from "node:assert/strict";
+import { Moonbase } from "../../../client/mod.ts";
 import {
   constraintText,
   type Endpoint,
@@ -57,4 +58,25 @@ Deno.test("sample calls: a create sends the required fields", () => {
     s.client,
     'const record = await mb.entity("posts").create({\n  "title": "it\'s"\n});',
   );
+});
+
+Deno.test("api docs: every client sample calls a method the client has", () => {
+  const mb = new Moonbase("http://h");
+  const records = mb.entity("posts") as unknown as Record<string, unknown>;
+  const cases: [string, string][] = [
+    ["get", "/api/v1/entities/posts"],
+    ["get", "/api/v1/entities/posts/{id}"],
+    ["post", "/api/v1/entities/posts"],
+    ["patch", "/api/v1/entities/posts/{id}"],
+    ["delete", "/api/v1/entities/posts/{id}"],
+  ];
+  const called = cases.map(([method, path]) => {
+    const s = samplesOf({ method, path, op: {} }, "posts", "http://h", {});
+    const m = /mb\.entity\("posts"\)\.(\w+)\(/.exec(s.client);
+    assert.ok(m, s.client);
+    assert.equal(typeof records[m[1]], "function", `${m[1]} of the client`);
+    return m[1];
+  });
+  assert.deepEqual(called, ["list", "get", "create", "update", "delete"]);
+  mb.close();
 });

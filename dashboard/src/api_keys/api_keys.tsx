@@ -10,7 +10,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, seg } from "../api.ts";
+import { mb, MoonbaseError, seg } from "../mb.ts";
 import { localTime } from "../logs/log_format.tsx";
 import { confirmAction } from "../ui/confirm.tsx";
 import { ErrorBox } from "../ui/field.tsx";
@@ -29,14 +29,14 @@ export function ApiKeysPage(_props: Record<string, never>): JSX.Element {
 
   useEffect(() => {
     const ac = new AbortController();
-    api.get<ApiKey[]>("/sys/api-keys", { signal: ac.signal })
+    mb.send<ApiKey[]>("GET", "/api/v1/sys/api-keys", { signal: ac.signal })
       .then(async (k) => {
         setKeys(k);
         setEmails(await userEmails(k, ac.signal));
       })
       .catch((e) => {
         // Anything else is the abort of a page left meanwhile.
-        if (e instanceof ApiError) setError(e.message);
+        if (e instanceof MoonbaseError) setError(e.message);
       });
     return () => ac.abort();
   }, [tick]);
@@ -50,10 +50,10 @@ export function ApiKeysPage(_props: Record<string, never>): JSX.Element {
     if (!ok) return;
     setError("");
     try {
-      await api.del(`/sys/api-keys/${seg(k.id)}`);
+      await mb.send("DELETE", `/api/v1/sys/api-keys/${seg(k.id)}`);
       toast(`API key ${k.name} deleted`);
     } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
+      if (!(e instanceof MoonbaseError)) throw e;
       setError(e.message);
     }
     reload();

@@ -10,7 +10,7 @@
 
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
-import { api, ApiError } from "../api.ts";
+import { mb, MoonbaseError } from "../mb.ts";
 import { query } from "../router.ts";
 import { schemas } from "../schemas.ts";
 import { ErrorBox, Field, Submit } from "../ui/field.tsx";
@@ -77,17 +77,23 @@ export function KeyCreateForm(
         setFields({ user_id: user.error });
         return;
       }
-      const made = await api.post<Omit<CreatedKey, "who">>("/sys/api-keys", {
-        name: name.trim(),
-        entity,
-        user_id: user.id,
-        expires: endOfDay(expires),
-      });
+      const made = await mb.send<Omit<CreatedKey, "who">>(
+        "POST",
+        "/api/v1/sys/api-keys",
+        {
+          body: {
+            name: name.trim(),
+            entity,
+            user_id: user.id,
+            expires: endOfDay(expires),
+          },
+        },
+      );
       toast(`API key ${made.name} created`);
       setName("");
       props.onCreated({ ...made, who: who.trim() });
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
+      if (!(err instanceof MoonbaseError)) throw err;
       const f: Record<string, string> = {};
       for (const [k, v] of Object.entries(err.fields)) f[k] = v.message;
       setFields(f);

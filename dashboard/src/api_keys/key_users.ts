@@ -7,14 +7,26 @@
  * @module
  */
 
-import { api, ApiError, type Page, type RecordData, seg } from "../api.ts";
+import { mb, MoonbaseError, type RecordData } from "../mb.ts";
 
 /** The entity of admin keys. */
 export const ADMINS = "mb_admins";
 
-/** Where an entity's records are read (admins through their own routes). */
-function base(entity: string): string {
-  return entity === ADMINS ? "/sys/admins" : `/entities/${seg(entity)}`;
+/** An entity's users (admins through their own routes). */
+function usersOf(entity: string): {
+  list(query: { filter: string; limit: number }): Promise<{
+    items: RecordData[];
+  }>;
+  get(id: string, signal?: AbortSignal): Promise<RecordData>;
+} {
+  if (entity === ADMINS) {
+    return { list: (q) => mb.admins.list(q), get: (id) => mb.admins.get(id) };
+  }
+  const records = mb.entity(entity);
+  return {
+    list: (q) => records.list(q),
+    get: (id, signal) => records.get(id, {}, { signal }),
+  };
 }
 
 /**
@@ -28,11 +40,9 @@ export async function findUser(
   const w = who.trim();
   if (w === "") return { error: "Required: the user's email or id." };
   if (w.includes("@")) {
-    const page = await api.get<Page<RecordData>>(base(entity), {
-      query: {
-        filter: `email == ${JSON.stringify(w.toLowerCase())}`,
-        limit: 1,
-      },
+    const page = await usersOf(entity).list({
+      filter: `email == ${JSON.stringify(w.toLowerCase())}`,
+      limit: 1,
     });
     const hit = page.items[0];
     return hit
@@ -40,10 +50,10 @@ export async function findUser(
       : { error: `No ${entity} user has the email ${w}.` };
   }
   try {
-    await api.get(`${base(entity)}/${seg(w)}`);
+    await usersOf(entity).get(w);
     return { id: w };
   } catch (e) {
-    if (e instanceof ApiError && e.status === 404) {
+    if (e instanceof MoonbaseError && e.status === 404) {
       return { error: `No ${entity} user has the id ${w}.` };
     }
     throw e;
@@ -65,9 +75,7 @@ export async function userEmails(
     const at = k.indexOf("/");
     const [entity, id] = [k.slice(0, at), k.slice(at + 1)];
     try {
-      const r = await api.get<RecordData>(`${base(entity)}/${seg(id)}`, {
-        signal,
-      });
+      const r = await usersOf(entity).get(id, signal);
       if (typeof r.email === "string") out[k] = r.email;
     } catch {
       // Gone or unreadable: the list shows the id instead.

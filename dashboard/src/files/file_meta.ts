@@ -9,7 +9,7 @@
 
 import { useEffect, useState } from "preact/hooks";
 import { fileUrl } from "./file_token.ts";
-import { session } from "../session/session.ts";
+import { mb } from "../mb.ts";
 
 /** What a HEAD told about a file (`size` -1 when it failed). */
 export interface FileMeta {
@@ -21,7 +21,7 @@ async function head(entity: string, name: string): Promise<FileMeta> {
   try {
     const res = await fetch(fileUrl(entity, name), {
       method: "HEAD",
-      headers: { authorization: `Bearer ${session.token.value}` },
+      headers: { authorization: `Bearer ${mb.authStore.token}` },
     });
     if (!res.ok) return { size: -1, type: `unavailable (${res.status})` };
     return {

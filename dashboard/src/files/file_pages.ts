@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { RecordData } from "../api.ts";
+import type { RecordData } from "../mb.ts";
 
 /** A file field, as far as the paging cares. */
 export interface FileField {

@@ -4,7 +4,7 @@
  * and Next starts right after the last file shown.
  */
 import assert from "node:assert/strict";
-import type { RecordData } from "../api.ts";
+import type { RecordData } from "../mb.ts";
 import {
   type FetchBatch,
   fileRows,

@@ -10,7 +10,7 @@
  */
 
 import { useEffect, useState } from "preact/hooks";
-import { api, seg } from "../api.ts";
+import { mb, seg } from "../mb.ts";
 import type { EntitySchema } from "../schemas.ts";
 
 /** Whether the entity's files need a token. */
@@ -35,7 +35,7 @@ export function useFileToken(
   useEffect(() => {
     if (!need) return;
     let live = true;
-    api.post<{ token: string }>("/files/token")
+    mb.files.token()
       .then((d) => live && setState({ token: d.token, for: want }))
       // No token (the session ended, say): URLs go without one and the
       // protected files answer 401 in place of an image, nothing worse.

@@ -12,7 +12,7 @@
  */
 
 import type { JSX } from "preact";
-import { api, seg } from "../api.ts";
+import { mb } from "../mb.ts";
 import { sizeText, useFileMeta } from "./file_meta.ts";
 import {
   extOf,
@@ -70,10 +70,7 @@ function FilesOf(props: { schema: EntitySchema }): JSX.Element {
       ),
     };
     try {
-      await api.patch(
-        `/entities/${seg(schema.name)}/${seg(row.record)}`,
-        body,
-      );
+      await mb.entity(schema.name).update(row.record, body);
       toast(`Deleted ${shown}`);
       pages.reload();
     } catch (e) {

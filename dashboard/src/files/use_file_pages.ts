@@ -8,7 +8,7 @@
  */
 
 import { useEffect, useState } from "preact/hooks";
-import { api, type Page, type RecordData, seg } from "../api.ts";
+import { mb, type RecordData } from "../mb.ts";
 import {
   type FileField,
   type FileRow,
@@ -71,18 +71,15 @@ export function useFilePages(
     setLoading(true);
     loadFilePage(
       async (after, limit) => {
-        const p = await api.get<Page<RecordData>>(
-          `/entities/${seg(schema.name)}`,
+        const p = await mb.entity(schema.name).list(
           {
-            query: {
-              limit,
-              sort,
-              filter,
-              fields: ["id", ...fields.map((f) => f.name)].join(","),
-              after: after ?? undefined,
-            },
-            signal: ctl.signal,
+            limit,
+            sort,
+            filter,
+            fields: ["id", ...fields.map((f) => f.name)].join(","),
+            after: after ?? undefined,
           },
+          { signal: ctl.signal },
         );
         for (const r of p.items) records.set(r.id, r);
         return p;

@@ -10,8 +10,8 @@
  */
 
 import { useEffect, useRef } from "preact/hooks";
-import { ApiError, apiUrl, type Page, type RequestOptions } from "../api.ts";
-import { session } from "../session/session.ts";
+import { mb, MoonbaseError, type Page } from "../mb.ts";
+import type { Query } from "../../../client/mod.ts";
 import type { LogFilters } from "./log_filters.tsx";
 import type { LogEntry } from "./log_format.tsx";
 
@@ -25,41 +25,22 @@ export const PAGE_TAG = `mbtail-${
 }`;
 let seq = 0;
 
-/** A GET whose request id carries `PAGE_TAG` (errors as `ApiError`). */
+/** A GET of `/api/v1<path>` whose request id carries `PAGE_TAG`. */
 export async function getTagged<T>(
   path: string,
-  query: RequestOptions["query"],
+  query: Query,
   signal?: AbortSignal,
 ): Promise<T> {
-  const headers: Record<string, string> = {
-    "x-request-id": `${PAGE_TAG}-${++seq}`,
-  };
-  const token = session.token.value;
-  if (token) headers.authorization = `Bearer ${token}`;
-  let res: Response;
-  try {
-    res = await fetch(apiUrl(path, query), { headers, signal });
-  } catch (e) {
-    if (e instanceof DOMException && e.name === "AbortError") throw e;
-    throw new ApiError(0, "Cannot reach the server: check your connection.");
-  }
-  // Not an envelope (a proxy's page, say): the status speaks below.
-  const env = await res.json().catch(() => ({})) as {
-    data?: T;
-    error?: string;
-  };
+  const data = await mb.send<T>("GET", `/api/v1${path}`, {
+    query,
+    signal,
+    headers: { "x-request-id": `${PAGE_TAG}-${++seq}` },
+  });
   // Aborted while the body was read: the caller moved on, say so.
   if (signal?.aborted) {
     throw new DOMException("The request was superseded", "AbortError");
   }
-  if (!res.ok) {
-    if (res.status === 401 && token) session.expire(token);
-    throw new ApiError(
-      res.status,
-      env.error || `The server answered ${res.status}.`,
-    );
-  }
-  return env.data as T;
+  return data;
 }
 
 /** True for an entry of one of this page's own background requests. */
@@ -109,7 +90,7 @@ export function useLiveTail(opts: {
         );
         ref.current.onNew(fresh);
       } catch (e) {
-        if (e instanceof ApiError) ref.current.onError(e.message);
+        if (e instanceof MoonbaseError) ref.current.onError(e.message);
       } finally {
         busy = false;
       }

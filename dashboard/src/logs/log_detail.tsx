@@ -9,7 +9,7 @@
 
 import type { ComponentChildren, JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError } from "../api.ts";
+import { mb, MoonbaseError, seg } from "../mb.ts";
 import { ErrorBox } from "../ui/field.tsx";
 import {
   duration,
@@ -59,11 +59,11 @@ export function LogDetailPage(props: { id: string }): JSX.Element {
   const [error, setError] = useState("");
   useEffect(() => {
     const ac = new AbortController();
-    api.get<LogEntry>(`/sys/logs/${encodeURIComponent(props.id)}`, {
+    mb.send<LogEntry>("GET", `/api/v1/sys/logs/${seg(props.id)}`, {
       signal: ac.signal,
     }).then(setEntry).catch((e) => {
       // Anything else is the abort of a page left meanwhile.
-      if (e instanceof ApiError) setError(e.message);
+      if (e instanceof MoonbaseError) setError(e.message);
     });
     return () => ac.abort();
   }, [props.id]);

@@ -10,7 +10,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiError, type Page } from "../api.ts";
+import { MoonbaseError, type Page } from "../mb.ts";
 import { query, setQuery } from "../router.ts";
 import { ErrorBox } from "../ui/field.tsx";
 import {
@@ -68,7 +68,7 @@ export function LogsPage(_props: Record<string, never>): JSX.Element {
       setLoading(false);
     }).catch((e) => {
       // Anything else is the abort of a page superseded by other filters.
-      if (e instanceof ApiError) {
+      if (e instanceof MoonbaseError) {
         setError(e.message);
         setLoading(false);
       }

@@ -10,7 +10,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { ApiError } from "../api.ts";
+import { MoonbaseError } from "../mb.ts";
 import { getTagged } from "./live_tail.ts";
 import { localTime } from "./log_format.tsx";
 
@@ -83,7 +83,7 @@ export function RateChart(props: {
       setError("");
     }).catch((e) => {
       // Anything else is the abort of a refresh superseded by the next one.
-      if (e instanceof ApiError) setError(e.message);
+      if (e instanceof MoonbaseError) setError(e.message);
     });
     return () => ac.abort();
   }, [props.start, props.end, props.refresh]);

@@ -9,7 +9,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError } from "../api.ts";
+import { mb, MoonbaseError } from "../mb.ts";
 import { ErrorBox } from "../ui/field.tsx";
 import { localTime } from "../logs/log_format.tsx";
 
@@ -62,13 +62,16 @@ export function AboutPage(_props: Record<string, never>): JSX.Element {
   const [tick, setTick] = useState(0);
   useEffect(() => {
     const ac = new AbortController();
-    api.get<Health>("/health", { signal: ac.signal, anonymous: true })
+    mb.send<Health>("GET", "/api/v1/health", {
+      signal: ac.signal,
+      auth: "none",
+    })
       .then((h) => {
         setHealth(h);
         setError("");
       })
       .catch((e) => {
-        if (!(e instanceof ApiError)) return; // aborted: the page was left
+        if (!(e instanceof MoonbaseError)) return; // aborted: the page was left
         // 503 still carries the health data: show it with the problem.
         const d = e.data as Health | null;
         if (d && typeof d.uptime === "number") setHealth(d);

@@ -14,10 +14,9 @@
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { PublicSettings } from "../../../lib/settings/types.ts";
-import { api, ApiError, type RecordData, seg } from "../api.ts";
+import { claimsOf, mb, MoonbaseError, type RecordData } from "../mb.ts";
 import { localTime } from "../logs/log_format.tsx";
 import type { EntitySchema } from "../schemas.ts";
-import { tokenExpiry } from "../session/session.ts";
 import { confirmAction } from "../ui/confirm.tsx";
 import { ErrorBox, Field } from "../ui/field.tsx";
 import { ShownOnce } from "../ui/shown_once.tsx";
@@ -36,7 +35,9 @@ function useMailReady(): boolean | null {
   const [ready, setReady] = useState<boolean | null>(null);
   useEffect(() => {
     const ac = new AbortController();
-    api.get<PublicSettings>("/sys/settings", { signal: ac.signal })
+    mb.send<PublicSettings>("GET", "/api/v1/sys/settings", {
+      signal: ac.signal,
+    })
       .then((s) =>
         setReady(s.mail.smtp.host !== "" && s.mail.from.address !== "")
       )
@@ -55,7 +56,6 @@ export function AccountActions(
   const s = props.schema;
   const r = props.record;
   const email = typeof r.email === "string" ? r.email : "";
-  const auth = `/auth/${seg(s.name)}`;
   const ready = useMailReady();
   const [busy, setBusy] = useState("");
   const [error, setError] = useState("");
@@ -68,14 +68,16 @@ export function AccountActions(
     setBusy(what);
     setError("");
     try {
-      await api.post(`${auth}/request-${what}`, { email });
+      const account = mb.auth(s.name);
+      if (what === "verification") await account.requestVerification(email);
+      else await account.requestPasswordReset(email);
       toast(
         what === "verification"
           ? `Verification mail queued for ${email}`
           : `Password reset mail queued for ${email}`,
       );
     } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
+      if (!(e instanceof MoonbaseError)) throw e;
       setError(e.message);
     } finally {
       setBusy("");
@@ -92,17 +94,14 @@ export function AccountActions(
     setBusy("impersonate");
     setError("");
     try {
-      const got = await api.post<{ token: string }>(
-        `${auth}/impersonate/${seg(r.id)}`,
-        { duration },
-      );
-      const exp = tokenExpiry(got.token);
+      const got = await mb.auth(s.name).impersonate(r.id, { duration });
+      const exp = claimsOf(got.token).exp ?? 0;
       setToken({
         token: got.token,
         until: exp > 0 ? exp * 1000 : Date.now() + duration * 1000,
       });
     } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
+      if (!(e instanceof MoonbaseError)) throw e;
       setError(e.message);
     } finally {
       setBusy("");

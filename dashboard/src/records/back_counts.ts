@@ -9,7 +9,7 @@
  */
 
 import { useEffect, useState } from "preact/hooks";
-import { api, type Page, type RecordData, seg } from "../api.ts";
+import { mb, type Page, type RecordData } from "../mb.ts";
 import type { EntitySchema } from "../schemas.ts";
 import {
   type CountGroup,
@@ -44,11 +44,12 @@ export function useBackCounts(
         try {
           const groups: CountGroup[] = [];
           for (const query of countQueries(back, ids)) {
-            const data = await api.get<{ groups: CountGroup[] }>(
-              `/entities/${seg(back.entity)}/aggregate`,
-              { query, signal: ac.signal },
-            );
-            groups.push(...data.groups);
+            const data = await mb.entity(back.entity).aggregate(query, {
+              signal: ac.signal,
+            });
+            for (const g of data.groups) {
+              groups.push({ key: g.key, count: g.count ?? 0 }); // asked for
+            }
           }
           next.set(key, countsByIds(back, ids, groups));
         } catch (e) {

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { api, type Page, type RecordData, seg } from "../api.ts";
+import { mb } from "../mb.ts";
 import { literal } from "./records_query.ts";
 import type { EntitySchema } from "../schemas.ts";
 
@@ -74,10 +74,12 @@ async function countLinked(
     " || ",
   );
   try {
-    const p = await api.get<Page<RecordData>>(
-      `/entities/${seg(link.entity)}`,
-      { query: { filter, count: true, limit: 1, fields: "id" } },
-    );
+    const p = await mb.entity(link.entity).list({
+      filter,
+      count: true,
+      limit: 1,
+      fields: "id",
+    });
     return p.total ?? null;
   } catch {
     return null; // no API, or not counted: the entity is still named

@@ -37,6 +37,8 @@ export function FilterBar(props: {
   error: FilterError | null;
   onRun: (filter: string, q: string) => void;
   hasText: boolean;
+  /** The entity has searchable fields: the box is a full-text search. */
+  searchable: boolean;
   /** An example over the entity's own fields (the placeholder). */
   example: string;
 }): JSX.Element {
@@ -80,8 +82,12 @@ export function FilterBar(props: {
           <input
             type="search"
             value={q}
-            placeholder="Text in any text field (exact case)"
-            title="Finds records whose text fields contain this text, with the same upper and lower case"
+            placeholder={props.searchable
+              ? "Words in the searchable fields"
+              : "Text in any text field"}
+            title={props.searchable
+              ? "Finds records whose searchable fields have every word (the last one may be the start of a word), in any case and with any accents, best matches first"
+              : "Finds records whose text fields contain this text, in any case and with any accents"}
             onInput={(e) => setQ(e.currentTarget.value)}
           />
         </label>

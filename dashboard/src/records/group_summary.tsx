@@ -11,7 +11,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, seg } from "../api.ts";
+import { mb } from "../mb.ts";
 import type { EntitySchema } from "../schemas.ts";
 import {
   summaryFields,
@@ -20,11 +20,6 @@ import {
 } from "./records_query.ts";
 import { labelsFor } from "./relation_labels.ts";
 import { ErrorBox } from "../ui/field.tsx";
-
-interface Group {
-  key: Record<string, unknown>;
-  count: number;
-}
 
 interface Counted {
   value: unknown;
@@ -56,10 +51,9 @@ export function GroupSummary(props: {
     if (!open || !field) return;
     const ac = new AbortController();
     (async () => {
-      const data = await api.get<{ groups: Group[] }>(
-        `/entities/${seg(props.schema.name)}/aggregate`,
-        { query, signal: ac.signal },
-      );
+      const data = await mb.entity(props.schema.name).aggregate(query, {
+        signal: ac.signal,
+      });
       const values = data.groups.map((g) => g.key[field]);
       const def = fields.find((f) => f.name === field);
       let labels = new Map<string, string>();
@@ -74,7 +68,7 @@ export function GroupSummary(props: {
           .map((g) => ({
             value: g.key[field],
             label: labelOf(g.key[field], labels),
-            count: g.count,
+            count: g.count ?? 0, // asked for: always there
           }))
           .sort((a, b) => b.count - a.count || a.label.localeCompare(b.label)),
       );

@@ -11,7 +11,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, type RecordData, seg } from "../api.ts";
+import { mb, MoonbaseError, type RecordData } from "../mb.ts";
 import { AccountActions } from "./account_actions.tsx";
 import { cascadeLines } from "./cascade.ts";
 import { useFileToken } from "../files/file_token.ts";
@@ -57,7 +57,7 @@ function Editor(props: { schema: EntitySchema; id: string }): JSX.Element {
   const schema = props.schema;
   const isNew = props.id === "new";
   const readOnly = schema.type === "view";
-  const path = `/entities/${seg(schema.name)}`;
+  const records = mb.entity(schema.name);
   const [record, setRecord] = useState<RecordData | null>(null);
   const [missing, setMissing] = useState(false);
   const [initial, setInitial] = useState<FormValues | null>(null);
@@ -75,8 +75,8 @@ function Editor(props: { schema: EntitySchema; id: string }): JSX.Element {
   };
   useEffect(() => {
     if (isNew) return;
-    api.get<RecordData>(`${path}/${seg(props.id)}`).then(show).catch((e) => {
-      if (e instanceof ApiError && e.status === 404) setMissing(true);
+    records.get(props.id).then(show).catch((e) => {
+      if (e instanceof MoonbaseError && e.status === 404) setMissing(true);
       else setFormError((e as Error).message);
     });
   }, [props.id]);
@@ -100,21 +100,18 @@ function Editor(props: { schema: EntitySchema; id: string }): JSX.Element {
     setFormError("");
     try {
       if (isNew) {
-        const r = await api.post<RecordData>(path, w.body);
+        const r = await records.create(w.body);
         toast("Record created");
         void reloadCounts();
         navigate(recordHref(schema.name, r.id), true);
       } else {
-        const r = await api.patch<RecordData>(
-          `${path}/${seg(props.id)}`,
-          w.body,
-        );
+        const r = await records.update(props.id, w.body);
         show(r);
         setPassword({ value: "", confirm: "" });
         toast("Record saved");
       }
     } catch (err) {
-      const ae = err as ApiError;
+      const ae = err as MoonbaseError;
       const fe: Record<string, string> = {};
       for (const [k, v] of Object.entries(ae.fields ?? {})) fe[k] = v.message;
       setErrors(fe);
@@ -137,7 +134,7 @@ function Editor(props: { schema: EntitySchema; id: string }): JSX.Element {
       return;
     }
     try {
-      await api.del(`${path}/${seg(props.id)}`);
+      await records.delete(props.id);
       toast("Record deleted");
       void reloadCounts();
       navigate(entityHref(schema.name));

@@ -13,7 +13,7 @@
  */
 
 import type { JSX } from "preact";
-import type { RecordData } from "../api.ts";
+import type { RecordData } from "../mb.ts";
 import type { Mark } from "./live/live_apply.ts";
 import { navigate } from "../router.ts";
 import { displayField, sortable } from "./records_query.ts";

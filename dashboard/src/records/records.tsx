@@ -13,12 +13,13 @@
 
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
-import { api, seg } from "../api.ts";
+import { mb } from "../mb.ts";
 import { cascadeLines } from "./cascade.ts";
 import { useFileToken } from "../files/file_token.ts";
 import {
   defaultSort,
   filterExample,
+  hasSearchable,
   nextSort,
   readState,
   shownSort,
@@ -119,7 +120,7 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
     const failed: string[] = [];
     for (const id of ids) {
       try {
-        await api.del(`/entities/${seg(schema.name)}/${seg(id)}`);
+        await mb.entity(schema.name).delete(id);
         done++;
       } catch (e) {
         failed.push((e as Error).message);
@@ -155,6 +156,7 @@ function RecordsOf(props: { schema: EntitySchema }): JSX.Element {
         q={state.q}
         error={pages.filterError}
         hasText={textFields(schema).length > 0}
+        searchable={hasSearchable(schema)}
         example={filterExample(schema)}
         onRun={(filter, q) => update({ filter, q })}
       />

@@ -1,14 +1,18 @@
 /// <reference lib="dom" />
 /**
  * The records table's state in the URL (`filter`, `q`, `sort`, `size`) and
- * its translation to a list query of the API: the quick search becomes
- * `f1.includes("q") || f2.includes("q")` over the text fields, joined to
- * the filter by `&&`. Without a `sort` in the URL, records come newest
- * first (`-created,-id`) where the entity has `created`.
+ * its translation to a list query of the API: the quick search is the
+ * API's full-text `search` where the entity has searchable fields (ordered
+ * by relevance unless a column is sorted), else
+ * `fold(f1).includes(fold("q")) || …` over the text fields (any case, any
+ * accents), joined to the filter by `&&`. Without a `sort` in the URL,
+ * records come newest first (`-created,-id`) where the entity has
+ * `created`.
  *
  * @module
  */
 
+import type { AggregateQuery, ListQuery } from "../mb.ts";
 import type { EntitySchema, FieldDef } from "../schemas.ts";
 
 /** Page sizes offered. */
@@ -71,12 +75,28 @@ export function literal(text: string): string {
 export function searchExpr(fields: string[], q: string): string {
   const text = q.trim();
   if (!text || fields.length === 0) return "";
-  return fields.map((f) => `${f}.includes(${literal(text)})`).join(" || ");
+  const needle = `fold(${literal(text)})`;
+  return fields.map((f) => `fold(${f}).includes(${needle})`).join(" || ");
+}
+
+/** True when the entity has fields in the API's full-text search. */
+export function hasSearchable(schema: EntitySchema): boolean {
+  return schema.fields.some((f) => f.searchable);
+}
+
+/**
+ * True when the quick search goes to the API's `search`: the entity has
+ * searchable fields and the text has a word (letters or digits) to look for.
+ */
+export function usesSearch(schema: EntitySchema, s: TableState): boolean {
+  return hasSearchable(schema) && /[\p{L}\p{N}]/u.test(s.q);
 }
 
 /** The API's `filter`: the admin's filter and the quick search, both apply. */
 export function combinedFilter(schema: EntitySchema, s: TableState): string {
-  const search = searchExpr(textFields(schema).map((f) => f.name), s.q);
+  const search = usesSearch(schema, s)
+    ? ""
+    : searchExpr(textFields(schema).map((f) => f.name), s.q);
   const filter = s.filter.trim();
   if (filter && search) return `(${filter}) && (${search})`;
   return filter || search;
@@ -96,8 +116,12 @@ export function defaultSort(schema: EntitySchema): string {
   return schema.fields.some((f) => f.name === "created") ? "-created" : "";
 }
 
-/** The sort the table shows: the URL's, else the entity's default. */
+/**
+ * The sort the table shows: the URL's, else the entity's default (none
+ * while a full-text search orders by relevance).
+ */
 export function shownSort(schema: EntitySchema, s: TableState): string {
+  if (!s.sort && usesSearch(schema, s)) return "";
   return s.sort || defaultSort(schema);
 }
 
@@ -111,6 +135,7 @@ export function apiSort(
   s: TableState,
 ): string | undefined {
   if (s.sort) return s.sort;
+  if (usesSearch(schema, s)) return undefined; // by relevance
   return defaultSort(schema) ? "-created,-id" : undefined;
 }
 
@@ -165,7 +190,7 @@ export function listQuery(
   cursor: string | null,
   count = false,
   expand = "",
-): Record<string, string | number | boolean | undefined> {
+): ListQuery {
   return {
     limit: s.size,
     sort: apiSort(schema, s),
@@ -173,6 +198,7 @@ export function listQuery(
     after: cursor ?? undefined,
     count: count || undefined,
     ...(expand ? { expand } : {}),
+    ...(usesSearch(schema, s) ? { search: s.q.trim() } : {}),
   };
 }
 
@@ -193,13 +219,20 @@ export function summaryQuery(
   schema: EntitySchema,
   s: TableState,
   field: string,
-): Record<string, string | number | boolean | undefined> {
-  const { limit: _l, sort: _s, after: _a, count: _c, expand: _e, ...rows } =
-    listQuery(
-      schema,
-      s,
-      null,
-    );
+): AggregateQuery {
+  const {
+    limit: _l,
+    sort: _s,
+    after: _a,
+    count: _c,
+    expand: _e,
+    fields: _f,
+    ...rows
+  } = listQuery(
+    schema,
+    s,
+    null,
+  );
   return { ...rows, group: field, count: true };
 }
 

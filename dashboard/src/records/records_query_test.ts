@@ -9,6 +9,7 @@ import {
   filterExample,
   listQuery,
   nextSort,
+  shownSort,
   summaryFields,
   summaryQuery,
   type TableState,
@@ -81,7 +82,7 @@ Deno.test("records_query: the summary counts the table's rows by a select, bool 
   );
   const q = summaryQuery(s, { ...state, q: "x" }, "status");
   assert.equal(q.group, "status");
-  assert.equal(q.limit, undefined);
+  assert.equal("limit" in q, false);
   assert.ok(
     String(q.filter ?? q.search ?? "").includes("x"),
     "the search applies",
@@ -96,4 +97,35 @@ Deno.test("records_query: a page asks for the shown columns' expand; the summary
     "author.team,tags",
   );
   assert.equal("expand" in summaryQuery(base, s, "n"), false);
+});
+
+Deno.test("records_query: the quick search folds case and accents, or uses search", () => {
+  const plain = listQuery(base, { ...state, q: "Émile" }, null);
+  assert.equal(
+    plain.filter,
+    'fold(id).includes(fold("Émile")) || fold(headline).includes(fold("Émile"))',
+  );
+  assert.equal(plain.search, undefined);
+  assert.equal(plain.sort, "-created,-id");
+  const searchable = schemaOf([
+    field("id", "string", true),
+    { ...field("headline", "string"), searchable: true },
+    field("created", "date", true),
+  ]);
+  const q = { ...state, q: " Émile zo ", filter: "n > 1" };
+  const s = listQuery(searchable, q, null);
+  assert.deepEqual([s.filter, s.search, s.sort], [
+    "n > 1",
+    "Émile zo",
+    undefined,
+  ]);
+  assert.equal(shownSort(searchable, q), "", "by relevance");
+  assert.equal(listQuery(searchable, { ...q, sort: "n" }, null).sort, "n");
+  // No word to look for: the text is searched as text.
+  const dash = listQuery(searchable, { ...state, q: "-" }, null);
+  assert.equal(dash.search, undefined);
+  assert.match(
+    String(dash.filter),
+    /fold\(headline\)\.includes\(fold\("-"\)\)/,
+  );
 });

@@ -10,6 +10,7 @@
  * @module
  */
 
+import type { AggregateQuery } from "../mb.ts";
 import type { EntitySchema, FieldDef } from "../schemas.ts";
 
 /** Relations a column path may follow (the API's `expand` depth). */
@@ -268,12 +269,12 @@ const FILTER_BUDGET = 3800;
 export function countQueries(
   back: BackRelation,
   ids: readonly string[],
-): Record<string, string | boolean>[] {
+): AggregateQuery[] {
   const term = (id: string) =>
     back.multiple
       ? `${back.field}.includes(${JSON.stringify(id)})`
       : `${back.field} == ${JSON.stringify(id)}`;
-  const out: Record<string, string | boolean>[] = [];
+  const out: AggregateQuery[] = [];
   let part: string[] = [];
   let size = 0;
   const flush = () => {

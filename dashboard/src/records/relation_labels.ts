@@ -8,7 +8,7 @@
  * @module
  */
 
-import { api, type Page, type RecordData, seg } from "../api.ts";
+import { mb } from "../mb.ts";
 import { displayField, literal } from "./records_query.ts";
 import { schemaOf } from "../schemas.ts";
 
@@ -25,16 +25,13 @@ export async function labelsFor(
   if (display === "id") return out;
   for (let i = 0; i < ids.length; i += CHUNK) {
     const part = ids.slice(i, i + CHUNK);
-    const page = await api.get<Page<RecordData>>(
-      `/entities/${seg(target)}`,
+    const page = await mb.entity(target).list(
       {
-        query: {
-          filter: part.map((id) => `id == ${literal(id)}`).join(" || "),
-          fields: `id,${display}`,
-          limit: part.length,
-        },
-        signal,
+        filter: part.map((id) => `id == ${literal(id)}`).join(" || "),
+        fields: `id,${display}`,
+        limit: part.length,
       },
+      { signal },
     );
     for (const r of page.items) {
       const v = r[display];

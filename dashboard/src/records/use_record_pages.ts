@@ -10,7 +10,7 @@
  */
 
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, type ApiError, type Page, type RecordData, seg } from "../api.ts";
+import { mb, type MoonbaseError, type Page, type RecordData } from "../mb.ts";
 import type { FilterError } from "./filter_bar.tsx";
 import { checkExpr } from "../rules/rule_vocabulary.ts";
 import {
@@ -61,7 +61,7 @@ export interface LivePage {
 async function explainFilter(
   schema: EntitySchema,
   s: TableState,
-  err: ApiError,
+  err: MoonbaseError,
 ): Promise<FilterError> {
   const filter = s.filter.trim();
   try {
@@ -122,8 +122,7 @@ export function useRecordPages(
     const ctl = new AbortController();
     setLoading(true);
     inFlight.current = { busy: true, started: inFlight.current.started + 1 };
-    api.get<Page<RecordData>>(`/entities/${seg(schema.name)}`, {
-      query: listQuery(schema, s, cursor, false, expand),
+    mb.entity(schema.name).list(listQuery(schema, s, cursor, false, expand), {
       signal: ctl.signal,
     }).then((p) => {
       setPage(p);
@@ -132,7 +131,7 @@ export function useRecordPages(
       setFilterError(null);
     }).catch(async (e) => {
       if (ctl.signal.aborted) return;
-      const err = e as ApiError;
+      const err = e as MoonbaseError;
       setPage(null);
       setShownNumber(stack.length);
       if (err.status === 400 && s.filter.trim()) {
@@ -170,8 +169,10 @@ export function useRecordPages(
     count() {
       if (!schema) return;
       setCounting(true);
-      api.get<Page<RecordData>>(`/entities/${seg(schema.name)}`, {
-        query: { ...listQuery(schema, s, null, true), limit: 1, fields: "id" },
+      mb.entity(schema.name).list({
+        ...listQuery(schema, s, null, true),
+        limit: 1,
+        fields: "id",
       }).then((p) =>
         p.total !== undefined && setCounted({ key: stateKey, total: p.total })
       )

@@ -16,7 +16,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
-import { ApiError } from "../api.ts";
+import { MoonbaseError } from "../mb.ts";
 import { schemas } from "../schemas.ts";
 import { relationNames } from "./relation_completion.ts";
 import {
@@ -119,7 +119,7 @@ export function RuleInput(props: RuleInputProps): JSX.Element {
         onCheck.current?.(r);
       }).catch((e) => {
         // Anything else is the abort of a check superseded by newer text.
-        if (e instanceof ApiError) setCheckError(e.message);
+        if (e instanceof MoonbaseError) setCheckError(e.message);
       });
     }, DEBOUNCE_MS);
     return () => {

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { api } from "../api.ts";
+import { mb } from "../mb.ts";
 
 /** Rule (roots `record`, `auth`, `req`) or list filter (bare field names). */
 export type ExprKind = "rule" | "filter";
@@ -45,11 +45,10 @@ export async function checkExpr(
   kind: ExprKind,
   signal?: AbortSignal,
 ): Promise<CheckResult> {
-  const r = await api.post<CheckResult>(
-    "/sys/rules/check",
-    { entity, expr, kind },
-    { signal },
-  );
+  const r = await mb.send<CheckResult>("POST", "/api/v1/sys/rules/check", {
+    body: { entity, expr, kind },
+    signal,
+  });
   if (signal?.aborted) {
     throw new DOMException("The check was superseded", "AbortError");
   }
@@ -62,7 +61,9 @@ const cache = new Map<string, Promise<Vocabulary>>();
 export function vocabulary(entity: string): Promise<Vocabulary> {
   let v = cache.get(entity);
   if (!v) {
-    v = api.get<Vocabulary>("/sys/rules/vocabulary", { query: { entity } });
+    v = mb.send<Vocabulary>("GET", "/api/v1/sys/rules/vocabulary", {
+      query: { entity },
+    });
     // A failed load is not kept (the next call asks again); callers get the
     // error through `v` itself.
     v.catch(() => cache.delete(entity));

@@ -12,7 +12,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, seg } from "../api.ts";
+import { mb } from "../mb.ts";
 import { dropDraft, readDraft, writeDraft } from "../drafts/drafts.ts";
 import { reloadSchemas, schemaOf, schemas } from "../schemas.ts";
 import type { EntitySchema } from "../schemas.ts";
@@ -127,7 +127,7 @@ function RulesEditor(props: { schema: EntitySchema }): JSX.Element {
     setFormError("");
     try {
       const rules = toSave(draft);
-      await api.patch(`/schemas/${seg(s.name)}`, { rules });
+      await mb.schemas.update(s.name, { rules });
       dropDraft("rules", s.id);
       setRestored(null);
       setSaved(copyRules(rules));

@@ -9,7 +9,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, type Page, type RecordData, seg } from "../api.ts";
+import { mb, type RecordData } from "../mb.ts";
 import { schemas } from "../schemas.ts";
 import type { Operation, Rule } from "../../../lib/schema/types.ts";
 
@@ -40,13 +40,11 @@ const OP_WORDS: Record<Operation, string> = {
 
 /** Users of an auth entity whose email contains `q` (first 20). */
 async function findUsers(entity: string, q: string): Promise<RecordData[]> {
-  const page = await api.get<Page<RecordData>>(`/entities/${seg(entity)}`, {
-    query: {
-      limit: 20,
-      sort: "email",
-      fields: "id,email",
-      filter: q.trim() ? `email.includes(${JSON.stringify(q.trim())})` : "",
-    },
+  const page = await mb.entity(entity).list({
+    limit: 20,
+    sort: "email",
+    fields: "id,email",
+    filter: q.trim() ? `email.includes(${JSON.stringify(q.trim())})` : "",
   });
   return page.items;
 }
@@ -91,15 +89,17 @@ export function TestAs(props: {
     try {
       const rule = props.rules[op];
       setResult(
-        await api.post<TrialResult>("/sys/rules/test", {
-          entity: props.entity,
-          op,
-          rule: {
-            mode: rule.mode,
-            expr: rule.mode === "custom" ? rule.expr : "",
+        await mb.send<TrialResult>("POST", "/api/v1/sys/rules/test", {
+          body: {
+            entity: props.entity,
+            op,
+            rule: {
+              mode: rule.mode,
+              expr: rule.mode === "custom" ? rule.expr : "",
+            },
+            as: who === "" ? null : { entity: who, id: userId },
+            limit: 20,
           },
-          as: who === "" ? null : { entity: who, id: userId },
-          limit: 20,
         }),
       );
     } catch (err) {

@@ -20,7 +20,7 @@ import {
   type ProviderPreset,
 } from "../../../lib/schema/auth_types.ts";
 import type { EntitySchema } from "../../../lib/schema/types.ts";
-import { api, ApiError } from "../api.ts";
+import { mb, MoonbaseError } from "../mb.ts";
 import { Field } from "../ui/field.tsx";
 import { type AuthForm, newProvider, type ProviderForm } from "./auth_form.ts";
 import { Check } from "./auth_methods.tsx";
@@ -180,12 +180,18 @@ function ProviderPanel(props: {
   const runCheck = async () => {
     setCheck({ state: "busy" });
     try {
-      const doc = await api.post<Discovery>("/sys/oauth2/discovery", {
-        issuer: p.issuer.trim(),
-      });
+      const doc = await mb.send<Discovery>(
+        "POST",
+        "/api/v1/sys/oauth2/discovery",
+        {
+          body: {
+            issuer: p.issuer.trim(),
+          },
+        },
+      );
       setCheck({ state: "ok", doc });
     } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
+      if (!(e instanceof MoonbaseError)) throw e;
       setCheck({ state: "failed", message: e.message });
     }
   };

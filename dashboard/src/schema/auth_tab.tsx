@@ -14,8 +14,8 @@ import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { AuthOptions } from "../../../lib/schema/auth_types.ts";
 import type { EntitySchema } from "../../../lib/schema/types.ts";
-import { api, ApiError, seg } from "../api.ts";
-import { reloadSchemas, schemaOf, schemas } from "../schemas.ts";
+import { MoonbaseError } from "../mb.ts";
+import { reloadSchemas, schemaOf, schemas, updateSchema } from "../schemas.ts";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
 import { ErrorBox, Submit } from "../ui/field.tsx";
 import { NotFound } from "../ui/not_found.tsx";
@@ -82,9 +82,7 @@ function AuthEditor(
     setError("");
     setErrors({});
     try {
-      const s = await api.patch<EntitySchema>(`/schemas/${seg(base.id)}`, {
-        auth: authBody(form),
-      });
+      const s = await updateSchema(base.id, { auth: authBody(form) });
       setBase(s);
       if (s.auth) {
         setSaved(s.auth);
@@ -93,7 +91,7 @@ function AuthEditor(
       await reloadSchemas();
       toast(`Auth of ${s.name} saved`);
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
+      if (!(err instanceof MoonbaseError)) throw err;
       const found: AuthErrors = {};
       for (const [k, v] of Object.entries(err.fields)) found[k] = v.message;
       setErrors(found);

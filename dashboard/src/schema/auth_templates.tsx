@@ -20,7 +20,7 @@ import {
 } from "../../../lib/schema/auth_types.ts";
 import type { PublicSettings } from "../../../lib/settings/types.ts";
 import { PLACEHOLDERS, renderTemplate } from "../../../lib/mail/template.ts";
-import { api } from "../api.ts";
+import { mb } from "../mb.ts";
 import { Field } from "../ui/field.tsx";
 import type { AuthForm } from "./auth_form.ts";
 import type { AuthErrors } from "./auth_tab.tsx";
@@ -40,7 +40,9 @@ function useApp(): { name: string; url: string } {
   });
   useEffect(() => {
     const ac = new AbortController();
-    api.get<PublicSettings>("/sys/settings", { signal: ac.signal })
+    mb.send<PublicSettings>("GET", "/api/v1/sys/settings", {
+      signal: ac.signal,
+    })
       .then((s) => setApp(s.app))
       .catch(() => {
         // The preview keeps the default name and URL.

@@ -10,7 +10,7 @@
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import type { EntitySchema } from "../../../lib/schema/types.ts";
-import { api, ApiError, seg } from "../api.ts";
+import { mb, MoonbaseError } from "../mb.ts";
 import { navigate } from "../router.ts";
 import { reloadSchemas } from "../schemas.ts";
 import { confirmAction } from "../ui/confirm.tsx";
@@ -29,14 +29,14 @@ export function DeleteEntity(props: { schema: EntitySchema }): JSX.Element {
     );
     if (!ok) return;
     try {
-      await api.del(`/schemas/${seg(base.id)}`);
+      await mb.schemas.delete(base.id);
       await reloadSchemas();
       toast(`Entity ${base.name} deleted`);
       navigate("/mb");
     } catch (err) {
       const m = (err as Error).message;
       setDeleteError(
-        err instanceof ApiError && err.status === 409
+        err instanceof MoonbaseError && err.status === 409
           ? `${m}. Something else still depends on this entity: change or delete that relation field or view first, then delete this entity.`
           : m,
       );

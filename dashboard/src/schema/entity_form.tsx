@@ -19,7 +19,7 @@
 import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { EntitySchema } from "../../../lib/schema/types.ts";
-import { api, ApiError, seg } from "../api.ts";
+import { MoonbaseError } from "../mb.ts";
 import { dropDraft, readDraft, writeDraft } from "../drafts/drafts.ts";
 import { shownErrors } from "./form_errors.ts";
 import { entityHref, navigate } from "../router.ts";
@@ -37,7 +37,13 @@ import {
   formFromJson,
   formJson,
 } from "./schema_json.ts";
-import { reloadSchemas, schemaOf, schemas } from "../schemas.ts";
+import {
+  createSchema,
+  reloadSchemas,
+  schemaOf,
+  schemas,
+  updateSchema,
+} from "../schemas.ts";
 import { confirmAction } from "../ui/confirm.tsx";
 import { DraftNote } from "../drafts/draft_note.tsx";
 import { EntityHeader } from "../ui/entity_tabs.tsx";
@@ -175,10 +181,10 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
 
   const refused = (err: unknown, f: FormState) => {
     const message = err instanceof Error ? err.message : String(err);
-    const placed = err instanceof ApiError && mode === "form"
+    const placed = err instanceof MoonbaseError && mode === "form"
       ? fieldErrorKeys(err.fields, f)
       : {};
-    const key = err instanceof ApiError && mode === "form"
+    const key = err instanceof MoonbaseError && mode === "form"
       ? errorKey(message, f)
       : "";
     if (key) placed[key] = message;
@@ -199,7 +205,7 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
       if (Object.keys(bad).length > 0) return setErrors(bad, f);
       setBusy(true);
       try {
-        const s = await api.post<EntitySchema>("/schemas", body);
+        const s = await createSchema(body);
         dropDraft("schema", draftId);
         await reloadSchemas();
         toast(`Entity ${s.name} created`);
@@ -228,10 +234,7 @@ function EntityForm(props: { saved?: EntitySchema }): JSX.Element {
     }
     setBusy(true);
     try {
-      const s = await api.patch<EntitySchema>(
-        `/schemas/${seg(base.id)}`,
-        p.body,
-      );
+      const s = await updateSchema(base.id, p.body);
       dropDraft("schema", draftId);
       setRestored(null);
       setBase(s);

@@ -103,6 +103,14 @@ export function FieldEditor(props: {
               onChange={(index) => set({ index })}
             />
           )}
+          {o.searchable && (
+            <Check
+              label="Searchable"
+              hint="Part of full-text search (?search=): words in any case or accents"
+              checked={f.searchable}
+              onChange={(searchable) => set({ searchable })}
+            />
+          )}
           {f.type === "relation" && (
             <span class="muted small">always indexed</span>
           )}

@@ -72,6 +72,7 @@ export function fieldBody(
   // A multiple relation cannot be unique (docs/guide/entities.md).
   body.unique = o.unique && f.unique && !(o.relation && f.multiple);
   if (o.index && f.index) body.index = true;
+  if (o.searchable && f.searchable) body.searchable = true;
   if (o.range) {
     for (const k of ["min", "max"] as const) {
       const v = parseNumber(f[k], o.range !== "value" || f.type === "int");
@@ -180,7 +181,11 @@ export function patchBody(saved: EntitySchema, form: FormState): Patch {
       const change: Record<string, unknown> = {};
       for (const k of new Set([...Object.keys(before), ...Object.keys(now)])) {
         if (k === "id" || k === "type" || same(before[k], now[k])) continue;
-        change[k] = k in now ? now[k] : k === "index" ? false : null;
+        change[k] = k in now
+          ? now[k]
+          : k === "index" || k === "searchable"
+          ? false
+          : null;
       }
       if (Object.keys(change).length > 0) ops.push({ id: f.id, ...change });
     });

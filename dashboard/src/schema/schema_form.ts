@@ -42,6 +42,8 @@ export interface TypeOptions {
   unique: boolean;
   /** A plain index can be asked for (relations always have one). */
   index: boolean;
+  /** Part of the entity's full-text search (string and text). */
+  searchable: boolean;
   default: boolean;
 }
 
@@ -62,6 +64,7 @@ export function optionsOf(type: FieldType): TypeOptions {
     mime: type === "file" || type === "files",
     unique: !noIndex,
     index: !noIndex && type !== "relation",
+    searchable: type === "string" || type === "text",
     default: !["file", "files", "relation"].includes(type),
   };
 }
@@ -77,6 +80,7 @@ export interface FieldState {
   required: boolean;
   unique: boolean;
   index: boolean;
+  searchable: boolean;
   /** The default as text ("" = none; JSON text for json fields). */
   default: string;
   min: string;
@@ -127,6 +131,7 @@ export function newField(type: FieldType = "string"): FieldState {
     required: false,
     unique: false,
     index: false,
+    searchable: false,
     default: "",
     min: "",
     max: "",
@@ -178,7 +183,13 @@ export function indexStates(
 ): IndexState[] {
   return indexes.map((i) => ({
     key: i.id || `new${nextKey++}`,
-    fields: i.fields.map((n) => fields.find((f) => f.name === n)?.key ?? n),
+    fields: i.fields.map((n) => {
+      // `fold(<name>)` entries keep the fold around the field's ref.
+      const fold = /^fold\((.*)\)$/.exec(n);
+      const name = fold ? fold[1] : n;
+      const ref = fields.find((f) => f.name === name)?.key ?? name;
+      return fold ? `fold(${ref})` : ref;
+    }),
     unique: !!i.unique,
   }));
 }
@@ -199,6 +210,7 @@ export function fieldState(f: FieldDef): FieldState {
     required: !!f.required,
     unique: !!f.unique,
     index: !!f.index,
+    searchable: !!f.searchable,
     default: defaultText(f.type, f.default),
     min: f.min === undefined || f.min === null ? "" : String(f.min),
     max: f.max === undefined || f.max === null ? "" : String(f.max),

@@ -20,11 +20,25 @@ const BUILTINS: Record<string, readonly string[]> = {
   auth: ["id", "created", "updated", "email", "verified"],
 };
 
+/** Types an index may fold (`fold(<field>)`). */
+const FOLDABLE: readonly FieldType[] = [
+  "string",
+  "text",
+  "email",
+  "url",
+  "select",
+];
+
 /** Types whose values cannot be indexed. */
 const NOT_INDEXABLE: readonly FieldType[] = ["json", "file", "files"];
 
 /** The name a field ref stands for now, or undefined (a removed field). */
 export function refName(form: FormState, ref: string): string | undefined {
+  const fold = /^fold\((.*)\)$/.exec(ref);
+  if (fold) {
+    const inner = refName(form, fold[1]);
+    return inner === undefined ? undefined : `fold(${inner})`;
+  }
   const f = form.fields.find((x) => x.key === ref);
   if (f) return f.name.trim() || undefined;
   return (BUILTINS[form.type] ?? []).includes(ref) ? ref : undefined;
@@ -39,6 +53,10 @@ export function indexableFields(
     ...form.fields
       .filter((f) => f.name.trim() !== "" && !NOT_INDEXABLE.includes(f.type))
       .map((f) => ({ ref: f.key, name: f.name.trim() })),
+    // Case- and accent-insensitive: serves fold(<field>) == … and startsWith.
+    ...form.fields
+      .filter((f) => f.name.trim() !== "" && FOLDABLE.includes(f.type))
+      .map((f) => ({ ref: `fold(${f.key})`, name: `fold(${f.name.trim()})` })),
   ];
 }
 

@@ -101,7 +101,14 @@ Deno.test("schema_indexes: POST body only lists indexes when there are some", ()
 
 Deno.test("schema_indexes: the fields an index may use", () => {
   const names = indexableFields(formState(saved)).map((c) => c.name);
-  assert.deepEqual(names, ["id", "created", "updated", "tag", "n"]);
+  assert.deepEqual(names, [
+    "id",
+    "created",
+    "updated",
+    "tag",
+    "n",
+    "fold(tag)",
+  ]);
   const auth = indexableFields({ ...newForm(), type: "auth" });
   assert.ok(auth.some((c) => c.name === "email"));
   assert.ok(!auth.some((c) => c.name === "password"));
@@ -127,6 +134,20 @@ Deno.test("schema_indexes: the JSON view carries them both ways", () => {
     );
     return r.ok ? "" : r.message;
   };
+  // fold(<field>) entries keep the fold around the field's ref, both ways.
+  const folded = formFromJson(
+    JSON.stringify({
+      ...JSON.parse(text),
+      indexes: [{ fields: ["fold(tag)"] }],
+    }),
+    saved,
+  );
+  assert.ok(folded.ok);
+  assert.deepEqual(folded.form.indexes[0].fields, ["fold(f1)"]);
+  assert.deepEqual(JSON.parse(formJson(folded.form)).indexes, [{
+    fields: ["fold(tag)"],
+    unique: false,
+  }]);
   assert.match(bad("x"), /"indexes" must be a list/);
   assert.match(
     bad([{ fields: ["nope"] }]),

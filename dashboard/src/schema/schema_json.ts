@@ -43,6 +43,7 @@ const FIELD_KEYS = [
   "required",
   "unique",
   "index",
+  "searchable",
   "default",
   "min",
   "max",
@@ -189,7 +190,8 @@ function indexesFromJson(
       !names.every((n) => typeof n === "string")
     ) return `${where}.fields must be a list of field names`;
     const builtins = ["id", "created", "updated", "email", "verified"];
-    for (const n of names) {
+    for (const entry of names) {
+      const n = /^fold\((.*)\)$/.exec(entry)?.[1] ?? entry;
       if (!fields.some((f) => f.name === n) && !builtins.includes(n)) {
         return `${where}.fields: no field "${n}"`;
       }
@@ -235,6 +237,7 @@ export function errorKey(message: string, form: FormState): string {
             "unique",
             "index",
             "multiple",
+            "searchable",
           ].includes(opt)
           ? opt
           : "name"

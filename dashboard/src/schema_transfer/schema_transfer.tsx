@@ -16,7 +16,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiError } from "../api.ts";
+import { MoonbaseError } from "../mb.ts";
 import { reloadSchemas } from "../schemas.ts";
 import { confirmAction } from "../ui/confirm.tsx";
 import { ErrorBox } from "../ui/field.tsx";
@@ -58,7 +58,7 @@ export function SchemaTransferPage(
 
 /** A failed call's message, with its per-field errors. */
 function failure(e: unknown): string {
-  if (!(e instanceof ApiError)) throw e;
+  if (!(e instanceof MoonbaseError)) throw e;
   const fields = Object.entries(e.fields).map(([k, f]) => `${k}: ${f.message}`);
   return [e.message, ...fields].join(" · ");
 }

@@ -9,9 +9,9 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, type ApiError } from "../api.ts";
+import { mb, type MoonbaseError } from "../mb.ts";
 import { navigate, query } from "../router.ts";
-import { type AdminUser, session } from "./session.ts";
+import { session } from "./session.ts";
 import { EmailField, PasswordField } from "../ui/credential_fields.tsx";
 import { ErrorBox, Submit } from "../ui/field.tsx";
 import { AuthCard } from "./auth_card.tsx";
@@ -36,15 +36,10 @@ export function LoginPage(): JSX.Element {
     setBusy(true);
     setError("");
     try {
-      const data = await api.post<{ token: string; user: AdminUser }>(
-        "/sys/admins/login",
-        { identity: email, password },
-        { anonymous: true },
-      );
-      session.start(data);
+      await mb.admins.login(email, password);
       navigate(nextTarget(query.value.get("next")), true);
     } catch (err) {
-      const e2 = err as ApiError;
+      const e2 = err as MoonbaseError;
       setError(
         e2.status === 401 ? "Wrong email or password." : e2.message,
       );

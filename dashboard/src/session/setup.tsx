@@ -9,13 +9,11 @@
 import { signal } from "@preact/signals";
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
-import { api, type ApiError } from "../api.ts";
+import { mb, type MoonbaseError } from "../mb.ts";
 import { navigate, query } from "../router.ts";
-import { session } from "./session.ts";
 import { EmailField, PasswordField } from "../ui/credential_fields.tsx";
 import { ErrorBox, Submit } from "../ui/field.tsx";
 import { AuthCard } from "./auth_card.tsx";
-import type { AdminUser } from "./session.ts";
 
 /** Whether the server still waits for its first admin (null: not known yet). */
 export const setupRequired = signal<boolean | null>(null);
@@ -67,16 +65,11 @@ export function SetupPage(props: { required: boolean }): JSX.Element {
     setError("");
     setFields({});
     try {
-      const data = await api.post<{ token: string; user: AdminUser }>(
-        "/sys/admins/setup",
-        { email, password },
-        { token },
-      );
-      session.start(data);
+      await mb.admins.setup(token, email, password);
       setupRequired.value = false;
       navigate("/mb", true);
     } catch (err) {
-      const e2 = err as ApiError;
+      const e2 = err as MoonbaseError;
       setError(
         e2.status === 401
           ? "The setup link is missing its token or the token is wrong: open the link the server printed."

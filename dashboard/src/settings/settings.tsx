@@ -16,7 +16,7 @@ import {
   SMTP_SECURITY,
   type SmtpSecurity,
 } from "../../../lib/settings/types.ts";
-import { api, ApiError } from "../api.ts";
+import { mb, MoonbaseError } from "../mb.ts";
 import { ErrorBox, Field, Submit } from "../ui/field.tsx";
 import { toast } from "../ui/toast.tsx";
 import {
@@ -45,11 +45,13 @@ export function SettingsPage(_props: Record<string, never>): JSX.Element {
   const [loadError, setLoadError] = useState("");
   useEffect(() => {
     const ac = new AbortController();
-    api.get<PublicSettings>("/sys/settings", { signal: ac.signal })
+    mb.send<PublicSettings>("GET", "/api/v1/sys/settings", {
+      signal: ac.signal,
+    })
       .then(setSaved)
       .catch((e) => {
         // Anything else is the abort of a page left meanwhile.
-        if (e instanceof ApiError) setLoadError(e.message);
+        if (e instanceof MoonbaseError) setLoadError(e.message);
       });
     return () => ac.abort();
   }, []);
@@ -93,15 +95,14 @@ function Editor(
     setError("");
     setErrors({});
     try {
-      const s = await api.patch<PublicSettings>(
-        "/sys/settings",
-        settingsPatch(form),
-      );
+      const s = await mb.send<PublicSettings>("PATCH", "/api/v1/sys/settings", {
+        body: settingsPatch(form),
+      });
       props.onSaved(s);
       setForm(settingsForm(s));
       toast("Settings saved");
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
+      if (!(err instanceof MoonbaseError)) throw err;
       const { byInput, rest } = settingsErrors(err.fields);
       setErrors(byInput);
       setError(

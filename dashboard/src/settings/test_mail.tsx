@@ -9,7 +9,7 @@
 
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
-import { api, ApiError } from "../api.ts";
+import { mb, MoonbaseError } from "../mb.ts";
 import { session } from "../session/session.ts";
 import { Field, Submit } from "../ui/field.tsx";
 import { toast } from "../ui/toast.tsx";
@@ -31,13 +31,13 @@ export function TestMail(
     setFieldError("");
     const address = to.trim();
     try {
-      await api.post("/sys/settings/test-mail", { to: address });
+      await mb.settings.testMail({ to: address });
       const text =
         `Sent: the SMTP server accepted the test mail to ${address}.`;
       setOutcome({ ok: true, text });
       toast("Test mail sent");
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
+      if (!(err instanceof MoonbaseError)) throw err;
       if (err.fields.to) setFieldError(err.fields.to.message);
       else setOutcome({ ok: false, text: err.message });
     } finally {

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 /**
  * The sidebar: every entity with its type and record count (searchable),
- * then the system pages (logs, admins, API keys, settings, about).
+ * then the system pages (logs, admins, API keys, backups, settings, about).
  *
  * @module
  */
@@ -107,6 +107,11 @@ export function Sidebar(): JSX.Element {
         <li>
           <NavLink href="/mb/api-keys" active={p.startsWith("/mb/api-keys")}>
             API keys
+          </NavLink>
+        </li>
+        <li>
+          <NavLink href="/mb/backups" active={p === "/mb/backups"}>
+            Backups
           </NavLink>
         </li>
         <li>

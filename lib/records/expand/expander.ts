@@ -63,10 +63,14 @@ class Budget {
     this.#action = action;
   }
 
-  /** `child` is shown under `parent` (each appearance of the parent). */
-  attach(parent: RecordData, child: RecordData): void {
+  /**
+   * `child` is shown under `parent` (each appearance of the parent);
+   * `nested`: the child's own expansions follow (its weight is kept for
+   * them).
+   */
+  attach(parent: RecordData, child: RecordData, nested: boolean): void {
     const w = this.weight.get(parent) ?? 1;
-    this.weight.set(child, (this.weight.get(child) ?? 0) + w);
+    if (nested) this.weight.set(child, (this.weight.get(child) ?? 0) + w);
     this.shown += w;
     if (this.shown > MAX_EXPANDED) this.overflow();
   }
@@ -178,14 +182,14 @@ async function forward(
       for (const id of idsOf(value)) {
         const rec = byId.get(id);
         if (rec) {
-          budget.attach(parent, rec);
+          budget.attach(parent, rec, nested);
           list.push(rec);
         }
       }
       putKey(expansions(parent), node.key, list);
     } else if (typeof value === "string" && byId.has(value)) {
       const rec = byId.get(value)!;
-      budget.attach(parent, rec);
+      budget.attach(parent, rec, nested);
       putKey(expansions(parent), node.key, rec);
     }
   }
@@ -254,7 +258,7 @@ async function backward(
   }
   for (const parent of group.records) {
     const list = byParent.get(String(parent.id)) ?? [];
-    for (const r of list) budget.attach(parent, r);
+    for (const r of list) budget.attach(parent, r, nested);
     putKey(expansions(parent), node.key, list);
   }
   return { entity: from, records: [...records] };

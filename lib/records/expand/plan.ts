@@ -99,6 +99,14 @@ export function putKey(
   key: string,
   value: unknown,
 ): void {
+  if (key !== "__proto__") {
+    // A plain store makes the same own property (the targets are plain
+    // objects: no setter on their prototype but `__proto__`'s), and keeps
+    // them fast objects: `defineProperty` on each cost ~0.9 µs a call and
+    // slowed their JSON (list 50 with expand=author: ~45 µs a request).
+    target[key] = value;
+    return;
+  }
   Object.defineProperty(target, key, {
     value,
     enumerable: true,

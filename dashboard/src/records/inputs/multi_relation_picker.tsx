@@ -12,7 +12,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { RecordData } from "../../api.ts";
+import type { RecordData } from "../../mb.ts";
 import { displayField } from "../records_query.ts";
 import { type FieldDef, schemaOf } from "../../schemas.ts";
 import { isCallerDefault } from "../record_form.ts";

@@ -9,7 +9,7 @@
 
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, type RecordData, seg } from "../../api.ts";
+import { mb, type RecordData } from "../../mb.ts";
 import { displayField } from "../records_query.ts";
 import { type FieldDef, schemaOf } from "../../schemas.ts";
 import { isCallerDefault } from "../record_form.ts";
@@ -37,7 +37,7 @@ export function RelationPicker(
       setChosen("");
       return;
     }
-    api.get<RecordData>(`/entities/${seg(target)}/${seg(props.value)}`)
+    mb.entity(target).get(props.value)
       .then((r) => setChosen(labelOf(r, display)))
       .catch(() => setChosen(props.value));
   }, [props.value, target]);

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { api, type Page, type RecordData, seg } from "../../api.ts";
+import { mb, type RecordData } from "../../mb.ts";
 import { literal } from "../records_query.ts";
 
 /** A record's label: its display field, else its id. */
@@ -30,12 +30,10 @@ export async function searchRecords(
     : display === "id"
     ? `id.startsWith(${literal(t)})`
     : `${display}.includes(${literal(t)}) || id == ${literal(t)}`;
-  const p = await api.get<Page<RecordData>>(`/entities/${seg(target)}`, {
-    query: {
-      limit: 10,
-      filter,
-      fields: display === "id" ? "id" : `id,${display}`,
-    },
+  const p = await mb.entity(target).list({
+    limit: 10,
+    filter,
+    fields: display === "id" ? "id" : `id,${display}`,
   });
   return p.items;
 }

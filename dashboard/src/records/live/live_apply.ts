@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { Page, RecordData } from "../../api.ts";
+import type { Page, RecordData } from "../../mb.ts";
 
 /** What happened to a record. */
 export type LiveAction = "create" | "update" | "delete";

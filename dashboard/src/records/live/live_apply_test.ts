@@ -5,7 +5,7 @@
  * updates change nothing.
  */
 import assert from "node:assert/strict";
-import type { Page, RecordData } from "../../api.ts";
+import type { Page, RecordData } from "../../mb.ts";
 import {
   applyChanges,
   type LiveChange,

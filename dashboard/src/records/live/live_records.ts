@@ -13,7 +13,7 @@
  */
 
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, type Page, type RecordData, seg } from "../../api.ts";
+import { mb } from "../../mb.ts";
 import {
   applyChanges,
   type LiveChange,
@@ -72,16 +72,11 @@ async function verdicts(
     const part = ids.slice(i, i + IDS_PER_CHECK);
     const which = part.map((id) => `id == ${literal(id)}`).join(" || ");
     try {
-      const page = await api.get<Page<RecordData>>(
-        `/entities/${seg(schema.name)}`,
-        {
-          query: {
-            filter: `(${which}) && (${filter})`,
-            limit: part.length,
-            fields: "id",
-          },
-        },
-      );
+      const page = await mb.entity(schema.name).list({
+        filter: `(${which}) && (${filter})`,
+        limit: part.length,
+        fields: "id",
+      });
       const found = new Set(page.items.map((r) => r.id));
       // A page cut short by the scan budget decides only what it found.
       for (const id of part) {
@@ -95,15 +90,6 @@ async function verdicts(
     }
   }
   return out;
-}
-
-/**
- * The realtime topic of an entity's table: its name, with `?expand=` when
- * the table shows related records (a comma inside is `%2C`: commas split
- * topics), so changed records arrive with them.
- */
-export function liveTopic(entity: string, expand: string): string {
-  return expand ? `${entity}?expand=${encodeURIComponent(expand)}` : entity;
 }
 
 /**
@@ -259,7 +245,7 @@ export function useLiveRecords(
 
   useEffect(() => {
     if (!enabled) return;
-    const stream = new LiveStream(liveTopic(schema.name, expand), {
+    const stream = new LiveStream(schema.name, expand, {
       change(c) {
         if (c.entity !== schema.name) return;
         run.current.queue.push(c);

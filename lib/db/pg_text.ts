@@ -1,0 +1,225 @@
+/**
+ * PostgreSQL's twins of the text functions of lib/rules/text_fold.ts:
+ * `mb_lower`, `mb_upper` (JavaScript's `toLowerCase`/`toUpperCase`),
+ * `mb_fold` (`fold`) and `mb_search_vector` (a record's searchable text as a
+ * `tsvector`), created at start as IMMUTABLE SQL functions so indexes may
+ * use them.
+ *
+ * Case mapping is ICU's root locale (`und-x-icu`): Unicode's default full
+ * case mapping, as JavaScript's. The server's ICU and this runtime's may
+ * know different Unicode versions; at start every code point whose case or
+ * decomposition JavaScript changes is run through the SQL functions, and
+ * each one that differs gets a fix (a `translate`/`replace` after the
+ * mapping), so the functions give this runtime's results. The definitions
+ * are replaced only when they change (then the indexes using them are
+ * rebuilt), under an advisory lock: instances starting together agree.
+ *
+ * @module
+ */
+
+import type { Queryable, Storage } from "./storage.ts";
+import {
+  foldText,
+  markRanges,
+  MAX_WORD_CHARS,
+  SEARCH_TEXT_CHARS,
+  wordRanges,
+} from "../rules/text_fold.ts";
+
+/** Advisory lock key of the text functions' creation ("mbtext"). */
+const LOCK = 0x6d6274657874;
+
+/** A PostgreSQL string literal holding `s` exactly (`U&'…'` escapes). */
+export function pgString(s: string): string {
+  let out = "";
+  for (const ch of s) {
+    const cp = ch.codePointAt(0)!;
+    if (/^[A-Za-z0-9 ]$/.test(ch)) out += ch;
+    else out += `\\+${cp.toString(16).padStart(6, "0")}`;
+  }
+  return `U&'${out}'`;
+}
+
+function charClass(ranges: readonly [number, number][]): string {
+  let s = "";
+  for (const [a, b] of ranges) {
+    s += a === b
+      ? String.fromCodePoint(a)
+      : `${String.fromCodePoint(a)}-${String.fromCodePoint(b)}`;
+  }
+  return s;
+}
+
+/** Code points whose case mapping or decomposition JavaScript changes. */
+let candidates: string[] | undefined;
+
+/**
+ * The code points whose case mapping or decomposition this runtime changes
+ * (the ones checked against the server at start; tests check them too).
+ */
+export function changingChars(): string[] {
+  if (candidates) return candidates;
+  const out: string[] = [];
+  const changes = (s: string) =>
+    s.toLowerCase() !== s || s.toUpperCase() !== s || s.normalize("NFD") !== s;
+  for (let block = 0; block < 0x110000; block += 256) {
+    if (block >= 0xd800 && block < 0xe000) continue;
+    let s = "";
+    for (let cp = block; cp < block + 256; cp++) s += String.fromCodePoint(cp);
+    if (!changes(s)) continue;
+    for (let cp = block; cp < block + 256; cp++) {
+      const c = String.fromCodePoint(cp);
+      if (changes(c)) out.push(c);
+    }
+  }
+  return candidates = out;
+}
+
+/** `expr` with each of `fixes` (char → wanted text) applied. */
+function withFixes(expr: string, fixes: Map<string, string>): string {
+  let from = "", to = "";
+  let out = expr;
+  for (const [c, want] of fixes) {
+    if ([...want].length === 1) {
+      from += c;
+      to += want;
+    } else out = `replace(${out}, ${pgString(c)}, ${pgString(want)})`;
+  }
+  return from ? `translate(${out}, ${pgString(from)}, ${pgString(to)})` : out;
+}
+
+interface Fixes {
+  lower: Map<string, string>;
+  upper: Map<string, string>;
+  fold: Map<string, string>;
+}
+
+/**
+ * The CREATE statements of the functions with these fixes. `schema` (the
+ * quoted schema they are made in) names the functions they call: a
+ * function an index uses runs under whatever `search_path` the session
+ * has, and pg_restore and PostgreSQL 17's maintenance (ANALYZE, REINDEX,
+ * autovacuum) run with only `pg_catalog`, where an unqualified `mb_upper`
+ * is not found.
+ */
+function definitions(f: Fixes, schema: string): string[] {
+  const fn = (name: string, returns: string, body: string) =>
+    `CREATE OR REPLACE FUNCTION ${name}(text) RETURNS ${returns} LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $mb$ SELECT ${body} $mb$`;
+  const marks = pgString(`[${charClass(markRanges())}]+`);
+  const nonWords = pgString(`[^${charClass(wordRanges())}]+`);
+  const folded = withFixes(
+    `normalize(regexp_replace(normalize(replace(${schema}.mb_lower(${schema}.mb_upper($1)), ${
+      pgString("ς")
+    }, ${pgString("σ")}), NFD), ${marks}, '', 'g'), NFC)`,
+    f.fold,
+  );
+  return [
+    fn(
+      "mb_lower",
+      "text",
+      withFixes(`lower($1 COLLATE "und-x-icu")`, f.lower),
+    ),
+    fn(
+      "mb_upper",
+      "text",
+      withFixes(`upper($1 COLLATE "und-x-icu")`, f.upper),
+    ),
+    // ASCII text (as many bytes as characters) folds to its ASCII lower case.
+    fn(
+      "mb_fold",
+      "text",
+      `CASE WHEN octet_length($1) = char_length($1) THEN lower($1 COLLATE "C") ELSE ${folded} END`,
+    ),
+    fn(
+      "mb_search_vector",
+      "tsvector",
+      `COALESCE((SELECT string_agg('''' || w || ''':' || LEAST(n, 16383), ' ' ORDER BY n) FROM regexp_split_to_table(${schema}.mb_fold(left($1, ${SEARCH_TEXT_CHARS})), ${nonWords}) WITH ORDINALITY AS s(w, n) WHERE w <> '' AND char_length(w) <= ${MAX_WORD_CHARS}), '')::tsvector`,
+    ),
+  ];
+}
+
+/** Runs `sql` over each candidate char; rows in the candidates' order. */
+async function perChar(
+  tx: Queryable,
+  select: string,
+  chars: string[],
+): Promise<string[][]> {
+  const rows = await tx.query(
+    `SELECT ${select} FROM unnest(?::text[]) WITH ORDINALITY AS x(c, i) ORDER BY i`,
+    [`{${
+      chars.map((c) => `"${c === '"' || c === "\\" ? "\\" + c : c}"`).join(",")
+    }}`],
+  );
+  return rows.map((r) => Object.values(r).map(String));
+}
+
+/** The fixes that make the SQL functions give this runtime's results. */
+async function measureFixes(tx: Queryable, schema: string): Promise<Fixes> {
+  const chars = changingChars();
+  const f: Fixes = { lower: new Map(), upper: new Map(), fold: new Map() };
+  const cased = await perChar(
+    tx,
+    `lower(c COLLATE "und-x-icu") AS l, upper(c COLLATE "und-x-icu") AS u`,
+    chars,
+  );
+  chars.forEach((c, i) => {
+    if (cased[i][0] !== c.toLowerCase()) f.lower.set(c, c.toLowerCase());
+    if (cased[i][1] !== c.toUpperCase()) f.upper.set(c, c.toUpperCase());
+  });
+  for (const s of definitions(f, schema)) await tx.exec(s);
+  const folded = await perChar(tx, `mb_fold(c) AS f`, chars);
+  chars.forEach((c, i) => {
+    if (folded[i][0] !== foldText(c)) f.fold.set(c, foldText(c));
+  });
+  return f;
+}
+
+/**
+ * The SQL of the functions as this runtime wants them, per server ICU
+ * (its version and PostgreSQL's: the fixes depend on nothing else) and
+ * schema, cached per isolate.
+ */
+const wanted = new Map<string, string[]>();
+
+/**
+ * Creates (or, when this runtime's Unicode differs from what they were made
+ * for, replaces) the text functions, and rebuilds the indexes that use them
+ * after a replacement. Returns true when they were replaced (a search index
+ * then needs rebuilding too).
+ */
+export async function ensureTextFunctions(store: Storage): Promise<boolean> {
+  if (store.dialect.name !== "postgres") return false;
+  return await store.transaction(async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(${LOCK}) AS ok`);
+    const [server] = await tx.query(
+      `SELECT current_setting('server_version_num') || ' ' || COALESCE((SELECT collversion FROM pg_collation WHERE collname = 'und-x-icu'), '?') AS v, current_schema() AS s`,
+    );
+    const icu = String(server?.v);
+    const schema = `"${String(server?.s).replaceAll('"', '""')}"`;
+    const have = await tx.query(
+      `SELECT p.proname AS name, p.prosrc AS src FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('mb_lower', 'mb_upper', 'mb_fold', 'mb_search_vector')`,
+    );
+    const body = (s: string) => s.slice(s.indexOf("$mb$") + 4, -4);
+    const same = (defs: string[]) =>
+      defs.every((d) => {
+        const name = d.split(" ")[4].split("(")[0];
+        return have.some((h) => h.name === name && h.src === body(d));
+      });
+    const key = `${icu} ${schema}`;
+    const known = wanted.get(key);
+    if (known && same(known)) return false;
+    const existed = have.length > 0;
+    const defs = known ??
+      definitions(await measureFixes(tx, schema), schema);
+    wanted.set(key, defs);
+    if (same(defs)) return false;
+    for (const s of defs) await tx.exec(s);
+    if (!existed) return false;
+    // Indexes over the old definitions hold the old results.
+    const users = await tx.query(
+      `SELECT DISTINCT d.objid::regclass::text AS name FROM pg_depend d JOIN pg_proc p ON p.oid = d.refobjid WHERE d.classid = 'pg_class'::regclass AND p.proname IN ('mb_lower', 'mb_upper', 'mb_fold', 'mb_search_vector') AND p.pronamespace = current_schema()::regnamespace`,
+    );
+    for (const u of users) await tx.exec(`REINDEX INDEX ${String(u.name)}`);
+    return true;
+  });
+}
