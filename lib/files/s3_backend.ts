@@ -5,10 +5,6 @@
  * multipart uploads and the mapping of failures to a 503 with
  * `Retry-After` are lib/files/s3_client.ts's.
  *
- * Over 350 lines, one idea: the S3 backend; kept whole because uploads,
- * multipart, downloads and the probe share one client's deadline, error
- * mapping and state.
- *
  * @module
  */
 
