@@ -18,11 +18,7 @@
 import { type Core, createCore, VERSION } from "./lib/core.ts";
 import type { AppConfig } from "./lib/config.ts";
 import type { Handler } from "./lib/http/context.ts";
-import {
-  type ConnInfo,
-  createHandler,
-  type Lifecycle,
-} from "./lib/http/handler.ts";
+import { createHandler, type Lifecycle } from "./lib/http/handler.ts";
 import { listen, Server } from "./lib/http/server.ts";
 import { limitsOf } from "./lib/http/limits.ts";
 import { buildRouter } from "./routes/mod.ts";
@@ -36,6 +32,8 @@ import {
 } from "./lib/files/sweep.ts";
 import { inRequest } from "./lib/http/request_scope.ts";
 import { Migrations } from "./lib/migrations/runner.ts";
+import type { InternalApp } from "./lib/internal_app.ts";
+import { type App, publicApp } from "./lib/app.ts";
 
 export { Entity } from "./lib/records/entity.ts";
 export type { LibraryRead, LibraryWrite } from "./lib/records/entity.ts";
@@ -61,28 +59,7 @@ export type {
 } from "./lib/records/events.ts";
 export type { Middleware } from "./lib/http/middleware.ts";
 export { VERSION };
-
-/** A Moonbase app. */
-export interface App extends Core {
-  /** The request handler (usable with `Deno.serve` or called directly). */
-  handler(req: Request, info?: ConnInfo): Promise<Response>;
-  /** Adds a custom route (`:params` allowed); it may replace a built-in one. */
-  route(method: string, path: string, handler: Handler<Core>): void;
-  /**
-   * Starts listening; resolves once the server is up. Connections are held
-   * to the config's limits (header, idle and body timeouts, a cap).
-   */
-  serve(
-    options?: { port?: number; hostname?: string; signal?: AbortSignal },
-  ): Promise<Deno.HttpServer<Deno.NetAddr>>;
-  /**
-   * Graceful stop: no new connections, idle ones close at once, new
-   * requests on open ones get 503, requests in flight (bodies included)
-   * finish (up to `timeoutMs`, then their connections are closed), then the
-   * database closes.
-   */
-  stop(server: Deno.HttpServer, timeoutMs?: number): Promise<void>;
-}
+export type { App, AppEntities, AppLog } from "./lib/app.ts";
 
 /**
  * Creates an app: opens the database, loads schemas, sweeps the files its
@@ -92,6 +69,11 @@ export interface App extends Core {
  * file).
  */
 export async function createApp(config: AppConfig = {}): Promise<App> {
+  return publicApp(await startApp(config));
+}
+
+/** Builds the app with its internals (what `createApp` wraps). */
+async function startApp(config: AppConfig): Promise<InternalApp> {
   const core = await createCore(config);
   if ((config.peers?.index ?? 0) === 0) {
     try {
@@ -147,7 +129,7 @@ export async function createApp(config: AppConfig = {}): Promise<App> {
     life,
     () => core.extensions,
   );
-  const app: App = Object.assign(core, {
+  const app: InternalApp = Object.assign(core, {
     handler,
     async stop(server: Deno.HttpServer, timeoutMs = 10_000) {
       life.draining = true;

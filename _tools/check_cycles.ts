@@ -43,7 +43,14 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["lib/core.ts"],
   ["lib/extend", "lib/migrations"],
   ["routes"],
-  ["mod.ts", "main.ts", "lib/workers", "lib/commands"],
+  [
+    "mod.ts",
+    "main.ts",
+    "lib/internal_app.ts",
+    "lib/app.ts",
+    "lib/workers",
+    "lib/commands",
+  ],
 ];
 
 const ROOTS = ["lib", "routes", "mod.ts", "main.ts"];

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { App } from "../mod.ts";
+import type { InternalApp } from "../lib/internal_app.ts";
 
 /** The entity. */
 export const ARTICLES = "articles";
@@ -46,7 +46,7 @@ function random(seed: number): () => number {
 }
 
 /** Creates `articles`, fills it and turns its search on. */
-export async function seedArticles(app: App): Promise<void> {
+export async function seedArticles(app: InternalApp): Promise<void> {
   const entity = await app.schemas.create({
     name: ARTICLES,
     type: "base",

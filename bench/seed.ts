@@ -13,6 +13,7 @@
  */
 
 import { createApp } from "../mod.ts";
+import { internalApp } from "../lib/internal_app.ts";
 import type { AppConfig } from "../lib/config.ts";
 import type { Storage } from "../lib/db/storage.ts";
 import { seedArticles } from "./search_seed.ts";
@@ -103,7 +104,7 @@ export async function seed(
       ],
       rules: { list: PUBLIC, get: PUBLIC },
     });
-    await seedOrders(app.storage, count);
+    await seedOrders(internalApp(app).storage, count);
     // Login with a TOTP second factor (bench/totp.ts makes its users).
     await app.schemas.create({
       name: "mfa_users",
@@ -142,7 +143,7 @@ export async function seed(
     for (let i = 0; i < AUTHORS; i++) {
       authorIds.push(String((await authors.create({ name: `a${i}` })).id));
     }
-    await seedPosts(app.storage, authorIds);
+    await seedPosts(internalApp(app).storage, authorIds);
     const email = "bench@example.com", password = "bench-password-1";
     const user = await users.create({ email, password });
     const items = app.schemas.get("items")!;
@@ -156,7 +157,7 @@ export async function seed(
       if (i === Math.floor(count / 2)) itemId = String(rec.id);
     }
     const note = await notes.create({ owner: user.id, body: "mine" });
-    if (search) await seedArticles(app);
+    if (search) await seedArticles(internalApp(app));
     return { itemId, noteId: String(note.id), email, password };
   } finally {
     await app.close();

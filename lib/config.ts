@@ -1,6 +1,10 @@
 /**
  * Configuration of an app, with the defaults of the CLI.
  *
+ * Over 350 lines, one idea: the options of an app; kept whole because
+ * `AppConfig` documents each option (one per CLI option) beside its type, and
+ * `resolveConfig` fills their defaults in the same order.
+ *
  * @module
  */
 

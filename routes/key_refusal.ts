@@ -10,7 +10,7 @@
 import type { Core } from "../lib/core.ts";
 import type { Handler } from "../lib/http/context.ts";
 import { Router } from "../lib/http/router.ts";
-import { apiKeyRefusal, isApiKeyHeader } from "../lib/auth/api_keys.ts";
+import { apiKeyRefusal, isApiKeyHeader } from "../lib/auth/api_key_refusals.ts";
 
 /** A `Router` whose key-refusing routes refuse keys first. */
 export class KeyAwareRouter extends Router<Handler<Core>> {

@@ -218,14 +218,15 @@ const ws: Handler<RealtimeHost> = async (ctx) => {
     checkTopics(core.schemas, topics, s.auth);
     await rt.hub.subscribe(s, topics, m.lastEventId);
   };
+  // Without a token in the URL, the first message must come soon.
+  let firstMessage: ReturnType<typeof setTimeout> | undefined;
   socket.onopen = () => {
-    // Without a token in the URL, the first message must come soon.
-    const t = setTimeout(() => {
+    firstMessage = setTimeout(() => {
       if (!sub) {
         sink.end(408, "Cannot wait: send the first message within 10 s");
       }
     }, FIRST_MESSAGE_MS);
-    Deno.unrefTimer(t);
+    Deno.unrefTimer(firstMessage);
     if (!fromToken || sub) return;
     try {
       sub = join(fromToken);
@@ -259,6 +260,7 @@ const ws: Handler<RealtimeHost> = async (ctx) => {
     });
   };
   socket.onclose = () => {
+    clearTimeout(firstMessage);
     if (sub) rt.hub.leave(sub);
     release();
   };

@@ -82,8 +82,12 @@ export async function openSse(
       const deadline = Date.now() + ms;
       while (queue.length === 0 && !done && Date.now() < deadline) {
         await new Promise<void>((r) => {
-          wake = r;
-          setTimeout(r, Math.max(1, deadline - Date.now()));
+          // The timer goes with the wait: none is left when a message wakes it.
+          const timer = setTimeout(r, Math.max(1, deadline - Date.now()));
+          wake = () => {
+            clearTimeout(timer);
+            r();
+          };
         });
       }
       return queue.shift();
@@ -200,8 +204,12 @@ export function openWs(s: Pick<TestServer, "url">, query = ""): WsClient {
     const deadline = Date.now() + ms;
     while (queue.length === 0 && !done && Date.now() < deadline) {
       await new Promise<void>((r) => {
-        wake = r;
-        setTimeout(r, Math.max(1, deadline - Date.now()));
+        // The timer goes with the wait: none is left when a message wakes it.
+        const timer = setTimeout(r, Math.max(1, deadline - Date.now()));
+        wake = () => {
+          clearTimeout(timer);
+          r();
+        };
       });
     }
     return queue.shift();

@@ -8,7 +8,8 @@
  * @module
  */
 
-import { type App, createApp } from "../mod.ts";
+import { createApp } from "../mod.ts";
+import { type InternalApp, internalApp } from "../lib/internal_app.ts";
 import type { MoonbaseError, RealtimeEvent } from "../client/mod.ts";
 import { hasPostgres, startPostgres } from "./_pg.ts";
 import {
@@ -225,16 +226,18 @@ async function serve(
   db: "sqlite" | "postgres",
   data: { dataDir: string; connection?: string },
   port: number,
-): Promise<{ app: App; url: string; stop: () => Promise<void> }> {
-  const app = await createApp({
-    quiet: true,
-    jwtSecret: TEST_JWT_SECRET,
-    trustProxy: true,
-    dataDir: data.dataDir,
-    ...(db === "postgres"
-      ? { database: "PSQL", connection: data.connection }
-      : {}),
-  });
+): Promise<{ app: InternalApp; url: string; stop: () => Promise<void> }> {
+  const app = internalApp(
+    await createApp({
+      quiet: true,
+      jwtSecret: TEST_JWT_SECRET,
+      trustProxy: true,
+      dataDir: data.dataDir,
+      ...(db === "postgres"
+        ? { database: "PSQL", connection: data.connection }
+        : {}),
+    }),
+  );
   const ac = new AbortController();
   const server = await app.serve({
     port,
@@ -326,7 +329,7 @@ for (const db of DATABASES) {
   });
 }
 
-async function adminClientAt(server: { app: App; url: string }) {
+async function adminClientAt(server: { app: InternalApp; url: string }) {
   const admins = server.app.schemas.get("mb_admins")!;
   const user = await admins.create({
     email: "rt-admin@example.com",

@@ -6,6 +6,10 @@
  * stream with `lastEventId`, so no event is lost or repeated; so does a
  * dropped connection, after a backoff.
  *
+ * Over 350 lines, one idea: the client's one realtime stream; kept whole
+ * because subscriptions, reconnection and token changes share that stream's
+ * state.
+ *
  * @module
  */
 

@@ -19,7 +19,7 @@ import { invalidFields } from "../errors.ts";
 import type { Entity } from "../records/entity.ts";
 import type { AuthValue } from "../caller.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
-import { apiKeyRefused } from "./api_keys.ts";
+import { apiKeyRefused } from "./api_key_refusals.ts";
 
 /** The key that carries the current password. */
 export const OLD_PASSWORD = "oldPassword";

@@ -22,19 +22,18 @@
  * - A key dies with its user (each use reads the user; record ids are
  *   never reused) and when it expires. A password change does not end it.
  * - Keys are refused where a session is made, refreshed or ended, and on
- *   account routes (`apiKeyRefusal`): a key is no session.
+ *   account routes (api_key_refusals.ts): a key is no session.
  *
  * @module
  */
 
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { AuthValue } from "../caller.ts";
-import { type FieldErrors, invalidFields, MoonbaseError } from "../errors.ts";
+import { MoonbaseError } from "../errors.ts";
 import { randomToken, uuidv7 } from "../ids.ts";
 import type { Storage } from "../db/storage.ts";
-import type { Entity } from "../records/entity.ts";
 import type { Registry } from "../records/registry.ts";
-import { isExposed } from "../records/access.ts";
+import { checkedKeyInput, keyEntity } from "./api_key_input.ts";
 import type { TokenClaims } from "./jwt.ts";
 import type { Revocations } from "./revocation.ts";
 
@@ -45,7 +44,6 @@ export const API_KEY_PREFIX = "mbk_";
 export const API_KEY_TABLE = "mb_api_keys";
 
 const KEY_FORM = /^mbk_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/;
-const KEY_HEADER = /^Bearer\s+mbk_/i;
 const ID_FORM =
   /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -54,9 +52,6 @@ const NEVER = 253402300799;
 
 /** How often one isolate writes a key's `last_used` (ms). */
 const TOUCH_EVERY = 60_000;
-
-/** Longest key name. */
-const MAX_NAME = 100;
 
 /** A key as the API shows it (never the key, never its hash). */
 export interface ApiKeyInfo {
@@ -80,86 +75,6 @@ export interface CreatedApiKey extends ApiKeyInfo {
 export interface KeyCaller {
   auth: AuthValue;
   claims: TokenClaims;
-}
-
-/**
- * True when an `Authorization` header carries an API key (cheap: the JWT
- * path runs it on every request).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { isApiKeyHeader } from "moonbase/lib/auth/api_keys.ts";
- * assert.ok(isApiKeyHeader("Bearer mbk_0123"));
- * assert.ok(!isApiKeyHeader("Bearer eyJhbGciOi"));
- * assert.ok(!isApiKeyHeader(null));
- * ```
- */
-export function isApiKeyHeader(header: string | null): boolean {
-  return header !== null && KEY_HEADER.test(header);
-}
-
-/** The one refusal of a key where it cannot be used. */
-export function apiKeyRefused(action: string, hint: string): MoonbaseError {
-  return new MoonbaseError(
-    "forbidden",
-    `Cannot ${action} with an API key: ${hint}`,
-  );
-}
-
-/**
- * The refusal a route gives an API key, by its pattern (undefined: keys
- * are welcome). Refused: every route under `/api/v1/auth/` (log in,
- * refresh, log out, the account routes, impersonation) and the admins'
- * login, refresh and logout. A key is no session: it cannot make, extend
- * or end one, nor change the account it acts for.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { apiKeyRefusal } from "moonbase/lib/auth/api_keys.ts";
- * assert.match(apiKeyRefusal("/api/v1/auth/:entity/refresh")!().message, /^Cannot refresh with an API key/);
- * assert.match(apiKeyRefusal("/api/v1/auth/login")!().message, /^Cannot log in with an API key/);
- * assert.match(apiKeyRefusal("/api/v1/sys/admins/logout")!().message, /^Cannot log out with an API key/);
- * assert.equal(apiKeyRefusal("/api/v1/entities/:entity"), undefined);
- * ```
- */
-export function apiKeyRefusal(
-  pattern: string,
-): (() => MoonbaseError) | undefined {
-  let step: string | undefined;
-  if (pattern.startsWith("/api/v1/auth/")) {
-    const segs = pattern.slice("/api/v1/auth/".length).split("/");
-    step = segs[0] === ":entity" ? segs[1] : segs[0];
-  } else {
-    step = /^\/api\/v1\/sys\/admins\/(login|refresh|logout)$/.exec(pattern)
-      ?.[1];
-    if (step === undefined) return undefined;
-  }
-  const [action, hint] = refusals(step ?? "");
-  return () => apiKeyRefused(action, hint);
-}
-
-function refusals(step: string): [string, string] {
-  if (step.startsWith("login")) {
-    return ["log in", "send the credentials without the key"];
-  }
-  if (step === "refresh") {
-    return [
-      "refresh",
-      "a key is no session; it lasts until it expires or is deleted",
-    ];
-  }
-  if (step === "logout") {
-    return [
-      "log out",
-      "a key is no session; an admin deletes it (DELETE /api/v1/sys/api-keys/<id>)",
-    ];
-  }
-  if (step === "impersonate") {
-    return ["impersonate", "log in as the admin and use that token"];
-  }
-  return ["use account routes", "use a token from the user's own login"];
 }
 
 /** The SHA-256 of a key, hex. */
@@ -205,18 +120,6 @@ export async function ensureApiKeyTable(store: Storage): Promise<void> {
       await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
     }
   }
-}
-
-/**
- * The entity a key may act for: an exposed auth entity, or the admins'
- * system entity (the same test as a token's, lib/auth/sessions.ts).
- */
-function keyEntity(registry: Registry, name: unknown): Entity | undefined {
-  if (typeof name !== "string") return undefined;
-  const e = registry.byName(name);
-  if (e === undefined || e.name !== name) return undefined;
-  if (e.isSystem && e.type === "auth") return e;
-  return isExposed(e, name, "auth") ? e : undefined;
 }
 
 function textOrNull(v: unknown): string | null {
@@ -272,70 +175,17 @@ export class ApiKeys {
    * expires). 400 with `data.fields` on anything wrong.
    */
   async create(body: Record<string, unknown>): Promise<CreatedApiKey> {
-    const fields: FieldErrors = {};
-    for (const k of Object.keys(body)) {
-      if (!["name", "entity", "user_id", "expires"].includes(k)) {
-        fields[k] = {
-          code: "unknown",
-          message: `Unknown key; use name, entity, user_id, expires`,
-        };
-      }
-    }
-    const name = typeof body.name === "string" ? body.name.trim() : "";
-    if (name === "" || name.length > MAX_NAME) {
-      fields.name = {
-        code: "required",
-        message: `A name of 1 to ${MAX_NAME} characters is required`,
-      };
-    }
-    const entity = keyEntity(this.#registry, body.entity);
-    if (!entity) {
-      fields.entity = {
-        code: "invalid",
-        message:
-          "Must name an auth entity with its API on, or mb_admins for an admin",
-      };
-    }
-    const userId = typeof body.user_id === "string" ? body.user_id : "";
-    if (userId === "") {
-      fields.user_id = { code: "required", message: "A user id is required" };
-    } else if (
-      entity && (userId.length > 200 || !(await entity.recordExists(userId)))
-    ) {
-      fields.user_id = {
-        code: "not_found",
-        message: `No such record in ${entity.name}`,
-      };
-    }
-    const now = this.#now();
-    let expires: string | null = null;
-    if (body.expires !== undefined && body.expires !== null) {
-      const ms = typeof body.expires === "string" &&
-          /^\d{4}-\d{2}-\d{2}/.test(body.expires)
-        ? Date.parse(body.expires)
-        : NaN;
-      if (Number.isNaN(ms)) {
-        fields.expires = {
-          code: "invalid",
-          message:
-            "Must be an ISO 8601 time (2030-01-31T00:00:00Z), or null for a key that never expires",
-        };
-      } else if (ms <= now) {
-        fields.expires = {
-          code: "invalid",
-          message: "Must be in the future",
-        };
-      } else expires = new Date(ms).toISOString();
-    }
-    if (Object.keys(fields).length > 0) {
-      throw invalidFields(fields, "Cannot create API key: invalid fields");
-    }
+    const { name, entity, userId, expires, now } = await checkedKeyInput(
+      body,
+      this.#registry,
+      this.#now,
+    );
     const id = uuidv7();
     const key = `${API_KEY_PREFIX}${id.replaceAll("-", "")}_${randomToken(32)}`;
     const info: ApiKeyInfo = {
       id,
       name,
-      entity: entity!.name,
+      entity: entity.name,
       user_id: userId,
       created: new Date(now).toISOString(),
       expires,

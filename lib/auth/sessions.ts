@@ -16,7 +16,8 @@ import type { Storage } from "../db/storage.ts";
 import type { TokenClaims, TokenSigner } from "./jwt.ts";
 import { endsToken, type Revocations } from "./revocation.ts";
 import { verifyDummy, verifyPassword } from "./password.ts";
-import { apiKeyRefused, type ApiKeys, isApiKeyHeader } from "./api_keys.ts";
+import type { ApiKeys } from "./api_keys.ts";
+import { apiKeyRefused, isApiKeyHeader } from "./api_key_refusals.ts";
 import { assertMayLogIn } from "./verified.ts";
 
 /** A login result: `{token, user}`. */

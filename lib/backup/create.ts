@@ -5,6 +5,10 @@
  * the archive format.ts describes, streamed (memory stays bounded by a
  * chunk of rows and a file's read buffer).
  *
+ * Over 350 lines, one idea: writing one backup; kept whole because the
+ * snapshot, the rows, the files and the manifest share its checksums and
+ * progress.
+ *
  * @module
  */
 

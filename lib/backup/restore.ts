@@ -15,6 +15,9 @@
  *    version so every instance reloads. A failure rolls it all back: the
  *    data is as it was.
  *
+ * Over 350 lines, one idea: a restore, its three steps in order; kept whole so
+ * the all-or-nothing sequence reads top to bottom.
+ *
  * @module
  */
 

@@ -5,6 +5,9 @@
  * this). Names are checked here, once (names.ts). One backup or restore
  * runs at a time per process.
  *
+ * Over 350 lines, one idea: the backups folder; kept whole because every
+ * operation goes through the same name checks and the one-at-a-time lock.
+ *
  * @module
  */
 

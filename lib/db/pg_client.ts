@@ -236,6 +236,12 @@ export function client(
     // idle timer, re-armed after every query, made Deno warn of a negative
     // timeout under load.
     idle_timeout: 0,
+    // No lifetime either: postgres.js's lifetime timer ends only when the
+    // socket's close arrives, after `sql.end()` resolved (at once with a
+    // timeout of 0, or while a statement ran), so a closed app left a timer
+    // running for up to an hour (tests' op sanitizer saw it). A dropped
+    // connection is replaced by the pool anyway (postgres.ts).
+    max_lifetime: null,
     connect_timeout: connectTimeout,
     // postgres.js's own backoff grows to 20 s between reconnects: requests
     // queued behind it hung that long once the database was back.

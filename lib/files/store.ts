@@ -9,6 +9,9 @@
  * (lib/files/thumbs.ts) are kept beside their originals, in the same
  * backend, and go with them.
  *
+ * Over 350 lines, one idea: files written once over a backend; kept whole
+ * because upload, serving and removal share the ledger and the backend.
+ *
  * @module
  */
 

@@ -279,11 +279,14 @@ function closeWithin(
   const close = ws.close.bind(ws);
   ws.close = (code?: number, reason?: string) => {
     close(code, reason);
+    if (ws.readyState === WebSocket.CLOSED) return;
     const t = setTimeout(() => {
       if (ws.readyState === WebSocket.CLOSED) return;
       terminate(ws);
       gone();
     }, ms);
     Deno.unrefTimer(t);
+    // Closed in time: no timer is left running.
+    ws.addEventListener("close", () => clearTimeout(t), { once: true });
   };
 }

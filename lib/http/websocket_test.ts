@@ -20,7 +20,7 @@ import {
   writeAll,
 } from "../../tests/_raw_ws.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = { sanitizeOps: true, sanitizeResources: true };
 const enc = new TextEncoder();
 
 /** The sockets the echo server opened, and how many of them closed. */

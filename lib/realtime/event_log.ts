@@ -31,6 +31,9 @@
  * before the events were read, they are reloaded before the events are
  * handed on (so they are judged by the rules in force when they were read).
  *
+ * Over 350 lines, one idea: the event log; kept whole because writing,
+ * reading, gap settling and pruning share its ids, locks and prune mark.
+ *
  * @module
  */
 

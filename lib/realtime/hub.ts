@@ -5,6 +5,10 @@
  * sent, and as what: an update that takes a record out of a subscriber's
  * view arrives as a `delete` of the record as it saw it, never the new data.
  *
+ * Over 350 lines, one idea: fan-out to this instance's subscribers; kept whole
+ * because subscribing, quotas and sending share the hub's maps of callers and
+ * topics.
+ *
  * @module
  */
 

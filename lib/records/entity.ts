@@ -53,7 +53,7 @@ export interface LibraryWrite extends LibraryRead {
  * import assert from "node:assert/strict";
  * import { createApp } from "moonbase/mod.ts";
  * const app = await createApp({ dataDir: await Deno.makeTempDir(), quiet: true });
- * const posts = await app.schemas.create({
+ * const posts = await app.entities.create({
  *   name: "posts", type: "base", fields: [{ name: "title", type: "string", required: true }],
  * });
  * const rec = await posts.create({ title: "Hello" });
@@ -74,7 +74,7 @@ export class Entity {
   readonly #lookup: (name: string) => Entity | undefined;
 
   /**
-   * Wraps a validated schema; use `app.schemas` to create entities.
+   * Wraps a validated schema; use `app.entities` (mod.ts) to create entities.
    * `lookup` finds the other entities (the registry's, now).
    */
   constructor(

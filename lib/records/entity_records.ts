@@ -6,6 +6,10 @@
  * (`WriteSteps`), and once committed ends sessions after a password change,
  * removes the files it orphaned and a deleted user's sign-in rows.
  *
+ * Over 350 lines, one idea: the record operations of one entity (with the
+ * options they take); kept whole so each write's steps (validate, hooks,
+ * journal, statement, after commit) read in one place.
+ *
  * @module
  */
 

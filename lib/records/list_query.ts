@@ -3,6 +3,10 @@
  * the keyset SQL they become. Order is the sort keys then `id`; NULL sorts as
  * the smallest value on both databases (ASC NULLS FIRST / DESC NULLS LAST).
  *
+ * Over 350 lines, one idea: a list's parameters and the keyset SQL they
+ * become; kept whole because parsing, order and the after-cursor condition
+ * share the sort keys.
+ *
  * @module
  */
 

@@ -5,6 +5,10 @@
  * step (schema_steps.ts). With several instances on one database, a schema
  * version in `mb_meta` tells the others to reload.
  *
+ * Over 350 lines, one idea: the schemas in memory and the one transaction that
+ * changes them; kept whole because loading, reloading and applying share the
+ * registry's state.
+ *
  * @module
  */
 

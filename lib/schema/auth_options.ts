@@ -6,6 +6,7 @@
  * the schema, and read through `authOptions(entity)`, which fills the
  * defaults for what a schema does not say (schemas from before this object).
  * A provider's `client_secret` is write-only, as the settings' secrets are.
+ * The defaults themselves are in auth_defaults.ts.
  *
  * @module
  */
@@ -14,14 +15,14 @@ import { type FieldErrors, invalidFields } from "../errors.ts";
 import type { EntitySchema, FieldDef, FieldType } from "./types.ts";
 import {
   type AuthOptions,
-  type AuthTemplate,
   type OAuth2Provider,
   PROVIDER_PRESETS,
   TEMPLATE_PURPOSES,
-  type TemplatePurpose,
 } from "./auth_types.ts";
 
 export * from "./auth_types.ts";
+import { defaultAuthOptions, defaultTemplates } from "./auth_defaults.ts";
+export { defaultAuthOptions, defaultTemplates };
 import {
   boolean,
   type Check,
@@ -35,75 +36,6 @@ import {
   type Shape,
   text,
 } from "./shape.ts";
-
-const SIGNATURE = "\n\n— {APP_NAME}\n";
-
-/** The templates of a new auth entity. */
-export function defaultTemplates(): Record<TemplatePurpose, AuthTemplate> {
-  return {
-    verification: {
-      subject: "Verify your {APP_NAME} email",
-      body:
-        "Hello,\n\nto confirm that {EMAIL} is your address, open this link:\n\n{ACTION_URL}\n\nIf you did not sign up for {APP_NAME}, ignore this mail." +
-        SIGNATURE,
-      html: "",
-      action_url:
-        "{APP_URL}/mb/auth/{ENTITY}/confirm-verification?token={TOKEN}",
-    },
-    password_reset: {
-      subject: "Reset your {APP_NAME} password",
-      body:
-        "Hello,\n\nto choose a new password for {EMAIL}, open this link:\n\n{ACTION_URL}\n\nIf you did not ask for it, ignore this mail: your password stays." +
-        SIGNATURE,
-      html: "",
-      action_url: "{APP_URL}/mb/auth/{ENTITY}/reset-password?token={TOKEN}",
-    },
-    email_change: {
-      subject: "Confirm your new {APP_NAME} email",
-      body:
-        "Hello,\n\nto make {EMAIL} the address of your account, open this link:\n\n{ACTION_URL}\n\nIf you did not ask for it, ignore this mail." +
-        SIGNATURE,
-      html: "",
-      action_url:
-        "{APP_URL}/mb/auth/{ENTITY}/confirm-email-change?token={TOKEN}",
-    },
-    otp: {
-      subject: "Your {APP_NAME} sign-in code",
-      body:
-        "Hello,\n\nyour code to sign in to {APP_NAME} is:\n\n{CODE}\n\nIf you did not ask for it, ignore this mail." +
-        SIGNATURE,
-      html: "",
-      action_url: "",
-    },
-  };
-}
-
-/**
- * The `auth` object of a new auth entity.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { defaultAuthOptions } from "moonbase/lib/schema/auth_options.ts";
- * const a = defaultAuthOptions();
- * assert.deepEqual([a.password.enabled, a.otp.duration, a.otp.length, a.mfa.duration], [true, 180, 6, 300]);
- * ```
- */
-export function defaultAuthOptions(): AuthOptions {
-  return {
-    password: { enabled: true },
-    require_verified: false,
-    otp: { enabled: false, duration: 180, length: 6 },
-    mfa: { enabled: false, duration: 300 },
-    totp: { enabled: false },
-    oauth2: {
-      enabled: false,
-      providers: [],
-      fields: { name: null, avatar: null },
-    },
-    templates: defaultTemplates(),
-  };
-}
 
 function fieldRef(v: unknown): Checked {
   if (v === null) return { ok: true, value: null };

@@ -14,6 +14,7 @@
  */
 
 import { createApp, VERSION } from "../../mod.ts";
+import { internalApp } from "../internal_app.ts";
 import { type AppConfig, workerCount } from "../config.ts";
 import { commandFor } from "../cli_hint.ts";
 import { newPeerConfig } from "../cluster/link.ts";
@@ -40,7 +41,7 @@ export async function serveCommand(
       config.maxConnections ?? defaultMaxConnections(),
     )
     : undefined;
-  const app = await createApp({ ...config, peers });
+  const app = internalApp(await createApp({ ...config, peers }));
   keepServing(app);
   for (const n of app.notices) console.error(n);
   let server: Deno.HttpServer<Deno.NetAddr>;

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { App } from "../../mod.ts";
+import type { InternalApp } from "../internal_app.ts";
 import { listen, type ServeHandler } from "../http/server.ts";
 import { limitsOf } from "../http/limits.ts";
 import { json } from "../http/envelope.ts";
@@ -28,7 +28,7 @@ export interface IsolateListen {
 
 /** Listens for `app`; with `shared`, as one isolate of several. */
 export function serveIsolate(
-  app: App,
+  app: InternalApp,
   where: IsolateListen,
 ): Deno.HttpServer<Deno.NetAddr> {
   if (where.shared) needReusePort();
@@ -68,7 +68,7 @@ export function needReusePort(): void {
 }
 
 /** The app's handler, after catching up with the other isolates, naming this one. */
-function isolateHandler(app: App): ServeHandler {
+function isolateHandler(app: InternalApp): ServeHandler {
   const index = String(app.config.peers?.index ?? 0);
   const name = (res: Response): Response => {
     try {
@@ -99,7 +99,7 @@ function isolateHandler(app: App): ServeHandler {
  * The serving process is Moonbase's own: no stray rejection may end it
  * (logged instead). An uncaught exception still ends the isolate.
  */
-export function keepServing(app: App): void {
+export function keepServing(app: InternalApp): void {
   globalThis.addEventListener("unhandledrejection", (e) => {
     e.preventDefault();
     const err = e.reason;

@@ -7,7 +7,8 @@
  * @module
  */
 
-import { type App, createApp } from "../../mod.ts";
+import { createApp } from "../../mod.ts";
+import { type InternalApp, internalApp } from "../internal_app.ts";
 import { keepServing, serveIsolate } from "./serve.ts";
 import type { FromWorker, ToWorker } from "./messages.ts";
 
@@ -16,14 +17,14 @@ const scope = self as unknown as {
   postMessage(message: FromWorker): void;
 };
 
-let app: App | undefined;
+let app: InternalApp | undefined;
 let server: Deno.HttpServer<Deno.NetAddr> | undefined;
 
 async function start(
   m: Extract<ToWorker, { kind: "start" }>,
 ): Promise<FromWorker> {
   try {
-    app = await createApp(m.config);
+    app = internalApp(await createApp(m.config));
     keepServing(app);
     server = serveIsolate(app, {
       port: m.port,

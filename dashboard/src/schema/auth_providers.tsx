@@ -6,6 +6,10 @@
  * discovery document (`POST /sys/oauth2/discovery`: a browser cannot, for
  * CORS), and the entity's fields that take the provider's name and avatar.
  *
+ * Over 350 lines, one idea: the OAuth2 section of the Auth tab; kept whole
+ * because the provider list and each provider's panel share the form's state
+ * and discovery check.
+ *
  * @module
  */
 

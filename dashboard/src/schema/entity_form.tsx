@@ -10,6 +10,9 @@
  * note, when the form opens again (after a session ended, say). An error
  * shown on an input goes as soon as that input changes (form_errors.ts).
  *
+ * Over 350 lines, one idea: the entity form; kept whole because its fields,
+ * indexes, JSON view and draft share one form state.
+ *
  * @module
  */
 

@@ -7,6 +7,10 @@
  * confirmation) runs the same import for real, all or nothing. A refused
  * import shows the server's reason and changes nothing.
  *
+ * Over 350 lines, one idea: the schema transfer page; kept whole because
+ * export and import (preview, confirm, apply) are one page's two cards sharing
+ * its helpers.
+ *
  * @module
  */
 
