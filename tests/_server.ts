@@ -126,6 +126,9 @@ export async function startServer(
     await createApp({
       quiet: true,
       jwtSecret: TEST_JWT_SECRET,
+      // A test never reads or writes the checkout's ./migrations (`dev`
+      // writes a migration file for every schema change).
+      migrationsDir: `${dataDir}/migrations`,
       ...config,
       dataDir,
       ...(db === "postgres" ? { database: "PSQL", connection } : {}),

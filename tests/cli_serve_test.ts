@@ -322,7 +322,7 @@ Deno.test({
       const cases: Record<string, string>[] = [{ NO_COLOR: "1" }, {}];
       for (const extra of cases) {
         const o = await serveUntil(
-          ["--dev", "--dataDir", dir],
+          ["--dev", "--dataDir", dir, "--migrationsDir", `${dir}/migrations`],
           /INFO\s+\S+ started/,
           extra,
         );
