@@ -299,7 +299,7 @@ browserTest(
     for (const width of WIDTHS) {
       const page = await adminPage(width);
       await page.goto(`${s.url}/mb/entities/notes/schema`);
-      await page.getByRole("link", { name: "Schema" }).waitFor();
+      await page.getByRole("link", { name: "Schema", exact: true }).waitFor();
       const type = panel(page, 1).getByLabel("Type");
       assert.ok(await type.isDisabled()); // a saved field's type is fixed
       await panel(page, 1).getByText("Fixed once saved").waitFor();
