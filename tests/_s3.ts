@@ -316,6 +316,41 @@ rgw dns name = 127.0.0.1
 }
 
 /**
+ * Starts the cluster in a fresh subdirectory of `dir`, up to three times: on
+ * a busy machine a start can fail midway (seen: the OSD told "wrong fsid" by
+ * the monitor after a retried step); the daemons of a failed attempt are
+ * killed before the next one (its watchdog removes its directory later).
+ */
+async function startClusterRetried(dir: string): Promise<ClusterInfo> {
+  let last: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const sub = `${dir}/c${attempt}`;
+    await Deno.mkdir(sub);
+    try {
+      return await startCluster(sub);
+    } catch (err) {
+      last = err;
+      let names: string[] = [];
+      try {
+        for await (const e of Deno.readDir(`${sub}/run`)) names.push(e.name);
+      } catch {
+        names = []; // no daemon got as far as a pid file
+      }
+      for (const name of names.filter((n) => n.endsWith(".pid"))) {
+        const pid = await pidOf(sub, name.slice(0, -4));
+        try {
+          if (pid) Deno.kill(pid, "SIGKILL");
+        } catch {
+          // Ignored: that daemon is gone already.
+        }
+      }
+      await pause(1000);
+    }
+  }
+  throw last;
+}
+
+/**
  * Kills every daemon whose pid file is in `dir/run` and removes `dir` once
  * this process is gone (a shell in a session of its own polls its id).
  */
@@ -361,7 +396,7 @@ function cluster(): Promise<ClusterInfo> {
     }
     if (owner) {
       try {
-        const info = await startCluster(dir);
+        const info = await startClusterRetried(dir);
         await Deno.writeTextFile(`${dir}/cluster.tmp`, JSON.stringify(info));
         await Deno.rename(`${dir}/cluster.tmp`, `${dir}/cluster.json`);
         return info;

@@ -73,14 +73,16 @@ export class AdminsService {
   /** Revokes the admin token and clears the store. */
   async logout(): Promise<void> {
     const token = this.#t.authStore.token;
-    this.#t.authStore.clear();
-    if (token === "") return;
+    if (token === "") return this.#t.authStore.clear();
+    // Revoked first, then forgotten (see AuthService.logout).
     try {
       await this.#t.send("POST", "/api/v1/sys/admins/logout", {
         auth: { token },
       });
     } catch (err) {
       if (!(err instanceof MoonbaseError) || err.status !== 401) throw err;
+    } finally {
+      this.#t.authStore.clear();
     }
   }
 

@@ -128,13 +128,16 @@ export class AuthService<U = RecordModel> {
   /** Revokes the token on the server and clears the store (also when the server cannot be reached). */
   async logout(): Promise<void> {
     const token = this.#t.authStore.token;
-    this.#t.authStore.clear();
-    if (token === "") return;
+    if (token === "") return this.#t.authStore.clear();
+    // Revoked first, then forgotten: once the store is empty (and the page
+    // shows a login form), the token no longer works anywhere.
     try {
       await this.#post("logout", {}, { token });
     } catch (err) {
       // Already ended (401): nothing left to revoke.
       if (!(err instanceof MoonbaseError) || err.status !== 401) throw err;
+    } finally {
+      this.#t.authStore.clear();
     }
   }
 
