@@ -128,7 +128,7 @@ export async function startServer(
       jwtSecret: TEST_JWT_SECRET,
       // A test never reads or writes the checkout's ./migrations (`dev`
       // writes a migration file for every schema change).
-      migrationsDir: `${dataDir}/migrations`,
+      migrationsDir: `${dataDir}/mb_test_no_migrations`,
       ...config,
       dataDir,
       ...(db === "postgres" ? { database: "PSQL", connection } : {}),
