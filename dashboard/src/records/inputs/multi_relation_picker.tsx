@@ -2,8 +2,8 @@
 /**
  * A multiple relation's picker (`"multiple": true`: a list of ids): the
  * chosen records as chips, in the list's order, each a link with a remove
- * button, and a combobox that searches the target entity (as the single
- * relation picker does) and adds the picked record at the end. Records
+ * button, and a combobox that searches the target entity (record_combo.tsx,
+ * as the single relation picker) and adds the picked record at the end. Records
  * already chosen are not offered again; at `max` the search is disabled
  * until one is removed. Labels of the chosen ids come in one list request.
  *
@@ -18,8 +18,9 @@ import { type FieldDef, schemaOf } from "../../schemas.ts";
 import { isCallerDefault } from "../record_form.ts";
 import { recordHref } from "../record_table.tsx";
 import { labelsFor } from "../relation_labels.ts";
-import { describedBy, FieldBox, type InputProps } from "./field_box.tsx";
-import { labelOf, searchRecords } from "./relation_search.ts";
+import { FieldBox, type InputProps } from "./field_box.tsx";
+import { labelOf } from "./relation_search.ts";
+import { RecordComboInput, useRecordCombo } from "./record_combo.tsx";
 
 /** The most ids a multiple relation holds without a `max` (the API's). */
 export const MULTIPLE_MAX = 1000;
@@ -34,15 +35,9 @@ export function MultiRelationPicker(
   const ids = props.value;
   const full = ids.length >= max;
   const [labels, setLabels] = useState<Map<string, string>>(new Map());
-  const [text, setText] = useState("");
-  const [open, setOpen] = useState(false);
-  const [options, setOptions] = useState<RecordData[]>([]);
-  const [active, setActive] = useState(-1);
-  const [error, setError] = useState("");
   const [said, setSaid] = useState("");
   const input = useRef<HTMLInputElement>(null);
-  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
-  const listId = `${props.id}-list`;
+  const combo = useRecordCombo(target, display, ids);
   // Labels of chosen ids not labelled yet (a record's own list, on load).
   const missing = ids.filter((id) => !labels.has(id));
   useEffect(() => {
@@ -60,53 +55,20 @@ export function MultiRelationPicker(
     });
     return () => ac.abort();
   }, [missing.join(","), target]);
-  const offered = options.filter((r) => !ids.includes(r.id));
-  const search = (q: string) => {
-    clearTimeout(timer.current);
-    timer.current = setTimeout(() => {
-      searchRecords(target, display, q).then((items) => {
-        setOptions(items);
-        setActive(items.some((r) => !ids.includes(r.id)) ? 0 : -1);
-        setError("");
-      }).catch((e) => setError((e as Error).message));
-    }, 200);
-  };
   const add = (r: RecordData) => {
     if (ids.includes(r.id) || full) return;
     const label = labelOf(r, display);
     setLabels((old) => new Map(old).set(r.id, label));
     props.onChange([...ids, r.id]);
     setSaid(`Added ${label}`);
-    setText("");
-    setOpen(false);
-    setActive(-1);
+    combo.picked();
   };
   const remove = (id: string) => {
     props.onChange(ids.filter((x) => x !== id));
     setSaid(`Removed ${labels.get(id) ?? id}`);
     input.current?.focus();
   };
-  const onKey = (e: KeyboardEvent) => {
-    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
-      e.preventDefault();
-      if (!open) {
-        setOpen(true);
-        search(text);
-        return;
-      }
-      const n = offered.length;
-      if (n === 0) return;
-      setActive((active + (e.key === "ArrowDown" ? 1 : n - 1)) % n);
-    } else if (e.key === "Enter" && open && active >= 0 && offered[active]) {
-      e.preventDefault();
-      add(offered[active]);
-    } else if (e.key === "Escape" && open) {
-      e.preventDefault();
-      setOpen(false);
-    }
-  };
-  const shown = open && !full && (offered.length > 0 || error !== "");
-  const fieldError = props.error || error;
+  const fieldError = props.error || combo.error;
   const caller = isCallerDefault(props.field)
     ? `. Left empty on a new record, it becomes the ${target} user who creates it`
     : "";
@@ -147,61 +109,17 @@ export function MultiRelationPicker(
           })}
         </ul>
       )}
-      <div class="combo">
-        <input
-          id={props.id}
-          ref={input}
-          type="text"
-          role="combobox"
-          autocomplete="off"
-          aria-autocomplete="list"
-          aria-expanded={shown}
-          aria-controls={listId}
-          aria-activedescendant={shown && active >= 0
-            ? `${listId}-${active}`
-            : undefined}
-          aria-describedby={describedBy(props.id, true, fieldError)}
-          aria-invalid={fieldError ? "true" : undefined}
-          required={props.required && ids.length === 0}
-          disabled={props.disabled || full}
-          placeholder={full ? `Full: at most ${max}` : `Add ${target}…`}
-          value={text}
-          onInput={(e) => {
-            setText(e.currentTarget.value);
-            setOpen(true);
-            search(e.currentTarget.value);
-          }}
-          onFocus={() => {
-            setOpen(true);
-            search(text);
-          }}
-          onBlur={() => setTimeout(() => setOpen(false), 150)}
-          onKeyDown={onKey}
-        />
-        <ul
-          id={listId}
-          role="listbox"
-          aria-label={`${target} records`}
-          class={shown ? "combo-list" : "combo-list hidden"}
-        >
-          {offered.map((r, i) => (
-            <li
-              key={r.id}
-              id={`${listId}-${i}`}
-              role="option"
-              aria-selected={i === active}
-              class={i === active ? "active" : ""}
-              onMouseDown={(e) => {
-                e.preventDefault();
-                add(r);
-              }}
-            >
-              {labelOf(r, display)}{" "}
-              <span class="muted mono">…{r.id.slice(-8)}</span>
-            </li>
-          ))}
-        </ul>
-      </div>
+      <RecordComboInput
+        id={props.id}
+        combo={combo}
+        onPick={add}
+        canOpen={!full}
+        required={!!props.required && ids.length === 0}
+        disabled={!!props.disabled || full}
+        placeholder={full ? `Full: at most ${max}` : `Add ${target}…`}
+        fieldError={fieldError}
+        inputRef={input}
+      />
       <span class="sr-only" aria-live="polite">{said}</span>
     </FieldBox>
   );
