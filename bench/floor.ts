@@ -25,6 +25,7 @@ import { rankedSearchSql } from "../lib/records/search_query.ts";
 import { ARTICLES, SEARCH_QUERY } from "./search_seed.ts";
 import { Logger } from "../lib/logs/logger.ts";
 import { LogStore } from "../lib/logs/store.ts";
+import { tokenSubject } from "./bare_token.ts";
 
 const db = new DatabaseSync(Deno.args[0]);
 db.exec(
@@ -95,40 +96,7 @@ const literal = (cols: string[]) =>
 const item = literal(names);
 const objects = (rows: unknown[]) => (rows as unknown[][]).map(item);
 const noteOf = literal(note.columns().map((c) => c.name));
-const key = await crypto.subtle.importKey(
-  "raw",
-  new TextEncoder().encode(Deno.env.get("MB_JWT_SECRET") ?? ""),
-  { name: "HMAC", hash: "SHA-256" },
-  false,
-  ["verify"],
-);
-const verified = new Map<string, string>();
-const b64url = (s: string) =>
-  Uint8Array.from(
-    atob(s.replace(/-/g, "+").replace(/_/g, "/")),
-    (c) => c.charCodeAt(0),
-  );
-async function subject(header: string | null): Promise<string | undefined> {
-  const token = /^Bearer\s+(\S+)$/i.exec(header ?? "")?.[1];
-  if (!token) return undefined;
-  const hit = verified.get(token);
-  if (hit) return hit;
-  try {
-    const [h, p, sig] = token.split(".");
-    const ok = await crypto.subtle.verify(
-      "HMAC",
-      key,
-      b64url(sig ?? ""),
-      new TextEncoder().encode(`${h}.${p}`),
-    );
-    if (!ok) return undefined;
-    const sub = String(JSON.parse(new TextDecoder().decode(b64url(p))).sub);
-    verified.set(token, sub);
-    return sub;
-  } catch {
-    return undefined; // a malformed token is refused, as the server refuses it
-  }
-}
+const subject = await tokenSubject();
 const insert = db.prepare(
   `INSERT INTO "items" (${cols}) VALUES (?, ?, ?, ?, ?, ?)`,
 );

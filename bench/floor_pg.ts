@@ -31,6 +31,7 @@ import { postgresDialect } from "../lib/db/postgres_dialect.ts";
 import { searchWords } from "../lib/rules/text_fold.ts";
 import { rankedSearchSql } from "../lib/records/search_query.ts";
 import { ARTICLES, SEARCH_QUERY } from "./search_seed.ts";
+import { tokenSubject } from "./bare_token.ts";
 
 const url = Deno.args[0];
 if (!url) throw new Error("Cannot start: usage floor_pg.ts <url> [<pool>]");
@@ -118,40 +119,7 @@ const searched = articles && (() => {
 const USER = `SELECT * FROM "users" WHERE "id" = $1`;
 const NOTE =
   `SELECT "id", "created", "updated", "owner", "body" FROM "notes" WHERE "id" = $1`;
-const key = await crypto.subtle.importKey(
-  "raw",
-  new TextEncoder().encode(Deno.env.get("MB_JWT_SECRET") ?? ""),
-  { name: "HMAC", hash: "SHA-256" },
-  false,
-  ["verify"],
-);
-const verified = new Map<string, string>();
-const b64url = (s: string) =>
-  Uint8Array.from(
-    atob(s.replace(/-/g, "+").replace(/_/g, "/")),
-    (c) => c.charCodeAt(0),
-  );
-async function subject(header: string | null): Promise<string | undefined> {
-  const token = /^Bearer\s+(\S+)$/i.exec(header ?? "")?.[1];
-  if (!token) return undefined;
-  const hit = verified.get(token);
-  if (hit) return hit;
-  try {
-    const [h, p, sig] = token.split(".");
-    const ok = await crypto.subtle.verify(
-      "HMAC",
-      key,
-      b64url(sig ?? ""),
-      new TextEncoder().encode(`${h}.${p}`),
-    );
-    if (!ok) return undefined;
-    const sub = String(JSON.parse(new TextDecoder().decode(b64url(p))).sub);
-    verified.set(token, sub);
-    return sub;
-  } catch {
-    return undefined; // a malformed token is refused, as the server refuses it
-  }
-}
+const subject = await tokenSubject();
 const noteOf = new Function(
   "a",
   `return {${

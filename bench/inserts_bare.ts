@@ -21,6 +21,7 @@ import { DatabaseSync } from "node:sqlite";
 // deno-lint-ignore no-import-prefix
 import postgres from "npm:postgres@3.4.7";
 import { uuidv7 } from "../lib/ids.ts";
+import { tokenSubject } from "./bare_token.ts";
 
 const [kind, target] = Deno.args;
 if ((kind !== "sqlite" && kind !== "postgres") || !target) {
@@ -70,42 +71,7 @@ const insert = kind === "sqlite"
   ? sqliteInsert(target)
   : postgresInsert(target);
 
-const key = await crypto.subtle.importKey(
-  "raw",
-  new TextEncoder().encode(Deno.env.get("MB_JWT_SECRET") ?? ""),
-  { name: "HMAC", hash: "SHA-256" },
-  false,
-  ["verify"],
-);
-const verified = new Map<string, string>();
-const b64url = (s: string) =>
-  Uint8Array.from(
-    atob(s.replace(/-/g, "+").replace(/_/g, "/")),
-    (c) => c.charCodeAt(0),
-  );
-
-/** The user id of a valid bearer token. */
-async function subject(header: string | null): Promise<string | undefined> {
-  const token = /^Bearer\s+(\S+)$/i.exec(header ?? "")?.[1];
-  if (!token) return undefined;
-  const hit = verified.get(token);
-  if (hit) return hit;
-  try {
-    const [h, p, sig] = token.split(".");
-    const ok = await crypto.subtle.verify(
-      "HMAC",
-      key,
-      b64url(sig ?? ""),
-      new TextEncoder().encode(`${h}.${p}`),
-    );
-    if (!ok) return undefined;
-    const sub = String(JSON.parse(new TextDecoder().decode(b64url(p))).sub);
-    verified.set(token, sub);
-    return sub;
-  } catch {
-    return undefined; // a malformed token is refused, as the server refuses it
-  }
-}
+const subject = await tokenSubject();
 
 const headers = { "content-type": "application/json; charset=utf-8" };
 const reply = (status: number, data: unknown, error = "") =>
