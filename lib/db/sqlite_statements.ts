@@ -71,6 +71,9 @@ export class SqliteConnection {
       if (this.#readOnly) {
         this.db = new DatabaseSync(path, { readOnly: true });
         this.db.exec("PRAGMA busy_timeout=5000");
+        // A snapshot reads what the writer wrote, views and fold indexes
+        // included: the same functions as on the writer's connection.
+        registerTextFunctions(this.db);
         return;
       }
       ownerOnly(path);
