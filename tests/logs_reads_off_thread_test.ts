@@ -31,7 +31,7 @@ import { chunkOf, type PackedRequest } from "../lib/logs/packed.ts";
  * a search to outlast a few health requests by far (each row's text is
  * folded by a function call).
  */
-const ROWS = { sqlite: 200_000, postgres: 50_000 };
+const ROWS = { sqlite: 200_000, postgres: 100_000 };
 /** Blocks of `PER_BLOCK` request entries. */
 const BLOCKS = 100;
 const PER_BLOCK = 512;
