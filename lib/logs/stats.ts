@@ -2,18 +2,15 @@
  * Request counts over time for the dashboard's rate chart
  * (`GET /api/v1/sys/logs/stats`), and one entry by id
  * (`GET /api/v1/sys/logs/:id`). Counting runs in SQL on the log store's own
- * connection: one index range per bucket on the id (ids begin with the
- * time), so the work is bounded by the bucket count and the rows in range;
- * entries written as blocks are counted from the blocks in range.
+ * connection (log_read.ts): one index range per bucket on the id (ids begin
+ * with the time), so the work is bounded by the bucket count and the rows in
+ * range; entries written as blocks are counted from the blocks in range.
  *
  * @module
  */
 
 import { MoonbaseError } from "../errors.ts";
-import type { SqlValue } from "../db/storage.ts";
-import { LOG_COLUMNS, logIdFloor, type LogRow, rowEntry } from "./rows.ts";
 import type { LogStore } from "./store.ts";
-import { blockEntryById, countBlockRequests } from "./block_read.ts";
 import type { LogEntry } from "./types.ts";
 
 /** Most buckets one answer may have. */
@@ -158,46 +155,31 @@ export function bucketLayout(
   }
 }
 
-/** Counts requests per bucket (one SQL statement on the log store). */
+/**
+ * Counts requests per bucket (log_read.ts `countRequests`: one SQL
+ * statement on the log store, then the blocks in range; SQLite: on the
+ * log store's reader thread).
+ */
 export async function requestStats(
   store: LogStore,
   q: StatsQuery,
 ): Promise<LogStats> {
   const { from, width, count } = bucketLayout(q);
-  const rows: string[] = [];
-  const params: SqlValue[] = [];
-  for (let i = 0; i < count; i++) {
-    const lo = Math.max(q.start, from + i * width);
-    const hi = Math.min(q.end, from + (i + 1) * width);
-    rows.push("(CAST(? AS INTEGER), ?, ?)");
-    params.push(i, logIdFloor(lo), logIdFloor(hi));
-  }
-  // Ids begin with the time in hex: a bucket is an id range on the primary key.
-  const sql = `WITH "b" ("i", "lo", "hi") AS (VALUES ${rows.join(", ")}) ` +
-    `SELECT "b"."i" AS "i", COUNT("l"."id") AS "requests", ` +
-    `SUM(CASE WHEN "l"."status" >= 500 THEN 1 ELSE 0 END) AS "errors", ` +
-    `SUM(CASE WHEN "l"."status" >= 400 AND "l"."status" < 500 THEN 1 ELSE 0 END) AS "warnings" ` +
-    `FROM "b" LEFT JOIN "mb_logs" "l" ON "l"."id" >= "b"."lo" AND "l"."id" < "b"."hi" AND "l"."type" = 'request' ` +
-    `GROUP BY "b"."i" ORDER BY "b"."i"`;
-  const found = await store.storage.query(sql, params);
-  const byIndex = new Map(found.map((r) => [Number(r.i), r]));
-  const buckets: StatsBucket[] = [];
-  for (let i = 0; i < count; i++) {
-    const r = byIndex.get(i);
-    buckets.push({
-      time: new Date(from + i * width).toISOString(),
-      requests: Number(r?.requests ?? 0),
-      errors: Number(r?.errors ?? 0),
-      warnings: Number(r?.warnings ?? 0),
-    });
-  }
-  // Request entries written as blocks: counted from their numbers.
-  await countBlockRequests(store.storage, q.start, q.end, from, width, buckets);
+  const counts = await store.countRequests({
+    start: q.start,
+    end: q.end,
+    from,
+    width,
+    count,
+  });
   return {
     from: new Date(from).toISOString(),
     to: new Date(q.end).toISOString(),
     bucket_seconds: width / 1000,
-    buckets,
+    buckets: counts.map((c, i) => ({
+      time: new Date(from + i * width).toISOString(),
+      ...c,
+    })),
   };
 }
 
@@ -209,22 +191,12 @@ export async function logEntryById(
   store: LogStore,
   id: string,
 ): Promise<LogEntry> {
-  const rows = LOG_ID.test(id)
-    ? await store.storage.query(
-      `SELECT * FROM "mb_logs" WHERE "id" = ?`,
-      [id],
-    )
-    : [];
-  if (!rows[0]) {
-    const inBlock = LOG_ID.test(id)
-      ? await blockEntryById(store.storage, id)
-      : undefined;
-    if (inBlock) return inBlock;
+  const found = LOG_ID.test(id) ? await store.entry(id) : undefined;
+  if (!found) {
     throw new MoonbaseError(
       "not_found",
       "Cannot find log entry: no entry has this id (it may have been pruned)",
     );
   }
-  const r = rows[0];
-  return rowEntry(LOG_COLUMNS.map((c) => r[c] as LogRow[number]));
+  return found;
 }

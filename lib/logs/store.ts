@@ -2,8 +2,9 @@
  * The log store: rows in `mb_logs` and request entries in blocks of
  * `mb_log_blocks` (block.ts: a burst of requests is one binary value);
  * batched inserts, filtered newest-first reads over both with a keyset
- * cursor, and pruning by age and count. On SQLite it lives in its own file
- * so log writes never contend with data writes.
+ * cursor (log_read.ts), and pruning by age and count. On SQLite it lives in
+ * its own file so log writes never contend with data writes; there both
+ * run on threads of their own (writer_worker.ts, reader_worker.ts).
  *
  * @module
  */
@@ -15,21 +16,22 @@ import {
   INSTANCE,
   LOG_COLUMNS,
   logIdFloor,
-  type LogRow,
-  rowEntry,
   unpackRequests,
 } from "./rows.ts";
 import type { PackedChunk } from "./packed.ts";
-import { isLevel, levelRank, type LogEntry } from "./types.ts";
+import type { LogEntry } from "./types.ts";
 import type { LogPage, LogQuery } from "./log_query.ts";
 import { BLOCK_INSERT_SQL, requestBlock } from "./block.ts";
+import { BLOCK_TABLE_SQL } from "./block_read.ts";
 import {
-  BLOCK_TABLE_SQL,
-  blockEntries,
-  type BlockFilter,
-  newestFirst,
-} from "./block_read.ts";
-import { foldText } from "../rules/text_fold.ts";
+  type BucketCounts,
+  type CountRange,
+  countRequests,
+  entryById,
+  type LogSource,
+  readPage,
+} from "./log_read.ts";
+import { ReaderThread } from "./reader_thread.ts";
 import { pruneLogs } from "./prune.ts";
 
 export { type LogPage, type LogQuery, parseLogQuery } from "./log_query.ts";
@@ -48,14 +50,17 @@ export class LogStore {
   #file: string | undefined;
   #jobs = new Map<number, (reply: Reply) => void>();
   #next = 0;
+  readonly #reader: ReaderThread | undefined;
 
   /**
    * Uses `storage` (call `init()` once). With `sqliteFile`, inserts run in a
-   * worker thread on their own connection to that file.
+   * worker thread on their own connection to that file, and reads in
+   * another (reader_thread.ts) on a read-only one.
    */
   constructor(storage: Storage, sqliteFile?: string) {
     this.storage = storage;
     this.#file = sqliteFile;
+    this.#reader = sqliteFile ? new ReaderThread(sqliteFile) : undefined;
   }
 
   #post(
@@ -83,8 +88,12 @@ export class LogStore {
     });
   }
 
-  /** Stops the writer thread (after the last insert has been acknowledged). */
+  /**
+   * Stops the reader thread and the writer thread (after the last insert
+   * has been acknowledged).
+   */
   close(): void {
+    this.#reader?.close();
     this.#worker?.terminate();
     this.#worker = undefined;
     // Jobs still queued on the thread are not done: say so, never hang.
@@ -216,71 +225,33 @@ export class LogStore {
     return packed;
   }
 
-  /** Reads a page, newest first. */
-  async query(q: LogQuery): Promise<LogPage> {
-    const conds: string[] = [];
-    const params: SqlValue[] = [];
-    const add = (sql: string, ...values: SqlValue[]) => {
-      conds.push(sql);
-      params.push(...values);
-    };
-    // One filter for rows (SQL below) and blocks (block_read.ts).
-    const f: BlockFilter = { after: q.after };
-    if (q.level && isLevel(q.level)) f.rank = levelRank(q.level);
-    if (q.min_level && isLevel(q.min_level)) {
-      f.minRank = levelRank(q.min_level);
-    }
-    if (q.start_date) f.startMs = Date.parse(q.start_date);
-    if (q.end_date) f.endMs = Date.parse(q.end_date);
-    if (q.search) f.search = foldText(q.search);
-    if (f.after) add(`"id" < ?`, f.after);
-    // Request rows store no level name: filter on the rank.
-    if (f.rank !== undefined) add(`"level_n" = ?`, f.rank);
-    if (f.minRank !== undefined) add(`"level_n" >= ?`, f.minRank);
-    if (q.type) add(`"type" = ?`, q.type);
-    if (f.startMs !== undefined) add(`"id" >= ?`, logIdFloor(f.startMs));
-    if (f.endMs !== undefined) add(`"id" < ?`, logIdFloor(f.endMs + 1));
-    if (f.search) {
-      // Folded as blocks are (block_read.ts): mb_fold is fold (lib/rules/text_fold.ts).
-      const has = (x: string) =>
-        this.storage.dialect.name === "postgres"
-          ? `strpos(mb_fold(${x}), ?::text) > 0`
-          : `instr(mb_fold(${x}), ?) > 0`;
-      // A request row's message is made from its method, path and status.
-      add(
-        `(${
-          has(
-            `CASE WHEN "message" = '' AND "type" = 'request' THEN "method" || ' ' || "path" || ' ' || "status" ELSE "message" END`,
-          )
-        } OR ${has(`COALESCE("path", '')`)})`,
-        f.search,
-        f.search,
-      );
-    }
-    const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
-    const rows = await this.storage.query(
-      `SELECT * FROM "mb_logs"${where} ORDER BY "id" DESC LIMIT ${q.limit + 1}`,
-      params,
-    );
-    let all = rows.map((r) =>
-      rowEntry(LOG_COLUMNS.map((c) => r[c] as LogRow[number]))
-    );
-    if (q.type !== "app") {
-      // Rows fill the page down to their oldest: older block entries cannot count.
-      if (rows.length > q.limit) f.above = all[all.length - 1].id;
-      const more = await blockEntries(this.storage, f, q.limit + 1);
-      if (more.length > 0) {
-        all = all.concat(more).sort(newestFirst);
-      }
-    }
-    const has_more = all.length > q.limit;
-    const items = all.slice(0, q.limit);
+  /** Reads a page, newest first (SQLite: on the reader thread). */
+  query(q: LogQuery): Promise<LogPage> {
+    return this.#reader
+      ? this.#reader.read<LogPage>({ page: q })
+      : readPage(this.#source, q);
+  }
+
+  /** Counts requests per bucket (log_read.ts `countRequests`). */
+  countRequests(r: CountRange): Promise<BucketCounts[]> {
+    return this.#reader
+      ? this.#reader.read<BucketCounts[]>({ count: r })
+      : countRequests(this.#source, r);
+  }
+
+  /** The entry with this id, if there is one. */
+  entry(id: string): Promise<LogEntry | undefined> {
+    return this.#reader
+      ? this.#reader.read<LogEntry | undefined>({ entry: id })
+      : entryById(this.#source, id);
+  }
+
+  /** The storage as the reads on this thread see it. */
+  get #source(): LogSource {
+    const st = this.storage;
     return {
-      items,
-      items_count: items.length,
-      limit: q.limit,
-      has_more,
-      cursor: has_more && items.length ? items[items.length - 1].id : null,
+      pg: st.dialect.name === "postgres",
+      query: (sql, params) => st.query(sql, params),
     };
   }
 
