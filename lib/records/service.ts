@@ -46,7 +46,7 @@ import {
   oneAtATime,
   type ReadGate,
   SharedRelations,
-} from "./rule_relations.ts";
+} from "./rule_shared_reads.ts";
 
 /** The body of a write: values, uploaded files, and how to undo the uploads. */
 export interface RecordWrite {
