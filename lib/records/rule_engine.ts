@@ -31,13 +31,12 @@ import { evaluate, type RuleHelpers, test } from "../rules/evaluate.ts";
 import { truthy } from "../rules/values.ts";
 import { compilePrefilter, compileToSql } from "../rules/to_sql.ts";
 import type { Related } from "../rules/evaluate.ts";
+import { bindRelations, type Shapes } from "../rules/relations.ts";
 import {
-  bindRelations,
   hasRelations,
   mayCrossRelations,
   relationPaths,
-  type Shapes,
-} from "../rules/relations.ts";
+} from "../rules/relation_paths.ts";
 import type { Queryable } from "../db/storage.ts";
 import type { RecordData } from "./codec.ts";
 import type { Access } from "./caller_access.ts";

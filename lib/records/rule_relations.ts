@@ -23,7 +23,7 @@
 import type { Queryable, Row } from "../db/storage.ts";
 import type { Expr, RelationNode } from "../rules/ast.ts";
 import { ABSENT, type Related, RuleEvalError } from "../rules/evaluate.ts";
-import { relationPaths } from "../rules/relations.ts";
+import { relationPaths } from "../rules/relation_paths.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
 import type { Access } from "./caller_access.ts";
 import { PARENT_COLUMN, rowsByIds, rowsReferencing } from "./expand/fetch.ts";
