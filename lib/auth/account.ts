@@ -8,7 +8,7 @@
  *   verification, so a wrong password costs what a right one does;
  * - `oldPassword` never reaches validation or storage;
  * - an unchanged `email` is dropped from the write, so only a new email
- *   resets `verified` (the reset itself: `lib/records/service.ts`);
+ *   resets `verified` (the reset itself: `lib/records/caller_limits.ts`);
  * - a user's API key cannot change the user's own `password` or `email`
  *   (403, lib/auth/api_keys.ts).
  *

@@ -22,7 +22,7 @@ import type { LaterFrame, Subscriber } from "./subscriber.ts";
 import type { Topic, TopicExpand } from "./topics.ts";
 import type { ExpandNode } from "../records/expand/plan.ts";
 import type { SharedReads } from "../records/rule_types.ts";
-import { oneAtATime, type ReadGate } from "../records/rule_relations.ts";
+import { oneAtATime, type ReadGate } from "../records/rule_shared_reads.ts";
 import type { EventFeed } from "./feed.ts";
 import type { Quota, StreamCounts } from "./stream_counts.ts";
 

@@ -75,7 +75,7 @@ export interface CallerView {
 
 /**
  * The related records one set of decisions read, shared by them
- * (`rule_relations.ts` `SharedRelations`): a realtime event's, for its
+ * (`rule_shared_reads.ts` `SharedRelations`): a realtime event's, for its
  * subscribers; an API description's, for its operations.
  */
 export interface SharedReads extends Related {

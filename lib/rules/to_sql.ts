@@ -25,7 +25,7 @@
 
 import type { Expr } from "./ast.ts";
 import { Compiler } from "./sql_compiler.ts";
-import { hasRelations } from "./relations.ts";
+import { hasRelations } from "./relation_paths.ts";
 import type { SqlContext } from "./sql_context.ts";
 import { type Cond, type Dialect, or } from "./sql_fragment.ts";
 import { truthyCond, unsureOf } from "./sql_value.ts";

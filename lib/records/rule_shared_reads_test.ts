@@ -15,7 +15,7 @@ import { allFields } from "../schema/builtin.ts";
 import { createSql } from "../schema/ddl.ts";
 import type { EntitySchema, EntityType, FieldDef } from "../schema/types.ts";
 import { ExpressionRules } from "./rule_engine.ts";
-import { SharedRelations } from "./rule_relations.ts";
+import { SharedRelations } from "./rule_shared_reads.ts";
 import type { RuleTarget } from "./rule_types.ts";
 
 const db = new DatabaseSync(":memory:");
