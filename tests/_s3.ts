@@ -9,9 +9,16 @@
  * cluster and one shared gateway, the others find them through a directory
  * named after the process, and a watchdog outside the process stops every
  * daemon and removes the directory once the process is gone. Each test
- * takes buckets of its own (`createBucket`). A test that stops its S3 server
- * (an outage) starts a gateway of its own on the shared cluster
- * (`ownGateway`): stopping it touches no other test.
+ * takes buckets of its own (`createBucket`). A test that needs S3 to fail
+ * (down, stalling, answering errors) puts a proxy of its own in front of the
+ * shared gateway (`s3Proxy`): from Moonbase's side a proxy that refuses
+ * connections is the S3 server being down, and nothing of it touches another
+ * test; the S3 server behind it stays the real one.
+ *
+ * The cluster starts in a few seconds: its monitor proposes each change at
+ * once (`paxos propose interval`; the default second per change made each
+ * pool the gateway creates cost seconds), and each pool has one placement
+ * group.
  *
  * @module
  */
@@ -43,14 +50,6 @@ export interface S3Peer {
   put(bucket: string, key: string, body: string | Uint8Array): Promise<void>;
   /** An object's bytes, or undefined. */
   get(bucket: string, key: string): Promise<Uint8Array | undefined>;
-}
-
-/** A gateway of a test's own: it can be stopped and started again. */
-export interface OwnGateway extends S3Peer {
-  /** Stops the gateway at once (SIGKILL): an outage. */
-  stop(): Promise<void>;
-  /** Starts it again on the same port. */
-  start(): Promise<void>;
 }
 
 /** True when Ceph's monitor, OSD and gateway are installed. */
@@ -248,8 +247,9 @@ auth client required = none
 auth supported = none
 osd pool default size = 1
 osd pool default min size = 1
-osd pool default pg num = 8
-osd pool default pgp num = 8
+osd pool default pg num = 1
+osd pool default pgp num = 1
+osd pool default pg autoscale mode = off
 osd crush chooseleaf type = 0
 mon allow pool size one = true
 mon warn on pool no redundancy = false
@@ -265,9 +265,10 @@ osd data = ${dir}/osd
 osd objectstore = memstore
 memstore device bytes = 2147483648
 rgw dns name = 127.0.0.1
+paxos propose interval = 0.01
+paxos min wait = 0.001
 `,
   );
-  await watchdog(dir);
   await run("monmaptool", [
     "--create",
     "--add",
@@ -287,12 +288,16 @@ rgw dns name = 127.0.0.1
     `${dir}/monmap`,
   ]);
   await run("ceph-mon", ["-c", conf, "-i", "a"]);
-  // The monitor may still be forming its quorum (seen: EPERM at first).
-  await retried(() =>
-    run("ceph", ["-c", conf, "--connect-timeout", "30", "osd", "create"])
-  );
+  // The OSD's store is made (it asks the monitor only for the cluster's
+  // id) while the monitor adds the OSD to its map. The monitor may still be
+  // forming its quorum (seen: EPERM at first).
+  await Promise.all([
+    retried(() =>
+      run("ceph", ["-c", conf, "--connect-timeout", "30", "osd", "create"])
+    ),
+    twice(() => run("ceph-osd", ["-c", conf, "--mkfs", "-i", "0"])),
+  ]);
   // Seen once on a busy machine: the OSD's first start failing; a second one works.
-  await twice(() => run("ceph-osd", ["-c", conf, "--mkfs", "-i", "0"]));
   await twice(() => run("ceph-osd", ["-c", conf, "-i", "0"]));
   const port = freePort();
   await startGateway({ dir, conf }, "rgw", port);
@@ -319,9 +324,11 @@ rgw dns name = 127.0.0.1
  * Starts the cluster in a fresh subdirectory of `dir`, up to three times: on
  * a busy machine a start can fail midway (seen: the OSD told "wrong fsid" by
  * the monitor after a retried step); the daemons of a failed attempt are
- * killed before the next one (its watchdog removes its directory later).
+ * killed before the next one (the watchdog removes every attempt's directory
+ * later).
  */
 async function startClusterRetried(dir: string): Promise<ClusterInfo> {
+  await watchdog(dir);
   let last: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     const sub = `${dir}/c${attempt}`;
@@ -351,15 +358,16 @@ async function startClusterRetried(dir: string): Promise<ClusterInfo> {
 }
 
 /**
- * Kills every daemon whose pid file is in `dir/run` and removes `dir` once
- * this process is gone (a shell in a session of its own polls its id).
+ * Kills every daemon whose pid file is in `dir/<attempt>/run` and removes
+ * `dir` once this process is gone (a shell in a session of its own polls its
+ * id).
  */
 async function watchdog(dir: string): Promise<void> {
   const q = (v: string) => `'${v.replaceAll("'", `'\\''`)}'`;
   const script = `while kill -0 ${Deno.pid} 2>/dev/null; do sleep 1; done; ` +
     `for f in ${
       q(dir)
-    }/run/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; ` +
+    }/*/run/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; ` +
     `sleep 1; rm -rf ${q(dir)}`;
   const out = await new Deno.Command("setsid", {
     args: ["-f", "sh", "-c", script],
@@ -428,46 +436,18 @@ export async function startS3(): Promise<S3Peer> {
 }
 
 /**
- * A gateway of the caller's own on the shared cluster (for outages: stop
- * and start it); stopped by the watchdog at the latest.
+ * What `S3Proxy` does with requests: pass them on, refuse every connection
+ * (`down`: nothing listens on its port, as when the S3 server is stopped),
+ * stall (accept, never answer), or answer an S3 error itself.
  */
-export async function ownGateway(): Promise<OwnGateway> {
-  const info = await cluster();
-  const name = `rgw${crypto.randomUUID().slice(0, 8)}`;
-  const port = freePort();
-  await startGateway(info, name, port);
-  const peer = peerAt(`http://127.0.0.1:${port}`);
-  return {
-    ...peer,
-    async stop() {
-      const pid = await pidOf(info.dir, name);
-      if (pid === undefined) return;
-      try {
-        Deno.kill(pid, "SIGKILL");
-      } catch { /* gone */ }
-      // (A killed daemon may stay a zombie here: wait for its port instead.)
-      await poll(`gateway ${name} gone`, async () => {
-        try {
-          const c = await Deno.connect({ hostname: "127.0.0.1", port });
-          c.close();
-          return false;
-        } catch {
-          return true;
-        }
-      }, { deadline: 30_000, every: 50 });
-    },
-    async start() {
-      await startGateway(info, name, port);
-    },
-  };
-}
+export type ProxyMode = "pass" | "down" | "stall" | "error403" | "error500";
 
-/** What `S3Proxy` does with requests. */
-export type ProxyMode = "pass" | "stall" | "error403" | "error500";
-
-/** A TCP proxy in front of a gateway that can stall or answer errors itself. */
+/**
+ * A TCP proxy in front of a gateway that can be down, stall or answer errors
+ * itself.
+ */
 export interface S3Proxy {
-  /** `http://127.0.0.1:<port>` of the proxy. */
+  /** `http://127.0.0.1:<port>` of the proxy (the same port in every mode). */
   readonly endpoint: string;
   /** Switches mode; connections open now are closed (a client reconnects). */
   set(mode: ProxyMode): void;
@@ -484,9 +464,13 @@ export const S3_ERROR_BODY =
 /** Starts a proxy to `upstream` (an endpoint URL) in mode `pass`. */
 export function s3Proxy(upstream: string): S3Proxy {
   const target = new URL(upstream);
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let listener: Deno.Listener | undefined = Deno.listen({
+    hostname: "127.0.0.1",
+    port: 0,
+  });
   const port = (listener.addr as Deno.NetAddr).port;
   let mode: ProxyMode = "pass";
+  let closed = false;
   const open = new Set<Deno.Conn>();
   const closeConn = (c: Deno.Conn) => {
     open.delete(c);
@@ -498,6 +482,8 @@ export function s3Proxy(upstream: string): S3Proxy {
   const serve = async (conn: Deno.Conn) => {
     open.add(conn);
     const now = mode;
+    // Accepted as the proxy went down: refused as the rest.
+    if (now === "down") return closeConn(conn);
     if (now === "stall") {
       // Read and drop; never answer.
       const buf = new Uint8Array(64 * 1024);
@@ -550,27 +536,40 @@ export function s3Proxy(upstream: string): S3Proxy {
     closeConn(conn);
     closeConn(up);
   };
-  (async () => {
+  const accept = async (l: Deno.Listener) => {
     for (;;) {
       let c: Deno.Conn;
       try {
-        c = await listener.accept();
+        c = await l.accept();
       } catch {
-        return;
+        return; // closed: down, or the proxy closed
       }
       serve(c);
     }
-  })();
+  };
+  const unlisten = () => {
+    try {
+      listener?.close();
+    } catch { /* closed */ }
+    listener = undefined;
+  };
+  accept(listener);
   return {
     endpoint: `http://127.0.0.1:${port}`,
     set(m) {
+      if (closed) throw new Error("Cannot switch the S3 proxy: it is closed");
       mode = m;
       for (const c of [...open]) closeConn(c);
+      if (m === "down") unlisten();
+      else if (!listener) {
+        // Up again on the same port (the endpoint Moonbase was given).
+        listener = Deno.listen({ hostname: "127.0.0.1", port });
+        accept(listener);
+      }
     },
     close() {
-      try {
-        listener.close();
-      } catch { /* closed */ }
+      closed = true;
+      unlisten();
       for (const c of [...open]) closeConn(c);
     },
   };

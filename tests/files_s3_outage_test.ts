@@ -1,8 +1,13 @@
 /**
  * Files in S3 when S3 fails, from the outside, on both databases: the S3
- * server stopped mid-test (a gateway of the test's own, killed and started
- * again), a proxy that stalls (accepts, never answers), and a proxy that
- * answers S3 errors itself. Every file request then gets a 503 with
+ * server down mid-test, stalling (accepts, never answers) and answering S3
+ * errors. Moonbase reaches the real S3 server (the process's shared
+ * gateway, tests/_s3.ts) through a proxy of the test's own, and the proxy
+ * makes the failures: refusing every connection (nothing listens on the
+ * port Moonbase was given, as when the S3 server is stopped; connections
+ * open then are cut), holding requests unanswered, or answering errors
+ * itself; the S3 server behind it stays real and up, so no other test is
+ * touched. Every file request then gets a 503 with
  * `Retry-After` within the S3 deadline (`bodyTimeout`), never a 500 and
  * never a hang; no record is written without its file; nothing of what S3
  * said reaches the client; health says `files: "unavailable"` (and `ok`
@@ -31,7 +36,7 @@ import {
   sendForm,
   TXT,
 } from "./_files_fixtures.ts";
-import { hasS3, ownGateway, S3_KEY, s3Proxy } from "./_s3.ts";
+import { hasS3, S3_KEY, s3Proxy, startS3 } from "./_s3.ts";
 import { poll, within } from "./_wait.ts";
 
 const PREFIX = "app";
@@ -83,9 +88,9 @@ for (const db of DATABASES) {
     sanitizeOps: false,
     sanitizeResources: false,
     async fn(t) {
-      const gw = await ownGateway();
-      const bucket = await gw.createBucket();
-      const proxy = s3Proxy(gw.endpoint);
+      const s3 = await startS3();
+      const bucket = await s3.createBucket();
+      const proxy = s3Proxy(s3.endpoint);
       const s = await startServer(db, {
         files:
           `s3://${bucket}/${PREFIX}?endpoint=${proxy.endpoint}&region=us-east-1&path_style=true`,
@@ -97,7 +102,7 @@ for (const db of DATABASES) {
       const keys = async () => {
         const id = s.app.schemas.get("pub")!.id;
         const root = `${PREFIX}/${id}/`;
-        return (await gw.keys(bucket, root)).map((k) => k.slice(root.length));
+        return (await s3.keys(bucket, root)).map((k) => k.slice(root.length));
       };
       const health = async () => (await s.request("GET", "/api/v1/health"));
       try {
@@ -113,7 +118,7 @@ for (const db of DATABASES) {
         await t.step(
           "S3 stopped: uploads and downloads answer 503",
           async () => {
-            await gw.stop();
+            proxy.set("down");
             const records = await count(s, "pub");
             const r = await upload(s);
             assertUnavailable(r, "upload");
@@ -175,7 +180,7 @@ for (const db of DATABASES) {
         await t.step(
           "S3 back: health ok, files served, what was left is swept",
           async () => {
-            await gw.start();
+            proxy.set("pass");
             await poll(
               "files ok",
               async () => (await health()).data?.files === "ok",
@@ -199,25 +204,25 @@ for (const db of DATABASES) {
           async () => {
             proxy.set("stall");
             const records = await count(s, "pub");
-            assertUnavailable(
-              await within("an upload", 30_000, upload(s)),
-              "upload",
-            );
-            assertUnavailable(
-              await within("a download", 30_000, getFile(s, keptPath)),
-              "download",
-            );
-            const big = await within(
-              "a multipart upload",
-              30_000,
-              sendForm(s, "POST", "/api/v1/entities/pub", [
-                {
-                  name: "cover",
-                  filename: "big.bin",
-                  data: new Uint8Array(9 * 1024 * 1024),
-                },
-              ], { token: await s.adminToken() }),
-            );
+            const token = await s.adminToken();
+            // At once: each waits out the deadline on its own connection.
+            const [small, download, big] = await Promise.all([
+              within("an upload", 30_000, upload(s)),
+              within("a download", 30_000, getFile(s, keptPath)),
+              within(
+                "a multipart upload",
+                30_000,
+                sendForm(s, "POST", "/api/v1/entities/pub", [
+                  {
+                    name: "cover",
+                    filename: "big.bin",
+                    data: new Uint8Array(9 * 1024 * 1024),
+                  },
+                ], { token }),
+              ),
+            ]);
+            assertUnavailable(small, "upload");
+            assertUnavailable(download, "download");
             assertUnavailable(big, "multipart upload");
             assertEquals(await count(s, "pub"), records);
             proxy.set("pass");
@@ -251,7 +256,6 @@ for (const db of DATABASES) {
       } finally {
         await s.close();
         proxy.close();
-        await gw.stop();
       }
     },
   });

@@ -61,6 +61,17 @@ async function keysOf(
   return (await s3.keys(bucket, root)).map((k) => k.slice(root.length));
 }
 
+let shared: Images | undefined;
+
+/**
+ * The libvips worker that makes and reads the thumbnail step's images: one
+ * for both databases' cases (loading libvips is most of that step's work),
+ * started when a case starts so that it loads while the first steps run.
+ */
+function sharedImages(): Images {
+  return shared ??= new Images();
+}
+
 function sha(bytes: Uint8Array | string): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
@@ -72,6 +83,7 @@ for (const db of DATABASES) {
     sanitizeOps: false,
     sanitizeResources: false,
     async fn(t) {
+      sharedImages();
       const s3 = await startS3();
       const bucket = await s3.createBucket();
       const s = await startServer(db, {
@@ -349,7 +361,7 @@ for (const db of DATABASES) {
               201,
             );
             const picsId = s.app.schemas.get("pics")!.id;
-            const images = new Images();
+            const images = sharedImages();
             try {
               const png = await images.make("png", 200, 400);
               const up = await sendForm(s, "POST", "/api/v1/entities/pics", [
@@ -469,7 +481,10 @@ for (const db of DATABASES) {
                 "the ledger forgets both",
               );
             } finally {
-              images.close();
+              if (db === DATABASES.at(-1)) {
+                images.close();
+                shared = undefined;
+              }
             }
           },
         );
