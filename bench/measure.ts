@@ -3,7 +3,8 @@
  * the bare `Deno.serve` baseline in alternating rounds, the bare handler
  * doing the same database work (bench/floor.ts for SQLite, bench/floor_pg.ts
  * for PostgreSQL), idle memory, sustained load,
- * and the paired rows (request logs on ÷ off, `--workers N` ÷ 1).
+ * and the paired rows (request logs on ÷ off, `--websocket` on ÷ off,
+ * `--workers N` ÷ 1).
  *
  * @module
  */
@@ -34,6 +35,7 @@ import {
   scenarios,
   SEARCH_SCENARIO,
   SUSTAINED,
+  WEBSOCKET_PAIR,
   workersPair,
 } from "./rows.ts";
 
@@ -210,6 +212,16 @@ export async function benchScenarios(
     await runLoad(`http://127.0.0.1:${off.port}`, get, 8);
     await pair(LOGGING_PAIR, mb, get, off);
     await stop(off);
+  }
+  if (wants(WEBSOCKET_PAIR)) {
+    // A second server serving WebSocket upgrades, warmed up alike, against
+    // the first (without): what upgrades cost ordinary requests.
+    const on = await start(
+      withWorkers(withOptions(b.serverArgs, ["--websocket"]), b.workers),
+    );
+    await runLoad(`http://127.0.0.1:${on.port}`, get, 8);
+    await pair(WEBSOCKET_PAIR, on, get, mb);
+    await stop(on);
   }
   await stop(mb);
   const n = Math.max(2, b.workers);

@@ -6,7 +6,12 @@
  */
 
 import type { LoadResult } from "./load.ts";
-import { LOGGING_PAIR, REALTIME_PAIR, type Row } from "./rows.ts";
+import {
+  LOGGING_PAIR,
+  REALTIME_PAIR,
+  type Row,
+  WEBSOCKET_PAIR,
+} from "./rows.ts";
 import { targetsTable } from "./targets.ts";
 import {
   REALTIME_KEY,
@@ -136,7 +141,8 @@ Date: ${date}. Commit: ${commit}${label ? ` (${label})` : ""}. Load: ${
   }, 32 connections, ${r.runs} per scenario,
 each Moonbase run right after a bare \`Deno.serve\` baseline run; ratio = Moonbase req/s ÷ baseline req/s
 over all rounds. In the paired rows the baseline is a second Moonbase: request logs off
-("${LOGGING_PAIR}"), \`--realtime off\` ("${REALTIME_PAIR}"), \`--workers 1\` (the workers row).
+("${LOGGING_PAIR}"), \`--realtime off\` ("${REALTIME_PAIR}"), \`--websocket\` off
+("${WEBSOCKET_PAIR}"), \`--workers 1\` (the workers row).
 Server CPU = CPU time (all threads) the server process used per request.
 
 ${table(rows)}

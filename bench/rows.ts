@@ -33,6 +33,13 @@ export type Measured = Extract<Row, { ratio: number }>;
  */
 export const LOGGING_PAIR = "GET by id: logging on ÷ off (paired)";
 
+/**
+ * The paired WebSocket row: GET by id on a server started `--websocket`
+ * (upgrades served beside ordinary requests), in alternation with one
+ * without (the "baseline"): ordinary requests cost the same either way.
+ */
+export const WEBSOCKET_PAIR = "GET by id: --websocket on ÷ off (paired)";
+
 /** The sustained-load row: the last 5 s of 30 s ("baseline" is the first 5 s). */
 export const SUSTAINED = "GET by id sustained 30 s: last ÷ first 5 s";
 

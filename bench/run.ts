@@ -30,7 +30,12 @@ import postgres from "postgres";
 import { seed } from "./seed.ts";
 import { startDurablePostgres } from "../tests/_pg.ts";
 import { SECRET } from "./procs.ts";
-import { benchScenarios, type Scenario, withWorkers } from "./measure.ts";
+import {
+  benchScenarios,
+  type Scenario,
+  withOptions,
+  withWorkers,
+} from "./measure.ts";
 import { benchRealtime } from "./realtime.ts";
 import {
   REALTIME_ON,
@@ -44,6 +49,7 @@ import {
   REALTIME_PAIR,
   type Row,
   SEARCH_SCENARIO,
+  WEBSOCKET_PAIR,
 } from "./rows.ts";
 import { checks, missed, targetsMet } from "./targets.ts";
 import { writeResults } from "./report.ts";
@@ -116,6 +122,13 @@ function profileJobs(
     }
     if (name === LOGGING_PAIR) {
       return { db, name, serverArgs: args, target: get, seconds, note };
+    }
+    if (name === WEBSOCKET_PAIR) {
+      const on = withWorkers(
+        withOptions(serverArgs, ["--websocket"]),
+        WORKERS,
+      );
+      return { db, name, serverArgs: on, target: get, seconds, note };
     }
     const s = scenarios.find((s) => s.name === name)!;
     return { db, name, serverArgs: args, target: s.target, seconds, note };

@@ -42,181 +42,180 @@ function readNoise(c: Cluster, path: string, lanes = 12): () => Promise<void> {
   };
 }
 
+// One cluster per database for the three attacks (each on entities of its
+// own): a cluster start is a process of three isolates and an admin set-up.
 for (const db of DATABASES) {
   Deno.test({
     ...opts,
-    name:
-      `attack read turns (${db}): a schema change answered on one isolate is in force on the other under read load`,
-    async fn() {
+    name: `attack read turns (${db}): two isolates under read load`,
+    async fn(t) {
       const c = await startCluster(db);
       try {
-        const made = await c.call("POST", "/api/v1/schemas", {
-          token: c.admin,
-          body: {
-            name: "grow",
-            type: "base",
-            rules: OPEN_RULES,
-            fields: [{ name: "f0", type: "string" }],
-          },
-        });
-        assert(made.status === 201, made.text);
-        const stop = readNoise(c, "/api/v1/entities/grow?limit=5");
-        const stale: string[] = [];
-        try {
-          let fields = made.data.fields;
-          for (let k = 1; k <= 40; k++) {
-            fields = [...fields, { name: `f${k}`, type: "string" }];
-            const p = await c.call("PATCH", "/api/v1/schemas/grow", {
+        await t.step(
+          "a schema change answered on one isolate is in force on the other",
+          async () => {
+            const made = await c.call("POST", "/api/v1/schemas", {
               token: c.admin,
-              body: { fields },
+              body: {
+                name: "grow",
+                type: "base",
+                rules: OPEN_RULES,
+                fields: [{ name: "f0", type: "string" }],
+              },
             });
-            if (p.status !== 200) {
-              // Planned against the schema before the other isolate's change.
-              stale.push(`patch f${k} on ${p.worker}: ${p.status} ${p.text}`);
-              fields = fields.slice(0, -1);
-              continue;
-            }
-            fields = p.data.fields;
-            const writes: WorkerReply[] = await inLanes(
-              Array.from({ length: 6 }),
-              6,
-              () =>
-                c.call("POST", "/api/v1/entities/grow", {
-                  body: { [`f${k}`]: "v" },
-                }),
-            );
-            for (const w of writes) {
-              if (w.status !== 201 || w.data?.[`f${k}`] !== "v") {
-                stale.push(
-                  `f${k} (patched on ${p.worker}) on ${w.worker}: ${w.status} ${w.text}`,
+            assert(made.status === 201, made.text);
+            const stop = readNoise(c, "/api/v1/entities/grow?limit=5");
+            const stale: string[] = [];
+            try {
+              let fields = made.data.fields;
+              for (let k = 1; k <= 40; k++) {
+                fields = [...fields, { name: `f${k}`, type: "string" }];
+                const p = await c.call("PATCH", "/api/v1/schemas/grow", {
+                  token: c.admin,
+                  body: { fields },
+                });
+                if (p.status !== 200) {
+                  // Planned against the schema before the other isolate's change.
+                  stale.push(
+                    `patch f${k} on ${p.worker}: ${p.status} ${p.text}`,
+                  );
+                  fields = fields.slice(0, -1);
+                  continue;
+                }
+                fields = p.data.fields;
+                const writes: WorkerReply[] = await inLanes(
+                  Array.from({ length: 6 }),
+                  6,
+                  () =>
+                    c.call("POST", "/api/v1/entities/grow", {
+                      body: { [`f${k}`]: "v" },
+                    }),
                 );
+                for (const w of writes) {
+                  if (w.status !== 201 || w.data?.[`f${k}`] !== "v") {
+                    stale.push(
+                      `f${k} (patched on ${p.worker}) on ${w.worker}: ${w.status} ${w.text}`,
+                    );
+                  }
+                }
               }
+            } finally {
+              await stop();
             }
-          }
-        } finally {
-          await stop();
-        }
-        assert(stale.length === 0, `stale schemas:\n${stale.join("\n")}`);
-      } finally {
-        await c.kill();
-      }
-    },
-  });
-}
-
-for (const db of DATABASES) {
-  Deno.test({
-    ...opts,
-    name:
-      `attack read turns (${db}): a realtime stream gets every write of both isolates under read load`,
-    async fn() {
-      const c = await startCluster(db);
-      const streams: SseClient[] = [];
-      try {
-        const made = await c.call("POST", "/api/v1/schemas", {
-          token: c.admin,
-          body: {
-            name: "feed",
-            type: "base",
-            rules: OPEN_RULES,
-            fields: [{ name: "n", type: "int" }],
+            assert(stale.length === 0, `stale schemas:\n${stale.join("\n")}`);
           },
-        });
-        assert(made.status === 201, made.text);
-        const holders = new Set<string>();
-        for (let i = 0; i < 20 && holders.size < 2; i++) {
-          const s = await openSse({ url: c.url } as never, "topics=feed");
-          assertEquals(s.status, 200);
-          holders.add(String(s.headers.get("x-moonbase-worker")));
-          streams.push(s);
-          assertEquals((await s.next())?.event, "ready");
-        }
-        assertEquals([...holders].sort(), ["0", "1"]);
-        const stop = readNoise(c, "/api/v1/entities/feed?limit=5");
-        const total = 300;
-        try {
-          // One write at a time: each is the only news of its commit.
-          await inLanes(
-            Array.from({ length: total }, (_, n) => n),
-            2,
-            async (n) => {
-              const r = await c.call("POST", "/api/v1/entities/feed", {
-                body: { n },
+        );
+        await t.step(
+          "a realtime stream gets every write of both isolates",
+          async () => {
+            const streams: SseClient[] = [];
+            try {
+              const made = await c.call("POST", "/api/v1/schemas", {
+                token: c.admin,
+                body: {
+                  name: "feed",
+                  type: "base",
+                  rules: OPEN_RULES,
+                  fields: [{ name: "n", type: "int" }],
+                },
               });
-              assertEquals(r.status, 201, r.text);
-            },
-          );
-        } finally {
-          await stop();
-        }
-        for (const s of streams) {
-          const seen = new Set<number>();
-          while (seen.size < total) {
-            const m = await s.next(3000);
-            if (!m) break;
-            seen.add(m.data?.record?.n ?? m.data?.n);
-          }
-          const lost = Array.from({ length: total }, (_, n) => n).filter((n) =>
-            !seen.has(n)
-          );
-          assert(
-            lost.length === 0,
-            `stream on isolate ${
-              s.headers.get("x-moonbase-worker")
-            } lost ${lost.length} events: ${lost.slice(0, 20).join(", ")}`,
-          );
-        }
-      } finally {
-        for (const s of streams) s.close();
-        await c.kill();
-      }
-    },
-  });
-}
-
-for (const db of DATABASES) {
-  Deno.test({
-    ...opts,
-    name:
-      `attack read turns (${db}): a token spent by a refresh on one isolate is refused by the other under read load`,
-    async fn() {
-      const c = await startCluster(db);
-      try {
-        const made = await c.call("POST", "/api/v1/schemas", {
-          token: c.admin,
-          body: { name: "noise", type: "base", rules: OPEN_RULES, fields: [] },
-        });
-        assert(made.status === 201, made.text);
-        const stop = readNoise(c, "/api/v1/entities/noise?limit=5");
-        const accepted: string[] = [];
-        try {
-          let token = c.admin;
-          for (let k = 0; k < 40; k++) {
-            const r = await c.call("POST", "/api/v1/sys/admins/refresh", {
-              token,
-            });
-            assert(r.status === 200, `refresh ${k}: ${r.status} ${r.text}`);
-            const old = token;
-            token = String(r.data.token);
-            const uses: WorkerReply[] = await inLanes(
-              Array.from({ length: 6 }),
-              6,
-              () => c.call("GET", "/api/v1/schemas", { token: old }),
-            );
-            for (const u of uses) {
-              if (u.status !== 401) {
-                accepted.push(
-                  `refresh ${k} on ${r.worker}, old token on ${u.worker}: ${u.status}`,
+              assert(made.status === 201, made.text);
+              const holders = new Set<string>();
+              for (let i = 0; i < 20 && holders.size < 2; i++) {
+                const s = await openSse({ url: c.url } as never, "topics=feed");
+                assertEquals(s.status, 200);
+                holders.add(String(s.headers.get("x-moonbase-worker")));
+                streams.push(s);
+                assertEquals((await s.next())?.event, "ready");
+              }
+              assertEquals([...holders].sort(), ["0", "1"]);
+              const stop = readNoise(c, "/api/v1/entities/feed?limit=5");
+              const total = 300;
+              try {
+                // One write at a time: each is the only news of its commit.
+                await inLanes(
+                  Array.from({ length: total }, (_, n) => n),
+                  2,
+                  async (n) => {
+                    const r = await c.call("POST", "/api/v1/entities/feed", {
+                      body: { n },
+                    });
+                    assertEquals(r.status, 201, r.text);
+                  },
+                );
+              } finally {
+                await stop();
+              }
+              for (const s of streams) {
+                const seen = new Set<number>();
+                while (seen.size < total) {
+                  const m = await s.next(3000);
+                  if (!m) break;
+                  seen.add(m.data?.record?.n ?? m.data?.n);
+                }
+                const lost = Array.from({ length: total }, (_, n) => n).filter((
+                  n,
+                ) => !seen.has(n));
+                assert(
+                  lost.length === 0,
+                  `stream on isolate ${
+                    s.headers.get("x-moonbase-worker")
+                  } lost ${lost.length} events: ${
+                    lost.slice(0, 20).join(", ")
+                  }`,
                 );
               }
+            } finally {
+              for (const s of streams) s.close();
             }
-          }
-        } finally {
-          await stop();
-        }
-        assert(
-          accepted.length === 0,
-          `spent tokens accepted:\n${accepted.join("\n")}`,
+          },
+        );
+        // Last: its refreshes spend the cluster's admin token.
+        await t.step(
+          "a token spent by a refresh on one isolate is refused by the other",
+          async () => {
+            const made = await c.call("POST", "/api/v1/schemas", {
+              token: c.admin,
+              body: {
+                name: "noise",
+                type: "base",
+                rules: OPEN_RULES,
+                fields: [],
+              },
+            });
+            assert(made.status === 201, made.text);
+            const stop = readNoise(c, "/api/v1/entities/noise?limit=5");
+            const accepted: string[] = [];
+            try {
+              let token = c.admin;
+              for (let k = 0; k < 40; k++) {
+                const r = await c.call("POST", "/api/v1/sys/admins/refresh", {
+                  token,
+                });
+                assert(r.status === 200, `refresh ${k}: ${r.status} ${r.text}`);
+                const old = token;
+                token = String(r.data.token);
+                const uses: WorkerReply[] = await inLanes(
+                  Array.from({ length: 6 }),
+                  6,
+                  () => c.call("GET", "/api/v1/schemas", { token: old }),
+                );
+                for (const u of uses) {
+                  if (u.status !== 401) {
+                    accepted.push(
+                      `refresh ${k} on ${r.worker}, old token on ${u.worker}: ${u.status}`,
+                    );
+                  }
+                }
+              }
+            } finally {
+              await stop();
+            }
+            assert(
+              accepted.length === 0,
+              `spent tokens accepted:\n${accepted.join("\n")}`,
+            );
+          },
         );
       } finally {
         await c.kill();

@@ -24,7 +24,10 @@
  * address; `deno` → the running Deno, and the server's `--dataDir` (and
  * `--database PSQL --connection …` on PostgreSQL) added after
  * `deno task moonbase` and `deno run -A main.ts`. `curl` is wrapped to record
- * each answer's status (`-D`) and nothing else.
+ * each answer's status (`-D`) and nothing else. A realtime example's pauses
+ * (a subscriber in the background, `sleep 1` before the write, `wait` for its
+ * `--max-time`) become polls: until the stream's `event: ready` arrives, then
+ * until a change event does, then the subscriber is stopped (`pacedStream`).
  *
  * Needs `curl` and `jq` (the README's examples use both). `MB_README_SHOW=1`
  * prints every block with its output.
@@ -194,6 +197,28 @@ async function statusesIn(dir: string): Promise<number[]> {
   return out;
 }
 
+/**
+ * A realtime example (`curl -N … > "$EVENTS" &`, `sleep 1`, a write,
+ * `wait || true`) without its waits on the clock: the write goes once the
+ * subscriber has its `event: ready`, and the subscriber is stopped once a
+ * change event arrived (its `--max-time` still bounds it). Other blocks are
+ * returned as they are.
+ */
+function pacedStream(code: string): string {
+  const stream = /^curl -s -N --max-time \d+ .* > "\$EVENTS" &\nsleep 1$/m;
+  if (!stream.test(code)) return code;
+  const until = (pattern: string) =>
+    `for _ in $(seq 400); do grep -q '${pattern}' "$EVENTS" && break; sleep 0.025; done`;
+  return code.replace(
+    /^(curl -s -N --max-time \d+ .* > "\$EVENTS" &)\nsleep 1$/m,
+    `$1\n{ MB_SUBSCRIBER=$!; }\n${until("^event: ready")}`,
+  ).replace(
+    /^wait \|\| true$/m,
+    `${until('^data: {"action"')}\n` +
+      `pkill -P "$MB_SUBSCRIBER" curl || true\nwait || true`,
+  );
+}
+
 const PRELUDE = `set -euo pipefail
 curl() {
   local n
@@ -248,7 +273,8 @@ forEachDb(
           await server.app.storage.run(`DELETE FROM "mb_ratelimit"`);
         }
         await t.step(`${block.page}:${block.line}`, async () => {
-          const code = block.code.replaceAll("localhost:7070", host)
+          const code = pacedStream(block.code)
+            .replaceAll("localhost:7070", host)
             .replaceAll("deno task moonbase", `${deno} task moonbase${options}`)
             .replaceAll(
               "deno run -A main.ts",

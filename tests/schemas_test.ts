@@ -25,14 +25,16 @@ import {
   createRecord,
   fieldId,
   fieldNames,
+  once,
   onlySystem,
   runScenarios,
   sc,
   type Scenario,
+  signToken,
   snapshot,
-  userToken,
   type Vars,
 } from "./_scenarios.ts";
+import { fastUser } from "./_auth_fixtures.ts";
 
 type Fld = { name: string; system?: boolean; [k: string]: unknown };
 // deno-fmt-ignore
@@ -43,18 +45,28 @@ const withPosts = async (s: TestServer) => {
   await createEntity(s, POSTS);
   await createRecord(s, "posts", { title: "kept", views: 1 });
 };
+/** `posts` and its record, made once per server (refusals change nothing). */
+const sharedPosts = once(withPosts);
 const declared = (fields: Fld[]) => fields.filter((f) => !f.system);
 
-// --- Admin only (fresh server per scenario) --------------------------------
+// --- Admin only (one server: every case is refused and changes nothing) -----
 const ops: [string, string, unknown][] = [
   ["GET", "/api/v1/schemas/posts", undefined],
   ["POST", "/api/v1/schemas", { name: "evil", type: "base" }],
   ["PATCH", "/api/v1/schemas/posts", { name: "hacked" }],
   ["DELETE", "/api/v1/schemas/posts", undefined],
 ];
+const users = once(async (s) => {
+  await createEntity(s, { name: "users", type: "auth" });
+});
+/** A user of its own per case, stored with a known hash (no scrypt). */
 const user = async (s: TestServer, v: Vars) => {
-  await withPosts(s);
-  v.user = (await userToken(s)).token;
+  await sharedPosts(s);
+  await users(s);
+  const u = await fastUser(s, "users", {
+    email: `u${crypto.randomUUID()}@example.com`,
+  });
+  v.user = await signToken({ sub: u.id, entity: "users" });
 };
 const keep = {
   notContains: ["slug", "views"],
@@ -65,10 +77,10 @@ runScenarios("schemas: admin only", [
   sc("guest list", "GET", "/api/v1/schemas", 401),
   sc("malformed token", "GET", "/api/v1/schemas", 401, { token: "not-a-jwt" }),
   ...ops.flatMap(([method, url, body]) => [
-    sc(`guest ${method} -> 401`, method, url, 401, { body, setup: withPosts, ...keep }),
+    sc(`guest ${method} -> 401`, method, url, 401, { body, setup: sharedPosts, ...keep }),
     sc(`user ${method} -> 403`, method, url, 403, { body, setup: user, token: (v) => v.user, ...keep }),
   ]),
-]);
+], { fresh: "group" });
 
 // --- Create: validation (one server per group; each checks nothing exists) --
 const fld = (type: string, x: object = {}) => ({ name: "a", type, ...x });
@@ -133,14 +145,14 @@ const dup = (name: string) => ({ name, type: "base", fields: [fld("int")] });
 // deno-fmt-ignore
 runScenarios("schemas: duplicate names -> 409, unknown -> 404", [
   ...["posts", "POSTS", "Posts"].map((n) =>
-    sc(`duplicate ${n}`, "POST", "/api/v1/schemas", 409, { token: "admin", body: dup(n), setup: withPosts, unchanged: ["posts"] })
+    sc(`duplicate ${n}`, "POST", "/api/v1/schemas", 409, { token: "admin", body: dup(n), setup: sharedPosts, unchanged: ["posts"] })
   ),
   ...["GET", "PATCH", "DELETE"].map((m) =>
     sc(`${m} an unknown entity`, m, `/api/v1/schemas/${evilId}`, 404, {
-      token: "admin", body: m === "PATCH" ? { has_api: false } : undefined, setup: withPosts, unchanged: ["posts"],
+      token: "admin", body: m === "PATCH" ? { has_api: false } : undefined, setup: sharedPosts, unchanged: ["posts"],
     })
   ),
-]);
+], { fresh: "group" });
 
 // --- Create and read ------------------------------------------------------
 // deno-fmt-ignore
