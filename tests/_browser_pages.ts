@@ -20,7 +20,8 @@ const SESSION_KEY = "mb_admin_session";
  * `adminPage` of a browser case with one login for all its pages: the first
  * page logs in through the form, each later one is a fresh page (its own
  * context: none of the other pages' column choices or drafts; its errors
- * collected) given the first one's session, as a second tab would be.
+ * collected) given the first one's session, as a second tab would be. Each
+ * is left on the dashboard's home page, as after a login.
  */
 export function sharedLogin(c: BrowserCase): (width?: number) => Promise<Page> {
   let session: Promise<string> | undefined;
@@ -41,6 +42,8 @@ export function sharedLogin(c: BrowserCase): (width?: number) => Promise<Page> {
       ([key, value]) => localStorage.setItem(key, value),
       [SESSION_KEY, await session],
     );
+    await page.goto(`${c.s.url}/mb`);
+    await page.locator(".topbar").waitFor();
     return page;
   };
 }
