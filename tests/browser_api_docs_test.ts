@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { axeSerious, browserTest, scrollWidth, shot } from "./_browser.ts";
+import { sharedLogin } from "./_browser_pages.ts";
 import type { TestServer } from "./_server.ts";
 
 async function seed(s: TestServer): Promise<void> {
@@ -44,7 +45,9 @@ async function seed(s: TestServer): Promise<void> {
   }
 }
 
-browserTest("api tab and reference", async ({ s, adminPage, errors }) => {
+browserTest("api tab and reference", async (c) => {
+  const { s, errors } = c;
+  const adminPage = sharedLogin(c);
   await seed(s);
   for (const width of [1280, 390] as const) {
     const page = await adminPage(width);

@@ -16,13 +16,14 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import type { Page } from "playwright-core";
 import { axeSerious, browserTest, scrollWidth, shot } from "./_browser.ts";
+import { painted } from "./_browser_pages.ts";
 import { poll } from "./_wait.ts";
 
 /** axe, no overflow, and a screenshot at both widths (same page). */
 async function checkBoth(page: Page, name: string): Promise<void> {
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
-    await page.waitForTimeout(150);
+    await painted(page);
     assert.deepEqual(await axeSerious(page), [], `${name} at ${width}`);
     assert.equal(await scrollWidth(page), width, `${name} fits ${width} px`);
     await shot(page, name);

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { axeSerious, browserTest, scrollWidth, shot } from "./_browser.ts";
+import { sharedLogin } from "./_browser_pages.ts";
 import type { TestServer } from "./_server.ts";
 import { dbIndexes, ITEMS } from "./_indexes_fixtures.ts";
 
@@ -47,7 +48,9 @@ async function focused(page: Page): Promise<string | null> {
 
 browserTest(
   "indexes form: add, order, unique, save, refuse, remove",
-  async ({ s, adminPage, errors }) => {
+  async (c) => {
+    const { s, errors } = c;
+    const adminPage = sharedLogin(c);
     const r = await s.request("POST", "/api/v1/schemas", {
       token: await s.adminToken(),
       body: { ...ITEMS, indexes: [] },

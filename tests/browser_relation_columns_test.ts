@@ -18,6 +18,7 @@ import {
   shot,
   WIDTHS,
 } from "./_browser.ts";
+import { sharedLogin } from "./_browser_pages.ts";
 import type { TestServer } from "./_server.ts";
 import { poll } from "./_wait.ts";
 
@@ -303,7 +304,9 @@ async function schemaForm(page: Page, s: TestServer, d: Seeded) {
 
 browserTest(
   "relations in the dashboard: related and count columns, multiple-relation picker, rule completion",
-  async ({ s, adminPage, errors }) => {
+  async (c) => {
+    const { s, errors } = c;
+    const adminPage = sharedLogin(c);
     const d = await seed(s);
     for (const width of WIDTHS) {
       // Each width starts from the same data.

@@ -16,6 +16,7 @@ import {
   scrollWidth,
   shot,
 } from "./_browser.ts";
+import { sharedLogin } from "./_browser_pages.ts";
 import { startServer, type TestServer } from "./_server.ts";
 
 async function create(s: TestServer, body: unknown): Promise<void> {
@@ -86,9 +87,20 @@ async function checkPage(page: Page, width: number, name: string) {
   await shot(page, name);
 }
 
-browserTest("schema export and import", async ({ s, newPage, errors }) => {
+browserTest("schema export and import", async (c) => {
+  const { s, newPage, errors } = c;
   await seedSource(s);
   const target = await startServer(s.db);
+  // Pages of the target share one login (its first page logs in).
+  const targetPage = sharedLogin({
+    ...c,
+    s: target,
+    adminPage: async (width) => {
+      const p = await newPage(width);
+      await loginAs(p, target);
+      return p;
+    },
+  });
   const dir = await Deno.makeTempDir({ prefix: "mb_schema_transfer_" });
   try {
     await seedTarget(target);
@@ -129,8 +141,7 @@ browserTest("schema export and import", async ({ s, newPage, errors }) => {
     // Import into the target, at both widths: the dry run's diff.
     const before = await exported(target);
     for (const width of [390, 1280]) {
-      const p = await newPage(width);
-      await loginAs(p, target);
+      const p = await targetPage(width);
       await p.goto(`${target.url}/mb/schemas`);
       await p.getByLabel("Schema file").setInputFiles(file);
       await p.getByLabel("Schema JSON (from schema.json)").waitFor();
@@ -236,8 +247,7 @@ browserTest("schema export and import", async ({ s, newPage, errors }) => {
     }
 
     // A refused dry run: the server's reason, no diff, no Apply.
-    const p = await newPage(390);
-    await loginAs(p, target);
+    const p = await targetPage(390);
     await p.goto(`${target.url}/mb/schemas`);
     const json = p.getByLabel("Schema JSON");
     await json.fill('{"schemas": [');

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { axeSerious, browserTest, scrollWidth, shot } from "./_browser.ts";
+import { sharedLogin } from "./_browser_pages.ts";
 import { setupBlog } from "./_records_fixtures.ts";
 import { poll } from "./_wait.ts";
 
@@ -40,7 +41,9 @@ async function shows(page: Page, expected: [string, number][]) {
 
 browserTest(
   "records: the group-by summary counts records per value",
-  async ({ s, adminPage, errors }) => {
+  async (c) => {
+    const { s, errors } = c;
+    const adminPage = sharedLogin(c);
     const token = await setupBlog(s);
     const author = async (name: string) =>
       (await s.request("POST", "/api/v1/entities/authors", {
