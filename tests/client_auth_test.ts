@@ -17,7 +17,6 @@ import { fastUser, issue, USER_PW } from "./_auth_fixtures.ts";
 import type { TestSmtp } from "./_smtp.ts";
 import { startOidc } from "./_oidc.ts";
 import {
-  adminClient,
   clientOf,
   exampleEntities,
   rejection,
@@ -206,91 +205,88 @@ forEachDb("client auth: sign-in methods and account flows", async (t, db) => {
       assertEquals(as.user.id, user.id);
       assert(admin.authStore.token === adminToken, "the admin's token stays");
     });
-    admin.close();
-  });
-});
 
-forEachDb(
-  "client auth: OAuth2 code exchange with a real provider",
-  async (_t, db) => {
-    const REDIRECT = "http://127.0.0.1:9/callback";
-    const idp = await startOidc({
-      clients: [{
-        client_id: "app",
-        client_secret: "app-secret",
-        redirect_uris: [REDIRECT],
-      }],
-      accounts: {
-        alice: {
-          email: "alice@example.com",
-          email_verified: true,
-          name: "Alice",
-        },
-      },
-    });
-    const s = await startServer(db, { trustProxy: true });
-    try {
-      await exampleEntities(s);
-      const admin = await adminClient(s);
-      await admin.schemas.update("users", {
-        auth: {
-          oauth2: {
-            enabled: true,
-            providers: [{
-              name: "corp",
-              display_name: "Corp",
-              issuer: idp.issuer,
-              client_id: "app",
-              client_secret: "app-secret",
-              scopes: ["openid", "email", "profile"],
-            }],
-            fields: { name: "name" },
+    await t.step("OAuth2 code exchange with a real provider", async () => {
+      const REDIRECT = "http://127.0.0.1:9/callback";
+      const idp = await startOidc({
+        clients: [{
+          client_id: "app",
+          client_secret: "app-secret",
+          redirect_uris: [REDIRECT],
+        }],
+        accounts: {
+          alice: {
+            email: "alice@example.com",
+            email_verified: true,
+            name: "Alice",
           },
         },
       });
-      const mb = clientOf(s);
-      const methods = await mb.auth("users").methods({ redirectUrl: REDIRECT });
-      const link = methods.oauth2.providers.find((p) => p.name === "corp");
-      assert(link, "the provider is listed");
-      const back = await idp.authorize(link.auth_url, "alice");
-      assertEquals(back.state, link.state);
-      const r = await mb.auth("users").loginOAuth2Code({
-        provider: "corp",
-        code: back.code,
-        codeVerifier: link.code_verifier,
-        redirectUrl: REDIRECT,
-        state: back.state,
-      });
-      assertEquals([r.user.email, r.user.name, r.meta.is_new], [
-        "alice@example.com",
-        "Alice",
-        true,
-      ]);
-      assertEquals(mb.authStore.token, r.token);
-      const replay = await rejection(() =>
-        mb.auth("users").loginOAuth2Code({
+      try {
+        await admin.schemas.update("users", {
+          auth: {
+            oauth2: {
+              enabled: true,
+              providers: [{
+                name: "corp",
+                display_name: "Corp",
+                issuer: idp.issuer,
+                client_id: "app",
+                client_secret: "app-secret",
+                scopes: ["openid", "email", "profile"],
+              }],
+              fields: { name: "name" },
+            },
+          },
+        });
+        const mb = clientOf(s);
+        const methods = await mb.auth("users").methods({
+          redirectUrl: REDIRECT,
+        });
+        const link = methods.oauth2.providers.find((p) => p.name === "corp");
+        assert(link, "the provider is listed");
+        const back = await idp.authorize(link.auth_url, "alice");
+        assertEquals(back.state, link.state);
+        const r = await mb.auth("users").loginOAuth2Code({
           provider: "corp",
           code: back.code,
           codeVerifier: link.code_verifier,
           redirectUrl: REDIRECT,
-        })
-      );
-      assertEquals(replay.status, 401);
-      const popup = await rejection(() =>
-        mb.auth("users").loginOAuth2({
-          provider: "corp",
-          redirectUrl: REDIRECT,
-        })
-      );
-      assert(/needs a browser window/.test(popup.message), popup.message);
-      mb.close();
-      admin.close();
-    } finally {
-      await s.close();
-      await idp.close();
-    }
-  },
-);
+          state: back.state,
+        });
+        assertEquals([r.user.email, r.user.name, r.meta.is_new], [
+          "alice@example.com",
+          "Alice",
+          true,
+        ]);
+        assertEquals(mb.authStore.token, r.token);
+        const replay = await rejection(() =>
+          mb.auth("users").loginOAuth2Code({
+            provider: "corp",
+            code: back.code,
+            codeVerifier: link.code_verifier,
+            redirectUrl: REDIRECT,
+          })
+        );
+        assertEquals(replay.status, 401);
+        const popup = await rejection(() =>
+          mb.auth("users").loginOAuth2({
+            provider: "corp",
+            redirectUrl: REDIRECT,
+          })
+        );
+        assert(/needs a browser window/.test(popup.message), popup.message);
+        mb.close();
+      } finally {
+        await admin.schemas.update("users", {
+          auth: { oauth2: { enabled: false } },
+        });
+        await idp.close();
+      }
+    });
+    admin.close();
+  });
+});
 
 forEachDb("client auth: refresh before expiry, once", async (_t, db) => {
   // Tokens live 3 s and are due 1 s before expiry (a quarter of 3 s, at

@@ -76,7 +76,7 @@ runScenarios("http: routes, methods, bodies", [
 ], { fresh: "group" });
 
 forEachDb(
-  "http: 413 on a chunked body, nesting ≤ 32 accepted",
+  "http: 413 on a chunked body, nesting ≤ 32 accepted, request ids, admin login",
   async (t, db) => {
     const s = await startServer(db);
     const token = await s.adminToken();
@@ -121,6 +121,15 @@ forEachDb(
         assertStatus(r, 201);
         assertEquals(JSON.stringify(r.data.j), nest(30));
       });
+      // Standing alone on the same server (one server per database).
+      await t.step(
+        "request ids are unique per request",
+        () => uniqueRequestIds(s),
+      );
+      await t.step(
+        "admin login, one answer for every bad credential",
+        () => adminLogin(s),
+      );
     } finally {
       await s.close();
     }
@@ -196,23 +205,19 @@ runScenarios("http: X-Request-Id and health", [
   }),
 ], { fresh: "group" });
 
-forEachDb("http: request ids are unique per request", async (_t, db) => {
-  const s = await startServer(db);
-  try {
-    const ids = new Set<string>();
-    for (let i = 0; i < 20; i++) {
-      const r = await s.request(
-        "GET",
-        i % 2 ? "/api/v1/health" : "/api/v1/nope",
-      );
-      checkInvariants(r, "GET", true);
-      ids.add(r.headers.get("x-request-id")!);
-    }
-    assertEquals(ids.size, 20);
-  } finally {
-    await s.close();
+/** Request ids are unique per request (a step of the test above). */
+async function uniqueRequestIds(s: TestServer): Promise<void> {
+  const ids = new Set<string>();
+  for (let i = 0; i < 20; i++) {
+    const r = await s.request(
+      "GET",
+      i % 2 ? "/api/v1/health" : "/api/v1/nope",
+    );
+    checkInvariants(r, "GET", true);
+    ids.add(r.headers.get("x-request-id")!);
   }
-});
+  assertEquals(ids.size, 20);
+}
 
 // --- publicDir ---------------------------------------------------------------
 /** GET over a raw socket, so the path reaches the server un-normalized. */
@@ -394,33 +399,26 @@ forEachDb("http: first-admin setup", async (t, db) => {
   }
 });
 
-forEachDb(
-  "http: admin login, one answer for every bad credential",
-  async (_t, db) => {
-    const s = await startServer(db);
-    try {
-      await s.adminToken();
-      const login = (identity: string, password: string) =>
-        s.request("POST", "/api/v1/sys/admins/login", {
-          body: { identity, password },
-        });
-      const wrongPw = await login("admin@example.com", "wrong-password-1");
-      const unknown = await login("nobody@example.com", "wrong-password-1");
-      assertStatus(wrongPw, 401);
-      assertEquals(unknown.body, wrongPw.body, "same 401 body");
-      const r = await login("admin@example.com", s.adminPassword);
-      assertStatus(r, 200);
-      assertEquals(Object.keys(r.data).sort(), ["token", "user"]);
-      assertEquals(r.data.user.email, "admin@example.com");
-      assert(
-        !r.text.includes("scrypt$") && !r.text.includes(s.adminPassword),
-        "no password",
-      );
-    } finally {
-      await s.close();
-    }
-  },
-);
+/** Admin login, one answer for every bad credential (a step above). */
+async function adminLogin(s: TestServer): Promise<void> {
+  await s.adminToken();
+  const login = (identity: string, password: string) =>
+    s.request("POST", "/api/v1/sys/admins/login", {
+      body: { identity, password },
+    });
+  const wrongPw = await login("admin@example.com", "wrong-password-1");
+  const unknown = await login("nobody@example.com", "wrong-password-1");
+  assertStatus(wrongPw, 401);
+  assertEquals(unknown.body, wrongPw.body, "same 401 body");
+  const r = await login("admin@example.com", s.adminPassword);
+  assertStatus(r, 200);
+  assertEquals(Object.keys(r.data).sort(), ["token", "user"]);
+  assertEquals(r.data.user.email, "admin@example.com");
+  assert(
+    !r.text.includes("scrypt$") && !r.text.includes(s.adminPassword),
+    "no password",
+  );
+}
 
 // --- Tokens ------------------------------------------------------------------
 const b64 = (o: unknown) =>
