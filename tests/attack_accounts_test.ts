@@ -20,7 +20,7 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { nextIp } from "./_auth_fixtures.ts";
+import { fastUser, nextIp } from "./_auth_fixtures.ts";
 import { type OidcServer, startOidc } from "./_oidc.ts";
 import { startSmtp } from "./_smtp.ts";
 import {
@@ -47,10 +47,12 @@ interface Forger {
   close(): Promise<void>;
 }
 
+/** One RS256 key pair per test process (RSA key generation is slow-ish). */
+let forgerKeys: ReturnType<typeof generateKeyPair> | undefined;
+
 async function startForger(): Promise<Forger> {
-  const { privateKey, publicKey } = await generateKeyPair("RS256", {
-    extractable: true,
-  });
+  forgerKeys ??= generateKeyPair("RS256", { extractable: true });
+  const { privateKey, publicKey } = await forgerKeys;
   const pub = {
     ...(await exportJWK(publicKey)),
     kid: "k1",
@@ -325,13 +327,12 @@ forEachDb("attack: accounts and OAuth2", async (t, db) => {
       },
     );
 
+    // An unverified user, as a sign-up leaves it (seeded with a
+    // precomputed hash: sign-up itself is auth_records_test's).
     const signUp = async (email: string) => {
-      const r = await s.request("POST", "/api/v1/entities/members", {
-        body: { email, password: "members-password-1" },
-        headers: { "x-forwarded-for": nextIp() },
-      });
-      assertStatus(r, 201);
-      return String(r.data.id);
+      const u = await fastUser(s, "members", { email });
+      assertEquals(u.verified, false);
+      return u.id;
     };
 
     await t.step(

@@ -131,10 +131,8 @@ forEachDb("attacks on accounts, MFA and TOTP", async (t, db) => {
       "parallel TOTP guesses on one mfa_id: at most 5 are compared",
       async () => {
         const u = await fastUser(s, "crew", { email: "par@example.com" });
-        const token = (await post(s, "crew", "login", {
-          identity: u.email,
-          password: USER_PW,
-        })).data.token;
+        // Issued directly: the login after enrolment is the one under test.
+        const token = await issueToken(s, "crew", u.id);
         const secret = await enrol(s, "crew", token);
         const first = await post(s, "crew", "login", {
           identity: u.email,
@@ -212,14 +210,8 @@ forEachDb("attacks on accounts, MFA and TOTP", async (t, db) => {
         }
         assertEquals(await rowsOf(s, "mb_totp", u.id), 0, "nothing set up");
         // The user's own token still can.
-        const own = await post(s, "crew", "login", {
-          identity: u.email,
-          password: USER_PW,
-        });
-        assertStatus(
-          await post(s, "crew", "totp/setup", {}, own.data.token),
-          200,
-        );
+        const own = await issueToken(s, "crew", u.id);
+        assertStatus(await post(s, "crew", "totp/setup", {}, own), 200);
       },
     );
 
@@ -382,11 +374,8 @@ forEachDb("attacks on accounts, MFA and TOTP", async (t, db) => {
       "holds: one TOTP code on two mfa_ids at once signs in once",
       async () => {
         const u = await fastUser(s, "crew", { email: "replay@example.com" });
-        const own = await post(s, "crew", "login", {
-          identity: u.email,
-          password: USER_PW,
-        });
-        const secret = await enrol(s, "crew", own.data.token);
+        const own = await issueToken(s, "crew", u.id);
+        const secret = await enrol(s, "crew", own);
         const firsts = await Promise.all(
           [1, 2].map(() =>
             post(s, "crew", "login", { identity: u.email, password: USER_PW })
@@ -494,11 +483,7 @@ forEachDb("attacks on accounts, MFA and TOTP", async (t, db) => {
       "holds: the legacy /api/v1/auth/login asks an enrolled user for the second factor",
       async () => {
         const u = await fastUser(s, "crew", { email: "legacy@example.com" });
-        const own = await post(s, "crew", "login", {
-          identity: u.email,
-          password: USER_PW,
-        });
-        await enrol(s, "crew", own.data.token);
+        await enrol(s, "crew", await issueToken(s, "crew", u.id));
         const r = await s.request("POST", "/api/v1/auth/login", {
           body: { entity: "crew", identity: u.email, password: USER_PW },
           headers: { "x-forwarded-for": nextIp() },

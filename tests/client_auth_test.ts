@@ -13,18 +13,22 @@
 import { base32Decode, totpAt } from "../lib/auth/totp.ts";
 import { assert, assertEquals, forEachDb, startServer } from "./_server.ts";
 import { mailsTo, tokenOf, withMailServer } from "./_account_fixtures.ts";
+import { fastUser, issue, USER_PW } from "./_auth_fixtures.ts";
 import type { TestSmtp } from "./_smtp.ts";
 import { startOidc } from "./_oidc.ts";
 import {
-  adminClient,
   clientOf,
   exampleEntities,
   rejection,
   untyped,
 } from "./_client_fixtures.ts";
-import { poll } from "./_wait.ts";
+import { poll, ShiftedClock } from "./_wait.ts";
 
-const PW = "correct-horse-1";
+/**
+ * The users' password: its hash is precomputed (`fastUser`), so only the
+ * logins and password changes under test pay for scrypt.
+ */
+const PW = USER_PW;
 
 /** The `n`th mail to `to`, once it came. */
 async function mail(smtp: TestSmtp, to: string, n = 1) {
@@ -49,10 +53,11 @@ forEachDb("client auth: sign-in methods and account flows", async (t, db) => {
     await admin.schemas.update("users", {
       auth: { otp: { enabled: true }, totp: { enabled: true } },
     });
+    // Users are seeded with a precomputed hash (sign-up through the client
+    // is covered by the client records tests): a client for each.
     const signUp = async (email: string) => {
-      const c = clientOf(s);
-      await c.entity("users").create({ email, password: PW });
-      return c;
+      await fastUser(s, "users", { email });
+      return clientOf(s);
     };
 
     await t.step("login, refresh, logout; the store tells", async () => {
@@ -107,8 +112,10 @@ forEachDb("client auth: sign-in methods and account flows", async (t, db) => {
     });
 
     await t.step("TOTP: setup, confirm, second factor, disable", async () => {
-      const mb = await signUp("tia@example.com");
-      await mb.auth("users").login("tia@example.com", PW);
+      const tia = await fastUser(s, "users", { email: "tia@example.com" });
+      const mb = clientOf(s);
+      // A session to enrol with (the login itself is the first step's).
+      mb.authStore.save(await issue(s, "users", tia.id), tia);
       const { secret, uri } = await mb.auth("users").totp.setup();
       assert(uri.startsWith("otpauth://totp/"), uri);
       await mb.auth("users").totp.confirm(totp(secret, -1));
@@ -191,103 +198,106 @@ forEachDb("client auth: sign-in methods and account flows", async (t, db) => {
     );
 
     await t.step("impersonation by an admin", async () => {
-      const mb = await signUp("imp@example.com");
-      const { user } = await mb.auth("users").login("imp@example.com", PW);
+      const user = await fastUser(s, "users", { email: "imp@example.com" });
       const as = await admin.auth("users").impersonate(String(user.id), {
         duration: 120,
       });
       assertEquals(as.user.id, user.id);
       assert(admin.authStore.token === adminToken, "the admin's token stays");
-      mb.close();
+    });
+
+    await t.step("OAuth2 code exchange with a real provider", async () => {
+      const REDIRECT = "http://127.0.0.1:9/callback";
+      const idp = await startOidc({
+        clients: [{
+          client_id: "app",
+          client_secret: "app-secret",
+          redirect_uris: [REDIRECT],
+        }],
+        accounts: {
+          alice: {
+            email: "alice@example.com",
+            email_verified: true,
+            name: "Alice",
+          },
+        },
+      });
+      try {
+        await admin.schemas.update("users", {
+          auth: {
+            oauth2: {
+              enabled: true,
+              providers: [{
+                name: "corp",
+                display_name: "Corp",
+                issuer: idp.issuer,
+                client_id: "app",
+                client_secret: "app-secret",
+                scopes: ["openid", "email", "profile"],
+              }],
+              fields: { name: "name" },
+            },
+          },
+        });
+        const mb = clientOf(s);
+        const methods = await mb.auth("users").methods({
+          redirectUrl: REDIRECT,
+        });
+        const link = methods.oauth2.providers.find((p) => p.name === "corp");
+        assert(link, "the provider is listed");
+        const back = await idp.authorize(link.auth_url, "alice");
+        assertEquals(back.state, link.state);
+        const r = await mb.auth("users").loginOAuth2Code({
+          provider: "corp",
+          code: back.code,
+          codeVerifier: link.code_verifier,
+          redirectUrl: REDIRECT,
+          state: back.state,
+        });
+        assertEquals([r.user.email, r.user.name, r.meta.is_new], [
+          "alice@example.com",
+          "Alice",
+          true,
+        ]);
+        assertEquals(mb.authStore.token, r.token);
+        const replay = await rejection(() =>
+          mb.auth("users").loginOAuth2Code({
+            provider: "corp",
+            code: back.code,
+            codeVerifier: link.code_verifier,
+            redirectUrl: REDIRECT,
+          })
+        );
+        assertEquals(replay.status, 401);
+        const popup = await rejection(() =>
+          mb.auth("users").loginOAuth2({
+            provider: "corp",
+            redirectUrl: REDIRECT,
+          })
+        );
+        assert(/needs a browser window/.test(popup.message), popup.message);
+        mb.close();
+      } finally {
+        await admin.schemas.update("users", {
+          auth: { oauth2: { enabled: false } },
+        });
+        await idp.close();
+      }
     });
     admin.close();
   });
 });
 
-forEachDb(
-  "client auth: OAuth2 code exchange with a real provider",
-  async (_t, db) => {
-    const REDIRECT = "http://127.0.0.1:9/callback";
-    const idp = await startOidc({
-      clients: [{
-        client_id: "app",
-        client_secret: "app-secret",
-        redirect_uris: [REDIRECT],
-      }],
-      accounts: {
-        alice: {
-          email: "alice@example.com",
-          email_verified: true,
-          name: "Alice",
-        },
-      },
-    });
-    const s = await startServer(db, { trustProxy: true });
-    try {
-      await exampleEntities(s);
-      const admin = await adminClient(s);
-      await admin.schemas.update("users", {
-        auth: {
-          oauth2: {
-            enabled: true,
-            providers: [{
-              name: "corp",
-              display_name: "Corp",
-              issuer: idp.issuer,
-              client_id: "app",
-              client_secret: "app-secret",
-              scopes: ["openid", "email", "profile"],
-            }],
-            fields: { name: "name" },
-          },
-        },
-      });
-      const mb = clientOf(s);
-      const methods = await mb.auth("users").methods({ redirectUrl: REDIRECT });
-      const link = methods.oauth2.providers.find((p) => p.name === "corp");
-      assert(link, "the provider is listed");
-      const back = await idp.authorize(link.auth_url, "alice");
-      assertEquals(back.state, link.state);
-      const r = await mb.auth("users").loginOAuth2Code({
-        provider: "corp",
-        code: back.code,
-        codeVerifier: link.code_verifier,
-        redirectUrl: REDIRECT,
-        state: back.state,
-      });
-      assertEquals([r.user.email, r.user.name, r.meta.is_new], [
-        "alice@example.com",
-        "Alice",
-        true,
-      ]);
-      assertEquals(mb.authStore.token, r.token);
-      const replay = await rejection(() =>
-        mb.auth("users").loginOAuth2Code({
-          provider: "corp",
-          code: back.code,
-          codeVerifier: link.code_verifier,
-          redirectUrl: REDIRECT,
-        })
-      );
-      assertEquals(replay.status, 401);
-      const popup = await rejection(() =>
-        mb.auth("users").loginOAuth2({
-          provider: "corp",
-          redirectUrl: REDIRECT,
-        })
-      );
-      assert(/needs a browser window/.test(popup.message), popup.message);
-      mb.close();
-      admin.close();
-    } finally {
-      await s.close();
-      await idp.close();
-    }
-  },
-);
-
 forEachDb("client auth: refresh before expiry, once", async (_t, db) => {
-  const s = await startServer(db, { trustProxy: true, tokenTtl: 4 });
+  // Tokens live 3 s and are due 1 s before expiry (a quarter of 3 s, at
+  // least 1 s). The server's clock is set back 1 s for the first token, so
+  // it is due within a second instead of two.
+  const clock = new ShiftedClock();
+  const s = await startServer(db, {
+    trustProxy: true,
+    tokenTtl: 3,
+    clock: clock.now,
+  });
   try {
     await exampleEntities(s);
     const refreshes: string[] = [];
@@ -300,16 +310,13 @@ forEachDb("client auth: refresh before expiry, once", async (_t, db) => {
       );
       return fetch(input, { ...init, headers });
     };
-    const first = clientOf(s, { autoRefresh: false });
-    await first.entity("users").create({
-      email: "rex@example.com",
-      password: PW,
-    });
-    const { token, user } = await first.auth("users").login(
-      "rex@example.com",
-      PW,
-    );
-    // Due 1 s before expiry (a quarter of 4 s).
+    // The user is seeded and its session issued directly: the login
+    // itself is covered above.
+    const user = await fastUser(s, "users", { email: "rex@example.com" });
+    clock.advance(-1000);
+    const token = await issue(s, "users", user.id);
+    clock.advance(1000);
+    // Due 1 s before expiry.
     await poll("the refresh is due", () => {
       const exp = JSON.parse(atob(token.split(".")[1])).exp * 1000;
       return Date.now() >= exp - 1000 ? true : undefined;
@@ -335,7 +342,6 @@ forEachDb("client auth: refresh before expiry, once", async (_t, db) => {
     );
     assertEquals(refreshes.length, 2);
     mb.close();
-    first.close();
   } finally {
     await s.close();
   }

@@ -13,6 +13,7 @@ import { type InternalApp, internalApp } from "../lib/internal_app.ts";
 import type { MoonbaseError, RealtimeEvent } from "../client/mod.ts";
 import { hasPostgres, startPostgres } from "./_pg.ts";
 import {
+  ADMIN_PASSWORD_HASH,
   assert,
   assertEquals,
   DATABASES,
@@ -27,6 +28,7 @@ import {
   rejection,
   untyped,
 } from "./_client_fixtures.ts";
+import { fastUser, issue } from "./_auth_fixtures.ts";
 import { poll } from "./_wait.ts";
 import type { PostsRecord } from "../examples/client_app/schema.ts";
 
@@ -50,13 +52,13 @@ forEachDb("client realtime: topics, expand, refresh", async (t, db) => {
     await exampleEntities(s);
     const admin = await adminClient(s, FAST);
     const mb = clientOf(s, FAST);
-    const email = `rt-${db}@example.com`;
-    await mb.entity("users").create({
-      email,
-      password: "correct-horse-1",
+    // The user is seeded with a precomputed hash and its session issued
+    // directly: sign-up and login are the client auth suite's.
+    const user = await fastUser(s, "users", {
+      email: `rt-${db}@example.com`,
       name: "Rt",
     });
-    const { user } = await mb.auth("users").login(email, "correct-horse-1");
+    mb.authStore.save(await issue(s, "users", user.id), user);
 
     await t.step(
       "one connection for every topic; by entity and by id",
@@ -329,12 +331,24 @@ for (const db of DATABASES) {
   });
 }
 
+/** A client of an admin, whose row has a precomputed hash (no scrypt). */
 async function adminClientAt(server: { app: InternalApp; url: string }) {
   const admins = server.app.schemas.get("mb_admins")!;
-  const user = await admins.create({
-    email: "rt-admin@example.com",
-    password: "rt-admin-password",
-  });
+  const now = new Date().toISOString();
+  const id = crypto.randomUUID();
+  await server.app.storage.run(
+    `INSERT INTO "mb_admins" ("id", "created", "updated", "email", "password", "verified") VALUES (?, ?, ?, ?, ?, ?)`,
+    [
+      id,
+      now,
+      now,
+      "rt-admin@example.com",
+      ADMIN_PASSWORD_HASH,
+      server.app.storage.dialect.encode("bool", false),
+    ],
+  );
+  const user = await admins.read(id);
+  assert(user, "the admin row");
   const { token } = await server.app.sessions.issue(admins, user);
   const mb = clientOf(server);
   mb.authStore.save(token, { id: String(user.id) });

@@ -76,7 +76,7 @@ runScenarios("http: routes, methods, bodies", [
 ], { fresh: "group" });
 
 forEachDb(
-  "http: 413 on a chunked body, nesting ≤ 32 accepted",
+  "http: 413 on a chunked body, nesting ≤ 32 accepted, request ids, admin login",
   async (t, db) => {
     const s = await startServer(db);
     const token = await s.adminToken();
@@ -121,6 +121,15 @@ forEachDb(
         assertStatus(r, 201);
         assertEquals(JSON.stringify(r.data.j), nest(30));
       });
+      // Standing alone on the same server (one server per database).
+      await t.step(
+        "request ids are unique per request",
+        () => uniqueRequestIds(s),
+      );
+      await t.step(
+        "admin login, one answer for every bad credential",
+        () => adminLogin(s),
+      );
     } finally {
       await s.close();
     }
@@ -152,6 +161,7 @@ const refused = (r: Reply) => {
   header("access-control-allow-origin", null)(r);
   header("access-control-allow-methods", null)(r);
 };
+// Requests that change nothing: one server per configuration.
 // deno-fmt-ignore
 runScenarios("http: CORS", [
   sc("preflight, any origin", "OPTIONS", "/api/v1/schemas", 204, {
@@ -160,14 +170,17 @@ runScenarios("http: CORS", [
   }),
   sc("GET, any origin", "GET", "/api/v1/health", 200, { headers: { origin: "https://a.example" }, expect: header("access-control-allow-origin", "*") }),
   sc("no Origin, no CORS header", "GET", "/api/v1/health", 200, { expect: header("access-control-allow-origin", null) }),
+], { fresh: "group" });
+// deno-fmt-ignore
+runScenarios("http: CORS with an allowlist", [
   sc("allowlist: preflight echoed", "OPTIONS", "/api/v1/health", 204, {
-    headers: preflight(ok), config: allowlist, expect: (r) => { echoed(r); preflightOk(r); },
+    headers: preflight(ok), expect: (r) => { echoed(r); preflightOk(r); },
   }),
-  sc("allowlist: GET echoed", "GET", "/api/v1/health", 200, { headers: { origin: ok }, config: allowlist, expect: echoed }),
-  sc("allowlist: preflight, other origin", "OPTIONS", "/api/v1/health", 204, { headers: preflight("https://evil.example"), config: allowlist, expect: refused }),
-  sc("allowlist: GET, other origin", "GET", "/api/v1/health", 200, { headers: { origin: "https://evil.example" }, config: allowlist, expect: refused }),
-  sc("allowlist: origin prefix is not a match", "GET", "/api/v1/health", 200, { headers: { origin: `${ok}.evil.example` }, config: allowlist, expect: refused }),
-]);
+  sc("allowlist: GET echoed", "GET", "/api/v1/health", 200, { headers: { origin: ok }, expect: echoed }),
+  sc("allowlist: preflight, other origin", "OPTIONS", "/api/v1/health", 204, { headers: preflight("https://evil.example"), expect: refused }),
+  sc("allowlist: GET, other origin", "GET", "/api/v1/health", 200, { headers: { origin: "https://evil.example" }, expect: refused }),
+  sc("allowlist: origin prefix is not a match", "GET", "/api/v1/health", 200, { headers: { origin: `${ok}.evil.example` }, expect: refused }),
+], { fresh: "group", config: allowlist });
 
 const safeId = (r: Reply) => {
   const id = r.headers.get("x-request-id") ?? "";
@@ -192,23 +205,19 @@ runScenarios("http: X-Request-Id and health", [
   }),
 ], { fresh: "group" });
 
-forEachDb("http: request ids are unique per request", async (_t, db) => {
-  const s = await startServer(db);
-  try {
-    const ids = new Set<string>();
-    for (let i = 0; i < 20; i++) {
-      const r = await s.request(
-        "GET",
-        i % 2 ? "/api/v1/health" : "/api/v1/nope",
-      );
-      checkInvariants(r, "GET", true);
-      ids.add(r.headers.get("x-request-id")!);
-    }
-    assertEquals(ids.size, 20);
-  } finally {
-    await s.close();
+/** Request ids are unique per request (a step of the test above). */
+async function uniqueRequestIds(s: TestServer): Promise<void> {
+  const ids = new Set<string>();
+  for (let i = 0; i < 20; i++) {
+    const r = await s.request(
+      "GET",
+      i % 2 ? "/api/v1/health" : "/api/v1/nope",
+    );
+    checkInvariants(r, "GET", true);
+    ids.add(r.headers.get("x-request-id")!);
   }
-});
+  assertEquals(ids.size, 20);
+}
 
 // --- publicDir ---------------------------------------------------------------
 /** GET over a raw socket, so the path reaches the server un-normalized. */
@@ -390,33 +399,26 @@ forEachDb("http: first-admin setup", async (t, db) => {
   }
 });
 
-forEachDb(
-  "http: admin login, one answer for every bad credential",
-  async (_t, db) => {
-    const s = await startServer(db);
-    try {
-      await s.adminToken();
-      const login = (identity: string, password: string) =>
-        s.request("POST", "/api/v1/sys/admins/login", {
-          body: { identity, password },
-        });
-      const wrongPw = await login("admin@example.com", "wrong-password-1");
-      const unknown = await login("nobody@example.com", "wrong-password-1");
-      assertStatus(wrongPw, 401);
-      assertEquals(unknown.body, wrongPw.body, "same 401 body");
-      const r = await login("admin@example.com", s.adminPassword);
-      assertStatus(r, 200);
-      assertEquals(Object.keys(r.data).sort(), ["token", "user"]);
-      assertEquals(r.data.user.email, "admin@example.com");
-      assert(
-        !r.text.includes("scrypt$") && !r.text.includes(s.adminPassword),
-        "no password",
-      );
-    } finally {
-      await s.close();
-    }
-  },
-);
+/** Admin login, one answer for every bad credential (a step above). */
+async function adminLogin(s: TestServer): Promise<void> {
+  await s.adminToken();
+  const login = (identity: string, password: string) =>
+    s.request("POST", "/api/v1/sys/admins/login", {
+      body: { identity, password },
+    });
+  const wrongPw = await login("admin@example.com", "wrong-password-1");
+  const unknown = await login("nobody@example.com", "wrong-password-1");
+  assertStatus(wrongPw, 401);
+  assertEquals(unknown.body, wrongPw.body, "same 401 body");
+  const r = await login("admin@example.com", s.adminPassword);
+  assertStatus(r, 200);
+  assertEquals(Object.keys(r.data).sort(), ["token", "user"]);
+  assertEquals(r.data.user.email, "admin@example.com");
+  assert(
+    !r.text.includes("scrypt$") && !r.text.includes(s.adminPassword),
+    "no password",
+  );
+}
 
 // --- Tokens ------------------------------------------------------------------
 const b64 = (o: unknown) =>
@@ -424,7 +426,19 @@ const b64 = (o: unknown) =>
     "/",
     "_",
   );
+/**
+ * The tokens of the scenarios below, made once per server (they share one:
+ * every scenario is a refused or read-only request, and `nothingCreated`
+ * checks each refused write).
+ */
+const tokenSets = new WeakMap<TestServer, Promise<Vars>>();
 async function tokens(s: TestServer, v: Vars): Promise<void> {
+  let set = tokenSets.get(s);
+  if (!set) tokenSets.set(s, set = makeTokens(s));
+  Object.assign(v, await set);
+}
+async function makeTokens(s: TestServer): Promise<Vars> {
+  const v: Vars = {};
   const good = await s.adminToken();
   const [h, p, sig] = good.split(".");
   const claims = JSON.parse(atob(p.replaceAll("-", "+").replaceAll("_", "/")));
@@ -446,6 +460,7 @@ async function tokens(s: TestServer, v: Vars): Promise<void> {
   });
   v.user = (await userToken(s)).token;
   v.wrongEntity = await signToken({ sub, entity: "users" });
+  return v;
 }
 const KINDS = [
   "tampered",
@@ -488,4 +503,4 @@ runScenarios("http: tokens", [
     })
   ),
   sc("a valid admin token passes", "GET", "/api/v1/schemas", 200, { setup: tokens, token: (v) => v.good, contains: ["mb_admins"] }),
-]);
+], { fresh: "group" });

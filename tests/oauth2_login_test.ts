@@ -335,11 +335,9 @@ forEachDb("oauth2: sign-in with a real OpenID provider", async (t, db) => {
     await t.step(
       "a verified email links to the existing user, who becomes verified and loses the old password",
       async () => {
-        const made = await s.request("POST", "/api/v1/entities/members", {
-          token: admin,
-          body: { email: "bob@example.com", password: "bobs-old-password" },
-        });
-        assertStatus(made, 201);
+        // Seeded with a precomputed hash (no scrypt); not verified yet.
+        const bob = await fastUser(s, "members", { email: "bob@example.com" });
+        assertEquals(bob.verified, false);
         const { reply } = await signIn(s, idp, "members", "idp", "bob");
         assertStatus(reply, 200);
         assertEquals(
@@ -348,10 +346,10 @@ forEachDb("oauth2: sign-in with a real OpenID provider", async (t, db) => {
             reply.data.user.id,
             reply.data.user.verified,
           ],
-          [false, made.data.id, true],
+          [false, bob.id, true],
         );
         const old = await s.request("POST", "/api/v1/auth/members/login", {
-          body: { identity: "bob@example.com", password: "bobs-old-password" },
+          body: { identity: "bob@example.com", password: USER_PW },
           headers: { "x-forwarded-for": nextIp() },
         });
         assertStatus(old, 401);
@@ -361,11 +359,10 @@ forEachDb("oauth2: sign-in with a real OpenID provider", async (t, db) => {
     await t.step(
       "an unverified email never links: a taken one is refused (409), a free one makes an unverified user",
       async () => {
-        const made = await s.request("POST", "/api/v1/entities/members", {
-          token: admin,
-          body: { email: "carol@example.com", password: "carols-password" },
+        const carol = await fastUser(s, "members", {
+          email: "carol@example.com",
         });
-        assertStatus(made, 201);
+        assertEquals(carol.verified, false);
         const { reply } = await signIn(s, idp, "members", "idp", "carol");
         refused(
           reply,
@@ -374,7 +371,7 @@ forEachDb("oauth2: sign-in with a real OpenID provider", async (t, db) => {
         );
         const links = await s.app.storage.query(
           `SELECT "user_id" FROM "mb_oauth2_links" WHERE "user_id" = ?`,
-          [made.data.id],
+          [carol.id],
         );
         assertEquals(links.length, 0);
         const dave = await signIn(s, idp, "members", "idp", "dave");

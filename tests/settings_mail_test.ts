@@ -13,11 +13,11 @@ import {
   assertStatus,
   DATABASES,
   forEachDb,
-  seedUser,
   startServer,
   type TestServer,
 } from "./_server.ts";
 import { startPostgres } from "./_pg.ts";
+import { fastUser, USER_PW } from "./_auth_fixtures.ts";
 import { startSmtp, type TestSmtp } from "./_smtp.ts";
 import { pause, poll } from "./_wait.ts";
 import type { MailTemplate } from "../lib/mail/template.ts";
@@ -98,9 +98,10 @@ forEachDb("settings and mail", async (t, db) => {
         token: admin,
         body: { name: "members", type: "auth", fields: [] },
       });
-      await seedUser(s, "members", { email: "m@example.com" }, "member-pw-1");
+      // A precomputed hash (no scrypt to seed; the login verifies it).
+      await fastUser(s, "members", { email: "m@example.com" });
       const login = await s.request("POST", "/api/v1/auth/members/login", {
-        body: { identity: "m@example.com", password: "member-pw-1" },
+        body: { identity: "m@example.com", password: USER_PW },
       });
       assertStatus(login, 200);
       const user = login.data.token;
