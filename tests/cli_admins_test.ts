@@ -15,12 +15,14 @@ import {
   expectStatus,
   HOST,
   opts,
+  type Output,
   runCli,
   seedAdmins,
   type Served,
   show,
   startCli,
 } from "./_cli_fixtures.ts";
+import { cliSession } from "./_cli_session.ts";
 
 const FIRST = { "first@example.com": "first-password-1" };
 
@@ -62,21 +64,27 @@ Deno.test({
         mention: /password/i,
       },
     ];
-    // The rows run at once, each on a data directory of its own; each row's
-    // checks are a step of its own.
-    const runs = await Promise.all(cases.map(async (c) => {
-      const dir = await dataDir();
-      const add = await runCli([
-        "admins",
-        "--add",
-        c.email,
-        c.password,
-        ...dir.d,
-      ]);
-      const ls = await runCli(["admins", "--ls", ...dir.d]);
-      await dir.cleanup();
-      return { add, ls };
-    }));
+    // The rows run in one session (one process), each on a data directory
+    // of its own; each row's checks are a step of its own.
+    const cli = cliSession();
+    const runs: { add: Output; ls: Output }[] = [];
+    try {
+      for (const c of cases) {
+        const dir = await dataDir();
+        const add = await cli.run([
+          "admins",
+          "--add",
+          c.email,
+          c.password,
+          ...dir.d,
+        ]);
+        const ls = await cli.run(["admins", "--ls", ...dir.d]);
+        await dir.cleanup();
+        runs.push({ add, ls });
+      }
+    } finally {
+      await cli.close();
+    }
     for (const [i, c] of cases.entries()) {
       await t.step(c.name, () => {
         const { add, ls } = runs[i];
@@ -93,8 +101,9 @@ Deno.test({
   name: "cli admins: --add creates an admin; --ls lists it",
   async fn() {
     const { d, cleanup } = await dataDir();
+    const cli = cliSession();
     try {
-      const o = await runCli([
+      const o = await cli.run([
         ...d,
         "admins",
         "--add",
@@ -105,11 +114,12 @@ Deno.test({
       assert(o.stdout.includes("first@example.com"), show(o));
       assert(!o.stdout.includes("first-password-1"), "password not echoed");
       assert(!o.stderr.includes("first-password-1"), "password not echoed");
-      const ls = await runCli(["admins", "--ls", ...d]);
+      const ls = await cli.run(["admins", "--ls", ...d]);
       assertEquals(ls.code, 0, show(ls));
       assert(ls.stdout.includes("first@example.com"), show(ls));
       assert(!ls.stdout.includes("scrypt$"), "no hash in the listing");
     } finally {
+      await cli.close();
       await cleanup();
     }
   },
@@ -122,10 +132,11 @@ Deno.test({
     // One directory with one admin: every step is a refused command that
     // changes nothing, and the last one checks the admin is still there.
     const { d, dir, cleanup } = await dataDir();
+    const cli = cliSession();
     try {
       await seedAdmins(dir, FIRST);
       await t.step("--add of an existing email: exit 2", async () => {
-        const o = await runCli([
+        const o = await cli.run([
           "admins",
           "--add",
           "first@example.com",
@@ -135,16 +146,17 @@ Deno.test({
         assertErrorExit(o);
       });
       await t.step("--rm of an unknown admin: exit 2", async () => {
-        const o = await runCli(["admins", "--rm", "nobody@example.com", ...d]);
+        const o = await cli.run(["admins", "--rm", "nobody@example.com", ...d]);
         assertErrorExit(o);
       });
       await t.step("--rm refuses to remove the last admin", async () => {
-        const o = await runCli(["admins", "--rm", "first@example.com", ...d]);
+        const o = await cli.run(["admins", "--rm", "first@example.com", ...d]);
         assertErrorExit(o, /last/i);
-        const ls = await runCli(["admins", "--ls", ...d]);
+        const ls = await cli.run(["admins", "--ls", ...d]);
         assert(ls.stdout.includes("first@example.com"), show(ls));
       });
     } finally {
+      await cli.close();
       await cleanup();
     }
   },
@@ -195,10 +207,11 @@ Deno.test({
   name: "cli admins: --rm with two admins; the removed one cannot log in",
   async fn() {
     const { d, dir, cleanup } = await dataDir();
+    const cli = cliSession();
     let server: Served | undefined;
     try {
       await seedAdmins(dir, FIRST);
-      let o = await runCli([
+      let o = await cli.run([
         "admins",
         "--add",
         "second@example.com",
@@ -206,13 +219,13 @@ Deno.test({
         ...d,
       ]);
       assertEquals(o.code, 0, show(o));
-      o = await runCli(["admins", "--rm", "first@example.com", ...d]);
+      o = await cli.run(["admins", "--rm", "first@example.com", ...d]);
       assertEquals(o.code, 0, show(o));
-      const ls = await runCli(["admins", "--ls", ...d]);
+      const ls = await cli.run(["admins", "--ls", ...d]);
       assertEquals(ls.code, 0, show(ls));
       assert(!ls.stdout.includes("first@example.com"), show(ls));
       assert(ls.stdout.includes("second@example.com"), show(ls));
-      o = await runCli(["admins", "--rm", "second@example.com", ...d]);
+      o = await cli.run(["admins", "--rm", "second@example.com", ...d]);
       assertErrorExit(o, /last/i);
 
       server = await startCli([...d, "serve", "--port", "0", "--host", HOST]);
@@ -228,6 +241,7 @@ Deno.test({
       });
       expectStatus(r, 200, "remaining admin login");
     } finally {
+      await cli.close();
       await server?.kill();
       await cleanup();
     }

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { assert, assertEquals, DATABASES } from "./_server.ts";
+import { assert, assertEquals, DATABASES, startServer } from "./_server.ts";
 import { startPostgres } from "./_pg.ts";
 import {
   call,
@@ -16,6 +16,7 @@ import {
   expectStatus,
   HOST,
   opts,
+  SECRET,
   seedAdmins,
   type Served,
   startCli,
@@ -259,13 +260,20 @@ Deno.test({
           res.text.slice(0, 300)
         }\n--- server stderr\n${s.stderr().slice(-1500)}`,
       );
-      // It was stored.
-      server = await startCli([...d, "serve", "--port", "0", "--host", HOST]);
-      r = await call(server.url, "GET", "/api/v1/entities/notes?count=true", {
-        token,
+      // It was stored (read by an app in this process on the same data).
+      const again = await startServer("sqlite", {
+        dataDir: dir,
+        jwtSecret: SECRET,
       });
-      expectStatus(r, 200, "list after restart");
-      assertEquals(r.data.total, 1);
+      try {
+        r = await call(again.url, "GET", "/api/v1/entities/notes?count=true", {
+          token,
+        });
+        expectStatus(r, 200, "list after restart");
+        assertEquals(r.data.total, 1);
+      } finally {
+        await again.close();
+      }
     } finally {
       await server?.kill();
       await cleanup();

@@ -33,6 +33,7 @@ import {
   startCli,
   tempDir,
 } from "./_cli_fixtures.ts";
+import { cliSession } from "./_cli_session.ts";
 
 Deno.test({
   ...opts,
@@ -41,26 +42,32 @@ Deno.test({
     const dirs = [await tempDir(), await tempDir()];
     const servers: Served[] = [];
     try {
-      const before = await startCli([
-        "--dataDir",
-        dirs[0],
-        "--port",
-        "0",
-        "--host",
-        HOST,
-        "serve",
+      // The two start at once.
+      const started = await Promise.allSettled([
+        startCli([
+          "--dataDir",
+          dirs[0],
+          "--port",
+          "0",
+          "--host",
+          HOST,
+          "serve",
+        ]),
+        startCli([
+          "serve",
+          "--port",
+          "0",
+          "--host",
+          HOST,
+          "--dataDir",
+          dirs[1],
+        ]),
       ]);
-      servers.push(before);
-      const after = await startCli([
-        "serve",
-        "--port",
-        "0",
-        "--host",
-        HOST,
-        "--dataDir",
-        dirs[1],
-      ]);
-      servers.push(after);
+      for (const r of started) {
+        if (r.status === "fulfilled") servers.push(r.value);
+      }
+      for (const r of started) if (r.status === "rejected") throw r.reason;
+      const [before, after] = servers;
       for (const s of servers) {
         assert(s.port > 0, `port ${s.port}`);
         const r = await call(s.url, "GET", "/api/v1/health");
@@ -274,11 +281,35 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "mb_cli_" });
     try {
       await Deno.writeTextFile(`${dir}/file.txt`, "x");
-      const [missing, file, admins] = await Promise.all([
-        run(["--dataDir", dir, "--publicDir", `${dir}/nope`, "serve"]),
-        run(["--dataDir", dir, "--publicDir", `${dir}/file.txt`, "serve"]),
-        run(["--dataDir", dir, "--publicDir", `${dir}/nope`, "admins", "--ls"]),
-      ]);
+      // The three commands run one after another in one process.
+      const cli = cliSession(env());
+      let missing: Output, file: Output, admins: Output;
+      try {
+        missing = await cli.run([
+          "--dataDir",
+          dir,
+          "--publicDir",
+          `${dir}/nope`,
+          "serve",
+        ]);
+        file = await cli.run([
+          "--dataDir",
+          dir,
+          "--publicDir",
+          `${dir}/file.txt`,
+          "serve",
+        ]);
+        admins = await cli.run([
+          "--dataDir",
+          dir,
+          "--publicDir",
+          `${dir}/nope`,
+          "admins",
+          "--ls",
+        ]);
+      } finally {
+        await cli.close();
+      }
       assertUsageError(missing, /--publicDir .*nope.*: no such directory/);
       assertUsageError(file, /--publicDir .*file\.txt.*: not a directory/);
       assertUsageError(admins, /--publicDir/);
@@ -320,12 +351,22 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "mb_cli_" });
     try {
       const cases: Record<string, string>[] = [{ NO_COLOR: "1" }, {}];
-      for (const extra of cases) {
-        const o = await serveUntil(
-          ["--dev", "--dataDir", dir, "--migrationsDir", `${dir}/migrations`],
+      // The two servers run at once, each on a data directory of its own.
+      const outs = await Promise.all(cases.map((extra, i) =>
+        serveUntil(
+          [
+            "--dev",
+            "--dataDir",
+            `${dir}/${i}`,
+            "--migrationsDir",
+            `${dir}/${i}/migrations`,
+          ],
           /INFO\s+\S+ started/,
           extra,
-        );
+        )
+      ));
+      for (const [i, extra] of cases.entries()) {
+        const o = outs[i];
         nodeAssert.match(
           o.stdout,
           /INFO {2}\S+ started/,

@@ -132,9 +132,14 @@ async function recovered(s: TestServer, id: string): Promise<void> {
   assert.equal(health.data.database, "ok");
 }
 
-/** A server on a cluster of this test's own, so stopping it disturbs no other test. */
+let own: Promise<PgCluster> | undefined;
+
+/**
+ * A server on a cluster of this file's own (started once, shared by the
+ * outage tests one after the other), so stopping it disturbs no other test.
+ */
 async function ownServer(): Promise<{ pg: PgCluster; s: TestServer }> {
-  const pg = await startOwnPostgres();
+  const pg = await (own ??= startOwnPostgres());
   const s = await startServer("postgres", {
     connection: await pg.createDatabase(),
   });
@@ -149,9 +154,11 @@ Deno.test({
   sanitizeResources: false,
   fn: async () => {
     const { pg, s } = await ownServer();
+    let down = false;
     try {
       const id = await withPosts(s);
       await pg.stop();
+      down = true;
       const calls = outageCalls(s, id);
       for (const [name, call] of Object.entries(calls)) {
         await unavailable(name, call);
@@ -162,8 +169,11 @@ Deno.test({
         await unavailable(name, call);
       }
       await pg.restart();
+      down = false;
       await recovered(s, id);
     } finally {
+      // The next test on the cluster finds it running.
+      if (down) await pg.restart().catch(() => {});
       await s.close();
     }
   },
@@ -209,8 +219,9 @@ Deno.test({
     const s = await startServer("postgres");
     try {
       const id = await withPosts(s);
-      const slow = s.app.storage.query("SELECT pg_sleep(3) AS slept");
-      await pause(1500);
+      // Longer than a stall (750 ms) and a probe: the breaker looks at it.
+      const slow = s.app.storage.query("SELECT pg_sleep(2) AS slept");
+      await pause(1000);
       for (let i = 0; i < 5; i++) {
         const r = await s.request("GET", `/api/v1/entities/posts/${id}`);
         assert.equal(r.status, 200, r.text);

@@ -118,42 +118,53 @@ for (const db of DATABASES) {
           : {};
       const root = await Deno.makeTempDir({ prefix: "mb_embed_" });
       try {
-        await t.step("no deno.json, absolute file URL", async () => {
-          const dir = `${root}/bare`;
-          await Deno.mkdir(dir);
-          await Deno.writeTextFile(
-            `${dir}/main.ts`,
-            PROGRAM.replace("SPEC", MOD_URL),
-          );
-          check(await runIn(dir, await envFor()), VERSION);
-        });
-        await t.step("own deno.json, relative path", async () => {
-          const dir = `${root}/project`;
-          await Deno.mkdir(dir);
-          await Deno.writeTextFile(
-            `${dir}/deno.json`,
-            JSON.stringify({
-              imports: { "app/": "./" },
-              compilerOptions: { strict: true },
-            }),
-          );
-          const rel = relative(dir, `${CHECKOUT}/mod.ts`);
-          await Deno.writeTextFile(
-            `${dir}/main.ts`,
-            PROGRAM.replace("SPEC", rel.startsWith(".") ? rel : `./${rel}`),
-          );
-          check(await runIn(dir, await envFor()), VERSION);
-          // An embedder type-checks their program with their own config
-          // (once: it does not depend on the database).
-          if (db !== DATABASES[0]) return;
-          const checked = await new Deno.Command(Deno.execPath(), {
+        // Both programs (and the type check) run at once; each step checks
+        // what one of them did.
+        const bare = `${root}/bare`;
+        await Deno.mkdir(bare);
+        await Deno.writeTextFile(
+          `${bare}/main.ts`,
+          PROGRAM.replace("SPEC", MOD_URL),
+        );
+        const project = `${root}/project`;
+        await Deno.mkdir(project);
+        await Deno.writeTextFile(
+          `${project}/deno.json`,
+          JSON.stringify({
+            imports: { "app/": "./" },
+            compilerOptions: { strict: true },
+          }),
+        );
+        const rel = relative(project, `${CHECKOUT}/mod.ts`);
+        await Deno.writeTextFile(
+          `${project}/main.ts`,
+          PROGRAM.replace("SPEC", rel.startsWith(".") ? rel : `./${rel}`),
+        );
+        // An embedder type-checks their program with their own config
+        // (once: it does not depend on the database).
+        const checking = db === DATABASES[0]
+          ? new Deno.Command(Deno.execPath(), {
             args: ["check", "main.ts"],
-            cwd: dir,
+            cwd: project,
             env: { NO_COLOR: "1" },
             stdout: "piped",
             stderr: "piped",
             signal: AbortSignal.timeout(120_000),
-          }).output();
+          }).output()
+          : undefined;
+        // Awaited in the step below; not left unhandled if a run fails first.
+        checking?.catch(() => {});
+        const [ranBare, ranProject] = await Promise.all([
+          envFor().then((env) => runIn(bare, env)),
+          envFor().then((env) => runIn(project, env)),
+        ]);
+        await t.step("no deno.json, absolute file URL", () => {
+          check(ranBare, VERSION);
+        });
+        await t.step("own deno.json, relative path", async () => {
+          check(ranProject, VERSION);
+          if (!checking) return;
+          const checked = await checking;
           assert.equal(
             checked.code,
             0,

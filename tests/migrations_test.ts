@@ -29,6 +29,7 @@ import {
   show,
   tempDir,
 } from "./_cli_fixtures.ts";
+import { cliSession } from "./_cli_session.ts";
 import { hasPostgres, startPostgres } from "./_pg.ts";
 import { Migrations } from "../lib/migrations/runner.ts";
 
@@ -89,10 +90,10 @@ async function labels(s: TestServer): Promise<string[]> {
 forEachDb("migrate up, down, status and create", async (t, db) => {
   const { dataDir, connection, args } = await database(db);
   const dir = join(dataDir, "migrations");
+  // The commands run one after another in one process.
+  const session = cliSession(env());
   const cli = (...rest: string[]) =>
-    runCli([...args, "--migrationsDir", dir, "migrate", ...rest], {
-      env: env(),
-    });
+    session.run([...args, "--migrationsDir", dir, "migrate", ...rest]);
   try {
     await t.step("create writes numbered files from the template", async () => {
       for (const name of ["add_tags", "tag_rows"]) {
@@ -173,6 +174,7 @@ forEachDb("migrate up, down, status and create", async (t, db) => {
       },
     );
   } finally {
+    await session.close();
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
 });

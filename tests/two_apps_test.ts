@@ -128,7 +128,8 @@ forEachDb("two apps: each has its own setup token and setup queue", async (
   db,
 ) => {
   const a = await startServer(db);
-  const b = await startServer(db, { bodyTimeout: 4 }); // ends the stall below
+  // B ends the stall below after 3 s: past the 2.5 s that A's setup may take.
+  const b = await startServer(db, { bodyTimeout: 3 });
   const conns: Deno.Conn[] = [];
   try {
     const tokenA = a.app.setupToken, tokenB = b.app.setupToken;
@@ -206,16 +207,16 @@ async function slowLogin(s: TestServer, pauseMs: number): Promise<string> {
 }
 
 forEachDb("two apps: each keeps its own body time limits", async (_t, db) => {
-  // B starts first: with process-wide limits, the last app started (A, 1 s)
-  // would set them for both.
+  // B starts first: with process-wide limits, the last app started (A, half
+  // a second) would set them for both.
   const b = await startServer(db, { bodyTimeout: 10 });
-  const a = await startServer(db, { bodyTimeout: 1 });
+  const a = await startServer(db, { bodyTimeout: 0.5 });
   try {
     const [onA, onB] = await Promise.all([
-      slowLogin(a, 2000),
-      slowLogin(b, 2000),
+      slowLogin(a, 1500),
+      slowLogin(b, 1500),
     ]);
-    assert.match(onA, /^HTTP\/1\.1 408/, "A's 1 s limit");
+    assert.match(onA, /^HTTP\/1\.1 408/, "A's half-second limit");
     assert.match(onB, /^HTTP\/1\.1 40[01]/, "B's 10 s limit lets it arrive");
     assert.equal(a.app.bodies.size, 0, "A's watch is gone");
     assert.equal(b.app.bodies.size, 0, "B's watch is gone");

@@ -15,7 +15,9 @@ import {
 } from "./_server.ts";
 import { fastUser, fixtureAdmin, issue } from "./_auth_fixtures.ts";
 import { openApiSchemas } from "./_openapi_fixtures.ts";
-import { assertErrorExit, childEnv, runCli, show } from "./_cli_fixtures.ts";
+import { assertErrorExit, childEnv, show } from "./_cli_fixtures.ts";
+import { cliSession } from "./_cli_session.ts";
+import { denoCheck, diagnosticsIn } from "./_deno_check.ts";
 import { TEST_JWT_SECRET } from "./_server.ts";
 
 /** A client shaped as the contract says, used by the checked programs. */
@@ -74,16 +76,6 @@ const MISTAKES: [string, string][] = [
   ],
 ];
 
-async function check(dir: string, file: string): Promise<Deno.CommandOutput> {
-  return await new Deno.Command(Deno.execPath(), {
-    args: ["check", "--quiet", file],
-    cwd: dir,
-    env: { NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-}
-
 async function typesAs(s: TestServer, token?: string) {
   const res = await fetch(`${s.url}/api/v1/types.ts`, {
     headers: token ? { authorization: `Bearer ${token}` } : {},
@@ -137,17 +129,21 @@ forEachDb("generated types", async (t, db) => {
             ? ["--database", "PSQL", "--connection", s.connection!]
             : []),
         ];
-        const env = childEnv(TEST_JWT_SECRET);
-        const r = await runCli([...where, "types", "--out", out], { env });
-        assertEquals(r.code, 0, show(r));
-        assertEquals(await Deno.readTextFile(out), served);
-        const printed = await runCli([...where, "types"], { env });
-        assertEquals(printed.stdout, served);
-        const bad = await runCli(
-          [...where, "types", "--out", `${dir}/missing/dir/types.ts`],
-          { env },
-        );
-        assertErrorExit(bad, /Cannot write the types/);
+        // The three commands run one after another in one process.
+        const cli = cliSession(childEnv(TEST_JWT_SECRET));
+        try {
+          const r = await cli.run([...where, "types", "--out", out]);
+          assertEquals(r.code, 0, show(r));
+          assertEquals(await Deno.readTextFile(out), served);
+          const printed = await cli.run([...where, "types"]);
+          assertEquals(printed.stdout, served);
+          const bad = await cli.run(
+            [...where, "types", "--out", `${dir}/missing/dir/types.ts`],
+          );
+          assertErrorExit(bad, /Cannot write the types/);
+        } finally {
+          await cli.close();
+        }
       } finally {
         await Deno.remove(dir, { recursive: true });
       }
@@ -160,21 +156,42 @@ forEachDb("generated types", async (t, db) => {
         await Deno.writeTextFile(`${dir}/types.ts`, served);
         await Deno.writeTextFile(`${dir}/client.ts`, CLIENT);
         await Deno.writeTextFile(`${dir}/uses.ts`, USES);
-        const ok = await check(dir, "uses.ts");
-        assertEquals(
-          ok.code,
-          0,
-          new TextDecoder().decode(ok.stderr).slice(0, 3000),
-        );
-        for (const [line, name] of MISTAKES) {
+        // One `deno check` for the program and every mistake (each in a
+        // file of its own): each diagnostic names the file it is in.
+        const wrong = MISTAKES.map((_, i) => `wrong_${i}.ts`);
+        for (const [i, [line]] of MISTAKES.entries()) {
           await Deno.writeTextFile(
-            `${dir}/wrong.ts`,
+            `${dir}/${wrong[i]}`,
             `import { mb } from "./client.ts";\n${line}\n`,
           );
-          const wrong = await check(dir, "wrong.ts");
-          const err = new TextDecoder().decode(wrong.stderr);
-          assert(wrong.code !== 0, `type-checks, but must not: ${line}`);
-          assert(err.includes(name), `the error does not name ${name}: ${err}`);
+        }
+        const checked = await denoCheck(dir, ["--quiet", "uses.ts", ...wrong]);
+        // The program using the types (and the types, the client) check.
+        const elsewhere = checked.diagnostics.filter((d) =>
+          !wrong.includes(d.file)
+        );
+        assertEquals(
+          elsewhere.map((d) => d.text),
+          [],
+          checked.out.slice(0, 3000),
+        );
+        assertEquals(
+          checked.found,
+          checked.diagnostics.length,
+          `every error is a diagnostic of a file: ${
+            checked.out.slice(0, 3000)
+          }`,
+        );
+        for (const [i, [line, name]] of MISTAKES.entries()) {
+          const mine = diagnosticsIn(checked, wrong[i]);
+          assert(
+            checked.code !== 0 && mine !== "",
+            `type-checks, but must not: ${line}`,
+          );
+          assert(
+            mine.includes(name),
+            `the error does not name ${name}: ${mine}`,
+          );
         }
       } finally {
         await Deno.remove(dir, { recursive: true });
