@@ -35,6 +35,12 @@ export const CHROMIUM: string | undefined = [
 export const SHOTS_DIR: string = Deno.env.get("MB_SHOTS_DIR") ??
   `${Deno.env.get("TMPDIR") ?? "/tmp"}/moonbase-shots`;
 
+/**
+ * The database whose run takes the screenshots of a test that runs on
+ * both: the pages are the same, the other run would only overwrite them.
+ */
+export const SHOTS_DB: "sqlite" | "postgres" = DATABASES[0] ?? "sqlite";
+
 /** The two widths every page must work at. */
 export const WIDTHS = [1280, 390] as const;
 
@@ -140,10 +146,17 @@ export function browserTest(
               ) errors.push(`console: ${m.text()}`);
             });
           };
-          const newPage = async (width = 1280) => {
+          const newPage = async (width = 1280, session?: string) => {
             // One context per page (own storage); tabs it opens share it.
             const context = await browser.newContext({
               viewport: { width, height: 900 },
+              storageState: session === undefined ? undefined : {
+                cookies: [],
+                origins: [{
+                  origin: server.url,
+                  localStorage: [{ name: SESSION_KEY, value: session }],
+                }],
+              },
             });
             contexts.push(context);
             context.on("page", watch);
@@ -153,10 +166,13 @@ export function browserTest(
             s: server,
             browser,
             errors,
-            newPage,
+            newPage: (width) => newPage(width),
             adminPage: async (width = 1280) => {
-              const page = await newPage(width);
-              await loginAs(page, server);
+              // Stored as a login through the form stores it (that form has
+              // tests of its own), without loading it for every page.
+              const page = await newPage(width, await adminSession(server));
+              await page.goto(`${server.url}/mb`);
+              await page.locator(".topbar").waitFor();
               return page;
             },
           });
@@ -179,6 +195,27 @@ export function browserTestAllDbs(
   config: AppConfig = {},
 ): void {
   browserTest(name, fn, DATABASES, config);
+}
+
+/** The `localStorage` key of the dashboard's session (dashboard/src/mb.ts). */
+const SESSION_KEY = "mb_admin_session";
+
+/**
+ * A session of the test admin as the dashboard stores it after a login
+ * (`{ token, user }`), with a token of its own (a page may revoke it).
+ */
+async function adminSession(s: TestServer): Promise<string> {
+  await s.adminToken(); // creates the admin
+  const admins = s.app.schemas.get("mb_admins")!;
+  const row = await admins.queryFromCols("admin@example.com", ["email"]);
+  const { token } = await s.app.sessions.issue(admins, row!);
+  const user = await s.request("GET", `/api/v1/sys/admins/${row!.id}`, {
+    token,
+  });
+  if (user.status !== 200) {
+    throw new Error(`Cannot read the test admin: ${user.status} ${user.text}`);
+  }
+  return JSON.stringify({ token, user: user.data });
 }
 
 /** Logs a page in as the test admin through the login form. */
