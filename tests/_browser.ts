@@ -10,7 +10,12 @@
  */
 
 import axe from "axe-core";
-import { type Browser, chromium, type Page } from "playwright-core";
+import {
+  type Browser,
+  type BrowserContext,
+  chromium,
+  type Page,
+} from "playwright-core";
 import type { AppConfig } from "../lib/config.ts";
 import { DATABASES, startServer, type TestServer } from "./_server.ts";
 
@@ -30,6 +35,12 @@ export const CHROMIUM: string | undefined = [
 export const SHOTS_DIR: string = Deno.env.get("MB_SHOTS_DIR") ??
   `${Deno.env.get("TMPDIR") ?? "/tmp"}/moonbase-shots`;
 
+/**
+ * The database whose run takes the screenshots of a test that runs on
+ * both: the pages are the same, the other run would only overwrite them.
+ */
+export const SHOTS_DB: "sqlite" | "postgres" = DATABASES[0] ?? "sqlite";
+
 /** The two widths every page must work at. */
 export const WIDTHS = [1280, 390] as const;
 
@@ -48,9 +59,36 @@ export function launch(): Promise<Browser> {
   });
 }
 
+/**
+ * The test file's one Chromium: launched at the first browser test, shared
+ * by the file's tests (each gets its own browser contexts, i.e. its own
+ * storage), relaunched if it went away, closed after the file's last
+ * browser test (`browserTest` counts them). When some of them do not run
+ * (`--filter`), it stays open until the test process ends, which ends it.
+ */
+let shared: Promise<Browser> | undefined;
+/** Browser tests registered in this file, and how many have finished. */
+let registered = 0;
+let finished = 0;
+
+async function sharedBrowser(): Promise<Browser> {
+  const running = await shared?.catch(() => undefined);
+  if (running?.isConnected()) return running;
+  shared = launch();
+  return await shared;
+}
+
+async function closeShared(): Promise<void> {
+  const running = await shared?.catch(() => undefined);
+  shared = undefined;
+  // Already gone (it crashed): nothing to close.
+  await running?.close().catch(() => {});
+}
+
 /** What a browser test case gets. */
 export interface BrowserCase {
   s: TestServer;
+  /** The file's shared Chromium (close only the contexts you open). */
   browser: Browser;
   /** A fresh page of `width` px (default 1280), with errors collected. */
   newPage(width?: number): Promise<Page>;
@@ -71,8 +109,9 @@ export const PAGE_DBS: readonly ("sqlite" | "postgres")[] =
 
 /**
  * Registers one `Deno.test` per database of `dbs` (default `PAGE_DBS`, as
- * `MB_TEST_DB` allows) that gets a server and a browser; skipped without
- * Chromium. `config` overrides the server's configuration.
+ * `MB_TEST_DB` allows) that gets a server and the file's browser; skipped
+ * without Chromium. `config` overrides the server's configuration. The
+ * contexts a case opens are closed when it ends, before its server.
  */
 export function browserTest(
   name: string,
@@ -81,49 +120,68 @@ export function browserTest(
   config: AppConfig = {},
 ): void {
   for (const db of DATABASES.filter((d) => dbs.includes(d))) {
+    if (CHROMIUM) registered++;
     Deno.test({
       name: `${name} [${db}]`,
       ignore: !CHROMIUM,
       sanitizeOps: false,
       sanitizeResources: false,
       async fn() {
-        const s = await startServer(db, config);
-        const browser = await launch();
-        const errors: string[] = [];
-        const watch = (page: Page) => {
-          page.setDefaultTimeout(10_000);
-          page.on("pageerror", (e) => errors.push(`pageerror: ${e}`));
-          page.on("console", (m) => {
-            // A failed fetch (e.g. an expected 4xx) logs a console error;
-            // only script errors count.
-            if (
-              m.type() === "error" && !/Failed to load resource/.test(m.text())
-            ) errors.push(`console: ${m.text()}`);
-          });
-        };
-        const newPage = async (width = 1280) => {
-          // One context per page (own storage); tabs it opens share it.
-          const context = await browser.newContext({
-            viewport: { width, height: 900 },
-          });
-          context.on("page", watch);
-          return await context.newPage();
-        };
+        let s: TestServer | undefined;
+        const contexts: BrowserContext[] = [];
         try {
+          s = await startServer(db, config);
+          const server = s;
+          const browser = await sharedBrowser();
+          const errors: string[] = [];
+          const watch = (page: Page) => {
+            page.setDefaultTimeout(10_000);
+            page.on("pageerror", (e) => errors.push(`pageerror: ${e}`));
+            page.on("console", (m) => {
+              // A failed fetch (e.g. an expected 4xx) logs a console error;
+              // only script errors count.
+              if (
+                m.type() === "error" &&
+                !/Failed to load resource/.test(m.text())
+              ) errors.push(`console: ${m.text()}`);
+            });
+          };
+          const newPage = async (width = 1280, session?: string) => {
+            // One context per page (own storage); tabs it opens share it.
+            const context = await browser.newContext({
+              viewport: { width, height: 900 },
+              storageState: session === undefined ? undefined : {
+                cookies: [],
+                origins: [{
+                  origin: server.url,
+                  localStorage: [{ name: SESSION_KEY, value: session }],
+                }],
+              },
+            });
+            contexts.push(context);
+            context.on("page", watch);
+            return await context.newPage();
+          };
           await fn({
-            s,
+            s: server,
             browser,
             errors,
-            newPage,
+            newPage: (width) => newPage(width),
             adminPage: async (width = 1280) => {
-              const page = await newPage(width);
-              await loginAs(page, s);
+              // Stored as a login through the form stores it (that form has
+              // tests of its own), without loading it for every page.
+              const page = await newPage(width, await adminSession(server));
+              await page.goto(`${server.url}/mb`);
+              await page.locator(".topbar").waitFor();
               return page;
             },
           });
         } finally {
-          await browser.close().catch(() => {});
-          await s.close();
+          // Closed, their pages' streams and timers end before the server's.
+          // (One that failed to close went with a crashed browser.)
+          await Promise.all(contexts.map((c) => c.close().catch(() => {})));
+          if (++finished === registered) await closeShared();
+          await s?.close();
         }
       },
     });
@@ -137,6 +195,27 @@ export function browserTestAllDbs(
   config: AppConfig = {},
 ): void {
   browserTest(name, fn, DATABASES, config);
+}
+
+/** The `localStorage` key of the dashboard's session (dashboard/src/mb.ts). */
+const SESSION_KEY = "mb_admin_session";
+
+/**
+ * A session of the test admin as the dashboard stores it after a login
+ * (`{ token, user }`), with a token of its own (a page may revoke it).
+ */
+async function adminSession(s: TestServer): Promise<string> {
+  await s.adminToken(); // creates the admin
+  const admins = s.app.schemas.get("mb_admins")!;
+  const row = await admins.queryFromCols("admin@example.com", ["email"]);
+  const { token } = await s.app.sessions.issue(admins, row!);
+  const user = await s.request("GET", `/api/v1/sys/admins/${row!.id}`, {
+    token,
+  });
+  if (user.status !== 200) {
+    throw new Error(`Cannot read the test admin: ${user.status} ${user.text}`);
+  }
+  return JSON.stringify({ token, user: user.data });
 }
 
 /** Logs a page in as the test admin through the login form. */

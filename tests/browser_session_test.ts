@@ -5,8 +5,9 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { browserTestAllDbs, loginAs } from "./_browser.ts";
-import { poll } from "./_wait.ts";
+import { browserTest, browserTestAllDbs, loginAs } from "./_browser.ts";
+import { DATABASES } from "./_server.ts";
+import { poll, ShiftedClock } from "./_wait.ts";
 
 const KEY = "mb_admin_session";
 
@@ -36,36 +37,47 @@ browserTestAllDbs(
   },
 );
 
-browserTestAllDbs(
-  "session: refreshed before it expires, and every tab takes the new token",
-  async ({ s, adminPage, errors }) => {
-    const page = await adminPage();
-    const tab = await page.context().newPage();
-    await tab.goto(`${s.url}/mb`);
-    await tab.locator(".topbar").waitFor();
-    const first = await storedToken(page);
-    // tokenTtl 20 s: the client refreshes a quarter of the lifetime before
-    // expiry (at most 5 min before), i.e. 15 s after the login.
-    // (waitForFunction would eval a string, which the page's CSP forbids.)
-    await poll(
-      "the refreshed token",
-      async () => (await storedToken(page)) !== first,
-      { deadline: 30_000, every: 250 },
-    ).catch(() => {/* the assertion below fails */});
-    const second = await storedToken(page);
-    assert.notEqual(second, first);
-    // The old token was revoked by the refresh; the new one works.
-    const old = await s.request("GET", "/api/v1/schemas", { token: first });
-    assert.equal(old.status, 401);
-    const now = await s.request("GET", "/api/v1/schemas", { token: second });
-    assert.equal(now.status, 200);
-    // Both tabs stay logged in after a reload.
-    await tab.reload();
-    await tab.locator(".topbar").waitFor();
-    assert.deepEqual(errors, []);
-  },
-  { tokenTtl: 20 },
-);
+// Time moves for the pages and the server together: the pages' clock is
+// Playwright's, the server's a ShiftedClock, both moved on by the test.
+for (const db of DATABASES) {
+  const serverClock = new ShiftedClock();
+  browserTest(
+    "session: refreshed before it expires, and every tab takes the new token",
+    async ({ s, adminPage, errors }) => {
+      const page = await adminPage();
+      const clock = page.context().clock;
+      await clock.install();
+      await page.reload(); // runs on the installed clock from now on
+      await page.locator(".topbar").waitFor();
+      const tab = await page.context().newPage();
+      await tab.goto(`${s.url}/mb`);
+      await tab.locator(".topbar").waitFor();
+      const first = await storedToken(page);
+      // tokenTtl 600 s: the client refreshes a quarter of the lifetime before
+      // expiry (at most 5 min before), i.e. 450 s after the login.
+      serverClock.advance(450_000);
+      await clock.fastForward(450_000);
+      // (waitForFunction would eval a string, which the page's CSP forbids.)
+      await poll(
+        "the refreshed token",
+        async () => (await storedToken(page)) !== first,
+      ).catch(() => {/* the assertion below fails */});
+      const second = await storedToken(page);
+      assert.notEqual(second, first);
+      // The old token was revoked by the refresh; the new one works.
+      const old = await s.request("GET", "/api/v1/schemas", { token: first });
+      assert.equal(old.status, 401);
+      const now = await s.request("GET", "/api/v1/schemas", { token: second });
+      assert.equal(now.status, 200);
+      // Both tabs stay logged in after a reload.
+      await tab.reload();
+      await tab.locator(".topbar").waitFor();
+      assert.deepEqual(errors, []);
+    },
+    [db],
+    { tokenTtl: 600, clock: serverClock.now },
+  );
+}
 
 browserTestAllDbs(
   "session: a revoked token returns to the login form, then back to the page",

@@ -12,7 +12,7 @@ import { browserTest, browserTestAllDbs } from "./_browser.ts";
 import { assert, assertEquals } from "./_server.ts";
 import { startOidc } from "./_oidc.ts";
 import { adminClient, exampleEntities } from "./_client_fixtures.ts";
-import { poll } from "./_wait.ts";
+import { poll, ShiftedClock } from "./_wait.ts";
 
 const root = new URL("../", import.meta.url);
 
@@ -185,11 +185,18 @@ browserTest(
   { publicDir: publicDir(), trustProxy: true },
 );
 
+/** The server's clock, moved on with the pages' (Playwright's). */
+const tabsClock = new ShiftedClock();
+
 browserTest(
   "client in Chromium: two tabs refresh their shared session once",
   async ({ s, newPage, errors }) => {
     await exampleEntities(s);
     const first = await newPage();
+    // The tokens come due when the test moves the clocks on, not after a
+    // real wait.
+    const clock = first.context().clock;
+    await clock.install();
     const refreshes: string[] = [];
     first.context().on("request", (r) => {
       if (r.url().endsWith("/refresh")) refreshes.push(r.url());
@@ -227,7 +234,10 @@ browserTest(
       token,
       "the second tab has the session",
     );
-    // Both tabs' timers come due together; one refreshes.
+    // Both tabs' timers come due together; one refreshes. (tokenTtl 600 s:
+    // due a quarter of the lifetime before expiry, 450 s after the login.)
+    tabsClock.advance(450_000);
+    await clock.fastForward(450_000);
     await poll("both tabs hold a new token", async () => {
       const [a, b] = [await tokenIn(first), await tokenIn(second)];
       return a !== token && a === b && a !== "" ? a : undefined;
@@ -243,5 +253,10 @@ browserTest(
     assertEquals(errors, []);
   },
   undefined,
-  { publicDir: publicDir(), trustProxy: true, tokenTtl: 4 },
+  {
+    publicDir: publicDir(),
+    trustProxy: true,
+    tokenTtl: 600,
+    clock: tabsClock.now,
+  },
 );
