@@ -25,6 +25,7 @@ import {
   adminClient,
   clientOf,
   exampleEntities,
+  freshAddressFetch,
   rejection,
   untyped,
 } from "./_client_fixtures.ts";
@@ -167,6 +168,49 @@ forEachDb("client realtime: topics, expand, refresh", async (t, db) => {
         assertEquals(errors, [], "no error reached the subscriber");
         assertEquals(mb.authStore.isValid, true, "the new token kept");
         stop();
+      },
+    );
+
+    await t.step(
+      "a stream the server ends during this client's refresh reports no error",
+      async () => {
+        // The race made certain: the refresh's answer is held back until the
+        // server has ended the stream of the token the refresh revoked.
+        let hold: Promise<unknown> | undefined;
+        const slow = clientOf(s, {
+          ...FAST,
+          fetch: async (input, init) => {
+            const res = await freshAddressFetch(input, init);
+            if (String(input).endsWith("/refresh") && hold) await hold;
+            return res;
+          },
+        });
+        const session = await issue(s, "users", user.id);
+        slow.authStore.save(session, user);
+        const errors: MoonbaseError[] = [];
+        const stop = await untyped(slow).entity("members_only").subscribe(
+          "*",
+          () => {},
+          { onError: (e) => errors.push(e) },
+        );
+        const streams = () =>
+          [...s.app.realtime!.hub.subscribers].filter((x) =>
+            x.auth.id === user.id
+          ).length;
+        const before = streams();
+        hold = poll(
+          "the server ended the revoked token's stream",
+          () => streams() < before ? true : undefined,
+        );
+        await slow.auth("users").refresh();
+        await poll(
+          "the stream reopened",
+          () => streams() === before ? true : undefined,
+        );
+        assertEquals(errors, [], "no error reached the subscriber");
+        assert(slow.authStore.token !== session, "the new token kept");
+        stop();
+        slow.close();
       },
     );
 

@@ -35,6 +35,9 @@ import {
 } from "./transport.ts";
 import type { AnySchema, AuthResult, Health, SchemaShape } from "./types.ts";
 
+/** The refresh routes (of users and of admins). */
+const REFRESH_PATH = /^\/api\/v1\/(auth\/[^/]+|sys\/admins)\/refresh$/;
+
 /** Options of a client. */
 export interface MoonbaseOptions {
   /**
@@ -85,6 +88,8 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
   readonly #fetch: typeof fetch;
   readonly #refresher: Refresher | undefined;
   readonly #transport: Transport;
+  /** This client's refresh calls in flight. */
+  readonly #refreshing = new Set<Promise<unknown>>();
 
   /** A client of the server at `url` (`""` or `"/"`: this page's origin). */
   constructor(url = "", options: MoonbaseOptions = {}) {
@@ -105,6 +110,10 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
       url: (path, query) => this.url(path, query),
       freshToken: () => this.#freshToken(),
       refused: (token) => this.#refused(token),
+      refreshes: () =>
+        this.#refreshing.size === 0
+          ? undefined
+          : Promise.allSettled([...this.#refreshing]).then(() => {}),
       signIn: (answer) => {
         this.#refresher?.issued(answer.token);
         this.authStore.save(answer.token, answer.user as object | null);
@@ -168,8 +177,15 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
     path: string,
     options: SendOptions = {},
   ): Promise<T> {
-    const res = await this.#call(method, path, options);
-    return await dataOf<T>(res, `${method} ${path}`);
+    const answer = this.#call(method, path, options).then((res) =>
+      dataOf<T>(res, `${method} ${path}`)
+    );
+    if (method === "POST" && REFRESH_PATH.test(path)) {
+      this.#refreshing.add(answer);
+      const done = () => void this.#refreshing.delete(answer);
+      answer.then(done, done);
+    }
+    return await answer;
   }
 
   /** Stops the refresher and the realtime connection. */

@@ -388,6 +388,15 @@ export class Realtime {
       this.#schedule();
       return;
     }
+    const refreshes = error.status === 401 && token !== ""
+      ? this.#t.refreshes()
+      : undefined;
+    if (refreshes) {
+      // This client's own refresh revoked the token and its answer (the
+      // new token) is on its way: decide once it is here.
+      void refreshes.then(() => this.#failed(err, token, waiting));
+      return;
+    }
     const pending = waiting.filter((w) => this.#waiters.includes(w));
     if (pending.length > 0) {
       // A subscription that never started fails as a call would.

@@ -55,6 +55,12 @@ export interface Transport {
   freshToken(): Promise<string>;
   /** The server refused `token` (401): the store forgets it if it still holds it. */
   refused(token: string): void;
+  /**
+   * Resolves once this client's refresh calls in flight (if any) have their
+   * answer: a refresh revokes the old token before its answer stores the
+   * new one, so a 401 meanwhile may be the refresh's own doing.
+   */
+  refreshes(): Promise<void> | undefined;
   /** Keeps a login's answer in the store. */
   signIn<T extends { token: string; user: unknown }>(answer: T): T;
 }
