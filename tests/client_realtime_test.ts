@@ -176,12 +176,12 @@ forEachDb("client realtime: topics, expand, refresh", async (t, db) => {
       async () => {
         // The race made certain: the refresh's answer is held back until the
         // server has ended the stream of the token the refresh revoked.
-        let hold: Promise<unknown> | undefined;
+        const held: { until?: Promise<unknown> } = {};
         const slow = clientOf(s, {
           ...FAST,
           fetch: async (input, init) => {
             const res = await freshAddressFetch(input, init);
-            if (String(input).endsWith("/refresh") && hold) await hold;
+            if (String(input).endsWith("/refresh")) await held.until;
             return res;
           },
         });
@@ -198,7 +198,7 @@ forEachDb("client realtime: topics, expand, refresh", async (t, db) => {
             x.auth.id === user.id
           ).length;
         const before = streams();
-        hold = poll(
+        held.until = poll(
           "the server ended the revoked token's stream",
           () => streams() < before ? true : undefined,
         );
