@@ -55,22 +55,6 @@ const SHAPES: Shapes = {
   back: (_of, n) => n === "t_via_p" ? { entity: T, field: "p" } : undefined,
 };
 const BY_ID = new Map(ROWS.map((r) => [String(r.id), r]));
-/** The rows pointing at each id through a field, per field (in row order). */
-const POINTING = new Map<string, Map<unknown, typeof ROWS>>();
-function pointingAt(field: string, id: unknown): typeof ROWS {
-  let by = POINTING.get(field);
-  if (!by) {
-    POINTING.set(field, by = new Map());
-    for (const r of ROWS) {
-      const key = (r as Record<string, unknown>)[field];
-      const list = by.get(key);
-      if (list) list.push(r);
-      else by.set(key, [r]);
-    }
-  }
-  // A fresh array each time, as a filter over the rows would give.
-  return [...(by.get(id) ?? [])];
-}
 /** The related records, from the rows in memory (the loader's part). */
 const RELATED: Related = {
   get: (parent, node) => {
@@ -81,7 +65,7 @@ const RELATED: Related = {
     if (node.kind === "many") {
       return (p[node.field] as string[]).flatMap((id) => BY_ID.get(id) ?? []);
     }
-    return pointingAt(node.field, p.id);
+    return ROWS.filter((r) => r[node.field] === p.id);
   },
 };
 
@@ -159,88 +143,6 @@ function context(dialect: Dialect, auth: unknown): SqlContext {
   };
 }
 
-/** One (rule or filter, auth) pair: its SQL and the rows the evaluator accepts. */
-interface Pair {
-  source: string;
-  auth: (typeof AUTHS)[number];
-  /** The exact query, or a superset's (`prefilter`), or none. */
-  query?: { sql: string; params: unknown[] };
-  prefilter: boolean;
-  want: string[];
-}
-
-/**
- * What the evaluator accepts for each case under each auth, computed once
- * for both dialects (it reads no SQL): the cases' order, then the auths'.
- */
-function evaluated<C extends { expr: Expr }>(
-  cases: C[],
-  accepts: (c: C, record: (typeof ROWS)[number], auth: unknown) => boolean,
-): () => string[][] {
-  let done: string[][] | undefined;
-  return () =>
-    done ??= cases.flatMap((c) =>
-      AUTHS.map((auth) =>
-        ROWS.filter((record) => accepts(c, record, auth)).map((r) =>
-          String(r.id)
-        )
-      )
-    );
-}
-
-const WANTS = evaluated(
-  CASES,
-  (c, record, auth) => test(c.expr, c.scope(record, auth)),
-);
-const RELATION_WANTS = evaluated(
-  RELATION_CASES,
-  (c, record, auth) => test(c.expr, c.scope(record, auth), undefined, RELATED),
-);
-
-/** Every pair of `cases` × AUTHS compiled for a dialect. */
-function pairs(
-  dialect: Dialect,
-  cases: { source: string; expr: Expr }[],
-  wants: string[][],
-): Pair[] {
-  let k = 0;
-  return cases.flatMap(({ source, expr }) =>
-    AUTHS.map((auth): Pair => {
-      const want = wants[k++];
-      const ctx = context(dialect, auth);
-      const q = compileToSql(expr, ctx);
-      if (q !== undefined) {
-        return { source, auth, query: q, prefilter: false, want };
-      }
-      const pre = compilePrefilter(expr, ctx);
-      return { source, auth, query: pre, prefilter: true, want };
-    })
-  );
-}
-
-/**
- * Runs the pairs' queries all at once (PostgreSQL pipelines them: no round
- * trip per query) and yields each pair with its rows or its error, in order.
- */
-async function* selected(
-  list: Pair[],
-  select: (sql: string, params: unknown[]) => Promise<string[]>,
-): AsyncGenerator<[Pair, string[] | undefined, unknown]> {
-  const results = await Promise.all(
-    list.map((p) =>
-      p.query === undefined
-        ? Promise.resolve({ rows: undefined, error: undefined })
-        : select(p.query.sql, p.query.params).then(
-          (rows) => ({ rows, error: undefined }),
-          (error: unknown) => ({ rows: undefined, error: error ?? "error" }),
-        )
-    ),
-  );
-  for (const [i, p] of list.entries()) {
-    yield [p, results[i].rows, results[i].error];
-  }
-}
-
 /** Runs every expression under every auth scope; returns how many compiled. */
 async function differential(
   dialect: Dialect,
@@ -253,38 +155,42 @@ async function differential(
   let prefilters = 0; // supersets (JSON comparisons SQL cannot decide)
   let json = 0; // compiled expressions reading the json field
   let lists = 0; // compiled expressions reading the multiple relation
-  const list = pairs(dialect, CASES, WANTS());
-  for await (const [pair, rows, error] of selected(list, select)) {
-    const { source, auth, query: q, want } = pair;
-    total++;
-    if (pair.prefilter) {
-      if (q === undefined) continue;
-      prefilters++;
-      if (error !== undefined) throw error;
-      const got = new Set(rows);
-      const missing = want.filter((id) => !got.has(id));
-      assert.deepEqual(missing, [], `${dialect} prefilter: ${source}`);
-      continue;
-    }
-    compiled++;
-    if (/\bj\b/.test(source)) json++;
-    if (/\brel\b/.test(source)) lists++;
-    if (error !== undefined) {
-      throw new Error(
-        `${dialect}: ${source}\n${q!.sql}\n${
-          JSON.stringify(q!.params)
-        }\n${error}`,
+  for (const { source, expr, scope } of CASES) {
+    for (const auth of AUTHS) {
+      total++;
+      const ctx = context(dialect, auth);
+      const q = compileToSql(expr, ctx);
+      const want = ROWS.filter((record) => test(expr, scope(record, auth)))
+        .map((r) => String(r.id));
+      if (q === undefined) {
+        const pre = compilePrefilter(expr, ctx);
+        if (pre === undefined) continue;
+        prefilters++;
+        const got = new Set(await select(pre.sql, pre.params));
+        const missing = want.filter((id) => !got.has(id));
+        assert.deepEqual(missing, [], `${dialect} prefilter: ${source}`);
+        continue;
+      }
+      compiled++;
+      if (/\bj\b/.test(source)) json++;
+      if (/\brel\b/.test(source)) lists++;
+      let got: string[];
+      try {
+        got = (await select(q.sql, q.params)).sort();
+      } catch (e) {
+        throw new Error(
+          `${dialect}: ${source}\n${q.sql}\n${JSON.stringify(q.params)}\n${e}`,
+        );
+      }
+      assert.deepEqual(
+        got,
+        want,
+        `${dialect} auth=${auth.id}: ${source}\n${q.sql}\n${
+          JSON.stringify(q.params)
+        }`,
       );
+      if (want.length > 0 && want.length < ROWS.length) selective++;
     }
-    const got = rows!.sort();
-    assert.deepEqual(
-      got,
-      want,
-      `${dialect} auth=${auth.id}: ${source}\n${q!.sql}\n${
-        JSON.stringify(q!.params)
-      }`,
-    );
-    if (want.length > 0 && want.length < ROWS.length) selective++;
   }
   console.log(
     `${dialect}: ${compiled} of ${total} (rule or filter, auth) pairs compiled ` +
@@ -310,38 +216,43 @@ async function relations(
   select: (sql: string, params: unknown[]) => Promise<string[]>,
 ) {
   let compiled = 0, total = 0, selective = 0, prefilters = 0, many = 0;
-  const list = pairs(dialect, RELATION_CASES, RELATION_WANTS());
-  for await (const [pair, rows, error] of selected(list, select)) {
-    const { source, auth, query: q, want } = pair;
-    total++;
-    if (pair.prefilter) {
-      if (q === undefined) continue;
-      prefilters++;
-      if (error !== undefined) throw error;
-      const got = new Set(rows);
-      const missing = want.filter((id) => !got.has(id));
-      assert.deepEqual(missing, [], `${dialect} prefilter: ${source}`);
-      continue;
-    }
-    compiled++;
-    if (error !== undefined) {
-      throw new Error(
-        `${dialect}: ${source}\n${q!.sql}\n${
-          JSON.stringify(q!.params)
-        }\n${error}`,
+  for (const { source, expr, scope } of RELATION_CASES) {
+    for (const auth of AUTHS) {
+      total++;
+      const ctx = context(dialect, auth);
+      const q = compileToSql(expr, ctx);
+      const want = ROWS.filter((record) =>
+        test(expr, scope(record, auth), undefined, RELATED)
+      ).map((r) => String(r.id));
+      if (q === undefined) {
+        const pre = compilePrefilter(expr, ctx);
+        if (pre === undefined) continue;
+        prefilters++;
+        const got = new Set(await select(pre.sql, pre.params));
+        const missing = want.filter((id) => !got.has(id));
+        assert.deepEqual(missing, [], `${dialect} prefilter: ${source}`);
+        continue;
+      }
+      compiled++;
+      let got: string[];
+      try {
+        got = (await select(q.sql, q.params)).sort();
+      } catch (e) {
+        throw new Error(
+          `${dialect}: ${source}\n${q.sql}\n${JSON.stringify(q.params)}\n${e}`,
+        );
+      }
+      assert.deepEqual(
+        got,
+        want,
+        `${dialect} auth=${auth.id}: ${source}\n${q.sql}\n${
+          JSON.stringify(q.params)
+        }`,
       );
-    }
-    const got = rows!.sort();
-    assert.deepEqual(
-      got,
-      want,
-      `${dialect} auth=${auth.id}: ${source}\n${q!.sql}\n${
-        JSON.stringify(q!.params)
-      }`,
-    );
-    if (want.length > 0 && want.length < ROWS.length) {
-      selective++;
-      if (/\bq\.(some|every)/.test(source)) many++;
+      if (want.length > 0 && want.length < ROWS.length) {
+        selective++;
+        if (/\bq\.(some|every)/.test(source)) many++;
+      }
     }
   }
   console.log(
@@ -423,15 +334,14 @@ Deno.test({
       const placeholders = COLUMNS.map((c, n) =>
         json(c) ? `$${n + 1}::text::jsonb` : `$${n + 1}`
       ).join(", ");
-      // All at once: the inserts are pipelined, not one round trip each.
-      await Promise.all(ROWS.map((r) =>
-        sql.unsafe(
+      for (const r of ROWS) {
+        await sql.unsafe(
           `INSERT INTO t (${COLUMNS.join(", ")}) VALUES (${placeholders})`,
           COLUMNS.map((c) =>
             json(c) && r[c] !== null ? JSON.stringify(r[c]) : r[c]
           ) as never,
-        )
-      ));
+        );
+      }
       const back = (await sql.unsafe("SELECT * FROM t ORDER BY id")).map((
         r,
       ) => ({ ...r, i: r.i === null ? null : Number(r.i) }));
