@@ -170,7 +170,10 @@ for (const db of DATABASES) {
           }))
             .catch((err) => ({ status: 0, text: String(err) }))
         );
-        await pause(40);
+        // Time for the requests to reach the server (a loaded machine once
+        // took over 40 ms: a login that arrives after the signal gets its 503,
+        // rightly); the three scrypts, one per core, are still running.
+        await pause(100);
         const stopped = await s.stop("SIGTERM", 10_000);
         server = undefined;
         const results = await Promise.all(logins);
