@@ -37,30 +37,40 @@ browserTestAllDbs(
   },
 );
 
-// Time moves for the pages and the server together: the pages' clock is
-// Playwright's, the server's a ShiftedClock, both moved on by the test.
+// On SQLite time moves for the pages and the server together: the pages'
+// clock is Playwright's, the server's a ShiftedClock, both moved on by the
+// test. On PostgreSQL time is real (a 20 s token, refreshed 15 s after the
+// login): there the server's time base is the database's clock measured
+// against the server's, and the fake-time version failed once in a full run
+// (the reloaded tab showed no dashboard; cause not found: worth an issue).
 for (const db of DATABASES) {
   const serverClock = new ShiftedClock();
+  const fake = db === "sqlite";
   browserTest(
     "session: refreshed before it expires, and every tab takes the new token",
     async ({ s, adminPage, errors }) => {
       const page = await adminPage();
       const clock = page.context().clock;
-      await clock.install();
-      await page.reload(); // runs on the installed clock from now on
-      await page.locator(".topbar").waitFor();
+      if (fake) {
+        await clock.install();
+        await page.reload(); // runs on the installed clock from now on
+        await page.locator(".topbar").waitFor();
+      }
       const tab = await page.context().newPage();
       await tab.goto(`${s.url}/mb`);
       await tab.locator(".topbar").waitFor();
       const first = await storedToken(page);
-      // tokenTtl 600 s: the client refreshes a quarter of the lifetime before
-      // expiry (at most 5 min before), i.e. 450 s after the login.
-      serverClock.advance(450_000);
-      await clock.fastForward(450_000);
+      if (fake) {
+        // tokenTtl 600 s: the client refreshes a quarter of the lifetime
+        // before expiry (at most 5 min before), i.e. 450 s after the login.
+        serverClock.advance(450_000);
+        await clock.fastForward(450_000);
+      }
       // (waitForFunction would eval a string, which the page's CSP forbids.)
       await poll(
         "the refreshed token",
         async () => (await storedToken(page)) !== first,
+        { deadline: 30_000, every: 250 },
       ).catch(() => {/* the assertion below fails */});
       const second = await storedToken(page);
       assert.notEqual(second, first);
@@ -75,7 +85,7 @@ for (const db of DATABASES) {
       assert.deepEqual(errors, []);
     },
     [db],
-    { tokenTtl: 600, clock: serverClock.now },
+    fake ? { tokenTtl: 600, clock: serverClock.now } : { tokenTtl: 20 },
   );
 }
 
