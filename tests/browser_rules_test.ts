@@ -156,6 +156,11 @@ async function wideSteps({ s, adminPage, errors }: BrowserCase): Promise<void> {
   await page.getByText("0 of 3").waitFor();
   assert.equal(await table.getByText("✗ Denied").count(), 3);
 
+  // The caller chosen for "test as" outlives a save (which makes the
+  // editor anew: the result table goes).
+  await testAs(page, "User of members", "alice");
+  await table.waitFor();
+
   // A refused save is shown next to its rule; then a good save.
   await page.getByLabel("Who may add records").selectOption({
     label: "Custom expression",
@@ -172,6 +177,8 @@ async function wideSteps({ s, adminPage, errors }: BrowserCase): Promise<void> {
   await page.getByText("Unsaved changes", { exact: true }).waitFor({
     state: "detached",
   });
+  await table.waitFor({ state: "detached" });
+  assert.equal(await page.getByLabel("Caller").inputValue(), "members");
   const saved = await s.request("GET", "/api/v1/schemas/posts", {
     token: await s.adminToken(),
   });

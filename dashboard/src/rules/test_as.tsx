@@ -49,6 +49,20 @@ async function findUsers(entity: string, q: string): Promise<RecordData[]> {
   return page.items;
 }
 
+/** What the panel was set to, per entity: kept when the editor is made anew. */
+interface TestAsChoice {
+  op: Operation;
+  who: string;
+  q: string;
+  userId: string;
+}
+
+/**
+ * The last choice per entity: saving rules makes the rules editor anew (it
+ * is keyed by the schema's `updated`), which must not reset "test as".
+ */
+const choices = new Map<string, TestAsChoice>();
+
 /** The panel; `ops` are the operations offered, `rules` the rules as edited. */
 export function TestAs(props: {
   entity: string;
@@ -58,11 +72,18 @@ export function TestAs(props: {
   const authEntities = (schemas.value ?? []).filter((s) =>
     s.type === "auth" && !s.is_system && s.has_api
   );
-  const [op, setOp] = useState<Operation>(props.ops[0]);
-  const [who, setWho] = useState(""); // "" = guest, else an auth entity
-  const [q, setQ] = useState("");
+  const kept = choices.get(props.entity);
+  const [op, setOp] = useState<Operation>(
+    kept && props.ops.includes(kept.op) ? kept.op : props.ops[0],
+  );
+  // "" = guest, else an auth entity
+  const [who, setWho] = useState(kept?.who ?? "");
+  const [q, setQ] = useState(kept?.q ?? "");
   const [users, setUsers] = useState<RecordData[]>([]);
-  const [userId, setUserId] = useState("");
+  const [userId, setUserId] = useState(kept?.userId ?? "");
+  // Kept as each render sees it (an effect would run after a remount that
+  // came first).
+  choices.set(props.entity, { op, who, q, userId });
   const [usersError, setUsersError] = useState("");
   const [result, setResult] = useState<TrialResult | null>(null);
   const [error, setError] = useState("");
