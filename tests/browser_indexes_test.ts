@@ -10,6 +10,7 @@ import { axeSerious, browserTest, scrollWidth, shot } from "./_browser.ts";
 import { sharedLogin } from "./_browser_pages.ts";
 import type { TestServer } from "./_server.ts";
 import { dbIndexes, ITEMS } from "./_indexes_fixtures.ts";
+import { poll } from "./_wait.ts";
 
 async function schema(s: TestServer, name: string) {
   const r = await s.request("GET", `/api/v1/schemas/${name}`, {
@@ -64,6 +65,11 @@ browserTest(
     await page.getByRole("button", { name: "+ Add index" }).focus();
     await page.keyboard.press("Enter");
     await index(page, 1).waitFor();
+    // (The focus moves in an effect after the render waitFor saw.)
+    await poll(
+      "the focus on the new index's field choice",
+      async () => (await focused(page)) === "Add a field to index #1",
+    ).catch(() => {/* the assertion below says where it is */});
     assert.equal(await focused(page), "Add a field to index #1");
     const choice = index(page, 1).getByLabel("Add a field to index #1");
     await choice.selectOption({ label: "n" });

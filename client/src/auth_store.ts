@@ -92,6 +92,9 @@ export class MemoryAuthStore implements AuthStore {
   }
 }
 
+/** How often `changedFrom` reads the stored session again. */
+const SETTLE_POLL_MS = 50;
+
 interface WebStorage {
   getItem(key: string): string | null;
   setItem(key: string, value: string): void;
@@ -144,6 +147,33 @@ export class LocalAuthStore extends MemoryAuthStore {
   /** Reads the stored session again (another tab may have changed it). */
   reload(): void {
     this.#read();
+  }
+
+  /**
+   * Resolves to `true` once the stored token is no longer `token` (another
+   * tab stored a new one: the listeners hear it), or `false` after `ms`. A
+   * tab may learn of another tab's write late: Chromium caches
+   * `localStorage` in each tab's process and passes a write on after the
+   * Web Lock that ordered the two tabs' refreshes, so a token the server
+   * refuses may already have a successor on its way. Without a `document`
+   * (no other tabs) it answers at once.
+   */
+  async changedFrom(token: string, ms: number): Promise<boolean> {
+    const moved = () => {
+      if (this.token !== token) return true;
+      this.#read();
+      if (this.token === token) return false;
+      this.changed();
+      return true;
+    };
+    if (moved()) return true;
+    if (!("document" in globalThis)) return false;
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      await new Promise((ok) => setTimeout(ok, SETTLE_POLL_MS));
+      if (moved()) return true;
+    }
+    return false;
   }
 
   #read(): void {

@@ -22,7 +22,7 @@ import { Batch } from "./batch.ts";
 import { EntityService } from "./entity.ts";
 import { FilesService } from "./files.ts";
 import { Realtime, type RealtimeOptions } from "./realtime.ts";
-import { Refresher } from "./session.ts";
+import { Refresher, SETTLE_MS } from "./session.ts";
 import {
   dataOf,
   encodeBody,
@@ -241,8 +241,11 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
     const err = await errorOf(res, `${method} ${path}`);
     if (err.status === 401 && auth === "store" && token !== "") {
       // Another tab (or call) may have refreshed meanwhile: once more with it.
-      if (this.authStore instanceof LocalAuthStore) this.authStore.reload();
-      if (!retried && this.authStore.token !== token && this.authStore.token) {
+      const store = this.authStore;
+      if (store instanceof LocalAuthStore) {
+        await store.changedFrom(token, SETTLE_MS);
+      }
+      if (!retried && store.token !== token && store.token) {
         return await this.#call(method, path, options, true);
       }
       this.#refused(token);

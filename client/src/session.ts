@@ -19,6 +19,11 @@ import type { AuthResult } from "./types.ts";
 
 /** Longest single timer (setTimeout fires at once past 2^31 - 1 ms). */
 const MAX_TIMER_MS = 86_400_000;
+/**
+ * How long a token the server refused waits for another tab's successor
+ * before it is dropped (see `LocalAuthStore.changedFrom`).
+ */
+export const SETTLE_MS = 1500;
 /** A refresh that failed without an answer is tried again after this. */
 const RETRY_MS = 60_000;
 
@@ -146,7 +151,13 @@ export class Refresher {
         }
       } catch (err) {
         if (err instanceof MoonbaseError && err.status === 401) {
-          if (this.#store.token === before) this.#store.clear();
+          // Another tab's refresh may have revoked it, its token not here yet.
+          const store = this.#store;
+          if (
+            store instanceof LocalAuthStore &&
+            await store.changedFrom(before, SETTLE_MS)
+          ) return;
+          if (store.token === before) store.clear();
           return;
         }
         // No answer, or the server is unwell: the token still works for now.

@@ -1,0 +1,157 @@
+/**
+ * Two tabs of a browser share the session in `localStorage`, but a tab may
+ * see the other's write late (Chromium caches it in each tab's process):
+ * a tab whose token the server refuses because the other tab's refresh
+ * revoked it waits for the successor instead of logging out. The tab is a
+ * `LocalAuthStore` over a storage view that lags; no server: the calls are
+ * stand-ins answering 401 to the revoked token.
+ */
+
+import { assertEquals } from "./_server.ts";
+import { LocalAuthStore } from "../client/src/auth_store.ts";
+import { Moonbase } from "../client/src/client.ts";
+import { MoonbaseError } from "../client/src/errors.ts";
+import { Refresher } from "../client/src/session.ts";
+import type { AuthResult } from "../client/src/types.ts";
+
+const KEY = "mb_lag_test";
+
+function token(n: number): string {
+  const now = Math.floor(Date.now() / 1000);
+  const body = btoa(JSON.stringify({
+    sub: "u1",
+    entity: "users",
+    n,
+    iat: now,
+    exp: now + 3600,
+  })).replace(/=+$/, "");
+  return `h.${body}.s`;
+}
+
+/** One tab's view of `localStorage`: another tab's write shows on `deliver()`. */
+class LaggingView {
+  #shown = new Map<string, string>();
+  #pending = new Map<string, string>();
+  getItem(k: string): string | null {
+    return this.#shown.get(k) ?? null;
+  }
+  setItem(k: string, v: string): void {
+    this.#shown.set(k, v);
+  }
+  removeItem(k: string): void {
+    this.#shown.delete(k);
+  }
+  /** Another tab wrote `v`; this tab does not see it yet. */
+  otherTabWrote(k: string, v: string): void {
+    this.#pending.set(k, v);
+  }
+  deliver(): void {
+    for (const [k, v] of this.#pending) this.#shown.set(k, v);
+    this.#pending.clear();
+  }
+}
+
+/** Runs `fn` as a browser tab whose `localStorage` is `view`. */
+async function inTab(
+  view: LaggingView,
+  fn: () => Promise<void>,
+): Promise<void> {
+  const g = globalThis as Record<string, unknown>;
+  const had = Object.getOwnPropertyDescriptor(globalThis, "localStorage");
+  Object.defineProperty(globalThis, "localStorage", {
+    value: view,
+    configurable: true,
+  });
+  g.document = {};
+  try {
+    await fn();
+  } finally {
+    delete g.document;
+    delete g.localStorage;
+    if (had) Object.defineProperty(globalThis, "localStorage", had);
+  }
+}
+
+const session = (t: string) => JSON.stringify({ token: t, user: { id: "u1" } });
+
+Deno.test("client tabs: a refresh refused because another tab refreshed first takes that tab's token", async () => {
+  const view = new LaggingView();
+  const [t1, t2] = [token(1), token(2)];
+  view.setItem(KEY, session(t1));
+  await inTab(view, async () => {
+    const store = new LocalAuthStore(KEY);
+    const heard: string[] = [];
+    store.onChange((t) => heard.push(t));
+    const refresher = new Refresher(
+      store,
+      (_path, sent): Promise<AuthResult> => {
+        // The other tab refreshed t1 (revoking it) and stored t2, which
+        // reaches this tab a little after the server's answer.
+        assertEquals(sent, t1);
+        view.otherTabWrote(KEY, session(t2));
+        setTimeout(() => view.deliver(), 200);
+        return Promise.reject(new MoonbaseError(401, "Token revoked"));
+      },
+      "lag-test",
+    );
+    try {
+      await refresher.refresh();
+      assertEquals(store.token, t2, "kept the other tab's token");
+      assertEquals(heard.at(-1), t2);
+      assertEquals(heard.includes(""), false, "never logged out");
+    } finally {
+      refresher.stop();
+    }
+  });
+});
+
+Deno.test("client tabs: a call refused with a token another tab replaced is sent again with the new one", async () => {
+  const view = new LaggingView();
+  const [t1, t2] = [token(1), token(2)];
+  view.setItem(KEY, session(t1));
+  await inTab(view, async () => {
+    const sent: string[] = [];
+    const mb = new Moonbase("http://moonbase.test", {
+      store: new LocalAuthStore(KEY),
+      autoRefresh: false,
+      fetch: (_input, init) => {
+        const auth = new Headers(init?.headers).get("authorization") ?? "";
+        sent.push(auth.replace("Bearer ", ""));
+        if (auth === `Bearer ${t2}`) {
+          return Promise.resolve(Response.json({ data: { id: "p1" } }));
+        }
+        view.otherTabWrote(KEY, session(t2));
+        setTimeout(() => view.deliver(), 200);
+        return Promise.resolve(Response.json(
+          { code: 401, message: "Token revoked", data: {} },
+          { status: 401 },
+        ));
+      },
+    });
+    const got = await mb.send<{ id: string }>("GET", "/api/v1/posts/p1");
+    assertEquals(got.id, "p1");
+    assertEquals(sent, [t1, t2]);
+    assertEquals(mb.authStore.token, t2);
+  });
+});
+
+Deno.test("client tabs: a refused token with no successor is dropped once the wait ends", async () => {
+  const view = new LaggingView();
+  const t1 = token(1);
+  view.setItem(KEY, session(t1));
+  await inTab(view, async () => {
+    const store = new LocalAuthStore(KEY);
+    const refresher = new Refresher(
+      store,
+      () => Promise.reject(new MoonbaseError(401, "Token revoked")),
+      "lag-test",
+    );
+    try {
+      await refresher.refresh();
+      assertEquals(store.token, "", "a revoked session ends");
+      assertEquals(view.getItem(KEY), null);
+    } finally {
+      refresher.stop();
+    }
+  });
+});
