@@ -501,10 +501,4 @@ forEachDb(
       await s.close();
     }
   },
-  {
-    // Not found yet: a server-side "http" connection resource outlives
-    // s.close() (the resource sanitizer names no step; the op sanitizer
-    // finds nothing).
-    unsanitized: "a server-side HTTP connection outlives the server's close",
-  },
 );

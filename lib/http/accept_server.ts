@@ -228,7 +228,14 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
       c.release();
       remove();
     };
-    c.served = c.http.finished.then(gone, gone);
+    // A connection that failed (the client went away mid-response: a broken
+    // pipe) rejects `finished` without closing Deno's server on it, whose
+    // "http" resource would stay in the resource table for good: it is
+    // closed here (taking the resource is all that is left to do; the
+    // error is the client's, as above), and the connection leaves the table
+    // once it is (a shutdown that fails has nothing more to release).
+    const failed = () => c.http!.shutdown().then(gone, gone);
+    c.served = c.http.finished.then(gone, failed);
   }
 
   /**

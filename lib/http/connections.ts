@@ -21,6 +21,11 @@ import { lastPull } from "./progress.ts";
 /** What a served connection looks like (`Deno.HttpServer` per connection). */
 export interface ConnServer {
   finished: Promise<void>;
+  /**
+   * Closes Deno's server on the connection (its "http" resource). Needed
+   * after `finished` rejected: Deno then leaves that resource open.
+   */
+  shutdown(): Promise<void>;
   ref(): void;
   unref(): void;
 }

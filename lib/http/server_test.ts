@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { listen, Server } from "./server.ts";
-import { pause, within } from "../../tests/_wait.ts";
+import { pause, poll, within } from "../../tests/_wait.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -82,6 +82,47 @@ Deno.test(
       await within("shutdown", 5000, server.shutdown());
     }
     assert.equal(settled, true);
+  },
+);
+
+Deno.test(
+  "server: a client gone mid-response leaves no resource behind",
+  // The sanitizers are the assertion: Deno's server on a connection that
+  // failed (a broken pipe) stayed in the resource table after the server
+  // closed.
+  { sanitizeOps: true, sanitizeResources: true },
+  async () => {
+    const chunk = new Uint8Array(64 * 1024);
+    let pulls = 0;
+    const server = listen(() =>
+      Promise.resolve(
+        new Response(
+          new ReadableStream<Uint8Array>({
+            pull(c) {
+              pulls++;
+              c.enqueue(chunk);
+            },
+          }),
+        ),
+      ), { port: 0, hostname: "127.0.0.1" }) as Server;
+    try {
+      const conn = await Deno.connect({
+        hostname: "127.0.0.1",
+        port: server.addr.port,
+      });
+      await conn.write(
+        new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+      );
+      const n = await conn.read(new Uint8Array(1024));
+      assert.ok(n !== null && n > 0, "the response started");
+      // Unread bytes in its buffer: closing resets the connection, and the
+      // server's next write fails.
+      conn.close();
+      await poll("the connection is gone", () => server.connections === 0);
+      assert.ok(pulls > 0);
+    } finally {
+      await server.close();
+    }
   },
 );
 
