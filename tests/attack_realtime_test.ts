@@ -21,7 +21,7 @@ import {
 } from "./_server.ts";
 import { userOf } from "./_extend_fixtures.ts";
 import { openSse } from "./_realtime_client.ts";
-import { pause, poll } from "./_wait.ts";
+import { pause, poll, settlesWithin } from "./_wait.ts";
 import { signToken } from "./_scenarios.ts";
 import {
   add,
@@ -381,7 +381,7 @@ forEachDb("attack realtime: leaks, resumes, tokens, writes", async (t, db) => {
         await remove(s, "people", u3.id);
         const ends = await Promise.all(subs.map(async (c) => {
           const m = await c.next(5000);
-          await Promise.race([c.ended, pause(1000)]);
+          await settlesWithin(c.ended, 1000);
           return [m?.event, m?.data?.status, Date.now() - t0];
         }));
         for (const c of subs) c.close();

@@ -22,7 +22,7 @@ import {
 import { userOf } from "./_extend_fixtures.ts";
 import { startOwnPostgres } from "./_pg.ts";
 import { openSse } from "./_realtime_client.ts";
-import { pause, poll } from "./_wait.ts";
+import { pause, poll, settlesWithin } from "./_wait.ts";
 import {
   add,
   changes,
@@ -44,8 +44,10 @@ async function raw(s: TestServer, request: string, ms = 2000): Promise<string> {
   try {
     await conn.write(new TextEncoder().encode(request));
     const buf = new Uint8Array(8192);
-    const n = await Promise.race([conn.read(buf), pause(ms).then(() => null)]);
-    return new TextDecoder().decode(buf.subarray(0, n ?? 0));
+    const n = await settlesWithin(conn.read(buf), ms);
+    return new TextDecoder().decode(
+      buf.subarray(0, n === "timeout" ? 0 : n ?? 0),
+    );
   } finally {
     conn.close();
   }
@@ -67,12 +69,9 @@ async function endsWithin(conn: Deno.Conn, ms: number): Promise<boolean> {
   const buf = new Uint8Array(1 << 16);
   try {
     while (Date.now() < deadline) {
-      const n = await Promise.race([
-        conn.read(buf),
-        pause(deadline - Date.now()).then(() => 0),
-      ]);
+      const n = await settlesWithin(conn.read(buf), deadline - Date.now());
       if (n === null) return true;
-      if (n === 0) return false;
+      if (n === "timeout" || n === 0) return false;
     }
     return false;
   } catch {
@@ -521,10 +520,8 @@ Deno.test({
       ];
       for (const ask of asks) {
         const t0 = Date.now();
-        const c = await Promise.race([
-          ask(),
-          pause(8000).then(() => undefined),
-        ]);
+        const answer = await settlesWithin(ask(), 8000);
+        const c = answer === "timeout" ? undefined : answer;
         c?.close();
         assert.ok(c, "no answer within 8 s");
         assert.ok(
