@@ -118,7 +118,9 @@ forEachDb("client: records, errors, batch, admin", async (t, db) => {
       const name = String(updated.image);
       const bare = mb.files.url("scans", updated, name);
       assertEquals(bare, `${s.url}/api/files/scans/${name}`);
-      assertEquals((await fetch(bare)).status, 404, "no token: hidden");
+      const hidden = await fetch(bare);
+      await hidden.body?.cancel();
+      assertEquals(hidden.status, 404, "no token: hidden");
       const { token } = await mb.files.token();
       const url = mb.files.url("scans", updated, name, { token });
       const res = await fetch(url);
