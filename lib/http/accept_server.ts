@@ -231,10 +231,15 @@ export class Server implements Deno.HttpServer<Deno.NetAddr> {
     // A connection that failed (the client went away mid-response: a broken
     // pipe) rejects `finished` without closing Deno's server on it, whose
     // "http" resource would stay in the resource table for good: it is
-    // closed here (taking the resource is all that is left to do; the
-    // error is the client's, as above), and the connection leaves the table
-    // once it is (a shutdown that fails has nothing more to release).
-    const failed = () => c.http!.shutdown().then(gone, gone);
+    // closed here (the error is the client's, as above), and the connection
+    // leaves the table once it is. Not while upgrading: the shutdown waits
+    // for the upgrade's response, which waits for `served`.
+    const failed = (): void | Promise<void> => {
+      // A shutdown that fails has nothing more to release.
+      const closing = c.http!.shutdown().catch(() => {});
+      if (c.socket) return gone();
+      return closing.then(gone);
+    };
     c.served = c.http.finished.then(gone, failed);
   }
 
