@@ -155,14 +155,19 @@ async function stream(
   // A connection of its own (with workers: any isolate may get it).
   const client = Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
   let closed = false;
+  let res: Response | undefined;
   const close = () => {
     if (closed) return;
     closed = true;
+    // Cancelling the body closes its resource now; an abort alone closes it
+    // a moment later, sometimes after the test ended (the sanitizer's leak).
+    // A body already ended or errored has nothing left to cancel.
+    res?.body?.cancel().catch(() => {});
     ac.abort();
     client.close();
   };
   try {
-    const res = await fetch(`${url}/api/v1/realtime?topics=${topics}`, {
+    res = await fetch(`${url}/api/v1/realtime?topics=${topics}`, {
       headers,
       signal: ac.signal,
       client,
