@@ -194,27 +194,26 @@ export async function startServer(
 }
 
 /**
- * Whether `forEachDb` suites run with Deno's op and resource sanitizers
- * (`MB_TEST_SANITIZE=1`). Off by default until a whole run passes with them:
- * the suites checked so far do (records, auth, realtime, files, schemas,
- * batch, expand), the others are not checked yet.
+ * Whether `forEachDb` suites run with Deno's op and resource sanitizers: on
+ * unless `MB_TEST_SANITIZE=0` (to debug a suite without them).
  */
-const SANITIZE = Deno.env.get("MB_TEST_SANITIZE") === "1";
+const SANITIZE = Deno.env.get("MB_TEST_SANITIZE") !== "0";
 
 /** Options of a suite run on every database. */
 export interface DbSuiteOptions {
   /**
    * Why this suite runs without Deno's op and resource sanitizers (which
    * fail a test that leaves a timer, a request or a connection behind).
-   * Giving a reason is the only way to turn them off.
+   * Giving a reason is the only way to turn them off: a concrete one (what
+   * stays open, and why it cannot be closed).
    */
   unsanitized?: string;
 }
 
 /**
- * Registers one `Deno.test` per database for a suite body. With
- * `MB_TEST_SANITIZE=1` the op and resource sanitizers are on (Deno 2 leaves
- * them off unless a test asks), unless `options.unsanitized` says why not.
+ * Registers one `Deno.test` per database for a suite body, with the op and
+ * resource sanitizers on unless `options.unsanitized` says why not (or
+ * `MB_TEST_SANITIZE=0` turns them off for a debugging run).
  *
  * @example
  * ```ts ignore

@@ -210,7 +210,7 @@ forEachDb("logs: a search over a large store holds up no other request", async (
   } finally {
     await s.close();
   }
-}, { unsanitized: "the log store's threads outlive a step" });
+});
 
 /** A program that reads logs, closes the app with a read in flight, and ends. */
 const PROGRAM = `
