@@ -32,10 +32,13 @@ function token(n: number, sub = "u1"): string {
 class LaggingView {
   #shown = new Map<string, string>();
   #pending = new Map<string, string>();
+  /** What this tab wrote. */
+  readonly written: string[] = [];
   getItem(k: string): string | null {
     return this.#shown.get(k) ?? null;
   }
   setItem(k: string, v: string): void {
+    this.written.push(v);
     this.#shown.set(k, v);
   }
   removeItem(k: string): void {
@@ -216,4 +219,39 @@ Deno.test("client tabs: without other tabs, a call is not sent again as a user s
   assertEquals((err as MoonbaseError | undefined)?.status, 401);
   assertEquals(sent, [t1]);
   assertEquals(mb.authStore.token, other);
+});
+
+Deno.test("client tabs: a refresh that finds another tab's token takes it without writing it back", async () => {
+  const view = new LaggingView();
+  const [t1, t2] = [token(1), token(2)];
+  view.setItem(KEY, session(t1));
+  view.written.length = 0;
+  await inTab(view, async () => {
+    const store = new LocalAuthStore(KEY);
+    const heard: string[] = [];
+    store.onChange((t) => heard.push(t));
+    const calls: string[] = [];
+    const refresher = new Refresher(
+      store,
+      (_path, sent): Promise<AuthResult> => {
+        calls.push(sent);
+        return Promise.reject(new MoonbaseError(0, "not called"));
+      },
+      "lag-test",
+    );
+    try {
+      // The other tab refreshed (its storage event not dispatched here yet).
+      view.otherTabWrote(KEY, session(t2));
+      view.deliver();
+      await refresher.refresh();
+      assertEquals(calls, [], "no refresh of the revoked token");
+      assertEquals(store.token, t2);
+      assertEquals(heard, [t2]);
+      // A write of what was read could bring back a session the other tab
+      // ended meanwhile (its removal not seen here yet).
+      assertEquals(view.written, [], "nothing written back");
+    } finally {
+      refresher.stop();
+    }
+  });
 });
