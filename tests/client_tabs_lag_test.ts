@@ -255,3 +255,32 @@ Deno.test("client tabs: a refresh that finds another tab's token takes it withou
     }
   });
 });
+
+Deno.test("client tabs: an explicit refresh refused because another tab refreshed first takes that tab's token", async () => {
+  const view = new LaggingView();
+  const [t1, t2] = [token(1), token(2)];
+  view.setItem(KEY, session(t1));
+  await inTab(view, async () => {
+    const mb = new Moonbase("http://moonbase.test", {
+      store: new LocalAuthStore(KEY),
+      autoRefresh: false,
+      fetch: () => {
+        view.otherTabWrote(KEY, session(t2));
+        setTimeout(() => view.deliver(), 200);
+        return Promise.resolve(Response.json(
+          { code: 401, message: "Token revoked", data: {} },
+          { status: 401 },
+        ));
+      },
+    });
+    const heard: string[] = [];
+    mb.authStore.onChange((t) => heard.push(t));
+    const err = await mb.auth("users").refresh().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assertEquals((err as MoonbaseError | undefined)?.status, 401);
+    assertEquals(mb.authStore.token, t2, "kept the other tab's token");
+    assertEquals(heard.includes(""), false, "never logged out");
+  });
+});

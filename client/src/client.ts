@@ -204,10 +204,14 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
     return this.authStore.token;
   }
 
-  #refused(token: string): void {
-    // Another tab may have stored a new token meanwhile: that one stays.
-    if (this.authStore instanceof LocalAuthStore) this.authStore.reload();
-    if (this.authStore.token === token) this.authStore.clear();
+  async #refused(token: string): Promise<void> {
+    // Another tab may have stored a new token meanwhile (and this tab may
+    // see it late): that one stays.
+    const store = this.authStore;
+    if (store instanceof LocalAuthStore) {
+      await store.changedFrom(token, SETTLE_MS);
+    }
+    if (store.token === token) store.clear();
   }
 
   /** Sends a call; resolves to a successful response, else rejects with the error. */
@@ -253,7 +257,7 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
       if (again === undefined && next !== token && samePrincipal(token, next)) {
         return await this.#call(method, path, options, next);
       }
-      this.#refused(token);
+      if (next === token) store.clear();
     }
     throw err;
   }
