@@ -16,10 +16,10 @@ import type { AuthResult } from "../client/src/types.ts";
 
 const KEY = "mb_lag_test";
 
-function token(n: number): string {
+function token(n: number, sub = "u1"): string {
   const now = Math.floor(Date.now() / 1000);
   const body = btoa(JSON.stringify({
-    sub: "u1",
+    sub,
     entity: "users",
     n,
     iat: now,
@@ -32,10 +32,13 @@ function token(n: number): string {
 class LaggingView {
   #shown = new Map<string, string>();
   #pending = new Map<string, string>();
+  /** What this tab wrote. */
+  readonly written: string[] = [];
   getItem(k: string): string | null {
     return this.#shown.get(k) ?? null;
   }
   setItem(k: string, v: string): void {
+    this.written.push(v);
     this.#shown.set(k, v);
   }
   removeItem(k: string): void {
@@ -72,7 +75,8 @@ async function inTab(
   }
 }
 
-const session = (t: string) => JSON.stringify({ token: t, user: { id: "u1" } });
+const session = (t: string, id = "u1") =>
+  JSON.stringify({ token: t, user: { id } });
 
 Deno.test("client tabs: a refresh refused because another tab refreshed first takes that tab's token", async () => {
   const view = new LaggingView();
@@ -153,5 +157,130 @@ Deno.test("client tabs: a refused token with no successor is dropped once the wa
     } finally {
       refresher.stop();
     }
+  });
+});
+
+Deno.test("client tabs: a call refused because another tab signed in as someone else is not sent again as them", async () => {
+  const view = new LaggingView();
+  const [t1, other] = [token(1, "u1"), token(1, "u2")];
+  view.setItem(KEY, session(t1));
+  await inTab(view, async () => {
+    const sent: string[] = [];
+    const mb = new Moonbase("http://moonbase.test", {
+      store: new LocalAuthStore(KEY),
+      autoRefresh: false,
+      fetch: (_input, init) => {
+        const auth = new Headers(init?.headers).get("authorization") ?? "";
+        sent.push(auth.replace("Bearer ", ""));
+        if (auth === `Bearer ${other}`) {
+          return Promise.resolve(Response.json({ data: { id: "c1" } }));
+        }
+        // The other tab logged u1 out (revoking t1) and u2 in; this tab
+        // hears of it a little after the server's answer.
+        view.otherTabWrote(KEY, session(other, "u2"));
+        setTimeout(() => view.deliver(), 200);
+        return Promise.resolve(Response.json(
+          { code: 401, message: "Token revoked", data: {} },
+          { status: 401 },
+        ));
+      },
+    });
+    const err = await mb.send("POST", "/api/v1/comments", {
+      body: { text: "by u1" },
+    }).then(() => undefined, (e: unknown) => e);
+    assertEquals((err as MoonbaseError | undefined)?.status, 401);
+    assertEquals(sent, [t1], "u1's call never ran as u2");
+    assertEquals(mb.authStore.token, other, "u2's session stays");
+  });
+});
+
+Deno.test("client tabs: without other tabs, a call is not sent again as a user signed in while it ran", async () => {
+  const [t1, other] = [token(1, "u1"), token(1, "u2")];
+  const sent: string[] = [];
+  const mb: Moonbase = new Moonbase("http://moonbase.test", {
+    autoRefresh: false,
+    fetch: (_input, init) => {
+      const auth = new Headers(init?.headers).get("authorization") ?? "";
+      sent.push(auth.replace("Bearer ", ""));
+      if (auth === `Bearer ${other}`) {
+        return Promise.resolve(Response.json({ data: { id: "c1" } }));
+      }
+      mb.authStore.save(other, { id: "u2" });
+      return Promise.resolve(Response.json(
+        { code: 401, message: "Token revoked", data: {} },
+        { status: 401 },
+      ));
+    },
+  });
+  mb.authStore.save(t1, { id: "u1" });
+  const err = await mb.send("POST", "/api/v1/comments", {
+    body: { text: "by u1" },
+  }).then(() => undefined, (e: unknown) => e);
+  assertEquals((err as MoonbaseError | undefined)?.status, 401);
+  assertEquals(sent, [t1]);
+  assertEquals(mb.authStore.token, other);
+});
+
+Deno.test("client tabs: a refresh that finds another tab's token takes it without writing it back", async () => {
+  const view = new LaggingView();
+  const [t1, t2] = [token(1), token(2)];
+  view.setItem(KEY, session(t1));
+  view.written.length = 0;
+  await inTab(view, async () => {
+    const store = new LocalAuthStore(KEY);
+    const heard: string[] = [];
+    store.onChange((t) => heard.push(t));
+    const calls: string[] = [];
+    const refresher = new Refresher(
+      store,
+      (_path, sent): Promise<AuthResult> => {
+        calls.push(sent);
+        return Promise.reject(new MoonbaseError(0, "not called"));
+      },
+      "lag-test",
+    );
+    try {
+      // The other tab refreshed (its storage event not dispatched here yet).
+      view.otherTabWrote(KEY, session(t2));
+      view.deliver();
+      await refresher.refresh();
+      assertEquals(calls, [], "no refresh of the revoked token");
+      assertEquals(store.token, t2);
+      assertEquals(heard, [t2]);
+      // A write of what was read could bring back a session the other tab
+      // ended meanwhile (its removal not seen here yet).
+      assertEquals(view.written, [], "nothing written back");
+    } finally {
+      refresher.stop();
+    }
+  });
+});
+
+Deno.test("client tabs: an explicit refresh refused because another tab refreshed first takes that tab's token", async () => {
+  const view = new LaggingView();
+  const [t1, t2] = [token(1), token(2)];
+  view.setItem(KEY, session(t1));
+  await inTab(view, async () => {
+    const mb = new Moonbase("http://moonbase.test", {
+      store: new LocalAuthStore(KEY),
+      autoRefresh: false,
+      fetch: () => {
+        view.otherTabWrote(KEY, session(t2));
+        setTimeout(() => view.deliver(), 200);
+        return Promise.resolve(Response.json(
+          { code: 401, message: "Token revoked", data: {} },
+          { status: 401 },
+        ));
+      },
+    });
+    const heard: string[] = [];
+    mb.authStore.onChange((t) => heard.push(t));
+    const err = await mb.auth("users").refresh().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assertEquals((err as MoonbaseError | undefined)?.status, 401);
+    assertEquals(mb.authStore.token, t2, "kept the other tab's token");
+    assertEquals(heard.includes(""), false, "never logged out");
   });
 });

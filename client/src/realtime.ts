@@ -417,7 +417,7 @@ export class Realtime {
       }
       if (error.status === 401 && token !== "") {
         const grace = setTimeout(() => {
-          if (this.#t.authStore.token === token) this.#t.refused(token);
+          if (this.#t.authStore.token === token) void this.#t.refused(token);
         }, REFUSED_GRACE_MS);
         unref(grace);
       }
