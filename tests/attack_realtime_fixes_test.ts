@@ -133,12 +133,12 @@ forEachDb(
           ));
           try {
             await poll("joined", () => hubSize(s) === before + 1, {
-              deadline: 3000,
+              deadline: 15_000,
             });
             // Live writes pile up while it is stuck.
             await create(s, E, 50, (i) => `live${i}`);
             await poll("left the hub", () => hubSize(s) === before, {
-              deadline: 6000,
+              deadline: 15_000,
             });
           } finally {
             conn.close();
@@ -236,7 +236,7 @@ forEachDb(
             burner,
           ]);
           await poll("all events", () => arrived.size >= written.length, {
-            deadline: 6000,
+            deadline: 15_000,
           })
             .catch(() => {});
           reading = false;

@@ -487,7 +487,7 @@ forEachDb(
           await poll(
             "the first stream to leave",
             () => s.app.realtime!.hub.subscribers.size === 0,
-            { deadline: 2000 },
+            { deadline: 15_000 },
           );
           const second = await subscribe(s, "topics=w_feed");
           await add(s, "w_feed", { t: "live" });
@@ -522,7 +522,7 @@ async function shared(
 ): Promise<void> {
   await entity(a, name, strings("t"));
   await poll(name, () => b.app.schemas.get(name) !== undefined, {
-    deadline: 8000,
+    deadline: 15_000,
   });
 }
 

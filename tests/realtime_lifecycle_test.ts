@@ -70,7 +70,7 @@ async function settles(
   await poll(
     `${what}: ${n} subscriber(s)`,
     () => s.app.realtime!.hub.subscribers.size === n,
-    { deadline: 3000 },
+    { deadline: 15_000 },
   );
 }
 
@@ -104,7 +104,7 @@ async function gone(
   await poll(
     `${what}: the subscriber is gone`,
     () => ![...s.app.realtime!.hub.subscribers].some(pred),
-    { deadline: 3000 },
+    { deadline: 15_000 },
   );
 }
 
@@ -174,7 +174,7 @@ forEachDb(
               });
               try {
                 await poll("two heartbeats", () => c.comments >= 2, {
-                  deadline: 3500,
+                  deadline: 15_000,
                 });
                 // Heartbeats are comments: no message was queued for them.
                 assertEquals(await c.drain(0), []);

@@ -38,7 +38,7 @@ async function entity(
   const name = `multi_${++seq}`;
   await makeEntity(a, { name, fields, rules: OPEN });
   await poll(`${name} on B`, () => b.app.schemas.get(name) !== undefined, {
-    deadline: 5000,
+    deadline: 15_000,
   });
   return name;
 }
@@ -189,7 +189,7 @@ Deno.test({
           await poll(
             "the stream on A left",
             () => a.app.realtime!.hub.subscribers.size === 0,
-            { deadline: 3000 },
+            { deadline: 15_000 },
           );
           const missed = [
             await create(B, e, { title: "missed 1" }),
@@ -260,7 +260,7 @@ Deno.test({
           await poll(
             "users on B",
             () => B.app.schemas.get(users) !== undefined,
-            { deadline: 5000 },
+            { deadline: 15_000 },
           );
           const u = await userOf(a, users, "multi@example.com");
           const c = await sse(B, `topics=${e}`, u.token);

@@ -476,7 +476,7 @@ forEachDb("realtime WebSocket", async (t, db) => {
       await poll(
         "every socket left",
         () => s.app.realtime!.hub.subscribers.size === 0,
-        { deadline: 3000 },
+        { deadline: 15_000 },
       );
     });
   } finally {
