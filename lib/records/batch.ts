@@ -168,11 +168,19 @@ export class RecordBatches {
       } catch (err) {
         throw await failure(undefined, err);
       }
-      if (scope.pipelines && left < Infinity && left !== timeoutSet) {
+      if (scope.pipelines && left < Infinity) {
         // No statement of the batch runs past its deadline (sent ahead of
-        // the request's own statements, in the same round trip; requests
-        // starting within the same millisecond share one).
-        scope.send(`SET LOCAL statement_timeout = ${left}`, [], SET, undefined);
+        // the request's own statements, in the same round trip). Behind
+        // statements still unanswered, the request's start on the server
+        // is not known here: the database counts what is left itself.
+        const sql = timeoutSet === undefined
+          ? firstTimeout(left)
+          : scope.unanswered
+          ? SERVER_TIMEOUT
+          : left !== timeoutSet
+          ? `SET LOCAL statement_timeout = ${left}`
+          : undefined;
+        if (sql) scope.send(sql, [], SET, undefined);
         timeoutSet = left;
       }
       scope.step = i;
@@ -264,6 +272,22 @@ export class RecordBatches {
     }
   }
 }
+
+/**
+ * The batch's first statement timeout, `left` ms, and its deadline as the
+ * database's clock reads it (`moonbase.batch_deadline`, ms since the epoch,
+ * for `SERVER_TIMEOUT`): both end with the transaction.
+ */
+function firstTimeout(left: number): string {
+  return `SELECT set_config('statement_timeout', '${left}', true), set_config('moonbase.batch_deadline', (floor(extract(epoch FROM clock_timestamp()) * 1000) + ${left})::bigint::text, true)`;
+}
+
+/**
+ * The statement timeout set to what is left of the batch's deadline when
+ * the database runs it (at least 1 ms: 0 would be none).
+ */
+const SERVER_TIMEOUT =
+  `SELECT set_config('statement_timeout', GREATEST(1, current_setting('moonbase.batch_deadline')::bigint - floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)::text, true)`;
 
 /** A statement the batch sends for itself (its answer is not used). */
 const SET: Pipelined = { done: () => {}, failed: (err) => err };

@@ -41,6 +41,7 @@ export class WriteScope {
   /** Statements sent without waiting (`send`), each settling to its failure. */
   #sent: Promise<SentFailure | undefined>[] = [];
   #failure: SentFailure | undefined;
+  #unanswered = 0;
   /**
    * The batch's request running now: what `send` counts a statement's
    * failure against.
@@ -84,8 +85,9 @@ export class WriteScope {
     if (!this.pipelines || !this.#open || !tx) {
       throw new Error("Cannot pipeline a statement outside a batch");
     }
+    this.#unanswered++;
     this.#sent.push(
-      tx.query(sql, params).then(
+      tx.query(sql, params).finally(() => this.#unanswered--).then(
         (rows) => {
           then.done(rows);
           return undefined;
@@ -93,6 +95,11 @@ export class WriteScope {
         (err) => ({ step, error: then.failed(err) }),
       ).catch((error) => ({ step, error })),
     );
+  }
+
+  /** Whether a statement sent (`send`) has not been answered yet. */
+  get unanswered(): boolean {
+    return this.#unanswered > 0;
   }
 
   /**
