@@ -143,7 +143,6 @@ async function pgCases(t: Deno.TestContext, s: TestServer): Promise<void> {
         const k1 = await holdKey(db, "k1");
         const k2 = await holdKey(db, "k2");
         const before = await rowCount(s, "keys");
-        const started = Date.now();
         const answer = batch(s, [
           { method: "POST", url: url("keys"), body: { key: "k1" } },
           { method: "POST", url: url("keys"), body: { key: "k2" } },
@@ -151,11 +150,17 @@ async function pgCases(t: Deno.TestContext, s: TestServer): Promise<void> {
         await poll(
           "the batch waits for k1",
           async () => (await lockWaiters(db)).length > 0,
+          { every: 5 },
         );
+        // The batch's deadline runs from before it waited: by `seen` + ms
+        // it has passed, however slowly the request got there. A create of
+        // k2 given a fresh limit when k1 is let go (at `seen` + ms/2) would
+        // still wait at `seen` + 1.2 ms, and then find k2 taken.
+        const seen = Date.now();
         const ms = STATEMENT_TIMEOUT_S * 1000;
-        await pause(started + ms * 0.7 - Date.now());
+        await pause(seen + ms * 0.5 - Date.now());
         await k1.end(false);
-        await pause(started + ms * 1.35 - Date.now());
+        await pause(seen + ms * 1.2 - Date.now());
         await k2.end(true);
         const r = await answer;
         assertStatus(r, 503, "cut off at the deadline");
