@@ -3,11 +3,18 @@
  * see the other's write late (Chromium caches it in each tab's process):
  * a tab whose token the server refuses because the other tab's refresh
  * revoked it waits for the successor instead of logging out. The tab is a
- * `LocalAuthStore` over a storage view that lags; no server: the calls are
- * stand-ins answering 401 to the revoked token.
+ * `LocalAuthStore` over a storage view that lags; the calls are stand-ins
+ * answering 401 to the revoked token, the realtime stream a real server's.
  */
 
-import { assertEquals } from "./_server.ts";
+import {
+  assertEquals,
+  forEachDb,
+  startServer,
+  type TestServer,
+} from "./_server.ts";
+import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
+import { poll } from "./_wait.ts";
 import { LocalAuthStore } from "../client/src/auth_store.ts";
 import { Moonbase } from "../client/src/client.ts";
 import { MoonbaseError } from "../client/src/errors.ts";
@@ -284,3 +291,70 @@ Deno.test("client tabs: an explicit refresh refused because another tab refreshe
     assertEquals(heard.includes(""), false, "never logged out");
   });
 });
+
+forEachDb(
+  "client tabs: a stream ended because another tab's refresh revoked its token reopens with that tab's token, without onError",
+  async (_t, db) => {
+    const s = await startServer(db);
+    const view = new LaggingView();
+    try {
+      await makeEntity(s, { name: "people", type: "auth" });
+      await makeEntity(s, {
+        name: "notes",
+        fields: [{ name: "title", type: "string" }],
+        rules: OPEN,
+      });
+      const alice = await userOf(s, "people", "alice@example.com");
+      view.setItem(KEY, session(alice.token));
+      await inTab(view, async () => {
+        const mb = new Moonbase(s.url, {
+          store: new LocalAuthStore(KEY),
+          autoRefresh: false,
+        });
+        const errors: string[] = [];
+        const titles: unknown[] = [];
+        try {
+          await mb.entity("notes").subscribe(
+            "*",
+            (e) => titles.push(e.record.title),
+            { onError: (e) => errors.push(e.message) },
+          );
+          // The other tab refreshes: the server revokes this tab's token and
+          // ends its stream; the new token reaches this tab only after that.
+          const r = await s.request("POST", "/api/v1/auth/people/refresh", {
+            token: alice.token,
+          });
+          assertEquals(r.status, 200, r.text);
+          view.otherTabWrote(KEY, session(r.data.token));
+          await poll("the old stream to end", () => streams(s).length === 0);
+          setTimeout(() => view.deliver(), 200);
+          await poll(
+            "a stream with the other tab's token",
+            () => streams(s)[0] === jtiOf(r.data.token),
+          );
+          await s.request("POST", "/api/v1/entities/notes", {
+            body: { title: "after" },
+          });
+          await poll("the event", () => titles.includes("after"));
+          assertEquals(errors, [], "no error: the session went on");
+        } finally {
+          mb.close();
+        }
+      });
+    } finally {
+      await s.close();
+    }
+  },
+);
+
+/** The token ids of the server's open streams. */
+function streams(s: TestServer): string[] {
+  return [...s.app.realtime?.hub.subscribers ?? []].map((sub) =>
+    sub.claims?.jti ?? ""
+  );
+}
+
+function jtiOf(token: string): string {
+  const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+  return (JSON.parse(atob(part)) as { jti: string }).jti;
+}

@@ -13,7 +13,9 @@
  * @module
  */
 
+import { LocalAuthStore } from "./auth_store.ts";
 import { MoonbaseError } from "./errors.ts";
+import { SETTLE_MS } from "./session.ts";
 import type { Transport } from "./transport.ts";
 import type { Names, RealtimeEvent } from "./types.ts";
 
@@ -80,9 +82,10 @@ const FATAL = new Set([400, 401, 403, 404, 405, 501]);
 
 /**
  * How long a stream refused with 401 waits for a new token before the
- * store drops the refused one: a refresh (in this client or another tab)
- * revokes the old token before its answer brings the new one, and the
- * server may end the stream in between.
+ * store drops the refused one, where the store is not shared by tabs (a
+ * `LocalAuthStore` waits for another tab's token first, `SETTLE_MS`, and
+ * then drops it at once): a refresh revokes the old token before its
+ * answer brings the new one, and the server may end the stream in between.
  */
 const REFUSED_GRACE_MS = 2500;
 
@@ -372,8 +375,16 @@ export class Realtime {
     }
   }
 
-  /** A stream that could not open or broke off. */
-  #failed(err: unknown, token: string, waiting: Waiter[]): void {
+  /**
+   * A stream that could not open or broke off. `settled`: a 401 already
+   * waited for another tab's token (below).
+   */
+  #failed(
+    err: unknown,
+    token: string,
+    waiting: Waiter[],
+    settled = false,
+  ): void {
     this.#abort = undefined;
     this.#openedWith = "";
     this.#ready = new Set();
@@ -394,7 +405,19 @@ export class Realtime {
     if (refreshes) {
       // This client's own refresh revoked the token and its answer (the
       // new token) is on its way: decide once it is here.
-      void refreshes.then(() => this.#failed(err, token, waiting));
+      void refreshes.then(() => this.#failed(err, token, waiting, settled));
+      return;
+    }
+    const store = this.#t.authStore;
+    if (
+      error.status === 401 && token !== "" && !settled &&
+      store instanceof LocalAuthStore
+    ) {
+      // Another tab's refresh may have revoked it, its token not seen here
+      // yet (LocalAuthStore.changedFrom): decide once it came or did not.
+      void store.changedFrom(token, SETTLE_MS).then(() =>
+        this.#failed(err, token, waiting, true)
+      );
       return;
     }
     const pending = waiting.filter((w) => this.#waiters.includes(w));
@@ -416,10 +439,16 @@ export class Realtime {
         if (l.onError) safely(() => l.onError!(error));
       }
       if (error.status === 401 && token !== "") {
-        const grace = setTimeout(() => {
-          if (this.#t.authStore.token === token) void this.#t.refused(token);
-        }, REFUSED_GRACE_MS);
-        unref(grace);
+        const store = this.#t.authStore;
+        if (settled) {
+          // Another tab had its moment (above) and stored no successor.
+          if (store.token === token) store.clear();
+        } else {
+          const grace = setTimeout(() => {
+            if (store.token === token) void this.#t.refused(token);
+          }, REFUSED_GRACE_MS);
+          unref(grace);
+        }
       }
       return;
     }
