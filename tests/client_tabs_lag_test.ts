@@ -14,7 +14,7 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
-import { poll } from "./_wait.ts";
+import { pause, poll } from "./_wait.ts";
 import { LocalAuthStore } from "../client/src/auth_store.ts";
 import { Moonbase } from "../client/src/client.ts";
 import { MoonbaseError } from "../client/src/errors.ts";
@@ -358,3 +358,179 @@ function jtiOf(token: string): string {
   const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
   return (JSON.parse(atob(part)) as { jti: string }).jti;
 }
+
+/**
+ * A stand-in realtime server: a stream per request, refused with 401 for a
+ * revoked token; `end401` ends the open streams as the server's watchdog
+ * does, `emit` sends an event on each open one.
+ */
+class FakeStreams {
+  readonly revoked = new Set<string>();
+  /** The token of each request, in order. */
+  readonly opened: string[] = [];
+  readonly #open = new Map<
+    ReadableStreamDefaultController<Uint8Array>,
+    string
+  >();
+  #ids = 0;
+
+  /** The tokens of the streams open now (one per stream). */
+  get open(): string[] {
+    return [...this.#open.values()];
+  }
+
+  fetch = (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const auth = new Headers(init?.headers).get("authorization") ?? "";
+    const token = auth.replace("Bearer ", "");
+    this.opened.push(token);
+    if (this.revoked.has(token)) {
+      return Promise.resolve(Response.json(
+        { code: 401, message: "Token revoked", data: {} },
+        { status: 401 },
+      ));
+    }
+    const topics = new URL(String(input)).searchParams.get("topics") ?? "";
+    let ctl!: ReadableStreamDefaultController<Uint8Array>;
+    const body = new ReadableStream<Uint8Array>({
+      start: (c) => void (ctl = c),
+      cancel: () => void this.#open.delete(ctl),
+    });
+    this.#open.set(ctl, token);
+    init?.signal?.addEventListener("abort", () => {
+      this.#open.delete(ctl);
+      ctl.error(new DOMException("aborted", "AbortError"));
+    });
+    this.#send(ctl, "ready", { topics: topics.split(",") });
+    return Promise.resolve(
+      new Response(body, { headers: { "content-type": "text/event-stream" } }),
+    );
+  };
+
+  end401(): void {
+    for (const ctl of this.#open.keys()) {
+      this.#send(ctl, "error", {
+        status: 401,
+        error: "Cannot stay subscribed: the token was revoked",
+      });
+      ctl.close();
+    }
+    this.#open.clear();
+  }
+
+  emit(title: string): void {
+    const id = String(++this.#ids);
+    for (const ctl of this.#open.keys()) {
+      this.#send(ctl, "create", {
+        entity: "notes",
+        action: "create",
+        id,
+        record: { id, title },
+      }, id);
+    }
+  }
+
+  #send(
+    ctl: ReadableStreamDefaultController<Uint8Array>,
+    event: string,
+    data: unknown,
+    id?: string,
+  ): void {
+    const idLine = id === undefined ? "" : `id: ${id}\n`;
+    ctl.enqueue(
+      new TextEncoder().encode(
+        `event: ${event}\n${idLine}data: ${JSON.stringify(data)}\n\n`,
+      ),
+    );
+  }
+}
+
+/** Another tab's write reaches this one: its `storage` event. */
+function storageEvent(): void {
+  const e = new Event("storage");
+  Object.defineProperty(e, "key", { value: KEY });
+  dispatchEvent(e);
+}
+
+Deno.test("client tabs: a stream whose successor token comes by the storage event while it waits leaves one stream open", async () => {
+  const view = new LaggingView();
+  const [t1, t2] = [token(1), token(2)];
+  view.setItem(KEY, session(t1));
+  await inTab(view, async () => {
+    const fake = new FakeStreams();
+    const mb = new Moonbase("http://moonbase.test", {
+      store: new LocalAuthStore(KEY),
+      autoRefresh: false,
+      fetch: fake.fetch,
+    });
+    const titles: string[] = [];
+    const errors: string[] = [];
+    try {
+      await mb.entity("notes").subscribe(
+        "*",
+        (e) => titles.push(String(e.record.title)),
+        { onError: (e) => errors.push(e.message) },
+      );
+      // The other tab refreshed: t1 is revoked and its stream ended; t2
+      // reaches this tab while its stream waits for a successor.
+      fake.revoked.add(t1);
+      fake.end401();
+      await poll("the stream to end", () => !mb.realtime.connected);
+      view.otherTabWrote(KEY, session(t2));
+      view.deliver();
+      storageEvent();
+      await poll("a stream with t2", () => fake.open.includes(t2));
+      // The wait notices t2 at its next look (every 50 ms): past it, a
+      // stream opened for the old one would still be running beside.
+      await pause(300);
+      assertEquals(fake.open, [t2], "one stream");
+      fake.emit("once");
+      await poll("the event", () => titles.length > 0);
+      await pause(50);
+      assertEquals(titles, ["once"], "the event came once");
+      assertEquals(errors, []);
+    } finally {
+      mb.close();
+    }
+  });
+});
+
+Deno.test("client tabs: a subscribe while a refused stream waits rejects, the other subscriptions hear it once and the token is dropped", async () => {
+  const view = new LaggingView();
+  const t1 = token(1);
+  view.setItem(KEY, session(t1));
+  await inTab(view, async () => {
+    const fake = new FakeStreams();
+    const mb = new Moonbase("http://moonbase.test", {
+      store: new LocalAuthStore(KEY),
+      autoRefresh: false,
+      fetch: fake.fetch,
+    });
+    const errors: number[] = [];
+    try {
+      await mb.entity("notes").subscribe("*", () => {}, {
+        onError: (e) => errors.push(e.status),
+      });
+      // Revoked elsewhere (a password change): no successor will come.
+      fake.revoked.add(t1);
+      fake.end401();
+      await poll("the stream to end", () => !mb.realtime.connected);
+      const err = await mb.entity("people").subscribe("*", () => {}).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assertEquals((err as MoonbaseError | undefined)?.status, 401);
+      await poll("the token dropped", () => mb.authStore.token === "");
+      await poll("a stream without a token", () => fake.open.length > 0);
+      await pause(300);
+      assertEquals(fake.open, [""], "one stream, signed out");
+      assertEquals(errors, [401], "onError once");
+      assertEquals(
+        fake.opened.filter((t) => t === t1).length,
+        2,
+        "the refused token is not sent again",
+      );
+    } finally {
+      mb.close();
+    }
+  });
+});

@@ -131,6 +131,8 @@ export class Realtime {
   /** The topics the open stream's `ready` confirmed. */
   #ready = new Set<string>();
   #attempt = 0;
+  /** How many streams were opened: a failure's wait ends stale past it. */
+  #opens = 0;
   #retry: ReturnType<typeof setTimeout> | undefined;
   #idle: ReturnType<typeof setTimeout> | undefined;
   #scheduled = false;
@@ -269,9 +271,10 @@ export class Realtime {
     this.#openedWith = wanted;
     this.#token = token;
     const waiting = [...this.#waiters];
+    const opened = ++this.#opens;
     void this.#run(topics, token, abort).catch((err) => {
       if (abort.signal.aborted) return; // closed by us: a new one is on its way
-      this.#failed(err, token, waiting);
+      this.#failed(err, token, waiting, opened);
     });
   }
 
@@ -376,15 +379,22 @@ export class Realtime {
   }
 
   /**
-   * A stream that could not open or broke off. `settled`: a 401 already
-   * waited for another tab's token (below).
+   * A stream that could not open or broke off: the `opened`-th, with
+   * `token`, for `waiting`. `settled`: a 401 already waited for another
+   * tab's token (below).
    */
   #failed(
     err: unknown,
     token: string,
     waiting: Waiter[],
+    opened: number,
     settled = false,
   ): void {
+    // A wait below ended after another stream opened (the token or the
+    // topics changed): that one has this one's waiters and decides; this
+    // one must not touch its state (it would run on, unseen, beside the
+    // next: every event twice).
+    if (opened !== this.#opens) return;
     this.#abort = undefined;
     this.#openedWith = "";
     this.#ready = new Set();
@@ -405,7 +415,9 @@ export class Realtime {
     if (refreshes) {
       // This client's own refresh revoked the token and its answer (the
       // new token) is on its way: decide once it is here.
-      void refreshes.then(() => this.#failed(err, token, waiting, settled));
+      void refreshes.then(() =>
+        this.#failed(err, token, waiting, opened, settled)
+      );
       return;
     }
     const store = this.#t.authStore;
@@ -416,11 +428,12 @@ export class Realtime {
       // Another tab's refresh may have revoked it, its token not seen here
       // yet (LocalAuthStore.changedFrom): decide once it came or did not.
       void store.changedFrom(token, SETTLE_MS).then(() =>
-        this.#failed(err, token, waiting, true)
+        this.#failed(err, token, waiting, opened, true)
       );
       return;
     }
     const pending = waiting.filter((w) => this.#waiters.includes(w));
+    const refused = error.status === 401 && token !== "";
     if (pending.length > 0) {
       // A subscription that never started fails as a call would.
       this.#waiters = this.#waiters.filter((w) => !pending.includes(w));
@@ -428,8 +441,13 @@ export class Realtime {
         this.#listeners.delete(w.listener);
         w.reject(error);
       }
-      if (this.#listeners.size > 0) this.#schedule();
-      return;
+      if (!refused) {
+        if (this.#listeners.size > 0) this.#schedule();
+        return;
+      }
+      // A refused token: as a call's 401 it is dropped (below), and the
+      // subscriptions that started hear it, rather than the stream being
+      // opened with it again.
     }
     if (FATAL.has(error.status)) {
       // Until the topics or the token change (a refused token is dropped
@@ -438,7 +456,7 @@ export class Realtime {
       for (const l of [...this.#listeners]) {
         if (l.onError) safely(() => l.onError!(error));
       }
-      if (error.status === 401 && token !== "") {
+      if (refused) {
         const store = this.#t.authStore;
         if (settled) {
           // Another tab had its moment (above) and stored no successor.
