@@ -534,3 +534,39 @@ Deno.test("client tabs: a subscribe while a refused stream waits rejects, the ot
     }
   });
 });
+
+Deno.test("client tabs: without a document, a stream refused with 401 still leaves the token its grace (another client sharing the store refreshed)", async () => {
+  const view = new LaggingView();
+  const [t1, t2] = [token(1), token(2)];
+  view.setItem(KEY, session(t1));
+  const had = Object.getOwnPropertyDescriptor(globalThis, "localStorage");
+  Object.defineProperty(globalThis, "localStorage", {
+    value: view,
+    configurable: true,
+  });
+  const fake = new FakeStreams();
+  const mb = new Moonbase("http://moonbase.test", {
+    store: new LocalAuthStore(KEY),
+    autoRefresh: false,
+    fetch: fake.fetch,
+  });
+  try {
+    const heard: string[] = [];
+    mb.authStore.onChange((t) => heard.push(t));
+    await mb.entity("notes").subscribe("*", () => {});
+    // Another client of this process refreshed: t1 is revoked at once, the
+    // answer bringing t2 is stored a moment later.
+    fake.revoked.add(t1);
+    fake.end401();
+    await poll("the stream to end", () => !mb.realtime.connected);
+    await pause(300);
+    view.setItem(KEY, session(t2));
+    await poll("a stream with t2", () => fake.open.includes(t2));
+    assertEquals(mb.authStore.token, t2);
+    assertEquals(heard.includes(""), false, "never signed out");
+  } finally {
+    mb.close();
+    delete (globalThis as Record<string, unknown>).localStorage;
+    if (had) Object.defineProperty(globalThis, "localStorage", had);
+  }
+});

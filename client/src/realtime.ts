@@ -83,8 +83,8 @@ const FATAL = new Set([400, 401, 403, 404, 405, 501]);
 /**
  * How long a stream refused with 401 waits for a new token before the
  * store drops the refused one, where the store is not shared by tabs (a
- * `LocalAuthStore` waits for another tab's token first, `SETTLE_MS`, and
- * then drops it at once): a refresh revokes the old token before its
+ * `LocalAuthStore` in a browser waits for another tab's token first,
+ * `SETTLE_MS`, and then drops it at once): a refresh revokes the old token before its
  * answer brings the new one, and the server may end the stream in between.
  */
 const REFUSED_GRACE_MS = 2500;
@@ -420,10 +420,13 @@ export class Realtime {
       );
       return;
     }
+    // Only in a browser: elsewhere (no other tabs) `changedFrom` answers at
+    // once, and the grace below still keeps the token for another client
+    // sharing the store (a refresh's answer a moment after the revocation).
     const store = this.#t.authStore;
     if (
       error.status === 401 && token !== "" && !settled &&
-      store instanceof LocalAuthStore
+      store instanceof LocalAuthStore && "document" in globalThis
     ) {
       // Another tab's refresh may have revoked it, its token not seen here
       // yet (LocalAuthStore.changedFrom): decide once it came or did not.
