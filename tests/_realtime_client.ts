@@ -2,8 +2,8 @@
  * The realtime test client, in one place: an SSE client that parses
  * `GET /api/v1/realtime` into messages and a WebSocket client for
  * `/api/v1/realtime/ws` that queues the server's JSON messages. Both give the
- * next message with a deadline (`next(ms)`, undefined past it or at the end),
- * what arrives within a window (`drain(ms)`, for "nothing more came") and
+ * next message with a deadline (`next(ms)`, 10 s by default: undefined past
+ * it or at the end), what arrives within a window (`drain(ms)`, for "nothing more came") and
  * `close()`. Attacks that need raw bytes use tests/_raw_ws.ts instead.
  *
  * @module
@@ -78,7 +78,7 @@ export async function openSse(
     headers: res.headers,
     comments: 0,
     ended,
-    async next(ms = 3000) {
+    async next(ms = 10_000) {
       const deadline = Date.now() + ms;
       while (queue.length === 0 && !done && Date.now() < deadline) {
         await new Promise<void>((r) => {
@@ -200,7 +200,7 @@ export function openWs(s: Pick<TestServer, "url">, query = ""): WsClient {
     closedResolve({ code: e.code, reason: e.reason });
     wake?.();
   };
-  const next = async (ms = 3000) => {
+  const next = async (ms = 10_000) => {
     const deadline = Date.now() + ms;
     while (queue.length === 0 && !done && Date.now() < deadline) {
       await new Promise<void>((r) => {
@@ -221,7 +221,7 @@ export function openWs(s: Pick<TestServer, "url">, query = ""): WsClient {
       socket.send(typeof msg === "string" ? msg : JSON.stringify(msg));
     },
     next,
-    async nextOf(type, ms = 3000) {
+    async nextOf(type, ms = 10_000) {
       const deadline = Date.now() + ms;
       for (;;) {
         const m = await next(Math.max(1, deadline - Date.now()));

@@ -579,7 +579,7 @@ forEachDb("api keys and impersonation", async (t, db) => {
           );
           let ended = false;
           c.ended.then(() => ended = true);
-          await poll("the stream to end", () => ended, { deadline: 5000 });
+          await poll("the stream to end", () => ended, { deadline: 15_000 });
           const last = (await c.drain(0)).at(-1);
           assertEquals(last?.event, "error");
           assertEquals(last?.data.status, 401);

@@ -21,7 +21,7 @@ import {
 } from "./_server.ts";
 import { userOf } from "./_extend_fixtures.ts";
 import { openSse } from "./_realtime_client.ts";
-import { pause, poll, settlesWithin } from "./_wait.ts";
+import { poll, within } from "./_wait.ts";
 import { signToken } from "./_scenarios.ts";
 import {
   add,
@@ -360,7 +360,7 @@ forEachDb("attack realtime: leaks, resumes, tokens, writes", async (t, db) => {
     });
 
     await t.step(
-      "a token revoked, expired or of a deleted user while subscribed: error 401, end within 2 s",
+      "a token revoked, expired or of a deleted user while subscribed: error 401, the stream ends",
       async () => {
         await entity(s, "n_open", strings("t"));
         const u1 = await userOf(s, "people", "n1@example.com");
@@ -373,21 +373,24 @@ forEachDb("attack realtime: leaks, resumes, tokens, writes", async (t, db) => {
           subscribe(s, "topics=n_open", { token: short }),
           subscribe(s, "topics=n_open", { token: u3.token }),
         ]);
-        const t0 = Date.now();
         const out = await s.request("POST", "/api/v1/auth/people/logout", {
           token: u1.token,
         });
         assert.equal(out.status, 200, out.text);
         await remove(s, "people", u3.id);
+        // Nothing else ends these streams: each ending with an error 401 is
+        // the proof (the deadlines only turn a hang into a failure; the
+        // watchdog's period is lib/realtime/watchdog.ts's, not a claim here).
         const ends = await Promise.all(subs.map(async (c) => {
-          const m = await c.next(5000);
-          await settlesWithin(c.ended, 1000);
-          return [m?.event, m?.data?.status, Date.now() - t0];
+          const m = await c.next(20_000);
+          const ended = await within("the stream to end", 20_000, c.ended)
+            .then(() => true, () => false);
+          return [m?.event, m?.data?.status, ended];
         }));
         for (const c of subs) c.close();
-        for (const [event, status, ms] of ends) {
+        for (const [event, status, ended] of ends) {
           assertEquals([event, status], ["error", 401]);
-          assert.ok((ms as number) < 4500, `ended after ${ms} ms`);
+          assert.ok(ended, "the stream ended");
         }
       },
     );
@@ -404,15 +407,17 @@ forEachDb("attack realtime: leaks, resumes, tokens, writes", async (t, db) => {
       await add(s, "o_staff", { t: "seen" });
       assertEquals(changes(await upTo(sub, keep)).length, 1);
       await patch(s, "people", carol.id, { role: "former" });
-      const t0 = Date.now();
-      // The user is read again every second: within 2 s, no more events.
-      for (;;) {
-        await add(s, "o_staff", { t: "after" });
-        const got = changes(await upTo(sub, keep));
-        if (got.length === 0) break;
-        assert.ok(Date.now() - t0 < 2500, "still flowing after 2.5 s");
-        await pause(200);
-      }
+      // The user is read again (every second): then no more events. The
+      // deadline only turns "never" into a failure.
+      const stopped = await poll(
+        "events to stop after the role change",
+        async () => {
+          await add(s, "o_staff", { t: "after" });
+          return changes(await upTo(sub, keep)).length === 0;
+        },
+        { deadline: 20_000, every: 200 },
+      ).then(() => true, () => false);
+      assert.ok(stopped, "still flowing after the role change");
       sub.close();
     });
 
@@ -487,7 +492,7 @@ forEachDb(
           await poll(
             "the first stream to leave",
             () => s.app.realtime!.hub.subscribers.size === 0,
-            { deadline: 2000 },
+            { deadline: 15_000 },
           );
           const second = await subscribe(s, "topics=w_feed");
           await add(s, "w_feed", { t: "live" });
@@ -522,7 +527,7 @@ async function shared(
 ): Promise<void> {
   await entity(a, name, strings("t"));
   await poll(name, () => b.app.schemas.get(name) !== undefined, {
-    deadline: 8000,
+    deadline: 15_000,
   });
 }
 

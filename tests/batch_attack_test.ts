@@ -23,10 +23,19 @@ import {
 import { makeEntity, OPEN, userOf, withScripts } from "./_extend_fixtures.ts";
 import { sendForm } from "./_files_fixtures.ts";
 
+// "wait": the two batches meet in this hook (each holding its first row)
+// before either goes on, however the machine schedules them; on SQLite,
+// where one batch writes at a time, the first goes on after 3 s alone.
 const HOOKS = `
+let arrived = 0;
 export default (app) => {
   app.onRecord("beforeUpdate", "locks", async (e) => {
-    if (e.record.title === "wait") await new Promise((r) => setTimeout(r, 300));
+    if (e.record.title !== "wait") return;
+    arrived++;
+    const until = Date.now() + 3000;
+    while (arrived < 2 && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
   });
   app.onRecord("beforeCreate", "invites", async (e) => {
     const members = app.entities.get("members");
@@ -68,31 +77,32 @@ async function cases(
     async () => {
       const a = await s.request("POST", url("locks"), { body: { title: "a" } });
       const b = await s.request("POST", url("locks"), { body: { title: "b" } });
-      // Each batch changes its first row, then waits in the hook of its
-      // second while the other holds that row: on PostgreSQL a deadlock.
+      // Each batch holds its first row (read for update before the hook
+      // runs) and waits in that row's hook until the other holds its own;
+      // then each wants the other's: on PostgreSQL a deadlock.
       const [x, y] = await Promise.all([
         batch(s, [
           {
             method: "PATCH",
             url: url("locks", a.data.id),
-            body: { title: "x" },
+            body: { title: "wait" },
           },
           {
             method: "PATCH",
             url: url("locks", b.data.id),
-            body: { title: "wait" },
+            body: { title: "x" },
           },
         ]),
         batch(s, [
           {
             method: "PATCH",
             url: url("locks", b.data.id),
-            body: { title: "y" },
+            body: { title: "wait" },
           },
           {
             method: "PATCH",
             url: url("locks", a.data.id),
-            body: { title: "wait" },
+            body: { title: "y" },
           },
         ]),
       ]);

@@ -49,6 +49,15 @@ export default (app) => {
     const [row] = await app.db.query('SELECT COUNT(*) AS n FROM "orders"');
     await audit("after " + e.record.title + " saw " + Number(row.n));
   });
+  // Counted outside any transaction: a hook that ran shows here even when
+  // its batch rolled back.
+  globalThis.__batchHookRuns = 0;
+  app.route("GET", "/api/batch-hook-runs", () => ({
+    runs: globalThis.__batchHookRuns,
+  }));
+  app.onRecord("beforeCreate", "tickets", () => {
+    globalThis.__batchHookRuns++;
+  });
   app.onRecord("beforeCreate", "slow", async () => {
     await new Promise((r) => setTimeout(r, 400));
   });
@@ -111,6 +120,11 @@ async function setup(s: TestServer): Promise<void> {
     rules: { ...OPEN, list: own, get: own, update: own, delete: own },
   });
   await makeEntity(s, {
+    name: "codes",
+    fields: [{ ...text("code"), required: true, unique: true }],
+  });
+  await makeEntity(s, { name: "tickets", fields: [text("title")] });
+  await makeEntity(s, {
     name: "members",
     type: "auth",
     rules: { ...OPEN, update: { mode: "auth", expr: "" } },
@@ -172,6 +186,72 @@ async function cases(t: Deno.TestContext, s: TestServer): Promise<void> {
       `after x3 saw ${all}`,
     ]);
   });
+
+  await t.step(
+    "the first request to fail is the answer, even when later ones ran (creates sent ahead)",
+    async () => {
+      // On PostgreSQL a batch sends a create with nothing to wait for
+      // ahead, without its answer: a conflict found after later requests
+      // ran must still fail the batch as request 1 alone would, and no
+      // hook after it may run (its effects can reach beyond the database).
+      const taken = await s.request("POST", url("codes"), {
+        body: { code: "taken" },
+      });
+      assertStatus(taken, 201, "the code taken before");
+      const alone = await s.request("POST", url("codes"), {
+        body: { code: "taken" },
+      });
+      assertStatus(alone, 409, "a conflict alone");
+      const probe = async () =>
+        (await s.request("GET", "/api/batch-hook-runs")).data.runs as number;
+      const runs = await probe();
+      const codes = await rowCount(s, "codes");
+      const cases: [string, Req[]][] = [
+        ["a later request invalid", [
+          { method: "POST", url: url("codes"), body: { code: "first" } },
+          { method: "POST", url: url("codes"), body: { code: "taken" } },
+          { method: "POST", url: url("codes"), body: {} },
+        ]],
+        ["a later request with a before-hook", [
+          { method: "POST", url: url("codes"), body: { code: "second" } },
+          { method: "POST", url: url("codes"), body: { code: "taken" } },
+          { method: "POST", url: url("tickets"), body: { title: "hooked" } },
+        ]],
+        ["later creates sent too", [
+          { method: "POST", url: url("codes"), body: { code: "third" } },
+          { method: "POST", url: url("codes"), body: { code: "taken" } },
+          { method: "POST", url: url("codes"), body: { code: "fourth" } },
+          { method: "POST", url: url("codes"), body: { code: "fifth" } },
+        ]],
+      ];
+      for (const [name, requests] of cases) {
+        const r = await batch(s, requests);
+        assertStatus(r, 409, name);
+        assertEquals(r.body, {
+          status: 409,
+          data: { index: 1, response: envelope(alone) },
+          error: `Cannot run batch: request 1 failed: ${alone.error}`,
+        }, name);
+      }
+      assertEquals(await probe(), runs, "no hook ran after the conflict");
+      assertEquals(await rowCount(s, "codes"), codes, "nothing applied");
+      const id = crypto.randomUUID();
+      const ok = await batch(s, [
+        { method: "PUT", url: url("codes"), body: { id, code: "mine" } },
+        { method: "POST", url: url("codes"), body: { code: "beside" } },
+        { method: "PATCH", url: url("codes", id), body: { code: "mine 2" } },
+        { method: "POST", url: url("tickets"), body: { title: "hooked" } },
+      ]);
+      assertStatus(ok, 200, "creates sent ahead, then requests that read them");
+      assertEquals(
+        ok.data.map((a: { status: number }) => a.status),
+        [201, 201, 200, 201],
+      );
+      assertEquals(ok.data[2].data.code, "mine 2", "the PATCH saw the PUT");
+      assertEquals(await probe(), runs + 1, "the hook ran once");
+      assertEquals(await rowCount(s, "codes"), codes + 2);
+    },
+  );
 
   await t.step(
     "a failure at the last request leaves nothing: no row, no hook effect, no file, no event",

@@ -417,7 +417,7 @@ browserTestAllDbs(
       "only warn rows",
       async () =>
         (await logRows.allInnerTexts()).every((t) => /\bwarn\b/.test(t)),
-      { deadline: 5000 },
+      { deadline: 15_000 },
     ).catch(() => {/* the assertion below says which rows */});
     const logs = await logRows.allInnerTexts();
     assert.ok(logs.every((t) => /\bwarn\b/.test(t)), logs.join("\n"));

@@ -118,7 +118,7 @@ browserTestAllDbs(
     await poll("the stream reopened with the new token", () => {
       const open = streams(s);
       return open.length === 1 && open[0] === jtiOf(fresh.token);
-    }, { deadline: 5000 });
+    }, { deadline: 15_000 });
     await notes.create("Delta", 4);
     await row("Delta").waitFor();
 
@@ -163,7 +163,7 @@ browserTestAllDbs(
     await poll(
       "the server saw the stream end",
       () => streams(s).length === 0,
-      { deadline: 5000 },
+      { deadline: 15_000 },
     );
     await page.getByRole("link", { name: "Records", exact: true }).click();
     await live.waitFor();
@@ -178,7 +178,7 @@ browserTestAllDbs(
     await poll(
       "the stream closed",
       () => streams(s).length === 0,
-      { deadline: 5000 },
+      { deadline: 15_000 },
     );
     assert.deepEqual(errors, []);
   },
@@ -200,7 +200,7 @@ forEachDb(
       await poll(
         "the server saw the stream end",
         () => s.app.realtime?.hub.subscribers.size === 0,
-        { deadline: 3000 },
+        { deadline: 15_000 },
       );
       const again = await openSse(s, "topics=notes", { token: notes.token });
       assert.equal((await again.next(2000))?.event, "ready");

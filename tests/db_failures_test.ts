@@ -1,6 +1,6 @@
 /**
  * Database failures, black-box over HTTP: PostgreSQL stopped or frozen
- * (every request answered 503 with `Retry-After` within a few seconds, then
+ * (every request answered 503 with `Retry-After` while it is, then
  * recovery without a restart; a slow query is not cut short), SQLite full
  * (507, health "full", recovery), a full disk for uploads (507, nothing
  * left behind), and owner-only database files.
@@ -18,10 +18,12 @@ import {
   startServer,
   type TestServer,
 } from "./_server.ts";
-import { pause, poll } from "./_wait.ts";
+import { pause, poll, within } from "./_wait.ts";
 
 const PUBLIC = { mode: "public", expr: "" };
 const PG = DATABASES.includes("postgres") && hasPostgres();
+/** How long an answer may take before it counts as a hang (no speed claim). */
+const DEADLINE = 20_000;
 
 /** Creates a public `posts` entity (title, optional file) and one record. */
 async function withPosts(s: TestServer): Promise<string> {
@@ -67,42 +69,37 @@ function outageCalls(s: TestServer, id: string) {
 }
 
 /**
- * Asserts a 503 with Retry-After, answered within 3 s, without internals.
- * Health may still answer from the database's last answer for a second
- * (lib/db/postgres.ts `ANSWER_FRESH_MS`): it is asked until it tells, each
- * answer within 3 s, the 503 within 5 s.
+ * Asserts a 503 with Retry-After, without internals, answered while the
+ * database is stopped or frozen: that it answers at all is the proof it
+ * does not wait for the database (a frozen cluster never answers; the
+ * deadline only turns a hang into a failure, it is no claim about speed:
+ * timings belong to `deno task bench`). Health may still answer from the
+ * database's last answer for a second (lib/db/postgres.ts `ANSWER_FRESH_MS`):
+ * it is asked until it tells.
  */
 async function unavailable(name: string, call: () => Promise<Reply>) {
   if (name === "health") {
     const first = call;
     call = () =>
       poll("health to tell the database is down", async () => {
-        const t0 = performance.now();
-        const r = await first();
-        const ms = performance.now() - t0;
-        assert.ok(ms < 3000, `health answered in ${Math.round(ms)} ms`);
+        const r = await within("health", DEADLINE, first());
         return r.status === 503 && r;
-      }, { deadline: 5000, every: 100 });
+      }, { deadline: DEADLINE, every: 100 });
   }
-  const t0 = performance.now();
   // A request that hangs fails here (and is released when the test thaws or
   // restarts the database) instead of hanging the test.
   let timer: ReturnType<typeof setTimeout> | undefined;
   const r = await Promise.race([
     call(),
     new Promise<undefined>((ok) =>
-      timer = setTimeout(() => ok(undefined), 10_000)
+      timer = setTimeout(() => ok(undefined), DEADLINE)
     ),
   ]);
   clearTimeout(timer);
-  const ms = performance.now() - t0;
-  assert.ok(r, `${name}: no answer within 10 s`);
+  assert.ok(r, `${name}: no answer within ${DEADLINE} ms`);
   assert.equal(r.status, 503, `${name}: ${r.text}`);
   assert.equal(r.body?.status, 503, `${name}: envelope status`);
   assert.ok(Number(r.headers.get("retry-after")) >= 1, `${name}: Retry-After`);
-  if (name !== "health") {
-    assert.ok(ms < 3000, `${name} answered in ${Math.round(ms)} ms`);
-  }
   assert.doesNotMatch(
     r.error,
     /ECONN|CONNECT_TIMEOUT|127\.0\.0\.1|postgres:\/\//i,
@@ -111,6 +108,16 @@ async function unavailable(name: string, call: () => Promise<Reply>) {
     assert.equal(r.data.database, "unavailable");
     assert.equal(r.data.status, "down");
   }
+}
+
+/**
+ * The pool's breaker is open (lib/db/pg_breaker.ts; on PostgreSQL `stateNow`
+ * says "unavailable" only then): every statement is refused before it tries
+ * the database, so no request waits for a connection, a reconnect or its
+ * backoff.
+ */
+function assertRefusedAtOnce(s: TestServer, name: string): void {
+  assert.equal(s.app.storage.stateNow?.(), "unavailable", `${name}: breaker`);
 }
 
 /** Waits (up to 15 s) until the record can be read again. */
@@ -147,8 +154,7 @@ async function ownServer(): Promise<{ pg: PgCluster; s: TestServer }> {
 }
 
 Deno.test({
-  name:
-    "postgres stopped: 503 + Retry-After within 3 s, recovery without restart",
+  name: "postgres stopped: 503 + Retry-After, recovery without restart",
   ignore: !PG,
   sanitizeOps: false,
   sanitizeResources: false,
@@ -163,9 +169,11 @@ Deno.test({
       for (const [name, call] of Object.entries(calls)) {
         await unavailable(name, call);
       }
-      // Still fast after several seconds of outage (no reconnect backoff).
+      // Several seconds into the outage the breaker is open: each request
+      // is refused at once, none waits for a reconnect (or its backoff).
       await pause(4000);
       for (const [name, call] of Object.entries(calls)) {
+        assertRefusedAtOnce(s, name);
         await unavailable(name, call);
       }
       await pg.restart();
@@ -180,7 +188,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "postgres frozen (SIGSTOP): 503 + Retry-After within 3 s, recovery",
+  name: "postgres frozen (SIGSTOP): 503 + Retry-After while frozen, recovery",
   ignore: !PG,
   sanitizeOps: false,
   sanitizeResources: false,
@@ -197,7 +205,9 @@ Deno.test({
         await Promise.all(
           Object.entries(calls).map(([name, call]) => unavailable(name, call)),
         );
+        // By now the breaker is open: each is refused at once.
         for (const [name, call] of Object.entries(calls)) {
+          assertRefusedAtOnce(s, name);
           await unavailable(name, call);
         }
       } finally {

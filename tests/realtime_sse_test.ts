@@ -426,7 +426,7 @@ forEachDb("realtime SSE: topics, messages, tokens", async (t, db) => {
         await poll(
           "every stream to close",
           () => s.app.realtime!.hub.subscribers.size === 0,
-          { deadline: 3000 },
+          { deadline: 15_000 },
         );
         await makeEntity(s, { name: "t_again", fields: title });
         const c = await subscribe(s, ["t_again"]);

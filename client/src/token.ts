@@ -46,3 +46,29 @@ export function expiresAt(token: string): number {
   const exp = claimsOf(token).exp;
   return typeof exp === "number" ? exp * 1000 : 0;
 }
+
+/**
+ * Whether two tokens sign in the same principal: the same user (`sub`) of
+ * the same auth entity, impersonated by the same admin or by none. A call
+ * the server refused is sent again with another tab's token only when
+ * this holds: a tab where someone else signed in meanwhile must not run
+ * the first user's call as the second.
+ *
+ * @example
+ * ```ts
+ * import { samePrincipal } from "./token.ts";
+ * const t = (c: object) => `x.${btoa(JSON.stringify(c))}.y`;
+ * const ada = { sub: "u1", entity: "users" };
+ * if (!samePrincipal(t({ ...ada, n: 1 }), t({ ...ada, n: 2 }))) throw new Error();
+ * if (samePrincipal(t(ada), t({ sub: "u2", entity: "users" }))) throw new Error();
+ * if (samePrincipal(t(ada), t({ ...ada, imp: "a1" }))) throw new Error();
+ * if (samePrincipal("garbage", "garbage")) throw new Error();
+ * ```
+ */
+export function samePrincipal(a: string, b: string): boolean {
+  const x = claimsOf(a);
+  const y = claimsOf(b);
+  return typeof x.sub === "string" && x.sub !== "" &&
+    typeof x.entity === "string" && x.entity !== "" &&
+    x.sub === y.sub && x.entity === y.entity && x.imp === y.imp;
+}

@@ -53,8 +53,11 @@ export interface Transport {
   url(path: string, query?: Query): string;
   /** The store's token, refreshed first when it is due (`""` when signed out). */
   freshToken(): Promise<string>;
-  /** The server refused `token` (401): the store forgets it if it still holds it. */
-  refused(token: string): void;
+  /**
+   * The server refused `token` (401): the store forgets it if it still
+   * holds it once another tab had its moment to store a successor.
+   */
+  refused(token: string): Promise<void>;
   /**
    * Resolves once this client's refresh calls in flight (if any) have their
    * answer: a refresh revokes the old token before its answer stores the

@@ -42,6 +42,14 @@ export interface Queryable {
   savepoint?<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
 }
 
+/** What to do with a statement sent by `Storage.pipeline` once it answers. */
+export interface Pipelined {
+  /** Its rows (it succeeded). */
+  done(rows: Row[]): void;
+  /** The error to report for its failure (it failed). */
+  failed(err: unknown): unknown;
+}
+
 /** A result column and where it comes from (null when it is computed). */
 export interface ColumnOrigin {
   name: string;
@@ -92,6 +100,15 @@ export interface Storage extends Queryable {
    * cheaper (SQLite: no savepoint of its own in the write group) has it.
    */
   leanTransaction?<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Only inside a batch's transaction on PostgreSQL (`WriteScope`): sends a
+   * write that nothing after it in the same record write reads (a create
+   * fused with its change) without waiting for its answer, so the batch's
+   * next writes go out in the same round trip. Its answer is handed to
+   * `then` later; its failure fails the batch as the request that sent it
+   * (the statements sent after it fail too, and are not reported).
+   */
+  pipeline?(sql: string, params: readonly SqlValue[], then: Pipelined): void;
   /**
    * Runs `fn` on a read-only view of the database as it was when the
    * snapshot began (every commit before it, none after), on a connection of

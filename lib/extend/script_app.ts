@@ -36,8 +36,13 @@ export interface ExtensionSet {
   readonly setups: { name: string; setup: (app: unknown) => unknown }[];
 }
 
-/** A script route's handler: a `Response`, or a value sent as 200 in the envelope. */
-export type ScriptHandler = (ctx: Context<Core>) => unknown;
+/**
+ * A script route's handler: a `Response`, or a value sent as 200 in the
+ * envelope. Its `ctx.app` is `unknown`: the services behind it are internal
+ * (docs/guide/embedding.md); a script reaches entities, SQL and logs through
+ * the `ScriptApp` it received.
+ */
+export type ScriptHandler = (ctx: Context<unknown>) => unknown;
 
 /** A rule helper (synchronous: rules do not wait for promises). */
 export type ScriptHelper = (...args: unknown[]) => unknown;
@@ -47,7 +52,7 @@ export interface ScriptApp {
   /** Adds a route (`:params` in the path); it may not replace a built-in one. */
   route(method: string, path: string, handler: ScriptHandler): void;
   /** Wraps every request, built-in routes included, in registration order. */
-  use(middleware: Middleware<Core>): void;
+  use(middleware: Middleware<unknown>): void;
   /** Runs `fn` at a moment of every write of `entity` (a name, or `"*"`). */
   onRecord(event: RecordEventName, entity: string, fn: RecordHook): void;
   /** Runs `fn` on a cron schedule (5 fields, or 6 with seconds first). */

@@ -13,8 +13,9 @@
  *
  * Retention: rows younger than `RETAIN_MS` and the newest `RETAIN_ROWS` are
  * kept, as long as they fit in `retainBytes` (each row stores its size: the
- * bytes of its bodies); a write that takes the log past a quarter of that
- * since the last prune prunes at once. The oldest row kept marks what can
+ * bytes of its bodies); a write that takes the log past that bound prunes at
+ * once, down to the newest events that fit in seven eighths of it
+ * (`LOW_WATER`), so a full log is pruned once per eighth written. The oldest row kept marks what can
  * still be resumed (ids only grow: pruning always keeps the newest row), and
  * so does the prune mark: each prune stores, in its own transaction, the id
  * it deleted below (`mb_meta` key `events_pruned_below`; on PostgreSQL a
@@ -54,6 +55,12 @@ export const RETAIN_MS = 5 * 60_000;
 export const RETAIN_ROWS = 10_000;
 /** Default `retainBytes`: the log keeps at most this many bytes of bodies (64 MiB). */
 export const RETAIN_BYTES = 64 * 1024 * 1024;
+/**
+ * A prune by bytes keeps the newest events that fit in this share of
+ * `retainBytes`: a full log is pruned once per eighth of it written, not
+ * once per write (each prune sums the sizes of the whole log).
+ */
+export const LOW_WATER = 7 / 8;
 /** Default `resumeBytes`: a resume replays at most this many bytes (8 MiB). */
 export const RESUME_BYTES = 8 * 1024 * 1024;
 /** One read holds at most this many bytes of bodies (or one event). */
@@ -481,9 +488,9 @@ export class EventLog {
   /**
    * Drops what retention no longer needs: rows both older than
    * `retainMs` and outside the newest `retainRows`, except the newest
-   * such row (it marks how far back a resume reaches); and rows outside
-   * the newest that fit in `retainBytes` (the newest row always stays).
-   * Returns rows dropped.
+   * such row (it marks how far back a resume reaches); and, when the log
+   * holds more than `retainBytes`, rows outside the newest that fit in
+   * `LOW_WATER` of it (the newest row always stays). Returns rows dropped.
    */
   async prune(
     retainMs = RETAIN_MS,
@@ -504,15 +511,22 @@ export class EventLog {
       );
       if (isId(old[0]?.id)) below = Number(old[0].id);
     }
-    // By bytes: the oldest row of the newest that fit (sizes only).
+    // By bytes, once past the bound: the oldest row of the newest that fit
+    // in its low-water mark (sizes only), so the next prune by bytes comes
+    // only after that much more is written, not after every write.
+    const low = Math.floor(retainBytes * LOW_WATER);
     const [b] = await this.#store.query(
-      `SELECT MIN(CASE WHEN "run" <= ? THEN "id" END) AS "fits", MAX(CASE WHEN "run" <= ? THEN "run" END) AS "bytes", MAX("id") AS "top", MIN("run") AS "newest" FROM (SELECT "id", SUM("size") OVER (ORDER BY "id" DESC) AS "run" FROM "mb_events") AS "w"`,
-      [retainBytes, retainBytes],
+      `SELECT MIN(CASE WHEN "run" <= ? THEN "id" END) AS "fits", MAX(CASE WHEN "run" <= ? THEN "run" END) AS "bytes", MAX("id") AS "top", MIN("run") AS "newest", MAX("run") AS "total" FROM (SELECT "id", SUM("size") OVER (ORDER BY "id" DESC) AS "run" FROM "mb_events") AS "w"`,
+      [low, low],
     );
-    // None fits: the newest row alone is past the bound; it stays.
-    const fits = b?.fits ?? b?.top;
-    if (isId(fits)) below = Math.max(below, Number(fits));
-    this.#kept = Number(b?.bytes ?? b?.newest ?? 0);
+    const total = Number(b?.total ?? 0);
+    if (total <= retainBytes) this.#kept = total;
+    else {
+      // None fits: the newest row alone is past the mark; it stays.
+      const fits = b?.fits ?? b?.top;
+      if (isId(fits)) below = Math.max(below, Number(fits));
+      this.#kept = Number(b?.bytes ?? b?.newest ?? 0);
+    }
     if (below === 0) return 0;
     // The mark with the rows it deleted: a reader sees both or neither.
     return await this.#store.transaction(async (tx) => {

@@ -143,3 +143,45 @@ Deno.test("system tables: a log written before sizes gets them", async () => {
     await db.close();
   }
 });
+
+Deno.test("event log: a full log is pruned once per eighth written, not per write (SQLite)", async () => {
+  const store = new SqliteStorage(":memory:");
+  try {
+    await ensureSystemTables(store);
+    let prunes = 0;
+    class Counted extends EventLog {
+      override prune(): Promise<number> {
+        prunes++;
+        return super.prune();
+      }
+    }
+    const cap = 20_000;
+    const log = new Counted(store, Date.now, { retainBytes: cap });
+    let written = 0;
+    let size = 0;
+    for (let i = 0; i < 400; i++) {
+      await store.transaction((tx) => log.append(tx, change(`e${i}`, 100)));
+      log.committed();
+      if (i === 0) {
+        const [r] = await store.query(`SELECT "size" FROM "mb_events"`);
+        size = Number(r.size);
+      }
+      written += size;
+      // Let a prune the write started run (as requests would).
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    await poll("the last prune", async () => {
+      const [r] = await store.query(
+        `SELECT COALESCE(SUM("size"), 0) AS "n" FROM "mb_events"`,
+      );
+      return Number(r.n) <= cap;
+    });
+    // Each prune by bytes frees an eighth of the cap: about
+    // (written - cap) / (cap / 8) of them, not one per write past the cap.
+    const expected = Math.ceil((written - cap) / (cap / 8));
+    assert(prunes <= expected + 2, `${prunes} prunes for ${written} bytes`);
+    assert(prunes >= 1, "the log was pruned");
+  } finally {
+    await store.close();
+  }
+});

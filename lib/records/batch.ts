@@ -18,7 +18,7 @@
  */
 
 import type { AuthValue } from "../caller.ts";
-import type { Storage } from "../db/storage.ts";
+import type { Pipelined, Storage } from "../db/storage.ts";
 import { MoonbaseError } from "../errors.ts";
 import { errorEnvelope } from "../http/envelope.ts";
 import type { RequestOrigin } from "../http/request_scope.ts";
@@ -119,23 +119,7 @@ export class RecordBatches {
     let answers: BatchAnswer[];
     try {
       answers = await storage.transaction((tx) =>
-        scope.run(tx, async () => {
-          const out: BatchAnswer[] = [];
-          for (const [i, step] of steps.entries()) {
-            const left = remaining(deadline, this.limits.timeoutMs);
-            if (storage.dialect.name === "postgres" && left < Infinity) {
-              // No statement of the batch runs past its deadline.
-              await tx.run(`SET LOCAL statement_timeout = ${left}`);
-            }
-            try {
-              out.push(await this.#apply(step, auth));
-            } catch (err) {
-              throw batchFailure(i, err);
-            }
-          }
-          remaining(deadline, this.limits.timeoutMs);
-          return out;
-        })
+        scope.run(tx, () => this.#steps(steps, auth, scope, deadline))
       );
     } catch (err) {
       throw withHeaders(err, headers);
@@ -147,6 +131,68 @@ export class RecordBatches {
       throw new AfterCommitFailure(err);
     }
     return { answers, headers };
+  }
+
+  /**
+   * Runs the prepared `steps` in the batch's transaction `tx`, in order.
+   * On PostgreSQL a create with nothing to wait for is sent without waiting
+   * for its answer (`WriteScope.send`), so the creates of a batch go out
+   * together; they are all answered before the batch commits, and the
+   * first that failed is the batch's failure, as one by one (a later
+   * request's own failure, or its hook, comes after them: `settle`).
+   */
+  async #steps(
+    steps: readonly Step[],
+    auth: AuthValue,
+    scope: WriteScope,
+    deadline: number,
+  ): Promise<BatchAnswer[]> {
+    const { timeoutMs } = this.limits;
+    const out: BatchAnswer[] = [];
+    let timeoutSet: number | undefined;
+    // A failure: the first statement sent ahead that failed, if any (it
+    // came first), else `err` (of request `step`, or the batch's own).
+    const failure = async (step: number | undefined, err: unknown) => {
+      const sent = await scope.settle();
+      if (sent) {
+        return sent.step === undefined
+          ? sent.error
+          : batchFailure(sent.step, stepError(steps[sent.step], sent.error));
+      }
+      return step === undefined ? err : batchFailure(step, err);
+    };
+    for (const [i, step] of steps.entries()) {
+      let left: number;
+      try {
+        left = remaining(deadline, timeoutMs);
+      } catch (err) {
+        throw await failure(undefined, err);
+      }
+      if (scope.pipelines && left < Infinity) {
+        // No statement of the batch runs past its deadline (sent ahead of
+        // the request's own statements, in the same round trip). Behind
+        // statements still unanswered, the request's start on the server
+        // is not known here: the database counts what is left itself.
+        const sql = timeoutSet === undefined
+          ? firstTimeout(left)
+          : scope.unanswered
+          ? SERVER_TIMEOUT
+          : left !== timeoutSet
+          ? `SET LOCAL statement_timeout = ${left}`
+          : undefined;
+        if (sql) scope.send(sql, [], SET, undefined);
+        timeoutSet = left;
+      }
+      scope.step = i;
+      try {
+        out.push(await this.#apply(step, auth));
+      } catch (err) {
+        throw await failure(i, err);
+      }
+    }
+    if (await scope.settle()) throw await failure(undefined, undefined);
+    remaining(deadline, timeoutMs);
+    return out;
   }
 
   /** What a request does before the transaction (`RecordService.prepare`). */
@@ -225,6 +271,36 @@ export class RecordBatches {
         );
     }
   }
+}
+
+/**
+ * The batch's first statement timeout, `left` ms, and its deadline as the
+ * database's clock reads it (`moonbase.batch_deadline`, ms since the epoch,
+ * for `SERVER_TIMEOUT`): both end with the transaction.
+ */
+function firstTimeout(left: number): string {
+  return `SELECT set_config('statement_timeout', '${left}', true), set_config('moonbase.batch_deadline', (floor(extract(epoch FROM clock_timestamp()) * 1000) + ${left})::bigint::text, true)`;
+}
+
+/**
+ * The statement timeout set to what is left of the batch's deadline when
+ * the database runs it (at least 1 ms: 0 would be none).
+ */
+const SERVER_TIMEOUT =
+  `SELECT set_config('statement_timeout', GREATEST(1, current_setting('moonbase.batch_deadline')::bigint - floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)::text, true)`;
+
+/** A statement the batch sends for itself (its answer is not used). */
+const SET: Pipelined = { done: () => {}, failed: (err) => err };
+
+/**
+ * A create's failure as it would have left the create (`RecordWrites.create`
+ * adds its sign-up's rate limit headers).
+ */
+function stepError(step: Step, err: unknown): unknown {
+  const headers = step.opts.admitted?.headers;
+  return headers && err instanceof MoonbaseError
+    ? err.withHeaders(headers)
+    : err;
 }
 
 function answer(status: number, data: RecordData | null): BatchAnswer {

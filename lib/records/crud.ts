@@ -184,6 +184,15 @@ export async function insertRecord(
         action: "create",
         record,
       });
+      if (store.pipeline) {
+        // In a batch: nothing of this write waits for the answer, so the
+        // batch's next statements go out with it (`Storage.pipeline`).
+        store.pipeline(fused.statement.sql, fused.statement.params, {
+          done: (rows) => fused.done(rows),
+          failed: (err) => constraintError(store, schema, err),
+        });
+        return record;
+      }
       fused.done(
         await store.query(fused.statement.sql, fused.statement.params),
       );

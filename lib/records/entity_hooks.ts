@@ -70,6 +70,11 @@ export function writeHooks(
     async before(record, tx, prev) {
       previous = prev;
       if (!hasBefore) return undefined;
+      // In a batch, the writes before this one were sent without waiting
+      // (`WriteScope.send`): a hook runs only once they stood, as it would
+      // after them one by one (it may act beyond the database).
+      const failed = await openScope(db)?.settle();
+      if (failed) throw failed.error;
       const e = {
         event: beforeName,
         entity: schema.name,

@@ -17,7 +17,17 @@
  */
 
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Queryable, Storage } from "../db/storage.ts";
+import type { Pipelined, Queryable, SqlValue, Storage } from "../db/storage.ts";
+
+/**
+ * The first statement sent by `WriteScope.send` that failed: the batch's
+ * request that sent it (undefined: the batch itself) and the error to
+ * report.
+ */
+export interface SentFailure {
+  readonly step: number | undefined;
+  readonly error: unknown;
+}
 
 /** One write's scope. */
 export class WriteScope {
@@ -28,16 +38,82 @@ export class WriteScope {
   #deferred: (() => Promise<void>)[] = [];
   #savepoints = 0;
   readonly #partial: boolean;
+  /** Statements sent without waiting (`send`), each settling to its failure. */
+  #sent: Promise<SentFailure | undefined>[] = [];
+  #failure: SentFailure | undefined;
+  #unanswered = 0;
+  /**
+   * The batch's request running now: what `send` counts a statement's
+   * failure against.
+   */
+  step: number | undefined;
 
   /**
    * `partial` (default true): each statement and transaction joined is a
    * savepoint, so a failure caught inside undoes that part only. A batch
    * passes false: any failure fails all of it, so its writes run straight
-   * in its transaction (two statements fewer a write).
+   * in its transaction (two statements fewer a write), and on PostgreSQL
+   * the joined storage can `pipeline` (see `send`).
    */
   constructor(base: Storage, partial = true) {
     this.base = base;
     this.#partial = partial;
+  }
+
+  /**
+   * Whether statements may be sent without waiting (`send`): all or
+   * nothing (a batch), on PostgreSQL, whose driver sends statements in
+   * order on the transaction's connection, so each runs after those sent
+   * before it and sees them. (SQLite runs a statement at once anyway.)
+   */
+  get pipelines(): boolean {
+    return !this.#partial && this.base.dialect.name === "postgres";
+  }
+
+  /**
+   * Sends `sql` on the open transaction without waiting for its answer
+   * (only where `pipelines`); `then` gets it later. Its failure fails the
+   * whole write: `settle` reports the first, with the `step` that sent it.
+   */
+  send(
+    sql: string,
+    params: readonly SqlValue[],
+    then: Pipelined,
+    step: number | undefined = this.step,
+  ): void {
+    const tx = this.#tx;
+    if (!this.pipelines || !this.#open || !tx) {
+      throw new Error("Cannot pipeline a statement outside a batch");
+    }
+    this.#unanswered++;
+    this.#sent.push(
+      tx.query(sql, params).finally(() => this.#unanswered--).then(
+        (rows) => {
+          then.done(rows);
+          return undefined;
+        },
+        (err) => ({ step, error: then.failed(err) }),
+      ).catch((error) => ({ step, error })),
+    );
+  }
+
+  /** Whether a statement sent (`send`) has not been answered yet. */
+  get unanswered(): boolean {
+    return this.#unanswered > 0;
+  }
+
+  /**
+   * Waits for every statement sent so far (`send`): the first that failed,
+   * in the order they were sent (it stays the answer: the statements after
+   * it failed with it), or undefined.
+   */
+  async settle(): Promise<SentFailure | undefined> {
+    while (this.#sent.length > 0) {
+      const sent = this.#sent;
+      this.#sent = [];
+      for (const outcome of sent) this.#failure ??= await outcome;
+    }
+    return this.#failure;
   }
 
   /** Runs `fn` (the hooks) inside the transaction `tx`; the scope closes after. */
@@ -88,8 +164,13 @@ export class WriteScope {
         throw err;
       }
     };
+    const pipeline = this.pipelines
+      ? (sql: string, params: readonly SqlValue[], then: Pipelined) =>
+        this.send(sql, params, then)
+      : undefined;
     return {
       dialect: base.dialect,
+      ...(pipeline && { pipeline }),
       query: (sql, params) => savepoint((q) => q.query(sql, params)),
       run: (sql, params) => savepoint((q) => q.run(sql, params)),
       exec: (sql) => savepoint((q) => q.exec(sql)),

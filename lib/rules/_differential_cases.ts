@@ -3,6 +3,9 @@
  * (`differential_test.ts`): a table of records with awkward values, auth
  * scopes, a request, and random rule expressions over them. Test support only.
  *
+ * Over 350 lines, one idea: the generator's tables of awkward values and
+ * rule shapes read best side by side with the generator that draws them.
+ *
  * @module
  */
 
