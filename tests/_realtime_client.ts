@@ -253,3 +253,16 @@ export async function connectWs(
   }
   return c;
 }
+
+/** The token ids (`jti`) of the server's open realtime streams ("" for a guest's). */
+export function streamJtis(s: TestServer): string[] {
+  return [...s.app.realtime?.hub.subscribers ?? []].map((sub) =>
+    sub.claims?.jti ?? ""
+  );
+}
+
+/** A token's id (`jti` claim). */
+export function jtiOf(token: string): string {
+  const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+  return (JSON.parse(atob(part)) as { jti: string }).jti;
+}

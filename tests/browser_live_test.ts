@@ -12,21 +12,8 @@
 import assert from "node:assert/strict";
 import { axeSerious, browserTestAllDbs, shot, SHOTS_DB } from "./_browser.ts";
 import { forEachDb, startServer, type TestServer } from "./_server.ts";
-import { openSse } from "./_realtime_client.ts";
+import { jtiOf, openSse, streamJtis } from "./_realtime_client.ts";
 import { poll } from "./_wait.ts";
-
-/** The token ids (`jti`) of the server's open realtime connections. */
-function streams(s: TestServer): string[] {
-  return [...s.app.realtime?.hub.subscribers ?? []].map((sub) =>
-    sub.claims?.jti ?? ""
-  );
-}
-
-/** A token's id (`jti` claim). */
-function jtiOf(token: string): string {
-  const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
-  return (JSON.parse(atob(part)) as { jti: string }).jti;
-}
 
 async function setup(s: TestServer) {
   const token = await s.adminToken();
@@ -116,7 +103,7 @@ browserTestAllDbs(
     await tab.close();
     await page.bringToFront();
     await poll("the stream reopened with the new token", () => {
-      const open = streams(s);
+      const open = streamJtis(s);
       return open.length === 1 && open[0] === jtiOf(fresh.token);
     }, { deadline: 15_000 });
     await notes.create("Delta", 4);
@@ -162,7 +149,7 @@ browserTestAllDbs(
     await page.getByRole("link", { name: "Schema", exact: true }).click();
     await poll(
       "the server saw the stream end",
-      () => streams(s).length === 0,
+      () => streamJtis(s).length === 0,
       { deadline: 15_000 },
     );
     await page.getByRole("link", { name: "Records", exact: true }).click();
@@ -172,12 +159,12 @@ browserTestAllDbs(
 
     // Logging out closes the stream.
     await live.waitFor();
-    assert.equal(streams(s).length, 1, "one stream again");
+    assert.equal(streamJtis(s).length, 1, "one stream again");
     await page.getByRole("button", { name: "Log out" }).click();
     await page.waitForURL(/\/mb\/login/);
     await poll(
       "the stream closed",
-      () => streams(s).length === 0,
+      () => streamJtis(s).length === 0,
       { deadline: 15_000 },
     );
     assert.deepEqual(errors, []);

@@ -7,14 +7,10 @@
  * answering 401 to the revoked token, the realtime stream a real server's.
  */
 
-import {
-  assertEquals,
-  forEachDb,
-  startServer,
-  type TestServer,
-} from "./_server.ts";
+import { assertEquals, forEachDb, startServer } from "./_server.ts";
 import { makeEntity, OPEN, userOf } from "./_extend_fixtures.ts";
 import { pause, poll } from "./_wait.ts";
+import { jtiOf, streamJtis } from "./_realtime_client.ts";
 import { LocalAuthStore } from "../client/src/auth_store.ts";
 import { Moonbase } from "../client/src/client.ts";
 import { MoonbaseError } from "../client/src/errors.ts";
@@ -326,11 +322,11 @@ forEachDb(
           });
           assertEquals(r.status, 200, r.text);
           view.otherTabWrote(KEY, session(r.data.token));
-          await poll("the old stream to end", () => streams(s).length === 0);
+          await poll("the old stream to end", () => streamJtis(s).length === 0);
           setTimeout(() => view.deliver(), 200);
           await poll(
             "a stream with the other tab's token",
-            () => streams(s)[0] === jtiOf(r.data.token),
+            () => streamJtis(s)[0] === jtiOf(r.data.token),
           );
           await s.request("POST", "/api/v1/entities/notes", {
             body: { title: "after" },
@@ -346,18 +342,6 @@ forEachDb(
     }
   },
 );
-
-/** The token ids of the server's open streams. */
-function streams(s: TestServer): string[] {
-  return [...s.app.realtime?.hub.subscribers ?? []].map((sub) =>
-    sub.claims?.jti ?? ""
-  );
-}
-
-function jtiOf(token: string): string {
-  const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
-  return (JSON.parse(atob(part)) as { jti: string }).jti;
-}
 
 /**
  * A stand-in realtime server: a stream per request, refused with 401 for a
