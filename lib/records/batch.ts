@@ -14,6 +14,9 @@
  * password change — waits in the scope, released after the commit and
  * dropped on a rollback.
  *
+ * Just over 350 lines, one idea: a batch's run from parse to answer (its
+ * requests in order, the pipelined creates settled before every exit).
+ *
  * @module
  */
 

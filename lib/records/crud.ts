@@ -5,6 +5,9 @@
  * entity runs around the statement as `WriteSteps`; what a write produced is
  * returned.
  *
+ * Just over 350 lines, one idea: the statements of record reads and writes
+ * below any rule; split further it would scatter one write's SQL.
+ *
  * @module
  */
 
