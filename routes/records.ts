@@ -40,7 +40,7 @@ class LazyRuleRequest implements RuleRequest {
   }
 
   get query(): Record<string, string> {
-    return this.#query ??= Object.fromEntries(this.#ctx.url.searchParams);
+    return this.#query ??= Object.fromEntries(this.#ctx.query);
   }
 }
 
@@ -139,7 +139,7 @@ export function recordRoutes(
     const entity = records.entity(ctx.params.entity);
     const page = await records.list(
       entity,
-      ctx.url.searchParams,
+      ctx.query,
       await ctx.auth(),
       ruleRequest(ctx),
     );
@@ -156,7 +156,7 @@ export function recordRoutes(
       200,
       await records.aggregate(
         entity,
-        ctx.url.searchParams,
+        ctx.query,
         await ctx.auth(),
         ruleRequest(ctx),
       ),
@@ -171,7 +171,7 @@ export function recordRoutes(
         ctx.params.id,
         await ctx.auth(),
         ruleRequest(ctx),
-        ctx.url.searchParams,
+        ctx.query,
       ),
     );
   });
@@ -186,7 +186,7 @@ export function recordRoutes(
       // The answer's shape is checked before anything is written.
       shape = records.answerShape(
         entity,
-        ctx.url.searchParams,
+        ctx.query,
         auth,
         "create record",
       );
@@ -212,7 +212,7 @@ export function recordRoutes(
     // The answer's shape is checked before anything is written.
     const shape = records.answerShape(
       entity,
-      ctx.url.searchParams,
+      ctx.query,
       auth,
       "update record",
     );

@@ -14,6 +14,8 @@ export type Handler<A> = (ctx: Context<A>) => Promise<Response> | Response;
 export interface Context<A> {
   readonly req: Request;
   readonly url: URL;
+  /** The URL's query parameters (a URL without `?` is not parsed for them). */
+  readonly query: URLSearchParams;
   readonly params: Record<string, string>;
   readonly app: A;
   readonly requestId: string;

@@ -127,6 +127,13 @@ export class RequestContext<A extends HttpHost> implements Context<A> {
     return this.#url ??= new URL(this.req.url);
   }
 
+  /** The URL's query parameters; a URL without `?` is not parsed for them. */
+  get query(): URLSearchParams {
+    return this.#url || this.req.url.includes("?")
+      ? this.url.searchParams
+      : new URLSearchParams();
+  }
+
   body(): Promise<Record<string, unknown>> {
     return readJsonObject(
       this.req,

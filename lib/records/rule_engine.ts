@@ -23,6 +23,8 @@ import type { AuthValue } from "../caller.ts";
 import type { Operation } from "../schema/types.ts";
 import type { Expr } from "../rules/ast.ts";
 import { readsCallerData, readsRecord, readsRequest } from "../rules/parser.ts";
+import { readsFixedCallerOnly } from "../rules/walk.ts";
+import type { SqlContext } from "../rules/sql_context.ts";
 import { evaluate, type Related, type RuleHelpers } from "../rules/evaluate.ts";
 import { truthy } from "../rules/values.ts";
 import { compilePrefilter, compileToSql } from "../rules/to_sql.ts";
@@ -40,6 +42,7 @@ import type {
 import { deny } from "./access.ts";
 import { readsRelations, RelationLoader } from "./rule_relations.ts";
 import { sqlContextOf } from "./rule_sql.ts";
+import { type RuleSql, RuleSqlCache } from "./rule_sql_cache.ts";
 import {
   bindRule,
   either,
@@ -54,6 +57,8 @@ import { filterAccess, guardedSortVia } from "./rule_filters.ts";
 /** Evaluates custom rules and filters for the record service. */
 export class ExpressionRules implements RuleEngine {
   #parsed: ParseCache;
+  readonly #kept = new RuleSqlCache();
+  readonly #fixed = new WeakMap<Expr, boolean>();
   #onError: (err: unknown) => void;
 
   /** `helpers` are callable from rules; `onError` hears evaluation failures. */
@@ -188,6 +193,36 @@ export class ExpressionRules implements RuleEngine {
     return this.#test(ast, { auth, req: NO_REQUEST });
   }
 
+  /** Whether `ast`'s SQL is one per caller (see {@link RuleSqlCache}). */
+  #perCaller(ast: Expr): boolean {
+    let fixed = this.#fixed.get(ast);
+    if (fixed === undefined) {
+      fixed = !mayCrossRelations(ast) && readsFixedCallerOnly(ast);
+      this.#fixed.set(ast, fixed);
+    }
+    return fixed;
+  }
+
+  /** A rule's SQL: exact, else a superset checked per row, else none. */
+  #sql(ast: Expr, ctx: SqlContext): RuleSql {
+    const compiled = compileToSql(ast, ctx);
+    if (compiled) {
+      return {
+        where: { sql: compiled.sql, params: compiled.params as SqlValue[] },
+      };
+    }
+    // Not exact: a superset in SQL narrows the rows checked per row — only
+    // for rules the client cannot steer through `req` or its own record
+    // (`auth.user…`): which hidden rows the superset holds would tell about
+    // them through the scan budget.
+    const pre = readsRequest(ast) || readsCallerData(ast)
+      ? undefined
+      : compilePrefilter(ast, ctx);
+    return pre
+      ? { pre: { sql: pre.sql, params: pre.params as SqlValue[] } }
+      : {};
+  }
+
   /** The `Access` of one operation under a custom rule (throws when the rule denies outright). */
   async access(
     entity: RuleTarget,
@@ -210,6 +245,8 @@ export class ExpressionRules implements RuleEngine {
         ? {}
         : deny(entity.name, op, auth);
     }
+    const ctx = () =>
+      sqlContextOf(entity, auth, req, this.#parsed.helpers, users);
     const rows = readsRelations(ast, "record");
     // One loader per database handle: a list's rows share what they read.
     const loaders = new WeakMap<Queryable, RelationLoader>();
@@ -239,19 +276,13 @@ export class ExpressionRules implements RuleEngine {
         if (!(await allowed(next, tx, true))) deny(entity.name, what, auth);
       };
     if (op === "add") return { check: check("add") };
-    const ctx = sqlContextOf(entity, auth, req, this.#parsed.helpers, users);
-    const compiled = compileToSql(ast, ctx);
-    // Not exact: a superset in SQL narrows the rows checked per row — only
-    // for rules the client cannot steer through `req` or its own record
-    // (`auth.user…`): which hidden rows the superset holds would tell about
-    // them through the scan budget.
-    const pre = compiled || readsRequest(ast) || readsCallerData(ast)
-      ? undefined
-      : compilePrefilter(ast, ctx);
-    const opts: Access = compiled
-      ? { where: { sql: compiled.sql, params: compiled.params as SqlValue[] } }
-      : pre
-      ? { where: { sql: pre.sql, params: pre.params as SqlValue[] }, keep }
+    const sql = users === undefined && this.#perCaller(ast)
+      ? this.#kept.get(entity, expr, auth, () => this.#sql(ast, ctx()))
+      : this.#sql(ast, ctx());
+    const opts: Access = sql.where
+      ? { where: sql.where }
+      : sql.pre
+      ? { where: sql.pre, keep }
       : { keep };
     if (op === "update") opts.check = check("update");
     return opts;

@@ -176,3 +176,28 @@ export function isClosed(expr: Expr): boolean {
       e.type === "call",
   );
 }
+
+/**
+ * True when the value of `expr` depends on the record and the caller's
+ * fixed members alone (`auth.id`, `auth.entity`, `auth.type`): no `req`, no
+ * `auth.user…` or `auth` as a whole, no helper call. Its SQL is then the same
+ * for every request of one caller.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { readsFixedCallerOnly } from "moonbase/lib/rules/walk.ts";
+ * import { parseExpression } from "moonbase/lib/rules/parser.ts";
+ * const fixed = (s: string) =>
+ *   readsFixedCallerOnly(parseExpression(s, { mode: "rule" }));
+ * assert.equal(fixed("record.owner == auth.id"), true);
+ * assert.equal(fixed("record.team == auth.user.team"), false);
+ * assert.equal(fixed('req.method == "GET"'), false);
+ * ```
+ */
+export function readsFixedCallerOnly(expr: Expr): boolean {
+  return !some(
+    expr,
+    (e) => (e.type === "root" && e.name === "req") || e.type === "call",
+  ) && !readsCallerData(expr);
+}
