@@ -204,7 +204,10 @@ export class EntityRecords {
       options,
       access,
       opts.cursor,
-      opts.sorts ?? this.#librarySorts(options.sort),
+      opts.sorts ??
+        (options.sort.some((k) => k.field.includes("."))
+          ? this.#librarySorts(options.sort)
+          : undefined),
       opts.searchRows,
     );
   }

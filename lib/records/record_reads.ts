@@ -84,17 +84,48 @@ export class RecordReads {
     access: Access,
     cursor: { key: CursorKey; caller: string },
   ): Promise<ListResult> {
-    if (access.keep !== undefined) sortUnderPerRowRule(query.get("sort"));
+    const sort = query.get("sort");
+    if (access.keep !== undefined) sortUnderPerRowRule(sort);
     // Under a per-row rule, search runs per row too (list.ts), for the
     // reason the filter does below.
     const searchRows = access.keep !== undefined;
+    const filter = query.get("filter");
+    const plain = filter === null || filter.trim() === "";
+    if (plain && !sort?.includes(".")) {
+      // Nothing read through relations: no caller view is built. (Built for
+      // every list, it made a plain list's garbage collection ~1.8 times as
+      // long, in-process: 382 → 210 ms for 40 000 lists of 50.)
+      return await entity.records.list(query, { access, cursor, searchRows });
+    }
+    return await this.#viewedPage(
+      entity,
+      query,
+      auth,
+      req,
+      access,
+      cursor,
+      plain ? undefined : filter,
+      searchRows,
+    );
+  }
+
+  /** A page whose filter or sort reads through relations, as the caller may. */
+  async #viewedPage(
+    entity: Entity,
+    query: URLSearchParams,
+    auth: AuthValue,
+    req: RuleRequest,
+    access: Access,
+    cursor: { key: CursorKey; caller: string },
+    filter: string | undefined,
+    searchRows: boolean,
+  ): Promise<ListResult> {
     const view = this.#served.view(auth, req);
     const sorts = relationSorts(
       query,
       (path) => this.#served.rules.sortVia(entity, path, auth, req, view),
     );
-    const filter = query.get("filter");
-    if (filter === null || filter.trim() === "") {
+    if (filter === undefined) {
       return await entity.records.list(query, {
         access,
         cursor,
