@@ -12,6 +12,7 @@ import type { RecordData } from "../records/codec.ts";
 import type { Registry } from "../records/registry.ts";
 import type { Entity } from "../records/entity.ts";
 import { decodeRow } from "../records/codec.ts";
+import { SharedReads } from "../records/shared_reads.ts";
 import type { Storage } from "../db/storage.ts";
 import type { TokenClaims, TokenSigner } from "./jwt.ts";
 import { endsToken, type Revocations } from "./revocation.ts";
@@ -35,6 +36,8 @@ export class Sessions {
   #store: Storage;
   #revoked: Revocations;
   #keys: ApiKeys | undefined;
+  /** The users behind tokens, read per request (concurrent ones share statements). */
+  #users: SharedReads;
 
   /** Builds the session service (`keys`: API keys are accepted as callers). */
   constructor(
@@ -49,6 +52,7 @@ export class Sessions {
     this.#store = store;
     this.#revoked = revoked;
     this.#keys = keys;
+    this.#users = new SharedReads(store);
   }
 
   /** Verifies identity (email or id) and password; one 401 message for every failure. */
@@ -212,7 +216,8 @@ export class Sessions {
     if (!admins && !isExposed(entity, claims.entity, "auth")) {
       throw invalidToken();
     }
-    const user = await entity.read(claims.sub);
+    // Read for every request, never kept: a deleted user is refused at once.
+    const user = await this.#users.read(entity, claims.sub);
     if (!user) throw invalidToken();
     return { token: m[1], claims, entity, user };
   }
