@@ -88,7 +88,8 @@ export interface AppConfig {
   rebindDataDir?: boolean;
   /**
    * PostgreSQL pool size of each isolate (default: CPU cores, at most 10,
-   * divided among the `workers`, at least 2). Fewer
+   * divided among the `workers`, at least 2); lists under a filter open a
+   * twin of each connection on first use (`Storage.queryCustomPlan`). Fewer
    * connections carry more pipelined queries per socket write; measured on 2
    * cores, 2 connections served ~30% more than 10.
    */

@@ -48,11 +48,19 @@ async function withPosts(s: TestServer): Promise<string> {
   return String(rec.data.id);
 }
 
+/** A list under a filter (a parameter: planned for its value on PostgreSQL). */
+const FILTERED = `/api/v1/entities/posts?filter=${
+  encodeURIComponent('title == "first"')
+}`;
+
 /** The requests every outage must answer quickly. */
 function outageCalls(s: TestServer, id: string) {
   return {
     get: () => s.request("GET", `/api/v1/entities/posts/${id}`),
     list: () => s.request("GET", "/api/v1/entities/posts"),
+    // On PostgreSQL a filtered list runs on the lane's twin connection
+    // (lib/db/postgres.ts `queryCustomPlan`).
+    filtered: () => s.request("GET", FILTERED),
     post: () =>
       s.request("POST", "/api/v1/entities/posts", { body: { title: "x" } }),
     login: () =>
@@ -134,6 +142,9 @@ async function recovered(s: TestServer, id: string): Promise<void> {
   assert.equal(post.status, 201, post.text);
   const list = await s.request("GET", "/api/v1/entities/posts");
   assert.equal(list.status, 200, list.text);
+  const filtered = await s.request("GET", FILTERED);
+  assert.equal(filtered.status, 200, filtered.text);
+  assert.equal(filtered.data.items[0].title, "first");
   const health = await s.request("GET", "/api/v1/health");
   assert.equal(health.status, 200, health.text);
   assert.equal(health.data.database, "ok");

@@ -220,18 +220,22 @@ export function endClient(sql: postgres.Sql, timeout: number): Promise<void> {
 
 /**
  * A postgres.js client of one connection; `statementTimeoutMs` (0: none)
- * cancels any statement running longer (PostgreSQL's `statement_timeout`).
+ * cancels any statement running longer (PostgreSQL's `statement_timeout`);
+ * `customPlans`: its prepared statements are planned for each call's values
+ * (`plan_cache_mode = force_custom_plan`), never with a generic plan.
  */
 export function client(
   url: string,
   connectTimeout: number,
   statementTimeoutMs = 0,
+  customPlans = false,
 ): postgres.Sql {
   return postgres(url, {
     max: 1,
-    connection: statementTimeoutMs > 0
-      ? { statement_timeout: statementTimeoutMs }
-      : {},
+    connection: {
+      ...statementTimeoutMs > 0 && { statement_timeout: statementTimeoutMs },
+      ...customPlans && { plan_cache_mode: "force_custom_plan" },
+    },
     // Connections stay open: the pool is small and fixed, and postgres.js's
     // idle timer, re-armed after every query, made Deno warn of a negative
     // timeout under load.

@@ -73,6 +73,28 @@ poolTest(
 );
 
 poolTest(
+  "postgres pool: queryCustomPlan plans each call for its values; query keeps a generic plan",
+  1,
+  async (s) => {
+    // Prepared statements: PostgreSQL plans the first five calls for their
+    // values, then may keep one generic plan (pg_prepared_statements counts
+    // both, per connection).
+    const text = "SELECT ?::bigint + 1 AS n";
+    const numbered = "SELECT $1::bigint + 1 AS n";
+    const counts =
+      "SELECT generic_plans::bigint AS generic, custom_plans::bigint AS custom FROM pg_prepared_statements WHERE statement = ?";
+    for (let i = 0; i < 8; i++) {
+      assertEquals((await s.queryCustomPlan(text, [i]))[0].n, i + 1);
+      assertEquals((await s.query(text, [i]))[0].n, i + 1);
+    }
+    const [custom] = await s.queryCustomPlan(counts, [numbered]);
+    assertEquals(custom, { generic: 0, custom: 8 });
+    const [pooled] = await s.query(counts, [numbered]);
+    assert(Number(pooled.generic) > 0, JSON.stringify(pooled));
+  },
+);
+
+poolTest(
   "postgres pool: a transaction holds one connection, others go on",
   2,
   async (s) => {

@@ -110,6 +110,15 @@ export interface Storage extends Queryable {
    */
   pipeline?(sql: string, params: readonly SqlValue[], then: Pipelined): void;
   /**
+   * `query` for a statement whose best plan depends on its parameters'
+   * values (a list under a caller's filter): PostgreSQL plans it for the
+   * values of each call ("custom plan"), never with the generic plan it
+   * would otherwise keep for a prepared statement after five calls (that
+   * plan guesses a range bounded by two parameters at 0.5% of the rows,
+   * whatever the bounds). Without it, use `query`.
+   */
+  queryCustomPlan?(sql: string, params: readonly SqlValue[]): Promise<Row[]>;
+  /**
    * Runs `fn` on a read-only view of the database as it was when the
    * snapshot began (every commit before it, none after), on a connection of
    * its own, so writers go on meanwhile (a backup reads through it). `fn`

@@ -128,6 +128,11 @@ class Reader {
   readonly #keys: SortKey[];
   /** Relevance order: the rank of a row (a column of an inner query). */
   readonly #rank: SearchSql | undefined;
+  /**
+   * The rows' condition holds a caller's filter: its statements are planned
+   * for their values (`Storage.queryCustomPlan`).
+   */
+  readonly #filtered: boolean;
 
   constructor(
     store: Storage,
@@ -135,12 +140,21 @@ class Reader {
     base: { sql: string; params: SqlValue[] } | undefined,
     keys: SortKey[],
     rank?: SearchSql,
+    filtered = false,
   ) {
     this.#store = store;
     this.#schema = schema;
     this.#base = base;
     this.#keys = keys;
     this.#rank = rank;
+    this.#filtered = filtered;
+  }
+
+  #query(sql: string, params: SqlValue[]): Promise<Row[]> {
+    const store = this.#store;
+    return this.#filtered && store.queryCustomPlan
+      ? store.queryCustomPlan(sql, params)
+      : store.query(sql, params);
   }
 
   get keys(): SortKey[] {
@@ -171,7 +185,7 @@ class Reader {
       // The rank is a column of the inner query: the order and the keyset
       // condition name it (PostgreSQL has no output names in WHERE).
       const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
-      return this.#store.query(
+      return this.#query(
         `SELECT * FROM (SELECT ${
           selectList(this.#schema)
         }${extra}, ${rank.sql} AS "${RANK_KEY}" FROM ${
@@ -191,7 +205,7 @@ class Reader {
       params.push(...after.params);
     }
     const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
-    return this.#store.query(
+    return this.#query(
       `SELECT ${selectList(this.#schema)}${extra} FROM ${
         tableOf(this.#schema.name)
       }${where}${tail}`,
@@ -271,7 +285,11 @@ export async function listRecords(
     searchRows ? { ...opts, search: undefined } : opts,
     access,
   );
-  const reader = new Reader(store, schema, base, keys, rank);
+  // A filter's values decide its best plan (a range on an indexed field:
+  // how much of the index it covers); the others' plans do not change.
+  const filtered = opts.filter !== undefined && base !== undefined &&
+    base.params.length > 0;
+  const reader = new Reader(store, schema, base, keys, rank, filtered);
   const found = access.keep
     ? await scanPage(reader, start, opts.limit, access.keep)
     : await sqlPage(reader, start, opts.limit);
