@@ -11,6 +11,12 @@
  * field), as with a statement of its own. Nothing is kept after the answer:
  * this is no cache.
  *
+ * A read out longer than `OUT_WAIT_MS` holds no one else up: the next is
+ * sent then. Its statement may sit behind a slow one on its connection (or a
+ * stalled connection) while the pool's others are free; waiting for it would
+ * hold every caller of the entity as long, up to the statement timeout, or
+ * for ever.
+ *
  * @module
  */
 
@@ -21,6 +27,12 @@ import { readRow, selectList } from "./crud.ts";
 import { decodeRow, type RecordData } from "./codec.ts";
 import type { Entity } from "./entity.ts";
 import { openScope } from "./write_scope.ts";
+
+/**
+ * How long callers wait for the read out before theirs is sent anyway: far
+ * above a round trip, far below the statement timeout.
+ */
+export const OUT_WAIT_MS = 50;
 
 /** The ids callers asked for while a read was out, and their shared answer. */
 interface NextRead {
@@ -52,8 +64,7 @@ class EntityReads {
     let next = this.#next;
     if (!next) {
       const ids = new Set<string>();
-      // `#out` never rejects: a failed read failed for its own callers.
-      const rows = this.#out.then(() => this.#send(ids));
+      const rows = settledOrLate(this.#out).then(() => this.#send(ids));
       next = this.#next = { ids, rows };
     }
     next.ids.add(id);
@@ -83,6 +94,20 @@ class EntityReads {
     });
     this.#out = out;
   }
+}
+
+/**
+ * Resolves when `out` settles or after `OUT_WAIT_MS`, whichever is first.
+ * `out` never rejects: a failed read failed for its own callers.
+ */
+function settledOrLate(out: Promise<unknown>): Promise<void> {
+  return new Promise((resolve) => {
+    const late = setTimeout(resolve, OUT_WAIT_MS);
+    out.then(() => {
+      clearTimeout(late);
+      resolve();
+    });
+  });
 }
 
 const byIdsTexts = new WeakMap<EntitySchema, string>();
