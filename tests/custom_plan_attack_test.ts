@@ -4,8 +4,8 @@
  * `queryCustomPlan`). Attacks on it: the twins are counted and closed with
  * the app, a runaway filtered read is cancelled by the statement timeout,
  * the twin answers as the pool does (search, count, text functions), and a
- * twin the server refuses (connection limit) answers a clear error, not a
- * 500.
+ * twin the server refuses (a connection limit) leaves the list to the lane's
+ * own connection instead of a 500.
  *
  * @module
  */
@@ -167,6 +167,65 @@ Deno.test({
       });
     } finally {
       await s?.close();
+      await admin.end({ timeout: 5 });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "custom-plan twins: a twin the server refuses: the list is served on the lane [postgres]",
+  ignore: !PG,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const pg = await startPostgres();
+    const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
+    const role = `mb_twin_${crypto.randomUUID().slice(0, 8)}`;
+    await admin.unsafe(`CREATE ROLE ${role} LOGIN`);
+    await admin.unsafe(`CREATE DATABASE ${role} OWNER ${role}`);
+    let s: TestServer | undefined;
+    try {
+      s = await startServer("postgres", {
+        poolSize: 2,
+        connection: pg.url.replace(/postgres@/, `${role}@`).replace(
+          /\/postgres$/,
+          `/${role}`,
+        ),
+      });
+      await createEntity(s, {
+        name: "cells",
+        fields: [{ name: "n", type: "int" }],
+        rules: allRules("public"),
+      });
+      await insertSeries(s, "cells", 20, { id: padded("c", 6), n: "i" });
+      assert.equal(
+        (await s.request("GET", "/api/v1/entities/cells?limit=1")).status,
+        200,
+      );
+      // The role may hold the connections it has now, no more: a twin's
+      // connection is refused ("too many connections for role").
+      const held = await connections(admin, role);
+      await admin.unsafe(`ALTER ROLE ${role} CONNECTION LIMIT ${held}`);
+      const r = await within(
+        "the filtered list",
+        DEADLINE,
+        s.request("GET", filtered("cells", "n == 7")),
+      );
+      assert.notEqual(r.status, 500, r.text);
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.data.items[0].n, 7);
+      // Later lists too, without a twin over the limit.
+      const rs = await Promise.all(
+        [3, 4, 5].map((n) => s!.request("GET", filtered("cells", `n == ${n}`))),
+      );
+      assert.deepEqual(rs.map((x) => x.data?.items?.[0]?.n), [3, 4, 5]);
+      assert.ok((await connections(admin, role)) <= held);
+    } finally {
+      await s?.close();
+      await admin.unsafe(`ALTER ROLE ${role} CONNECTION LIMIT -1`);
+      await admin.unsafe(`DROP DATABASE ${role} WITH (FORCE)`);
+      await admin.unsafe(`DROP ROLE ${role}`);
       await admin.end({ timeout: 5 });
     }
   },
