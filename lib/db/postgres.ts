@@ -39,6 +39,9 @@ export { postgresDialect } from "./postgres_dialect.ts";
  */
 export const ANSWER_FRESH_MS = 1000;
 
+/** PostgreSQL's too_many_connections: a new connection over a limit. */
+const TOO_MANY_CONNECTIONS = "53300";
+
 /** A postgres.js client of one connection and its statements. */
 interface Connection {
   sql: postgres.Sql;
@@ -49,7 +52,8 @@ interface Connection {
 interface Lane extends Connection {
   /**
    * Its twin for `queryCustomPlan`, opened on first use: a second connection
-   * whose prepared statements are planned for each call's values.
+   * whose prepared statements are planned for each call's values; the lane
+   * itself when the server refused the twin.
    */
   custom?: Connection;
   pending: number;
@@ -267,13 +271,26 @@ export class PostgresStorage implements Storage {
    * a read by id each time doubled its cost on the server (14 → 29 µs).
    */
   queryCustomPlan(sql: string, params: readonly SqlValue[]): Promise<Row[]> {
-    return this.#on((l) =>
-      (l.custom ??= openConnection(
+    return this.#on(async (l) => {
+      const twin = l.custom ??= openConnection(
         this.#url,
         this.#statementTimeoutMs,
         true,
-      )).q.query(sql, params)
-    );
+      );
+      try {
+        return await twin.q.query(sql, params);
+      } catch (err) {
+        if ((err as { code?: string } | null)?.code !== TOO_MANY_CONNECTIONS) {
+          throw err;
+        }
+        // The server refused the twin (a connection limit the pool alone
+        // fits in): this lane's lists keep its own connection and generic
+        // plans until the lane is replaced, rather than fail.
+        endClient(twin.sql, 0);
+        l.custom = l;
+        return await l.q.query(sql, params);
+      }
+    });
   }
 
   exec(sql: string): Promise<void> {
