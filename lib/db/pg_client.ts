@@ -75,6 +75,16 @@ export function clientError(err: unknown): unknown {
       { "retry-after": "5" },
     );
   }
+  if (code === "53300") {
+    // too_many_connections (max_connections, or the role's or the
+    // database's CONNECTION LIMIT): a clear 503, not an outage to trip on.
+    return new MoonbaseError(
+      "unavailable",
+      "Cannot reach PostgreSQL: it refuses more connections (too many connections); lower --poolSize or raise the server's connection limit",
+      null,
+      { "retry-after": "5" },
+    );
+  }
   if (code === "40P01" || code === "40001") {
     // deadlock_detected, serialization_failure: two writes (batches) took
     // rows in opposite order; PostgreSQL rolled this one back whole.
