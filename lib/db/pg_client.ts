@@ -60,6 +60,23 @@ export function lost(err: unknown): StorageUnavailableError {
   return new StorageUnavailableError(`Cannot reach PostgreSQL: ${code}`);
 }
 
+/**
+ * PostgreSQL refused a new connection: too_many_connections (53300;
+ * `max_connections`, or a role's or database's `CONNECTION LIMIT`). A clear
+ * 503, not an outage to trip on; its own class, so that a caller with
+ * another connection to fall back on can tell it apart.
+ */
+export class TooManyConnectionsError extends MoonbaseError {
+  constructor() {
+    super(
+      "unavailable",
+      "Cannot reach PostgreSQL: it refuses more connections (too many connections); lower --poolSize or raise the server's connection limit",
+      null,
+      { "retry-after": "5" },
+    );
+  }
+}
+
 /** PostgreSQL cannot store NUL characters in text: a clear 400 instead of a 500. */
 export function clientError(err: unknown): unknown {
   const code = (err as { code?: string }).code;
@@ -75,16 +92,7 @@ export function clientError(err: unknown): unknown {
       { "retry-after": "5" },
     );
   }
-  if (code === "53300") {
-    // too_many_connections (max_connections, or the role's or the
-    // database's CONNECTION LIMIT): a clear 503, not an outage to trip on.
-    return new MoonbaseError(
-      "unavailable",
-      "Cannot reach PostgreSQL: it refuses more connections (too many connections); lower --poolSize or raise the server's connection limit",
-      null,
-      { "retry-after": "5" },
-    );
-  }
+  if (code === "53300") return new TooManyConnectionsError();
   if (code === "40P01" || code === "40001") {
     // deadlock_detected, serialization_failure: two writes (batches) took
     // rows in opposite order; PostgreSQL rolled this one back whole.

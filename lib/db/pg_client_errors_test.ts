@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { MoonbaseError } from "../errors.ts";
-import { clientError } from "./pg_client.ts";
+import { clientError, TooManyConnectionsError } from "./pg_client.ts";
 
 const cases: [string, string, string, RegExp][] = [
   ["53300", "too many connections", "unavailable", /refuses more connections/],
@@ -26,4 +26,10 @@ for (const [code, what, kind, message] of cases) {
 Deno.test("clientError: a code it does not know is passed on unchanged", () => {
   const original = Object.assign(new Error("other"), { code: "XX000" });
   assert.equal(clientError(original), original);
+});
+
+Deno.test("clientError: too many connections has its own class (a fallback tells it apart)", () => {
+  const err = clientError(Object.assign(new Error("full"), { code: "53300" }));
+  assert.ok(err instanceof TooManyConnectionsError);
+  assert.equal((err as TooManyConnectionsError).headers["retry-after"], "5");
 });

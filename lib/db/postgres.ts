@@ -25,6 +25,7 @@ import {
   endClient,
   lost,
   queryable,
+  TooManyConnectionsError,
   unreachable,
 } from "./pg_client.ts";
 import { postgresDialect } from "./postgres_dialect.ts";
@@ -38,9 +39,6 @@ export { postgresDialect } from "./postgres_dialect.ts";
  * health check's own deadline (1 s).
  */
 export const ANSWER_FRESH_MS = 1000;
-
-/** PostgreSQL's too_many_connections: a new connection over a limit. */
-const TOO_MANY_CONNECTIONS = "53300";
 
 /** A postgres.js client of one connection and its statements. */
 interface Connection {
@@ -280,9 +278,7 @@ export class PostgresStorage implements Storage {
       try {
         return await twin.q.query(sql, params);
       } catch (err) {
-        if ((err as { code?: string } | null)?.code !== TOO_MANY_CONNECTIONS) {
-          throw err;
-        }
+        if (!(err instanceof TooManyConnectionsError)) throw err;
         // The server refused the twin (a connection limit the pool alone
         // fits in): this lane's lists keep its own connection and generic
         // plans until the lane is replaced, rather than fail.
