@@ -127,34 +127,17 @@ async function world(s: TestServer): Promise<World> {
     entity,
     id,
   });
+  /** A user of `entity` with id `id`, signed up as `<name>@example.com`. */
+  const signedUp = async (name: string, entity: string, id: string) =>
+    who(name, await user(entity, id, `${name}@example.com`), entity, id);
   const w: World = {
     s,
     admin,
     adminId,
-    alice: who(
-      "alice",
-      await user("users", SHARED, "alice@example.com"),
-      "users",
-      SHARED,
-    ),
-    bob: who(
-      "bob",
-      await user("users", BOB, "bob@example.com"),
-      "users",
-      BOB,
-    ),
-    mallory: who(
-      "mallory",
-      await user("members", SHARED, "mallory@example.com"),
-      "members",
-      SHARED,
-    ),
-    twin: who(
-      "twin",
-      await user("users", adminId, "twin@example.com"),
-      "users",
-      adminId,
-    ),
+    alice: await signedUp("alice", "users", SHARED),
+    bob: await signedUp("bob", "users", BOB),
+    mallory: await signedUp("mallory", "members", SHARED),
+    twin: await signedUp("twin", "users", adminId),
     guest: who("guest", undefined, "", ""),
   };
   const tag = async (owner: string, name: string) => {
