@@ -6,9 +6,6 @@
  * @module
  */
 
-// Full specifier, not the import map: embedders import mod.ts without it.
-// deno-lint-ignore no-import-prefix
-import nodemailerModule from "npm:nodemailer@10.6.1";
 import type { Settings } from "../settings/types.ts";
 import type { RenderedMail } from "./template.ts";
 
@@ -41,7 +38,27 @@ interface Nodemailer {
   };
 }
 
-const nodemailer = nodemailerModule as unknown as Nodemailer;
+let loading: Promise<Nodemailer> | undefined;
+
+/**
+ * nodemailer, loaded on the first send: it and the Node modules it pulls
+ * in take ~15 MB of memory that a server sending no mail should not hold.
+ * A failed load is not kept, so the next send tries again.
+ */
+function loadNodemailer(): Promise<Nodemailer> {
+  loading ??= import(
+    // Full specifier, not the import map: embedders import mod.ts without it.
+    // deno-lint-ignore no-import-prefix
+    "npm:nodemailer@10.6.1"
+  ).then(
+    (m) => m.default as unknown as Nodemailer,
+    (err) => {
+      loading = undefined;
+      throw err;
+    },
+  );
+  return loading;
+}
 
 /** Why a send failed, as the SMTP server or the network said it. */
 export class SendFailure extends Error {
@@ -111,6 +128,17 @@ function failureOf(err: unknown): SendFailure {
 export function smtpSender(limits: SendLimits = SEND_LIMITS): SendMail {
   return async (settings, mail) => {
     const smtp = settings.mail.smtp;
+    let nodemailer: Nodemailer;
+    try {
+      nodemailer = await loadNodemailer();
+    } catch (err) {
+      throw new SendFailure(
+        `cannot load the mail library: ${
+          err instanceof Error ? err.message : String(err)
+        }`,
+        false,
+      );
+    }
     const transport = nodemailer.createTransport({
       host: smtp.host,
       port: smtp.port,
