@@ -71,19 +71,21 @@ export interface Results {
   runs: string;
   label: string;
   /**
-   * The report file (its previous History, realtime and soak sections are
-   * kept); none: the report is only returned.
+   * The report file (its previous History, realtime, soak and insert
+   * sections are kept); none: the report is only returned.
    */
   path?: string;
 }
 
-const SOAK = /<!-- soak:\w+:start -->[\s\S]*?<!-- soak:\w+:end -->/g;
+/** Sections other tools write (bench/soak.ts, bench/inserts.ts): a full run keeps them. */
+const KEPT =
+  /<!-- (soak|inserts):\w+:start -->[\s\S]*?<!-- (?:soak|inserts):\w+:end -->/g;
 
 /**
  * Writes the report (latest run + history of ratios) and returns it. With
  * no `rows` (`--only realtime`) the rest of the previous report stays and
- * only its realtime section is replaced. The soak sections (written by
- * bench/soak.ts) are carried over.
+ * only its realtime section is replaced. The soak and insert sections
+ * (written by bench/soak.ts and bench/inserts.ts) are carried over.
  */
 export async function writeResults(r: Results): Promise<string> {
   const { rows, realtime, path, label } = r;
@@ -119,7 +121,7 @@ export async function writeResults(r: Results): Promise<string> {
   const rt = realtime.length
     ? realtimeSection(realtime, date)
     : extract(previous, REALTIME_KEY) ?? "";
-  const soak = (previous.match(SOAK) ?? []).join("\n\n");
+  const soak = (previous.match(KEPT) ?? []).join("\n\n");
   if (rows.length === 0 && previous.includes("## History\n")) {
     const head = splice(
       previous.split("## History\n")[0],

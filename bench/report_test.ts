@@ -1,6 +1,6 @@
 /**
- * The report file: a full run rewrites it and keeps the History and the
- * soak sections; a realtime-only run replaces only its section; a run with
+ * The report file: a full run rewrites it and keeps the History, the
+ * soak and the insert sections; a realtime-only run replaces only its section; a run with
  * no path writes nothing.
  *
  * @module
@@ -12,6 +12,7 @@ import type { RealtimeRow } from "./realtime_report.ts";
 import { writeResults } from "./report.ts";
 import type { Row } from "./rows.ts";
 import { soakSection, writeSoak } from "./soak_report.ts";
+import { writeInsertsSection } from "./inserts_report.ts";
 
 const load = (rps: number): LoadResult => ({
   rps,
@@ -57,6 +58,11 @@ Deno.test("report: rewrite keeps History and soak, realtime-only splices", async
       "sqlite",
       soakSection({ db: "sqlite", ...run }, samples),
     );
+    await writeInsertsSection(
+      path,
+      "<!-- inserts:postgres:start -->\n## Inserts through the client: postgres\n<!-- inserts:postgres:end -->",
+      "postgres",
+    );
     await writeResults({
       ...base,
       rows,
@@ -72,6 +78,10 @@ Deno.test("report: rewrite keeps History and soak, realtime-only splices", async
     assert.equal(text.match(/## Realtime/g)?.length, 1);
     assert.match(text, /\| sqlite \| paced p50 \| 11\.0 ms \|/);
     assert.equal(text.match(/## Memory soak: sqlite/g)?.length, 1);
+    assert.equal(
+      text.match(/## Inserts through the client: postgres/g)?.length,
+      1,
+    );
     assert.equal(text.split("## History\n")[1].trim().split("\n").length, 2);
     // A realtime-only run: only that section changes.
     await writeResults({ ...base, rows: [], realtime: rt(22), path });
