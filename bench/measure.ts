@@ -4,7 +4,7 @@
  * doing the same database work (bench/floor.ts for SQLite, bench/floor_pg.ts
  * for PostgreSQL), idle memory, sustained load,
  * and the paired rows (request logs on ÷ off, `--websocket` on ÷ off,
- * `--workers N` ÷ 1).
+ * `--workers N` ÷ 1, a file from S3 ÷ from disk).
  *
  * @module
  */
@@ -13,6 +13,9 @@ import { runLoad, type Target } from "./load.ts";
 import { PHOTOS, type Seeded, THUMB } from "./seed.ts";
 import { Images } from "../tests/_images.ts";
 import { benchTotpLogin, TOTP_LOGIN } from "./totp.ts";
+import { type S3Files, startS3Files } from "./s3_files.ts";
+import { hasS3 } from "../tests/_s3.ts";
+import { profileScenario } from "./profile.ts";
 import {
   combine,
   type CpuLoad,
@@ -27,11 +30,14 @@ import {
   bareEventName,
   bareLogName,
   bareName,
+  FILE,
   IDLE_RSS,
   LOGGED_BARE,
   LOGGING_PAIR,
   PG_BARE,
   type Row,
+  S3_FILE,
+  S3_PAIR,
   scenarios,
   SEARCH_SCENARIO,
   SUSTAINED,
@@ -54,6 +60,12 @@ export interface Bench {
   workers: number;
   /** PostgreSQL: the database's connection URL (for bench/floor_pg.ts). */
   connection?: string;
+  /**
+   * `--profile`: profile the S3 row here, while its gateway runs (the
+   * others are profiled after, bench/run.ts), for `profileSeconds`.
+   */
+  profile?: boolean;
+  profileSeconds?: number;
 }
 
 /** A scenario as the profiler needs it. */
@@ -123,7 +135,7 @@ async function json(
  */
 export async function benchScenarios(
   b: Bench,
-): Promise<{ rows: Row[]; scenarios: Scenario[] }> {
+): Promise<{ rows: Row[]; scenarios: Scenario[]; profiled: string[] }> {
   const { db, seeded, wants } = b;
   const mb = await start(withWorkers(b.serverArgs, b.workers));
   const base = await start(["run", "-A", "bench/baseline.ts"]);
@@ -166,6 +178,11 @@ export async function benchScenarios(
       await alternate(b, name, a, t, other, other === base ? bareGet : t),
     );
   for (const s of all) if (wants(s.name)) await pair(s.name, mb, s.target);
+  const profiled: string[] = [];
+  if (wants(S3_PAIR) || wants(bareName(S3_FILE))) {
+    const disk = all.find((s) => s.name === FILE)!.target;
+    profiled.push(...await s3Rows(b, mb, base, disk, rows));
+  }
   if (wants(TOTP_LOGIN)) {
     const r = await benchTotpLogin(mb, mbUrl, b.rounds, b.seconds);
     console.error(
@@ -227,7 +244,79 @@ export async function benchScenarios(
   const n = Math.max(2, b.workers);
   if (wants(workersPair(n))) rows.push(await workers(b, n, get));
   await stop(base);
-  return { rows, scenarios: all };
+  return { rows, scenarios: all, profiled };
+}
+
+/**
+ * The S3 rows (bench/s3_files.ts): the photo from S3 ÷ the same photo from
+ * disk (`mb`), and the bare handler's signed GET of it against the baseline;
+ * with `--profile` the S3 row's profile. Returns the rows profiled. Without
+ * Ceph installed, or when the gateway does not start, the rows say so (the
+ * rest of the run goes on).
+ */
+async function s3Rows(
+  b: Bench,
+  mb: Proc,
+  base: Proc,
+  disk: Target,
+  rows: Row[],
+): Promise<string[]> {
+  const notMeasured = (why: string) => {
+    console.error(`[${b.db}] S3 rows not measured: ${why}`);
+    for (const name of [S3_PAIR, bareName(S3_FILE)].filter(b.wants)) {
+      rows.push({ db: b.db, name, text: `not measured: ${why}` });
+    }
+    return [];
+  };
+  if (!hasS3()) {
+    return notMeasured(
+      "Ceph's radosgw, ceph-mon and ceph-osd are not installed",
+    );
+  }
+  console.error(`[${b.db}] starting the S3 gateway…`);
+  let s3: S3Files;
+  try {
+    s3 = await startS3Files({
+      serverArgs: (url) =>
+        withWorkers(withOptions(b.serverArgs, ["--files", url]), b.workers),
+      diskUrl: `http://127.0.0.1:${mb.port}`,
+      diskPath: disk.path,
+      bare: b.wants(bareName(S3_FILE)),
+    });
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    return notMeasured(why.split("\n")[0].slice(0, 200));
+  }
+  const profiled: string[] = [];
+  try {
+    if (b.wants(S3_PAIR)) {
+      await runLoad(`http://127.0.0.1:${s3.moonbase.port}`, s3.target, 5);
+      rows.push(await alternate(b, S3_PAIR, s3.moonbase, s3.target, mb, disk));
+      if (b.profile) {
+        console.error(`[${b.db}] profiling ${S3_PAIR}…`);
+        const path = await profileScenario({
+          db: b.db,
+          name: S3_PAIR,
+          serverArgs: s3.serverArgs,
+          env: s3.env,
+          target: s3.target,
+          seconds: b.profileSeconds ?? 6,
+          note: "`--files s3://…` on a local RADOS Gateway",
+        });
+        console.error(`[${b.db}] profile: ${path}`);
+        profiled.push(`${b.db}/${S3_PAIR}`);
+      }
+    }
+    if (s3.bare) {
+      const root: Target = { method: "GET", path: "/" };
+      rows.push(
+        await alternate(b, bareName(S3_FILE), s3.bare, root, base, root),
+      );
+    }
+  } finally {
+    await s3.close();
+  }
+  return profiled;
 }
 
 /**

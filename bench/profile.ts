@@ -20,6 +20,8 @@ export interface ProfileJob {
   name: string;
   /** `deno` arguments of the server (`run` first). */
   serverArgs: string[];
+  /** The server's environment beyond the bench's own (procs.ts `start`). */
+  env?: Record<string, string>;
   target: Target;
   /** Idle SSE subscribers to hold open while it runs. */
   subscribers?: { count: number; path: string };
@@ -84,7 +86,7 @@ export async function profileScenario(job: ProfileJob): Promise<string> {
     "--cpu-prof-name",
     "server.cpuprofile",
     ...job.serverArgs.slice(1),
-  ]);
+  ], job.env);
   const subs = job.subscribers
     ? new Subscribers(server.port, job.subscribers.path)
     : undefined;

@@ -10,6 +10,7 @@ import {
   LOGGING_PAIR,
   REALTIME_PAIR,
   type Row,
+  S3_PAIR,
   WEBSOCKET_PAIR,
 } from "./rows.ts";
 import { targetsTable } from "./targets.ts";
@@ -144,7 +145,8 @@ Date: ${date}. Commit: ${commit}${label ? ` (${label})` : ""}. Load: ${
 each Moonbase run right after a bare \`Deno.serve\` baseline run; ratio = Moonbase req/s ÷ baseline req/s
 over all rounds. In the paired rows the baseline is a second Moonbase: request logs off
 ("${LOGGING_PAIR}"), \`--realtime off\` ("${REALTIME_PAIR}"), \`--websocket\` off
-("${WEBSOCKET_PAIR}"), \`--workers 1\` (the workers row).
+("${WEBSOCKET_PAIR}"), \`--workers 1\` (the workers row), the same photo served from the
+data directory ("${S3_PAIR}": S3 is Ceph's RADOS Gateway on loopback, started by the bench).
 Server CPU = CPU time (all threads) the server process used per request.
 
 ${table(rows)}

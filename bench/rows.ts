@@ -114,6 +114,16 @@ export const BATCH = "batch: 10 creates";
 export const FILE = "file: original";
 export const THUMB_FILE = "file: cached thumbnail 100x100";
 
+/**
+ * The paired S3 row: the same photo served by a Moonbase started
+ * `--files s3://…` (a local RADOS Gateway, bench/s3_files.ts), in alternation
+ * with the scenarios' Moonbase serving it from its data directory (the
+ * "baseline").
+ */
+export const S3_PAIR = "file: S3 ÷ disk (paired)";
+/** The bare handler's S3 scenario: one signed GET of the same object, streamed. */
+export const S3_FILE = "file from S3";
+
 /** What the scenarios need beyond the seeded data. */
 export interface Extra {
   /** The stored name of the photo uploaded for the file scenarios. */

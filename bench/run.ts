@@ -48,6 +48,7 @@ import {
   LOGGING_PAIR,
   REALTIME_PAIR,
   type Row,
+  S3_PAIR,
   SEARCH_SCENARIO,
   WEBSOCKET_PAIR,
 } from "./rows.ts";
@@ -82,6 +83,8 @@ const FILTER = args.values.scenario?.toLowerCase();
 const wants = (name: string) =>
   FILTER === undefined ||
   FILTER.split("|").some((f) => name.toLowerCase().includes(f));
+/** Seconds of load per profile. */
+const PROFILE_SECONDS = Math.max(5, SECONDS * 2);
 const OUT = args.values.out ??
   (FILTER === undefined ? "bench/results.md" : undefined);
 
@@ -103,9 +106,11 @@ function profileJobs(
           c.got !== "not measured"
         ).map((c) => c.scenario ?? c.name),
     ),
-  ].filter((name) => FILTER === undefined || wants(name));
+  ].filter((name) => FILTER === undefined || wants(name))
+    // Profiled while its S3 gateway runs (bench/measure.ts).
+    .filter((name) => name !== S3_PAIR);
   const get = scenarios.find((s) => s.name === "GET by id (public)")!.target;
-  const seconds = Math.max(5, SECONDS * 2);
+  const seconds = PROFILE_SECONDS;
   const args = withWorkers(serverArgs, WORKERS);
   const note = WORKERS > 1 ? `--workers ${WORKERS}: isolate 0 only` : "";
   return names.map((name): ProfileJob => {
@@ -190,9 +195,11 @@ async function benchDb(
     wants,
     workers: WORKERS,
     connection: db === "postgres" ? dbArgs[3] : undefined,
+    profile: args.values.profile,
+    profileSeconds: PROFILE_SECONDS,
   };
-  const { rows, scenarios } = ONLY_REALTIME
-    ? { rows: [], scenarios: [] }
+  const { rows, scenarios, profiled } = ONLY_REALTIME
+    ? { rows: [], scenarios: [], profiled: [] }
     : await benchScenarios(bench);
   let realtime: RealtimeRow[] = [];
   if (ONLY_REALTIME || wants(REALTIME_PAIR)) {
@@ -207,7 +214,6 @@ async function benchDb(
     realtime = rt.rows;
     if (rt.pair && !ONLY_REALTIME) rows.push(rt.pair);
   }
-  const profiled: string[] = [];
   if (args.values.profile && !ONLY_REALTIME) {
     for (const job of profileJobs(db, rows, serverArgs, scenarios)) {
       console.error(`[${db}] profiling ${job.name}…`);

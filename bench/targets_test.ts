@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import type { LoadResult } from "./load.ts";
-import { BATCH, POSTS, POSTS_EXPAND } from "./rows.ts";
+import { BATCH, POSTS, POSTS_EXPAND, S3_FILE, S3_PAIR } from "./rows.ts";
 import { bareName, IDLE_RSS, REALTIME_PAIR, type Row } from "./rows.ts";
 import {
   checks,
@@ -139,4 +139,29 @@ Deno.test("targets: a goal against another row of the same run", () => {
     "create",
     POSTS_EXPAND,
   ]);
+});
+
+Deno.test("targets: a figure without a goal shows, never missed", () => {
+  const rows: Row[] = [
+    row("postgres", S3_PAIR, 0.4, 300),
+    row("postgres", bareName(S3_FILE), 0.05, 90),
+  ];
+  const [s3] = checks(rows).filter((c) => c.scenario === S3_PAIR);
+  assert.deepEqual(
+    [s3.name, s3.got, s3.ok, s3.bare, s3.cpu, s3.budget],
+    [
+      "file served from S3 ÷ from disk (same photo)",
+      "0.40 (400 ÷ 1000 req/s)",
+      true,
+      "50 req/s (90.0 µs)",
+      300,
+      undefined,
+    ],
+  );
+  assert.deepEqual(missed(rows), []);
+  assert.equal(targetsMet(rows), true);
+  assert.match(
+    targetsTable(rows),
+    /\| postgres \| file served from S3 ÷ from disk \(same photo\) \| none \(a figure\) \| 0\.40 \(400 ÷ 1000 req\/s\) \| – \| 50 req\/s \(90\.0 µs\) \| 300\.0 \|/,
+  );
 });

@@ -390,11 +390,16 @@ function processKey(): string {
 
 let shared: Promise<ClusterInfo> | undefined;
 
+/** The directory of the process's cluster (its attempts are under it). */
+function sharedDir(): string {
+  const tmp = Deno.env.get("TMPDIR") ?? "/tmp";
+  return `${tmp}/mb_s3_shared_${processKey()}`;
+}
+
 /** The process's cluster: started by the first worker that asks. */
 function cluster(): Promise<ClusterInfo> {
   shared ??= (async () => {
-    const tmp = Deno.env.get("TMPDIR") ?? "/tmp";
-    const dir = `${tmp}/mb_s3_shared_${processKey()}`;
+    const dir = sharedDir();
     let owner = true;
     try {
       await Deno.mkdir(dir);
@@ -433,6 +438,49 @@ function cluster(): Promise<ClusterInfo> {
 /** The process's shared gateway (started with the cluster, once). */
 export async function startS3(): Promise<S3Peer> {
   return peerAt((await cluster()).endpoint);
+}
+
+/**
+ * Stops the process's cluster now (its daemons, then its directory) rather
+ * than when the process ends; a later `startS3` starts a new one. Only for
+ * a process that alone uses the cluster (`deno task bench`, which must not
+ * leave Ceph running beside the scenarios that do not need it), never for
+ * tests, whose files share it.
+ */
+export async function stopS3(): Promise<void> {
+  const started = shared;
+  if (!started) return;
+  shared = undefined;
+  const info = await started.catch(() => undefined);
+  if (info) {
+    const pids: number[] = [];
+    for await (const e of Deno.readDir(`${info.dir}/run`)) {
+      if (!e.name.endsWith(".pid")) continue;
+      const pid = await pidOf(info.dir, e.name.slice(0, -4));
+      if (pid) pids.push(pid);
+    }
+    const alive = (pid: number) => {
+      try {
+        return Deno.statSync(`/proc/${pid}`).isDirectory;
+      } catch {
+        return false;
+      }
+    };
+    // Killed, as the watchdog does: the cluster's objects are throwaway.
+    for (const pid of pids) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch {
+        // Ignored: that daemon is gone already.
+      }
+    }
+    await poll("the S3 cluster's daemons to stop", () => !pids.some(alive), {
+      deadline: 20_000,
+      every: 50,
+    });
+  }
+  // The watchdog removes it too once the process ends; gone already is fine.
+  await Deno.remove(sharedDir(), { recursive: true }).catch(() => {});
 }
 
 /**
