@@ -19,10 +19,12 @@
 
 import type { Queryable, Storage } from "./storage.ts";
 import {
+  codePointBlock,
   foldText,
   markRanges,
   MAX_WORD_CHARS,
   SEARCH_TEXT_CHARS,
+  textVersion,
   wordRanges,
 } from "../rules/text_fold.ts";
 
@@ -64,9 +66,7 @@ export function changingChars(): string[] {
     s.toLowerCase() !== s || s.toUpperCase() !== s || s.normalize("NFD") !== s;
   for (let block = 0; block < 0x110000; block += 256) {
     if (block >= 0xd800 && block < 0xe000) continue;
-    let s = "";
-    for (let cp = block; cp < block + 256; cp++) s += String.fromCodePoint(cp);
-    if (!changes(s)) continue;
+    if (!changes(codePointBlock(block))) continue;
     for (let cp = block; cp < block + 256; cp++) {
       const c = String.fromCodePoint(cp);
       if (changes(c)) out.push(c);
@@ -94,6 +94,17 @@ interface Fixes {
   fold: Map<string, string>;
 }
 
+/** This runtime's code point ranges the functions' regexes name. */
+interface Ranges {
+  marks: readonly [number, number][];
+  words: readonly [number, number][];
+}
+
+/** This runtime's ranges (computed once per isolate, by scanning every code point). */
+function runtimeRanges(): Ranges {
+  return { marks: markRanges(), words: wordRanges() };
+}
+
 /**
  * The CREATE statements of the functions with these fixes. `schema` (the
  * quoted schema they are made in) names the functions they call: a
@@ -102,11 +113,11 @@ interface Fixes {
  * autovacuum) run with only `pg_catalog`, where an unqualified `mb_upper`
  * is not found.
  */
-function definitions(f: Fixes, schema: string): string[] {
+function definitions(f: Fixes, r: Ranges, schema: string): string[] {
   const fn = (name: string, returns: string, body: string) =>
     `CREATE OR REPLACE FUNCTION ${name}(text) RETURNS ${returns} LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $mb$ SELECT ${body} $mb$`;
-  const marks = pgString(`[${charClass(markRanges())}]+`);
-  const nonWords = pgString(`[^${charClass(wordRanges())}]+`);
+  const marks = pgString(`[${charClass(r.marks)}]+`);
+  const nonWords = pgString(`[^${charClass(r.words)}]+`);
   const folded = withFixes(
     `normalize(regexp_replace(normalize(replace(${schema}.mb_lower(${schema}.mb_upper($1)), ${
       pgString("ς")
@@ -166,7 +177,7 @@ async function measureFixes(tx: Queryable, schema: string): Promise<Fixes> {
     if (cased[i][0] !== c.toLowerCase()) f.lower.set(c, c.toLowerCase());
     if (cased[i][1] !== c.toUpperCase()) f.upper.set(c, c.toUpperCase());
   });
-  for (const s of definitions(f, schema)) await tx.exec(s);
+  for (const s of definitions(f, runtimeRanges(), schema)) await tx.exec(s);
   const folded = await perChar(tx, `mb_fold(c) AS f`, chars);
   chars.forEach((c, i) => {
     if (folded[i][0] !== foldText(c)) f.fold.set(c, foldText(c));
@@ -180,6 +191,103 @@ async function measureFixes(tx: Queryable, schema: string): Promise<Fixes> {
  * schema, cached per isolate.
  */
 const wanted = new Map<string, string[]>();
+
+/**
+ * The `mb_meta` key of the last measurement (fixes and ranges, JSON), so
+ * that a restart on the same runtime and server does not measure again:
+ * measuring runs every changing code point through the server and scans
+ * all 1.1 million code points, ~150 ms and ~100 MB of short-lived strings
+ * that grew the young generation, and with it the idle server's memory by
+ * ~15 MB, for good.
+ */
+const MEASURED_KEY = "text_functions";
+
+interface Measured {
+  /** What the measurement holds for: this runtime's Unicode, the server's ICU, the functions' shape. */
+  key: string;
+  lower: [string, string][];
+  upper: [string, string][];
+  fold: [string, string][];
+  marks: [number, number][];
+  words: [number, number][];
+}
+
+const NO_FIXES: Fixes = { lower: new Map(), upper: new Map(), fold: new Map() };
+
+/** FNV-1a of `s`, hex: a fingerprint, not a defence. */
+function fingerprint(s: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16);
+}
+
+/**
+ * What a measurement made with `r` is valid for: this runtime's Unicode
+ * (`textVersion`), the server's ICU, and the functions as this code writes
+ * them (their text without fixes: a change to them measures again).
+ */
+function measuredKey(icu: string, r: Ranges, schema: string): string {
+  return `${textVersion()}|${icu}|${
+    fingerprint(definitions(NO_FIXES, r, schema).join("\n"))
+  }`;
+}
+
+/** The stored measurement's definitions, when it holds for this runtime and server. */
+async function storedDefinitions(
+  tx: Queryable,
+  icu: string,
+  schema: string,
+): Promise<string[] | undefined> {
+  const [row] = await tx.query(
+    `SELECT "value" FROM "mb_meta" WHERE "key" = '${MEASURED_KEY}'`,
+  );
+  if (!row) return undefined;
+  let m: Measured;
+  try {
+    m = JSON.parse(String(row.value));
+  } catch {
+    return undefined; // not ours or damaged: measured again and replaced
+  }
+  const ranges = { marks: m.marks ?? [], words: m.words ?? [] };
+  if (m.key !== measuredKey(icu, ranges, schema)) return undefined;
+  const fixes = {
+    lower: new Map(m.lower),
+    upper: new Map(m.upper),
+    fold: new Map(m.fold),
+  };
+  return definitions(fixes, ranges, schema);
+}
+
+/** Measures the fixes for this runtime and server, stores them, and returns the definitions. */
+async function measuredDefinitions(
+  tx: Queryable,
+  icu: string,
+  schema: string,
+): Promise<string[]> {
+  const fixes = await measureFixes(tx, schema);
+  const ranges = runtimeRanges();
+  const m: Measured = {
+    key: measuredKey(icu, ranges, schema),
+    lower: [...fixes.lower],
+    upper: [...fixes.upper],
+    fold: [...fixes.fold],
+    marks: [...ranges.marks],
+    words: [...ranges.words],
+  };
+  await tx.run(
+    `INSERT INTO "mb_meta" ("key", "value") VALUES ('${MEASURED_KEY}', ?) ON CONFLICT ("key") DO UPDATE SET "value" = "excluded"."value"`,
+    [JSON.stringify(m)],
+  );
+  return definitions(fixes, ranges, schema);
+}
+
+/** Forgets this isolate's cached definitions (tests: a start of another process). */
+export function forgetTextFunctions(): void {
+  wanted.clear();
+}
 
 /**
  * Creates (or, when this runtime's Unicode differs from what they were made
@@ -210,7 +318,8 @@ export async function ensureTextFunctions(store: Storage): Promise<boolean> {
     if (known && same(known)) return false;
     const existed = have.length > 0;
     const defs = known ??
-      definitions(await measureFixes(tx, schema), schema);
+      await storedDefinitions(tx, icu, schema) ??
+      await measuredDefinitions(tx, icu, schema);
     wanted.set(key, defs);
     if (same(defs)) return false;
     for (const s of defs) await tx.exec(s);
