@@ -233,10 +233,23 @@ export class EventLog {
    * (SQLite's writes share a transaction per turn anyway.)
    */
   together(write: SqlStatement, c: RecordChange): SqlStatement {
+    const append = this.appendAfter(c);
     return {
-      sql:
-        `WITH "mb_write" AS (${write.sql} RETURNING 1) ${INSERT} SELECT ${VALUES} FROM ${HELD}, "mb_write" RETURNING "id"`,
-      params: [...write.params, ...this.#values(c)],
+      sql: `WITH "mb_write" AS (${write.sql} RETURNING 1) ${append.sql}`,
+      params: [...write.params, ...append.params],
+    };
+  }
+
+  /**
+   * PostgreSQL only: the append of `c` once for each row of the statement's
+   * `"mb_write"` (a data-modifying WITH query before it: no row, nothing
+   * appended), returning the change's `id`; the shared lock is taken
+   * before the id, as in `append`.
+   */
+  appendAfter(c: RecordChange): SqlStatement {
+    return {
+      sql: `${INSERT} SELECT ${VALUES} FROM ${HELD}, "mb_write" RETURNING "id"`,
+      params: this.#values(c),
     };
   }
 

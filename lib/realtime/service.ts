@@ -110,6 +110,7 @@ export class Realtime {
       together: pg
         ? (write, change) => this.log.together(write, change)
         : undefined,
+      appendAfter: pg ? (change) => this.log.appendAfter(change) : undefined,
       togetherReturning: pg
         ? (write, head, columns) =>
           this.log.togetherReturning(write, head, columns)

@@ -23,6 +23,24 @@ export interface Access {
   keep?: (record: RecordData, tx?: Queryable) => boolean | Promise<boolean>;
   /** Throws to refuse a write given the record as it would be stored (or, on delete, as it was). */
   check?: (next: RecordData, tx: Queryable) => void | Promise<void>;
+  /**
+   * A create's `check` as SQL, where its rule has an exact form: the write
+   * may put it in its INSERT instead of calling `check` (one statement, no
+   * related record read first), then `refuse` when no row was inserted.
+   */
+  checkSql?: CheckSql;
+}
+
+/** A create's rule as a condition on the row it would insert. */
+export interface CheckSql {
+  /**
+   * The condition on the new row read as `alias` (its columns unqualified
+   * at the top, `alias."col"` in subqueries); undefined: no exact SQL
+   * (call `check`).
+   */
+  where(alias: string): Where | undefined;
+  /** Throws the refusal `check` would throw. */
+  refuse(): never;
 }
 
 /** How to require two values of one `Access` key at once. */
@@ -49,6 +67,9 @@ const COMBINE: Combine = {
         await cb(r, tx);
       }
       : ca ?? cb,
+  // Only where it is the whole check: another check without one is called.
+  checkSql: (a, b) =>
+    a.check && b.check ? undefined : a.check ? a.checkSql : b.checkSql,
 };
 
 /**

@@ -44,6 +44,12 @@ export interface ChangeJournal {
    */
   together?(write: SqlStatement, change: RecordChange): SqlStatement;
   /**
+   * The append of `change` as a WITH query of the write's own statement,
+   * after the write's `"mb_write"` (one append per row of it, none when it
+   * wrote nothing), returning the position as `id` — where `together` is.
+   */
+  appendAfter?(change: RecordChange): SqlStatement;
+  /**
    * `write` — an UPDATE or DELETE of one record, `… RETURNING` its columns
    * and its change's bodies as JSON text, built by the database
    * (`BODY_COLUMNS`) — and the append of that change as one statement, its
@@ -94,6 +100,12 @@ export interface WriteJournal {
   committed(): void;
   /** `ChangeJournal.together` for this write, where the journal has it. */
   fuse?: (write: SqlStatement, change: RecordChange) => FusedWrite;
+  /**
+   * `ChangeJournal.appendAfter` for this write, where the journal has it:
+   * `done` takes the statement's rows (the position in `id`, null when
+   * nothing was appended).
+   */
+  fuseAfter?: (change: RecordChange) => FusedWrite;
   /** `ChangeJournal.togetherReturning` for this write, where the journal has it. */
   fuseReturning?: (
     write: SqlStatement,
@@ -128,6 +140,7 @@ export function writeJournal(
   if (!journal) return undefined;
   let position = 0;
   const together = journal.together?.bind(journal);
+  const after = journal.appendAfter?.bind(journal);
   const returning = journal.togetherReturning?.bind(journal);
   const returned = journal.returned?.bind(journal);
   return {
@@ -139,6 +152,12 @@ export function writeJournal(
     },
     fuse: together && ((write, change) => ({
       statement: together(write, change),
+      done: (rows) => {
+        position = Math.max(position, Number(rows[0]?.id ?? 0));
+      },
+    })),
+    fuseAfter: after && ((change) => ({
+      statement: after(change),
       done: (rows) => {
         position = Math.max(position, Number(rows[0]?.id ?? 0));
       },
@@ -189,10 +208,12 @@ export class JournalRelay implements ChangeJournal {
   ) => SqlStatement;
   /** Set with `togetherReturning`. */
   readonly returned?: (row: Row) => number;
+  /** Set with `together`. */
+  readonly appendAfter?: (change: RecordChange) => SqlStatement;
 
   /**
-   * `fuses`: the journal bound will have `together`, `togetherReturning`
-   * and `returned` (PostgreSQL).
+   * `fuses`: the journal bound will have `together`, `appendAfter`,
+   * `togetherReturning` and `returned` (PostgreSQL).
    */
   constructor(fuses: boolean) {
     if (fuses) {
@@ -201,12 +222,15 @@ export class JournalRelay implements ChangeJournal {
       this.togetherReturning = (write, head, columns) =>
         this.#fusing().togetherReturning!(write, head, columns);
       this.returned = (row) => this.#fusing().returned!(row);
+      this.appendAfter = (change) => this.#fusing().appendAfter!(change);
     }
   }
 
   #fusing(): ChangeJournal {
     const to = this.#bound();
-    if (!to.together || !to.togetherReturning || !to.returned) {
+    if (
+      !to.together || !to.togetherReturning || !to.returned || !to.appendAfter
+    ) {
       throw new Error("Cannot fuse a write: the journal bound cannot");
     }
     return to;

@@ -11,7 +11,7 @@ import { MoonbaseError } from "../errors.ts";
 import { physicalName, type Queryable, type Storage } from "../db/storage.ts";
 import { tableOf, uniqueIndexOf } from "../schema/ddl.ts";
 import { indexConflict } from "../schema/indexes.ts";
-import type { EntitySchema } from "../schema/types.ts";
+import type { EntitySchema, FieldDef } from "../schema/types.ts";
 import { allFields } from "../schema/builtin.ts";
 import type { CheckedInput } from "./codec.ts";
 
@@ -66,6 +66,30 @@ function relatedIds(value: unknown): string[] {
   return [];
 }
 
+/** A relation field a write sets, and the ids it names. */
+export interface RelationTarget {
+  readonly field: FieldDef;
+  /** The quoted table of the entity it points at. */
+  readonly table: string;
+  readonly ids: readonly string[];
+}
+
+/** The relations a write sets (fields whose value names at least one id). */
+export function relationTargets(
+  schema: EntitySchema,
+  values: CheckedInput,
+): RelationTarget[] {
+  const out: RelationTarget[] = [];
+  for (const f of schema.fields) {
+    if (f.type !== "relation" || !f.foreign_key) continue;
+    const ids = relatedIds(values.get(f.name));
+    if (ids.length > 0) {
+      out.push({ field: f, table: tableOf(f.foreign_key.entity), ids });
+    }
+  }
+  return out;
+}
+
 /**
  * Refuses (400) a write whose relation values name missing records: one
  * error per field, naming each missing id of a multiple relation. Only
@@ -79,14 +103,11 @@ export async function checkRelations(
   schema: EntitySchema,
   values: CheckedInput,
 ): Promise<void> {
-  const errors: Record<string, { code: string; message: string }> = {};
   const lock = dialect === "postgres" ? " FOR SHARE" : "";
-  for (const f of schema.fields) {
-    if (f.type !== "relation" || !f.foreign_key) continue;
-    const ids = relatedIds(values.get(f.name));
-    if (ids.length === 0) continue;
-    const table = tableOf(f.foreign_key.entity);
-    const found = new Set<string>();
+  const targets = relationTargets(schema, values);
+  const found: Set<string>[] = [];
+  for (const { table, ids } of targets) {
+    const seen = new Set<string>();
     for (let i = 0; i < ids.length; i += IDS_PER_CHECK) {
       const part = ids.slice(i, i + IDS_PER_CHECK);
       const rows = await tx.query(
@@ -95,10 +116,26 @@ export async function checkRelations(
         })${lock}`,
         part,
       );
-      for (const r of rows) found.add(String(r.id));
+      for (const r of rows) seen.add(String(r.id));
     }
-    const missing = ids.filter((id) => !found.has(id));
-    if (missing.length === 0) continue;
+    found.push(seen);
+  }
+  const refusal = missingRelations(targets, found);
+  if (refusal) throw refusal;
+}
+
+/**
+ * The 400 of `checkRelations` when some of `targets`' ids were not found
+ * (`found[i]`: the ids of `targets[i]` that exist), else undefined.
+ */
+export function missingRelations(
+  targets: readonly RelationTarget[],
+  found: readonly ReadonlySet<string>[],
+): MoonbaseError | undefined {
+  const errors: Record<string, { code: string; message: string }> = {};
+  targets.forEach(({ field: f, ids }, i) => {
+    const missing = ids.filter((id) => !found[i].has(id));
+    if (missing.length === 0) return;
     errors[f.name] = {
       code: "invalid_reference",
       message: f.multiple
@@ -107,20 +144,19 @@ export async function checkRelations(
         }${missing.length > 20 ? ` and ${missing.length - 20} more` : ""}`
         : "No such record",
     };
-  }
-  if (Object.keys(errors).length > 0) {
-    throw new MoonbaseError(
-      "invalid",
-      `Cannot save record: relation to a missing record (${
-        Object.keys(errors).join(", ")
-      })`,
-      { fields: errors },
-    );
-  }
+  });
+  if (Object.keys(errors).length === 0) return undefined;
+  return new MoonbaseError(
+    "invalid",
+    `Cannot save record: relation to a missing record (${
+      Object.keys(errors).join(", ")
+    })`,
+    { fields: errors },
+  );
 }
 
 /** Ids per existence check (well under either database's parameter limit). */
-const IDS_PER_CHECK = 500;
+export const IDS_PER_CHECK = 500;
 
 /** True when a write sets a relation (checked inside a transaction). */
 export function hasRelationValue(

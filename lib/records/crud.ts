@@ -32,7 +32,9 @@ import {
   checkRelations,
   constraintError,
   hasRelationValue,
+  relationTargets,
 } from "./constraints.ts";
+import { checkedInsert, insertWhere, NEW_ROW } from "./checked_insert.ts";
 
 /**
  * What an entity runs in a write's transaction around the statement itself
@@ -62,6 +64,12 @@ export interface WriteSteps {
    * one statement instead of a transaction.
    */
   fuse?: (write: SqlStatement, change: RecordChange) => FusedWrite;
+  /**
+   * With `changed`, where the journal can (PostgreSQL): the append of a
+   * create's change in the create's own statement, after its INSERT
+   * (`ChangeJournal.appendAfter`; lib/records/checked_insert.ts).
+   */
+  fuseAfter?: (change: RecordChange) => FusedWrite;
   /**
    * With `changed`, where the journal can (PostgreSQL): an update or a
    * delete with nothing to read or check first is one statement with the
@@ -201,6 +209,37 @@ export async function insertRecord(
       );
       return record;
     }
+    // The rule in the INSERT itself where it has an exact SQL form and no
+    // hook changes the record first (lib/records/checked_insert.ts).
+    const rule = before ? undefined : access.checkSql;
+    const after = changed ? steps.fuseAfter : undefined;
+    if (rule && store.dialect.name === "postgres" && (!changed || after)) {
+      // One statement: relations locked, the rule, the INSERT, its change.
+      const cols = columns(values);
+      const record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
+      const one = checkedInsert(
+        store,
+        schema,
+        cols,
+        rule,
+        relationTargets(schema, values),
+        after &&
+          (() =>
+            after({
+              entity: schema.name,
+              entityId: schema.id,
+              id,
+              action: "create",
+              record,
+            })),
+      );
+      if (one) {
+        one.decide(
+          await store.query(one.statement.sql, one.statement.params),
+        );
+        return record;
+      }
+    }
     return await writeTransaction(store, !before, async (tx) => {
       let cols = columns(values);
       let record = decodeRow(schema, Object.fromEntries(cols), store.dialect);
@@ -216,8 +255,16 @@ export async function insertRecord(
       if (hasRelationValue(schema, values)) {
         await checkRelations(tx, store.dialect.name, schema, values);
       }
-      if (check) await check(record, tx);
-      await tx.run(insert(cols), [...cols.values()]);
+      const where = rule?.where(NEW_ROW);
+      if (where) {
+        // The rule checked by the INSERT: no related record read here.
+        if (!(await insertWhere(tx, store, schema, cols, where))) {
+          rule!.refuse();
+        }
+      } else {
+        if (check) await check(record, tx);
+        await tx.run(insert(cols), [...cols.values()]);
+      }
       await changed?.(tx, {
         entity: schema.name,
         entityId: schema.id,

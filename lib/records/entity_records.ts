@@ -172,7 +172,12 @@ export class EntityRecords {
       values,
       opts.access,
       opts.uploads,
-      { before: hooks?.before, changed: journal?.changed, fuse: journal?.fuse },
+      {
+        before: hooks?.before,
+        changed: journal?.changed,
+        fuse: journal?.fuse,
+        fuseAfter: journal?.fuseAfter,
+      },
       opts.id,
     );
     if (!openScope(this.#base)) opts.stored?.();

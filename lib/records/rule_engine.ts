@@ -275,7 +275,19 @@ export class ExpressionRules implements RuleEngine {
       (what: Operation) => async (next: RecordData, tx: Queryable) => {
         if (!(await allowed(next, tx, true))) deny(entity.name, what, auth);
       };
-    if (op === "add") return { check: check("add") };
+    if (op === "add") {
+      return {
+        check: check("add"),
+        checkSql: {
+          // Exact or none: a rule without an exact form is `check`ed.
+          where: (alias) => {
+            const q = compileToSql(ast, { ...ctx(), table: alias });
+            return q && { sql: q.sql, params: q.params as SqlValue[] };
+          },
+          refuse: () => deny(entity.name, "add", auth),
+        },
+      };
+    }
     const sql = users === undefined && this.#perCaller(ast)
       ? this.#kept.get(entity, expr, auth, () => this.#sql(ast, ctx()))
       : this.#sql(ast, ctx());
