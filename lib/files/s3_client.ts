@@ -2,8 +2,8 @@
  * Objects under a prefix of an S3-compatible bucket, for the stores that
  * keep their bytes there: stored files (`--files s3://…`,
  * lib/files/s3_backend.ts) and backups (`--backups s3://…`,
- * lib/backup/s3_place.ts). Requests are signed (SigV4) by aws4fetch;
- * nothing else of an S3 SDK is needed.
+ * lib/backup/s3_place.ts). Requests are signed (SigV4) by
+ * lib/files/sigv4.ts; nothing of an S3 SDK is needed.
  *
  * - Uploads stream: an object up to `partSize` (8 MiB) is held until it ends
  *   and sent with one PUT; a larger one goes as a multipart upload, a part
@@ -27,15 +27,13 @@
  * @module
  */
 
-// Full specifier, not the import map: embedders import mod.ts without it.
-// deno-lint-ignore no-import-prefix
-import { AwsClient } from "npm:aws4fetch@1.0.20";
 import type { MoonbaseError } from "../errors.ts";
 import {
   type ByteRange,
   type FilesState,
   filesUnavailable,
 } from "./backend.ts";
+import { SigV4Signer } from "./sigv4.ts";
 
 /** Where the bucket is (`lib/files/files_url.ts` parses it from an `s3://` URL). */
 export interface S3Location {
@@ -131,7 +129,7 @@ export class S3Client {
   readonly name: string;
   readonly location: S3Location;
   readonly purpose: S3Purpose;
-  readonly #client: AwsClient;
+  readonly #signer: SigV4Signer;
   readonly #timeoutMs: number;
   readonly #partSize: number;
   readonly #probeEvery: number;
@@ -152,13 +150,12 @@ export class S3Client {
     this.name = `s3://${location.bucket}${
       location.prefix ? `/${location.prefix}` : ""
     }`;
-    this.#client = new AwsClient({
+    this.#signer = new SigV4Signer({
       accessKeyId: credentials.accessKeyId,
       secretAccessKey: credentials.secretAccessKey,
       sessionToken: credentials.sessionToken,
       service: "s3",
       region: location.region,
-      retries: 0,
     });
     this.#timeoutMs = options.timeoutMs;
     this.#partSize = options.partSize ?? PART_SIZE;
@@ -238,13 +235,13 @@ export class S3Client {
       ms,
     );
     try {
-      const req = await this.#client.sign(this.#url(key, init.query), {
+      const url = new URL(this.#url(key, init.query));
+      const response = await fetch(url, {
         method,
-        headers: init.headers,
+        headers: this.#signer.sign(method, url, new Headers(init.headers)),
         body: init.body as BodyInit | undefined,
         signal: controller.signal,
       });
-      const response = await fetch(req);
       return { response, controller, done: () => clearTimeout(timer) };
     } catch (err) {
       clearTimeout(timer);
@@ -609,7 +606,7 @@ export class S3Client {
         delimiter: "/",
       });
       if (token) q.set("continuation-token", token);
-      // aws4fetch signs the query as given: keep it in S3's sorted form.
+      // Sent in S3's sorted form (the signature sorts it anyway).
       q.sort();
       let a: S3Answer;
       try {
