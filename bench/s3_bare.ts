@@ -1,7 +1,7 @@
 /**
  * The bare handler of the S3 scenario: a bare `Deno.serve` that answers each
  * request with one object of a bucket, fetched with one GET signed as
- * Moonbase signs it (aws4fetch, SigV4) and streamed through: the ceiling of
+ * Moonbase signs it (lib/files/sigv4.ts) and streamed through: the ceiling of
  * the S3 server itself on this machine. Prints `listening <port>` once up.
  *
  * `deno run -A bench/s3_bare.ts <object URL> <region>`, the key in
@@ -10,16 +10,16 @@
  * @module
  */
 
-import { AwsClient } from "aws4fetch";
+import { SigV4Signer } from "../lib/files/sigv4.ts";
 
 const [url, region] = Deno.args;
-const client = new AwsClient({
+const signer = new SigV4Signer({
   accessKeyId: Deno.env.get("MB_S3_ACCESS_KEY_ID") ?? "",
   secretAccessKey: Deno.env.get("MB_S3_SECRET_ACCESS_KEY") ?? "",
   service: "s3",
   region,
-  retries: 0,
 });
+const target = new URL(url);
 
 Deno.serve(
   {
@@ -28,7 +28,9 @@ Deno.serve(
     onListen: ({ port }) => console.log(`listening ${port}`),
   },
   async () => {
-    const res = await fetch(await client.sign(url, { method: "GET" }));
+    const res = await fetch(target, {
+      headers: signer.sign("GET", target),
+    });
     if (res.status !== 200 || !res.body) {
       await res.body?.cancel();
       return new Response(null, { status: 502 });

@@ -13,6 +13,7 @@
 
 import assert from "node:assert/strict";
 import type { FileBackend } from "../lib/files/backend.ts";
+import type { RangeAsked } from "../lib/files/byte_range.ts";
 import {
   fileKey,
   storedName,
@@ -114,11 +115,93 @@ const cases: Case[] = [
     },
   },
   {
+    name: "open: size, time and bytes; a range as asked, cut to the size",
+    async run({ backend }, e) {
+      const name = storedName("o.bin");
+      const data = pattern(100_000, 5);
+      const when = new Date("2022-01-02T03:04:05.000Z");
+      await backend.write(e, name, chunksOf(data, 7000), when);
+      const whole = await backend.open(e, name);
+      assert.equal(whole?.size, 100_000);
+      assert.equal(whole?.modified.getTime(), when.getTime());
+      assert.equal(whole?.range, undefined);
+      assert.deepEqual(await bytesOf(whole?.body), data);
+      const ranges: [RangeAsked, number, number][] = [
+        [{ start: 0, end: 0 }, 0, 0],
+        [{ start: 1, end: 9 }, 1, 9],
+        [{ start: 65_530, end: 65_545 }, 65_530, 65_545],
+        [{ start: 99_990 }, 99_990, 99_999],
+        [{ start: 99_000, end: 1e21 }, 99_000, 99_999],
+        [{ start: 5, end: 200_000 }, 5, 99_999],
+        [{ suffix: 10 }, 99_990, 99_999],
+        [{ suffix: 1e21 }, 0, 99_999],
+        [{ suffix: 200_000 }, 0, 99_999],
+      ];
+      for (const [asked, start, end] of ranges) {
+        const f = await backend.open(e, name, asked);
+        const what = JSON.stringify(asked);
+        assert.equal(f?.size, 100_000, what);
+        assert.equal(f?.modified.getTime(), when.getTime(), what);
+        assert.deepEqual(f?.range, { start, end }, what);
+        assert.deepEqual(
+          await bytesOf(f?.body),
+          data.subarray(start, end + 1),
+          what,
+        );
+      }
+    },
+  },
+  {
+    name: "open: a range that comes to no bytes gives the size and no body",
+    async run({ backend }, e) {
+      const name = storedName("n.txt");
+      await backend.write(e, name, chunksOf(enc.encode("0123456789")));
+      const empty = storedName("z.txt");
+      await backend.write(e, empty, chunksOf(new Uint8Array(0)));
+      const none: [string, RangeAsked][] = [
+        [name, { start: 10 }],
+        [name, { start: 1e21 }],
+        [name, { start: 5, end: 3 }],
+        [name, { suffix: 0 }],
+        [empty, { start: 0 }],
+        [empty, { suffix: 3 }],
+      ];
+      for (const [n, asked] of none) {
+        const f = await backend.open(e, n, asked);
+        const what = `${n} ${JSON.stringify(asked)}`;
+        assert.equal(f?.size, n === name ? 10 : 0, what);
+        assert.equal(f?.body, undefined, what);
+        assert.equal(f?.range, undefined, what);
+      }
+      const whole = await backend.open(e, empty);
+      assert.equal(whole?.size, 0);
+      assert.equal((await bytesOf(whole?.body)).length, 0);
+    },
+  },
+  {
+    name: "open: a stream left unread is cancelled, and the file reads again",
+    async run({ backend }, e) {
+      const name = storedName("c.bin");
+      const data = pattern(300_000, 11);
+      await backend.write(e, name, chunksOf(data));
+      for (let i = 0; i < 3; i++) {
+        const f = await backend.open(e, name, { start: 10 });
+        await f?.body?.cancel();
+      }
+      assert.deepEqual(
+        await bytesOf((await backend.open(e, name, { suffix: 5 }))?.body),
+        data.subarray(299_995),
+      );
+    },
+  },
+  {
     name: "a missing file: stat and read say undefined, remove says gone",
     async run({ backend }, e) {
       const name = storedName("none.png");
       assert.equal(await backend.stat(e, name), undefined);
       assert.equal(await backend.read(e, name), undefined);
+      assert.equal(await backend.open(e, name), undefined);
+      assert.equal(await backend.open(e, name, { suffix: 4 }), undefined);
       assert.equal(
         await backend.read(e, name, { start: 0, end: 3 }),
         undefined,
@@ -202,6 +285,13 @@ const cases: Case[] = [
         (await backend.stat(e, name))?.modified.getTime(),
         when.getTime(),
       );
+      const opened = await backend.open(e, name);
+      await opened?.body?.cancel();
+      assert.equal(
+        opened?.modified.getTime(),
+        when.getTime(),
+        "open tells the same time",
+      );
     },
   },
   {
@@ -266,6 +356,7 @@ const cases: Case[] = [
         );
         await assert.rejects(b.backend.stat(id, name), /Cannot use/);
         await assert.rejects(b.backend.read(id, name), /Cannot use/);
+        await assert.rejects(b.backend.open(id, name), /Cannot use/);
         await assert.rejects(b.backend.remove(id, name), /Cannot use/);
         await assert.rejects(
           b.backend.put(id, name, enc.encode("x"), tempName(storedName("t"))),

@@ -50,6 +50,22 @@ export interface S3Peer {
   put(bucket: string, key: string, body: string | Uint8Array): Promise<void>;
   /** An object's bytes, or undefined. */
   get(bucket: string, key: string): Promise<Uint8Array | undefined>;
+  /**
+   * The requests the gateway answered for objects of `bucket` until now,
+   * from its own access log (every request made before this call is in it:
+   * a marker request is sent, and the log read until the marker is there).
+   */
+  requests(bucket: string): Promise<S3Request[]>;
+}
+
+/** A request as the gateway's access log tells it. */
+export interface S3Request {
+  method: string;
+  /** The object's key (decoded), "" for the bucket itself. */
+  key: string;
+  status: number;
+  /** Its Range header, or undefined. */
+  range?: string;
 }
 
 /** True when Ceph's monitor, OSD and gateway are installed. */
@@ -93,7 +109,24 @@ function clientOf(): AwsClient {
   });
 }
 
-function peerAt(endpoint: string): S3Peer {
+/** The requests of `bucket` in a gateway's log (beast's access lines). */
+function requestsIn(log: string, bucket: string): S3Request[] {
+  const out: S3Request[] = [];
+  const line =
+    /"([A-Z]+) \/([^/ ?]+)\/?([^ ?]*)(?:\?\S*)? HTTP\/1\.1" (\d{3}) \S+ \S+ "[^"]*" (\S+) latency=/g;
+  for (const m of log.matchAll(line)) {
+    if (m[2] !== bucket) continue;
+    out.push({
+      method: m[1],
+      key: decodeURIComponent(m[3]),
+      status: Number(m[4]),
+      range: m[5] === "-" ? undefined : m[5],
+    });
+  }
+  return out;
+}
+
+function peerAt(endpoint: string, logFile: string): S3Peer {
   const client = clientOf();
   const peer: S3Peer = {
     endpoint,
@@ -148,6 +181,17 @@ function peerAt(endpoint: string): S3Peer {
       }
       if (r.status !== 200) throw new Error(`Cannot get ${key}: ${r.status}`);
       return new Uint8Array(await r.arrayBuffer());
+    },
+    async requests(bucket) {
+      const marker = `.mb-log-marker-${crypto.randomUUID()}`;
+      const r = await client.fetch(`${endpoint}/${bucket}/${marker}`);
+      await r.body?.cancel();
+      let seen: S3Request[] = [];
+      await poll("the marker in the S3 gateway's log", async () => {
+        seen = requestsIn(await Deno.readTextFile(logFile), bucket);
+        return seen.some((q) => q.key === marker);
+      }, { deadline: 30_000, every: 100 });
+      return seen.slice(0, seen.findIndex((q) => q.key === marker));
     },
   };
   return peer;
@@ -437,7 +481,8 @@ function cluster(): Promise<ClusterInfo> {
 
 /** The process's shared gateway (started with the cluster, once). */
 export async function startS3(): Promise<S3Peer> {
-  return peerAt((await cluster()).endpoint);
+  const info = await cluster();
+  return peerAt(info.endpoint, `${info.dir}/rgw.log`);
 }
 
 /**

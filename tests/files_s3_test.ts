@@ -156,6 +156,48 @@ for (const db of DATABASES) {
         );
 
         await t.step(
+          "one request to S3 per download: a GET with the range asked; a HEAD or a revalidation only the head",
+          async () => {
+            const rec = await createWith(s, "pub", [
+              { name: "cover", filename: "once.txt", data: TXT },
+            ]);
+            const name = rec.cover as string;
+            const key = `${PREFIX}/${pubId}/${name}`;
+            const path = `/api/files/pub/${name}`;
+            const whole = await getFile(s, path);
+            assertEquals([whole.status, whole.text], [200, TXT]);
+            const etag = whole.headers.get("etag") ?? "";
+            const asked: [Parameters<typeof getFile>[2], number][] = [
+              [{ headers: { range: "bytes=5-9" } }, 206],
+              [{ headers: { range: "bytes=-5" } }, 206],
+              [{ method: "HEAD" }, 200],
+              [{ headers: { "if-none-match": etag } }, 304],
+              [{ headers: { range: "bytes=2-3", "if-range": etag } }, 206],
+              [{ headers: { range: "bytes=20-" } }, 416],
+            ];
+            for (const [init, status] of asked) {
+              const r = await getFile(s, path, init);
+              assertEquals(r.status, status, JSON.stringify(init));
+            }
+            const seen = (await s3.requests(bucket)).filter((q) =>
+              q.key === key
+            ).map((q) => `${q.method} ${q.range ?? "-"} ${q.status}`);
+            assertEquals(seen, [
+              "PUT - 200",
+              "GET - 200",
+              "GET bytes=5-9 206",
+              "GET bytes=-5 206",
+              "HEAD - 200",
+              "HEAD - 200",
+              "GET bytes=2-3 206",
+              // The one case of two: S3's 416 does not tell the size.
+              "GET bytes=20- 416",
+              "HEAD - 200",
+            ]);
+          },
+        );
+
+        await t.step(
           "active types: attachment, octet-stream, sandbox",
           async () => {
             const rec = await createWith(s, "pub", [

@@ -15,6 +15,7 @@
  */
 
 import { MoonbaseError } from "../errors.ts";
+import type { ByteRange, RangeAsked } from "./byte_range.ts";
 
 /** What a backend knows of a stored file. */
 export interface FileInfo {
@@ -23,10 +24,22 @@ export interface FileInfo {
   modified: Date;
 }
 
-/** Bytes `start` to `end` of a file, both included. */
-export interface ByteRange {
-  start: number;
-  end: number;
+export type { ByteRange } from "./byte_range.ts";
+
+/**
+ * A file opened to be read: its size and time, and a stream of its bytes
+ * (`open`).
+ */
+export interface OpenedFile extends FileInfo {
+  /** The bytes `body` holds; undefined: the whole file. */
+  range?: ByteRange;
+  /**
+   * Its bytes (all, or `range`); undefined when the range asked comes to no
+   * bytes of this file (lib/files/byte_range.ts `resolveRange`: a 416). A
+   * stream not read to its end must be cancelled (it holds a file or a
+   * connection). It errors when it stalls or breaks.
+   */
+  body?: ReadableStream<Uint8Array>;
 }
 
 /** The store's state as health reports it. */
@@ -86,6 +99,19 @@ export interface FileBackend {
     name: string,
     range?: ByteRange,
   ): Promise<ReadableStream<Uint8Array> | undefined>;
+  /**
+   * Opens a file to serve it, in one request where the store is remote (S3:
+   * one GET, whose answer gives the size and time): its size, its time and
+   * its bytes: with `range`, those it comes to for the file's size
+   * (`resolveRange`, then `range` says which) or none when it comes to none;
+   * else all. Undefined when there is no such file. A store that cannot be
+   * reached throws its 503.
+   */
+  open(
+    entityId: string,
+    name: string,
+    range?: RangeAsked,
+  ): Promise<OpenedFile | undefined>;
   /** Removes a file: true once it is gone (removed now, or missing), false when it could not. */
   remove(entityId: string, name: string): Promise<boolean>;
   /** Removes what an entity leaves once its files are gone (on disk: its empty directory). */

@@ -16,7 +16,9 @@ import {
   type FileInfo,
   type FilesState,
   LeftBehindError,
+  type OpenedFile,
 } from "./backend.ts";
+import { type RangeAsked, resolveRange } from "./byte_range.ts";
 import { ENTITY_ID, fileKey } from "./names.ts";
 
 /** The file area of one data directory. */
@@ -137,6 +139,46 @@ export class DiskBackend implements FileBackend {
     return range
       ? rangeStream(file, range.start, range.end - range.start + 1)
       : file.readable;
+  }
+
+  async open(
+    entityId: string,
+    name: string,
+    range?: RangeAsked,
+  ): Promise<OpenedFile | undefined> {
+    const path = this.path(entityId, name);
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(path, { read: true });
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return undefined;
+      throw err;
+    }
+    let info: Deno.FileInfo;
+    try {
+      // The size of the file opened (not of a path that may change since).
+      info = await file.stat();
+    } catch (err) {
+      file.close();
+      throw err;
+    }
+    if (!info.isFile) {
+      file.close();
+      return undefined;
+    }
+    const size = info.size, modified = info.mtime ?? new Date(0);
+    if (!range) return { size, modified, body: file.readable };
+    const bytes = resolveRange(range, size);
+    if (!bytes) {
+      file.close();
+      return { size, modified };
+    }
+    return {
+      size,
+      modified,
+      range: bytes,
+      body: rangeStream(file, bytes.start, bytes.end - bytes.start + 1),
+    };
   }
 
   async remove(entityId: string, name: string): Promise<boolean> {

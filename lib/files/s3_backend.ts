@@ -13,7 +13,9 @@ import type {
   FileBackend,
   FileInfo,
   FilesState,
+  OpenedFile,
 } from "./backend.ts";
+import type { RangeAsked } from "./byte_range.ts";
 import { fileKey } from "./names.ts";
 import {
   S3Client,
@@ -81,13 +83,20 @@ export class S3Backend implements FileBackend {
 
   async stat(entityId: string, name: string): Promise<FileInfo | undefined> {
     const head = await this.#s3.head(this.#key(entityId, name));
-    if (!head) return undefined;
-    const kept = Number(head.headers.get("x-amz-meta-mtime"));
-    return {
-      size: head.size,
-      modified: Number.isFinite(kept) && kept > 0
-        ? new Date(kept)
-        : head.modified,
+    return head && { size: head.size, modified: modifiedOf(head) };
+  }
+
+  async open(
+    entityId: string,
+    name: string,
+    range?: RangeAsked,
+  ): Promise<OpenedFile | undefined> {
+    const got = await this.#s3.open(this.#key(entityId, name), range);
+    return got && {
+      size: got.size,
+      modified: modifiedOf(got),
+      range: got.range,
+      body: got.body,
     };
   }
 
@@ -112,4 +121,12 @@ export class S3Backend implements FileBackend {
     this.#s3.close();
     return Promise.resolve();
   }
+}
+
+/** When a file was written: the time a copy kept (`x-amz-meta-mtime`), else S3's. */
+function modifiedOf(
+  object: { modified: Date; headers: Headers },
+): Date {
+  const kept = Number(object.headers.get("x-amz-meta-mtime"));
+  return Number.isFinite(kept) && kept > 0 ? new Date(kept) : object.modified;
 }

@@ -2,8 +2,8 @@
  * Objects under a prefix of an S3-compatible bucket, for the stores that
  * keep their bytes there: stored files (`--files s3://…`,
  * lib/files/s3_backend.ts) and backups (`--backups s3://…`,
- * lib/backup/s3_place.ts). Requests are signed (SigV4) by aws4fetch;
- * nothing else of an S3 SDK is needed.
+ * lib/backup/s3_place.ts). Requests are signed (SigV4) by
+ * lib/files/sigv4.ts; nothing of an S3 SDK is needed.
  *
  * - Uploads stream: an object up to `partSize` (8 MiB) is held until it ends
  *   and sent with one PUT; a larger one goes as a multipart upload, a part
@@ -27,15 +27,14 @@
  * @module
  */
 
-// Full specifier, not the import map: embedders import mod.ts without it.
-// deno-lint-ignore no-import-prefix
-import { AwsClient } from "npm:aws4fetch@1.0.20";
 import type { MoonbaseError } from "../errors.ts";
 import {
   type ByteRange,
   type FilesState,
   filesUnavailable,
 } from "./backend.ts";
+import { type RangeAsked, rangeHeader, resolveRange } from "./byte_range.ts";
+import { SigV4Signer } from "./sigv4.ts";
 
 /** Where the bucket is (`lib/files/files_url.ts` parses it from an `s3://` URL). */
 export interface S3Location {
@@ -115,6 +114,14 @@ export interface S3Head {
   headers: Headers;
 }
 
+/** An object opened with one GET (`S3Client.open`). */
+export interface S3Opened extends S3Head {
+  /** The bytes `body` holds; undefined: all of them. */
+  range?: ByteRange;
+  /** Its bytes; undefined when the range asked comes to none of them. */
+  body?: ReadableStream<Uint8Array>;
+}
+
 /** Why a request got no answer. */
 class NoAnswer extends Error {}
 
@@ -131,7 +138,7 @@ export class S3Client {
   readonly name: string;
   readonly location: S3Location;
   readonly purpose: S3Purpose;
-  readonly #client: AwsClient;
+  readonly #signer: SigV4Signer;
   readonly #timeoutMs: number;
   readonly #partSize: number;
   readonly #probeEvery: number;
@@ -152,13 +159,12 @@ export class S3Client {
     this.name = `s3://${location.bucket}${
       location.prefix ? `/${location.prefix}` : ""
     }`;
-    this.#client = new AwsClient({
+    this.#signer = new SigV4Signer({
       accessKeyId: credentials.accessKeyId,
       secretAccessKey: credentials.secretAccessKey,
       sessionToken: credentials.sessionToken,
       service: "s3",
       region: location.region,
-      retries: 0,
     });
     this.#timeoutMs = options.timeoutMs;
     this.#partSize = options.partSize ?? PART_SIZE;
@@ -238,13 +244,13 @@ export class S3Client {
       ms,
     );
     try {
-      const req = await this.#client.sign(this.#url(key, init.query), {
+      const url = new URL(this.#url(key, init.query));
+      const response = await fetch(url, {
         method,
-        headers: init.headers,
+        headers: this.#signer.sign(method, url, new Headers(init.headers)),
         body: init.body as BodyInit | undefined,
         signal: controller.signal,
       });
-      const response = await fetch(req);
       return { response, controller, done: () => clearTimeout(timer) };
     } catch (err) {
       clearTimeout(timer);
@@ -529,20 +535,129 @@ export class S3Client {
     key: string,
     range?: ByteRange,
   ): Promise<ReadableStream<Uint8Array> | undefined> {
-    const headers: Record<string, string> = {};
-    if (range) headers.range = `bytes=${range.start}-${range.end}`;
+    const got = await this.#get(
+      key,
+      range && `bytes=${range.start}-${range.end}`,
+    );
+    if (got === "unsatisfiable") {
+      throw this.#failed("GET", undefined, {
+        status: 416,
+        headers: new Headers(),
+        text: "",
+      });
+    }
+    if (!got) return undefined;
+    // A server that ignores Range answers 200 with everything: cut it here.
+    return range && got.response.status === 200
+      ? slice(got.body, range.start, range.end - range.start + 1)
+      : got.body;
+  }
+
+  /**
+   * The object, its size, time and bytes (all, or those `range` comes to:
+   * lib/files/byte_range.ts `resolveRange`) from one GET, whose answer tells
+   * the size (`Content-Length`, or a 206's `Content-Range`) and the time;
+   * undefined when there is none. Only a range S3 reads otherwise than
+   * Moonbase costs a second request: a 416 (S3 tells no size then: a HEAD),
+   * or other bytes than Moonbase's reading (a GET of those). A body that
+   * stalls for `timeoutMs` errors.
+   */
+  async open(key: string, range?: RangeAsked): Promise<S3Opened | undefined> {
+    const got = await this.#get(key, range && rangeHeader(range));
+    if (got === "unsatisfiable") {
+      const head = await this.head(key);
+      if (!head) return undefined;
+      const bytes = range && resolveRange(range, head.size);
+      return bytes ? await this.#reread(key, head, bytes) : head;
+    }
+    if (!got) return undefined;
+    const { response, body } = got;
+    const total = response.status === 206
+      ? /\/(\d+)\s*$/.exec(response.headers.get("content-range") ?? "")?.[1]
+      : response.headers.get("content-length");
+    const modified = new Date(response.headers.get("last-modified") ?? 0);
+    const file = {
+      size: Number(total),
+      modified: isNaN(modified.getTime()) ? new Date(0) : modified,
+      headers: response.headers,
+    };
+    if (total === null || total === undefined || !(file.size >= 0)) {
+      // No size in the answer (S3 always sends one): asked for it.
+      await body.cancel().catch(() => {});
+      const head = await this.head(key);
+      if (!head) return undefined;
+      const bytes = range && resolveRange(range, head.size);
+      if (range && !bytes) return head;
+      return await this.#reread(key, head, bytes);
+    }
+    if (!range) {
+      if (response.status === 200) return { ...file, body };
+      await body.cancel().catch(() => {});
+      return await this.#reread(key, file, undefined);
+    }
+    const bytes = resolveRange(range, file.size);
+    if (!bytes) {
+      await body.cancel().catch(() => {});
+      return file;
+    }
+    if (response.status === 200) {
+      // A server that ignores Range answers 200 with everything: cut it here.
+      return {
+        ...file,
+        range: bytes,
+        body: slice(body, bytes.start, bytes.end - bytes.start + 1),
+      };
+    }
+    const served = /^bytes (\d+)-(\d+)\//.exec(
+      response.headers.get("content-range") ?? "",
+    );
+    if (
+      served && Number(served[1]) === bytes.start &&
+      Number(served[2]) === bytes.end
+    ) {
+      return { ...file, range: bytes, body };
+    }
+    await body.cancel().catch(() => {});
+    return await this.#reread(key, file, bytes);
+  }
+
+  /** `file` with its bytes (`range`, or all) read by a GET of their own. */
+  async #reread(
+    key: string,
+    file: S3Head,
+    range: ByteRange | undefined,
+  ): Promise<S3Opened | undefined> {
+    const body = await this.read(key, range);
+    return body && { ...file, range, body };
+  }
+
+  /**
+   * One GET (`range`: its Range header): the answer of a 200 or a 206 with
+   * its body (erroring when it stalls for `timeoutMs`), "unsatisfiable"
+   * (416), or undefined when there is no such object.
+   */
+  async #get(
+    key: string,
+    range: string | undefined,
+  ): Promise<
+    | { response: Response; body: ReadableStream<Uint8Array> }
+    | "unsatisfiable"
+    | undefined
+  > {
     let opened;
     try {
-      opened = await this.#open("GET", key, { headers });
+      opened = await this.#open("GET", key, {
+        headers: range ? { range } : undefined,
+      });
     } catch (err) {
       throw this.#failed("GET", err);
     }
     const { response, controller, done } = opened;
     done();
-    if (response.status === 404) {
+    if (response.status === 404 || response.status === 416) {
       this.#seen("ok");
       await response.body?.cancel().catch(() => {});
-      return undefined;
+      return response.status === 404 ? undefined : "unsatisfiable";
     }
     if (
       !response.body ||
@@ -567,10 +682,7 @@ export class S3Client {
         this.#failed("GET", new NoAnswer("the download's body stalled"));
       },
     );
-    // A server that ignores Range answers 200 with everything: cut it here.
-    return range && response.status === 200
-      ? slice(body, range.start, range.end - range.start + 1)
-      : body;
+    return { response, body };
   }
 
   /**
@@ -609,7 +721,7 @@ export class S3Client {
         delimiter: "/",
       });
       if (token) q.set("continuation-token", token);
-      // aws4fetch signs the query as given: keep it in S3's sorted form.
+      // Sent in S3's sorted form (the signature sorts it anyway).
       q.sort();
       let a: S3Answer;
       try {

@@ -17,7 +17,8 @@
 
 import { trackedResponse } from "../http/progress.ts";
 import { contentTypeOf } from "../http/static.ts";
-import type { FileBackend } from "./backend.ts";
+import type { ByteRange, FileBackend, FileInfo } from "./backend.ts";
+import { parseRange, type RangeAsked, resolveRange } from "./byte_range.ts";
 import { originalOf, thumbSizeOf } from "./names.ts";
 import { isActiveType, typeAllowed } from "./sniff.ts";
 
@@ -82,6 +83,12 @@ export function etagOf(name: string, size: number): string {
  * `allowed` the `mime_types` of the field holding the file (see
  * `servedType`). A store that cannot be reached throws its 503.
  *
+ * One request to the store when it is remote (S3): a GET opens the file,
+ * the range asked sent along, and its answer gives the size and time the
+ * headers need (`FileBackend.open`); a HEAD, or a revalidation whose
+ * `If-None-Match` names this file's ETag for some size, asks only for the
+ * size and time (`stat`), then opens the file if it is not fresh after all.
+ *
  * @example
  * ```ts ignore
  * const res = await serveFile(req, app.files.backend, entity.id, "a_0123456789.png", "private, no-cache");
@@ -95,8 +102,66 @@ export async function serveFile(
   cache: string,
   allowed?: readonly string[],
 ): Promise<Response | undefined> {
-  const info = await backend.stat(entityId, name);
-  if (!info) return undefined;
+  const inm = req.headers.get("if-none-match");
+  const header = req.headers.get("range");
+  const ifRange = req.headers.get("if-range");
+  // Unless If-Range names this file's ETag for some size, the whole file.
+  const asked =
+    header !== null && (ifRange === null || mayBeEtag(ifRange, name))
+      ? parseRange(header)
+      : undefined;
+  if (
+    req.method === "HEAD" ||
+    (inm !== null && tagsOf(inm).some((t) => mayBeEtag(t, name)))
+  ) {
+    const info = await backend.stat(entityId, name);
+    if (!info) return undefined;
+    const answer = answerOf(req, name, info, asked, cache, allowed);
+    if (req.method === "HEAD" || answer.status === 304) {
+      return new Response(null, answer);
+    }
+  }
+  const file = await backend.open(entityId, name, asked);
+  if (!file) return undefined;
+  const answer = answerOf(req, name, file, asked, cache, allowed);
+  if (answer.status === 304 || answer.status === 416) {
+    await file.body?.cancel().catch(() => {});
+    return new Response(null, answer);
+  }
+  let body = file.body;
+  if (
+    !body || file.range?.start !== answer.range?.start ||
+    file.range?.end !== answer.range?.end
+  ) {
+    // Other bytes than opened (an If-Range whose size is not the file's):
+    // read those.
+    await body?.cancel().catch(() => {});
+    body = await backend.read(entityId, name, answer.range);
+    if (!body) return undefined;
+  }
+  return trackedResponse(body, answer);
+}
+
+/** What a GET or HEAD of a file is answered: status, headers and the bytes served. */
+interface Answer {
+  status: 200 | 206 | 304 | 416;
+  headers: Record<string, string>;
+  /** The bytes of a 206; undefined: all. */
+  range?: ByteRange;
+}
+
+/**
+ * The answer to `req` for the stored file `name` of `info`'s size and time,
+ * `asked` its range (parsed, when If-Range allowed it by name).
+ */
+function answerOf(
+  req: Request,
+  name: string,
+  info: FileInfo,
+  asked: RangeAsked | undefined,
+  cache: string,
+  allowed: readonly string[] | undefined,
+): Answer {
   const etag = etagOf(name, info.size);
   const named = contentTypeOf(name);
   const type = servedType(name, allowed);
@@ -117,44 +182,34 @@ export async function serveFile(
     headers["content-security-policy"] = "default-src 'none'; sandbox";
   }
   const inm = req.headers.get("if-none-match");
-  if (
-    inm &&
-    inm.split(",").map((s) => s.trim().replace(/^W\//, "")).includes(etag)
-  ) {
-    return new Response(null, { status: 304, headers });
-  }
-  let start = 0, end = info.size - 1, status = 200;
-  const range = req.headers.get("range");
+  if (inm && tagsOf(inm).includes(etag)) return { status: 304, headers };
   const ifRange = req.headers.get("if-range");
-  if (range && (!ifRange || ifRange === etag)) {
-    const m = /^bytes=(\d*)-(\d*)$/.exec(range.trim());
-    if (m && (m[1] !== "" || m[2] !== "")) {
-      if (m[1] === "") {
-        start = Math.max(0, info.size - Number(m[2]));
-      } else {
-        start = Number(m[1]);
-        if (m[2] !== "") end = Math.min(end, Number(m[2]));
-      }
-      if (
-        start > end || start >= info.size || (m[1] === "" && Number(m[2]) === 0)
-      ) {
-        return new Response(null, {
-          status: 416,
-          headers: { ...headers, "content-range": `bytes */${info.size}` },
-        });
-      }
-      status = 206;
-      headers["content-range"] = `bytes ${start}-${end}/${info.size}`;
+  if (asked && (!ifRange || ifRange === etag)) {
+    const range = resolveRange(asked, info.size);
+    if (!range) {
+      return {
+        status: 416,
+        headers: { ...headers, "content-range": `bytes */${info.size}` },
+      };
     }
+    headers["content-range"] = `bytes ${range.start}-${range.end}/${info.size}`;
+    headers["content-length"] = String(range.end - range.start + 1);
+    return { status: 206, headers, range };
   }
-  const length = info.size === 0 ? 0 : end - start + 1;
-  headers["content-length"] = String(length);
-  if (req.method === "HEAD") return new Response(null, { status, headers });
-  const body = await backend.read(
-    entityId,
-    name,
-    status === 206 ? { start, end } : undefined,
-  );
-  if (!body) return undefined;
-  return trackedResponse(body, { status, headers });
+  headers["content-length"] = String(info.size);
+  return { status: 200, headers };
+}
+
+/** The entity tags of an `If-None-Match` header (weak ones as strong). */
+function tagsOf(header: string): string[] {
+  return header.split(",").map((s) => s.trim().replace(/^W\//, ""));
+}
+
+/**
+ * Whether `tag` is the ETag `name` has at some size (`etagOf`): then only
+ * the size tells whether it is this file's.
+ */
+function mayBeEtag(tag: string, name: string): boolean {
+  const size = /^"([0-9a-z]{1,11})-/.exec(tag)?.[1];
+  return size !== undefined && tag === etagOf(name, parseInt(size, 36));
 }
