@@ -1,5 +1,5 @@
 /**
- * A single byte range as a client asks it (`Range: bytes=…`, RFC 9110 §14.1)
+ * A single byte range as a client asks it (`Range: bytes=…`, HTTP's Range header)
  * and what it comes to once the file's size is known: the one reading of a
  * range for serving (lib/files/serve.ts) and for both file stores
  * (`FileBackend.open`), which may learn the size only from the answer that
