@@ -105,7 +105,10 @@ export async function insertWhere(
  * undefined when it cannot be (the rule has no exact SQL, or a relation
  * names more ids than one check reads). `decide` takes the statement's
  * rows: it throws the refusal (a missing target, then the rule's), else
- * hands them to the append `appendOf` made (the change's, if any).
+ * hands them to the append `appendOf` made (the change's, if any) and
+ * answers true; false when nothing was written because a relation's
+ * target changed while its lock waited (the rule read the version before):
+ * the create is then to be checked one step at a time.
  */
 export function checkedInsert(
   store: Storage,
@@ -114,7 +117,7 @@ export function checkedInsert(
   rule: CheckSql,
   targets: readonly RelationTarget[],
   appendOf: (() => FusedWrite) | undefined,
-): { statement: SqlStatement; decide(rows: Row[]): void } | undefined {
+): { statement: SqlStatement; decide(rows: Row[]): boolean } | undefined {
   if (targets.some((t) => t.ids.length > IDS_PER_CHECK)) return undefined;
   const where = rule.where(NEW_ROW);
   if (!where) return undefined;
@@ -124,17 +127,34 @@ export function checkedInsert(
   const found: string[] = [];
   const guards = ['"mb_allowed"'];
   if (targets.length > 0) {
+    const stale: string[] = [];
     const refs = targets.map((t, i) => {
       params.push(...t.ids);
+      const locked = `"mb_lock${i}"`;
+      // Locked as `checkRelations` locks them, until the commit: each as
+      // it is now (a change committed while the lock waited included),
+      // with its version.
+      ctes.push(
+        `${locked} AS MATERIALIZED (SELECT "id", xmin::text AS "mb_v" FROM ${t.table} WHERE "id" IN (${
+          t.ids.map(() => "?").join(", ")
+        }) FOR SHARE)`,
+      );
+      // The rule reads the records as the statement began: a version that
+      // is not the one locked was changed since (see `decide`).
+      stale.push(
+        `EXISTS (SELECT 1 FROM ${locked} JOIN ${t.table} AS "mb_then" ON "mb_then"."id" = ${locked}."id" WHERE "mb_then".xmin::text <> ${locked}."mb_v")`,
+      );
       const name = `"mb_ref${i}"`;
       found.push(name);
       guards.push(`cardinality(${name}) = ${new Set(t.ids).size}`);
-      // Locked as `checkRelations` locks them, until the commit.
-      return `ARRAY(SELECT "id" FROM ${t.table} WHERE "id" IN (${
-        t.ids.map(() => "?").join(", ")
-      }) FOR SHARE) AS ${name}`;
+      return `ARRAY(SELECT "id" FROM ${locked}) AS ${name}`;
     });
-    ctes.push(`"mb_refs" AS MATERIALIZED (SELECT ${refs.join(", ")})`);
+    ctes.push(
+      `"mb_refs" AS MATERIALIZED (SELECT ${refs.join(", ")}, (${
+        stale.join(" OR ")
+      }) AS "mb_stale")`,
+    );
+    guards.push(`NOT "mb_stale"`);
   }
   ctes.push(`${NEW_ROW} AS MATERIALIZED (${newRow(store, schema, cols)})`);
   params.push(...cols.values());
@@ -158,6 +178,7 @@ export function checkedInsert(
   }
   const answer = [
     ...found,
+    ...(targets.length > 0 ? [`"mb_stale"`] : []),
     `"mb_allowed"`,
     `(SELECT COUNT(*) FROM "mb_write") AS "mb_written"`,
     ...(append ? [`(SELECT "id" FROM "mb_event") AS "id"`] : []),
@@ -174,8 +195,13 @@ export function checkedInsert(
         found.map((name) => new Set(idsOf(row[name.slice(1, -1)]))),
       );
       if (missing) throw missing;
+      // A related record changed while its lock waited: the rule read it
+      // as it was, so nothing was written; the checks one step at a time
+      // read it as it is.
+      if (row.mb_stale === true) return false;
       if (Number(row.mb_written ?? 0) === 0) rule.refuse();
       append?.done(rows);
+      return true;
     },
   };
 }

@@ -233,12 +233,12 @@ export async function insertRecord(
               record,
             })),
       );
-      if (one) {
-        one.decide(
-          await store.query(one.statement.sql, one.statement.params),
-        );
-        return record;
-      }
+      // Not decided (a related record changed while locked): the checks
+      // one step at a time below.
+      if (
+        one &&
+        one.decide(await store.query(one.statement.sql, one.statement.params))
+      ) return record;
     }
     return await writeTransaction(store, !before, async (tx) => {
       let cols = columns(values);
