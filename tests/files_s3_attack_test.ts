@@ -355,7 +355,9 @@ async function check(
       body: r.text,
     }, {
       ...want,
-      contentLength: want.status === 416 ? r.headers.get("content-length") : want.contentLength,
+      contentLength: want.status === 416
+        ? r.headers.get("content-length")
+        : want.contentLength,
     }, label);
     assertEquals(r.headers.get("etag"), etag, `${label}: ETag`);
     assertEquals(
@@ -382,7 +384,9 @@ for (const db of DATABASES) {
         files:
           `s3://${bucket}/atk?endpoint=${proxy.endpoint}&region=us-east-1&path_style=true`,
         filesCredentials: S3_KEY,
+        // The S3 deadline (and a body's longest pause).
         bodyTimeout: 2,
+        maxUploadSize: 16 * 1024 * 1024,
       });
       try {
         const files: Record<string, string> = {
@@ -407,6 +411,27 @@ for (const db of DATABASES) {
           ["a gateway ignoring Range", { dropRange: true }],
           ["a gateway telling no Content-Length", { dropLength: true }],
         ];
+        // A file too large for the sockets' buffers: an S3 answer left
+        // unread holds its gateway connection open.
+        const big = new Uint8Array(6 * 1024 * 1024).map((_, i) => i % 251);
+        const bigRec = await createWith(remote, "pub", [
+          { name: "cover", filename: "big.bin", data: big },
+        ]);
+        const bigPath = `/api/files/pub/${bigRec.cover}`;
+        const bigName = bigRec.cover as string;
+        const bigEtag =
+          (await getFile(remote, bigPath, { method: "HEAD" })).headers.get(
+            "etag",
+          ) ?? "";
+        // A released connection closes within milliseconds; one left to the
+        // garbage collector stays for ~10 s: the deadline tells them apart.
+        const released = () =>
+          poll(
+            "every gateway connection released",
+            () => proxy.upstreamOpen() === 0,
+            { deadline: 4_000 },
+          );
+
         for (const [k, data] of Object.entries(files)) {
           await t.step(`disk: ${k} (${data.length} bytes)`, async () => {
             await check(disk, paths.get(disk)![k], data, `disk ${k}`);
@@ -415,15 +440,228 @@ for (const db of DATABASES) {
             await t.step(`S3, ${play}: ${k}`, async () => {
               proxy.play = how;
               try {
-                await check(remote, paths.get(remote)![k], data, `S3 ${play} ${k}`);
+                await check(
+                  remote,
+                  paths.get(remote)![k],
+                  data,
+                  `S3 ${play} ${k}`,
+                );
               } finally {
                 proxy.play = {};
               }
-              await poll("no gateway connection left open", () =>
-                proxy.upstreamOpen() === 0);
+              await poll(
+                "no gateway connection left open",
+                () => proxy.upstreamOpen() === 0,
+              );
             });
           }
         }
+
+        await t.step(
+          "S3 answers not sent on are released (304, 416, HEAD, If-Range, a client gone)",
+          async () => {
+            const stale = `"zz-${/_([A-Za-z0-9]{10})/.exec(bigName)![1]}"`;
+            const cases: [
+              string,
+              ProxyPlay,
+              Record<string, string>,
+              string,
+              number,
+            ][] = [
+              ["304", {}, { "if-none-match": bigEtag }, "GET", 304],
+              [
+                "304, stale tag named",
+                {},
+                { "if-none-match": `${stale}, ${bigEtag}` },
+                "GET",
+                304,
+              ],
+              ["HEAD", {}, {}, "HEAD", 200],
+              ["416", {}, { range: `bytes=${big.length}-` }, "GET", 416],
+              [
+                "416, Range ignored",
+                { dropRange: true },
+                { range: `bytes=${big.length}-` },
+                "GET",
+                416,
+              ],
+              [
+                "416 reversed, Range ignored",
+                { dropRange: true },
+                { range: "bytes=9-2" },
+                "GET",
+                416,
+              ],
+              [
+                "206, Range ignored",
+                { dropRange: true },
+                { range: "bytes=10-19" },
+                "GET",
+                206,
+              ],
+              [
+                "If-Range stale: whole",
+                {},
+                { range: "bytes=10-19", "if-range": stale },
+                "GET",
+                200,
+              ],
+              [
+                "no size told",
+                { dropLength: true },
+                { range: "bytes=10-19" },
+                "GET",
+                206,
+              ],
+            ];
+            for (const [what, play, headers, method, status] of cases) {
+              proxy.play = play;
+              try {
+                for (let i = 0; i < 3; i++) {
+                  const r = await getFile(remote, bigPath, { method, headers });
+                  assertEquals(r.status, status, what);
+                  if (status === 206) {
+                    assertEquals(r.text.length, 10, what);
+                  }
+                }
+              } finally {
+                proxy.play = {};
+              }
+              await released();
+            }
+            // A client that reads one chunk and goes.
+            const res = await fetch(remote.url + bigPath);
+            const reader = res.body!.getReader();
+            await reader.read();
+            await reader.cancel();
+            await released();
+          },
+        );
+
+        await t.step(
+          "a gateway that stops mid-body: the download ends within the deadline, no hang",
+          async () => {
+            for (
+              const [play, headers] of [
+                [{ stallAfter: 64 * 1024 }, {}],
+                [{ stallAfter: 64 * 1024 }, { range: "bytes=100-3000000" }],
+                // The bytes skipped to reach a range stall.
+                [{ stallAfter: 64 * 1024, dropRange: true }, {
+                  range: "bytes=5000000-5000009",
+                }],
+              ] as [ProxyPlay, Record<string, string>][]
+            ) {
+              proxy.play = play;
+              try {
+                const outcome = await within(
+                  `a stalled download ${JSON.stringify(headers)}`,
+                  60_000,
+                  (async () => {
+                    const res = await fetch(remote.url + bigPath, { headers });
+                    try {
+                      const got = await res.arrayBuffer();
+                      return `${res.status} ${got.byteLength} bytes`;
+                    } catch {
+                      return `${res.status} cut`;
+                    }
+                  })(),
+                );
+                assert(
+                  /^(200|206) cut$|^503/.test(outcome),
+                  `a stalled download: ${outcome}`,
+                );
+              } finally {
+                proxy.play = {};
+              }
+              await released();
+            }
+            const r = await getFile(remote, bigPath);
+            assertEquals([r.status, r.text.length], [200, big.length]);
+          },
+        );
+
+        await t.step(
+          "a file deleted during its download: its bytes or a cut, then 404",
+          async () => {
+            const rec = await createWith(remote, "pub", [
+              { name: "cover", filename: "doomed.bin", data: big },
+            ]);
+            const path = `/api/files/pub/${rec.cover}`;
+            const res = await fetch(remote.url + path);
+            const reader = res.body!.getReader();
+            let got = (await reader.read()).value?.length ?? 0;
+            const del = await remote.request(
+              "DELETE",
+              `/api/v1/entities/pub/${rec.id}`,
+              { token: await remote.adminToken() },
+            );
+            assertEquals(del.status, 204);
+            const rest = await within(
+              "the rest of the download",
+              60_000,
+              (async () => {
+                try {
+                  for (;;) {
+                    const c = await reader.read();
+                    if (c.done) return "done";
+                    got += c.value.length;
+                  }
+                } catch {
+                  return "cut";
+                }
+              })(),
+            );
+            assert(
+              rest === "cut" || got === big.length,
+              `${rest} after ${got} bytes`,
+            );
+            await poll(
+              "the file gone",
+              async () => (await getFile(remote, path)).status === 404,
+            );
+            await released();
+          },
+        );
+
+        await t.step(
+          "a private file refused: no S3 request for it at all",
+          async () => {
+            await createEntities(remote, "priv");
+            const rec = await createWith(remote, "priv", [
+              { name: "owner", value: "someone" },
+              { name: "doc", filename: "secret.txt", data: "secret bytes" },
+            ]);
+            const name = rec.doc as string;
+            const privId = remote.app.schemas.get("priv")!.id;
+            const key = `atk/${privId}/${name}`;
+            const before = (await s3.requests(bucket)).filter((q) =>
+              q.key === key
+            ).length;
+            for (
+              const [method, headers] of [
+                ["GET", {}],
+                ["HEAD", {}],
+                ["GET", { range: "bytes=0-3" }],
+                ["GET", { authorization: "Bearer not-a-token" }],
+                ["GET", { "if-none-match": '"c-x"' }],
+              ] as [string, Record<string, string>][]
+            ) {
+              const r = await getFile(remote, `/api/files/priv/${name}`, {
+                method,
+                headers,
+              });
+              assert(
+                r.status === 404 || r.status === 401,
+                `${method} ${JSON.stringify(headers)}: ${r.status}`,
+              );
+              assert(!r.text.includes("secret"), "no bytes");
+            }
+            const after = (await s3.requests(bucket)).filter((q) =>
+              q.key === key
+            ).length;
+            assertEquals(after, before, "no request to S3 for a refused file");
+          },
+        );
       } finally {
         await disk.close();
         await remote.close();
