@@ -43,6 +43,8 @@ interface RewritingProxy {
   play: ProxyPlay;
   /** Connections to the gateway open now. */
   upstreamOpen(): number;
+  /** Each request's head as it came from Moonbase (lines, lower-cased names kept as sent). */
+  heads: string[][];
   close(): void;
 }
 
@@ -118,6 +120,7 @@ function rewritingProxy(upstream: string): RewritingProxy {
     endpoint: `http://127.0.0.1:${port}`,
     play: {},
     upstreamOpen: () => ups.size,
+    heads: [],
     close() {
       try {
         listener.close();
@@ -131,6 +134,7 @@ function rewritingProxy(upstream: string): RewritingProxy {
     const req = await readHead(conn);
     if (!req) return close(conn);
     const lines = req[0].split("\r\n");
+    proxy.heads.push(lines);
     const method = lines[0].split(" ")[0];
     const kept = lines.filter((l, i) =>
       i === 0 ||
@@ -431,6 +435,32 @@ for (const db of DATABASES) {
             () => proxy.upstreamOpen() === 0,
             { deadline: 4_000 },
           );
+
+        await t.step(
+          "the stored bytes are asked for as stored (no compressed answer)",
+          async () => {
+            // A compressing proxy or CDN in front of S3 would otherwise answer
+            // a GET with gzip, whose Content-Length is not the file's size,
+            // and fetch would hand over other bytes than those counted.
+            proxy.heads.length = 0;
+            for (const method of ["GET", "HEAD"]) {
+              const r = await getFile(remote, paths.get(remote)!.twenty, {
+                method,
+              });
+              assertEquals(r.status, 200);
+            }
+            const asked = proxy.heads.filter((h) => /^(GET|HEAD) /.test(h[0]));
+            assert(asked.length > 0, "no request reached the gateway");
+            for (const h of asked) {
+              const enc = h.filter((l) => /^accept-encoding:/i.test(l));
+              assertEquals(
+                enc.map((l) => l.split(":")[1].trim().toLowerCase()),
+                ["identity"],
+                h[0],
+              );
+            }
+          },
+        );
 
         for (const [k, data] of Object.entries(files)) {
           await t.step(`disk: ${k} (${data.length} bytes)`, async () => {

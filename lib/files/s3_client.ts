@@ -245,9 +245,15 @@ export class S3Client {
     );
     try {
       const url = new URL(this.#url(key, init.query));
+      const headers = new Headers(init.headers);
+      // The bytes as stored: fetch asks for gzip and br by default, and a
+      // compressing proxy or CDN in front of S3 would answer a GET with a
+      // Content-Length that is not the object's size, then hand over the
+      // bytes uncompressed (a download's size is taken from its GET).
+      headers.set("accept-encoding", "identity");
       const response = await fetch(url, {
         method,
-        headers: this.#signer.sign(method, url, new Headers(init.headers)),
+        headers: this.#signer.sign(method, url, headers),
         body: init.body as BodyInit | undefined,
         signal: controller.signal,
       });

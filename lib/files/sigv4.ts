@@ -41,6 +41,8 @@ const UNSIGNED = new Set([
   "x-amzn-trace-id",
   "range",
   "connection",
+  // Set by Moonbase to "identity"; a proxy may rewrite it.
+  "accept-encoding",
 ]);
 
 /**
