@@ -306,3 +306,25 @@ export function startOwnPostgres(): Promise<PgCluster> {
 export function startDurablePostgres(): Promise<PgCluster> {
   return start("fsync");
 }
+
+/**
+ * Waits until `n` statements of `sql`'s database wait for a lock (or `done`
+ * says there is nothing more to wait for), with a deadline of 20 s.
+ */
+export async function lockWaiters(
+  sql: postgres.Sql,
+  n: number,
+  done: () => boolean = () => false,
+): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!done()) {
+    const [{ c }] = await sql.unsafe(
+      `SELECT COUNT(*)::int AS "c" FROM pg_stat_activity WHERE "datname" = current_database() AND "wait_event_type" = 'Lock'`,
+    );
+    if (c >= n) return;
+    if (Date.now() > deadline) {
+      throw new Error(`Cannot see ${n} waiting statements in time`);
+    }
+    await pause(20);
+  }
+}

@@ -24,7 +24,7 @@ import {
 } from "./_server.ts";
 import { createSchema, fastUser, issue } from "./_auth_fixtures.ts";
 import { withScripts } from "./_extend_fixtures.ts";
-import { pause } from "./_wait.ts";
+import { lockWaiters } from "./_pg.ts";
 
 /** `a_twin`: checked one step at a time (a hook runs before the create). */
 const SCRIPT = `
@@ -262,7 +262,7 @@ forEachDb("create rule in the INSERT: attacks", async (t, db) => {
                 token: w.ann,
                 body: { room, text: name },
               });
-              await waiting(sql, 1);
+              await lockWaiters(sql, 1);
               await holder.unsafe("COMMIT");
               const c = await create;
               assertStatus(c, expected, name);
@@ -288,21 +288,3 @@ forEachDb("create rule in the INSERT: attacks", async (t, db) => {
     }
   });
 });
-
-/**
- * Waits until `n` statements of this database wait for a lock, with a
- * deadline.
- */
-async function waiting(sql: postgres.Sql, n: number): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const [{ c }] = await sql.unsafe(
-      `SELECT COUNT(*)::int AS "c" FROM pg_stat_activity WHERE "datname" = current_database() AND "wait_event_type" = 'Lock'`,
-    );
-    if (c >= n) return;
-    if (Date.now() > deadline) {
-      throw new Error(`Cannot see ${n} waiting statements in time`);
-    }
-    await pause(20);
-  }
-}

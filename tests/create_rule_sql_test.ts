@@ -24,7 +24,7 @@ import {
 } from "./_server.ts";
 import { createSchema, fastUser, issue } from "./_auth_fixtures.ts";
 import { uuidv7 } from "../lib/ids.ts";
-import { pause } from "./_wait.ts";
+import { lockWaiters } from "./_pg.ts";
 
 const RULE =
   "record.owner == auth.id && record.room.c_members_via_room.some(m => m.user == auth.id)";
@@ -178,7 +178,7 @@ forEachDb("create checked by its rule in SQL", async (t, db) => {
               [uuidv7()],
             );
             const create = message(w.ann, { room, text: "late", tag: "race" });
-            await waiting(sql, 1);
+            await lockWaiters(sql, 1);
             const remove = s.request(
               "DELETE",
               `/api/v1/entities/c_rooms/${room}`,
@@ -190,7 +190,7 @@ forEachDb("create checked by its rule in SQL", async (t, db) => {
             // were it not locked, ends first.
             let removed = false;
             remove.then(() => removed = true, () => removed = true);
-            await waiting(sql, 2, () => removed);
+            await lockWaiters(sql, 2, () => removed);
             await holder.unsafe("ROLLBACK");
             const [c, d] = [await create, await remove];
             assertStatus(d, 204, "delete");
@@ -216,25 +216,3 @@ forEachDb("create checked by its rule in SQL", async (t, db) => {
     await s.close();
   }
 });
-
-/**
- * Waits until `n` statements of this database wait for a lock (or `done`
- * says there is nothing more to wait for), with a deadline.
- */
-async function waiting(
-  sql: postgres.Sql,
-  n: number,
-  done: () => boolean = () => false,
-): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!done()) {
-    const [{ c }] = await sql.unsafe(
-      `SELECT COUNT(*)::int AS "c" FROM pg_stat_activity WHERE "datname" = current_database() AND "wait_event_type" = 'Lock'`,
-    );
-    if (c >= n) return;
-    if (Date.now() > deadline) {
-      throw new Error(`Cannot see ${n} waiting statements in time`);
-    }
-    await pause(20);
-  }
-}

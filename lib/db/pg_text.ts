@@ -17,6 +17,7 @@
  * @module
  */
 
+import { createHash } from "node:crypto";
 import type { Queryable, Storage } from "./storage.ts";
 import {
   codePointBlock,
@@ -214,16 +215,6 @@ interface Measured {
 
 const NO_FIXES: Fixes = { lower: new Map(), upper: new Map(), fold: new Map() };
 
-/** FNV-1a of `s`, hex: a fingerprint, not a defence. */
-function fingerprint(s: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h.toString(16);
-}
-
 /**
  * What a measurement made with `r` is valid for: this runtime's Unicode
  * (`textVersion`), the server's ICU, and the functions as this code writes
@@ -231,7 +222,8 @@ function fingerprint(s: string): string {
  */
 function measuredKey(icu: string, r: Ranges, schema: string): string {
   return `${textVersion()}|${icu}|${
-    fingerprint(definitions(NO_FIXES, r, schema).join("\n"))
+    createHash("sha256").update(definitions(NO_FIXES, r, schema).join("\n"))
+      .digest("hex").slice(0, 16)
   }`;
 }
 
