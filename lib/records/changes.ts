@@ -143,6 +143,10 @@ export function writeJournal(
   const after = journal.appendAfter?.bind(journal);
   const returning = journal.togetherReturning?.bind(journal);
   const returned = journal.returned?.bind(journal);
+  /** A fused append's rows: its position in `id` (none: nothing appended). */
+  const appended = (rows: Row[]) => {
+    position = Math.max(position, Number(rows[0]?.id ?? 0));
+  };
   return {
     changed: async (tx, change) => {
       position = Math.max(position, await journal.append(tx, change));
@@ -152,15 +156,11 @@ export function writeJournal(
     },
     fuse: together && ((write, change) => ({
       statement: together(write, change),
-      done: (rows) => {
-        position = Math.max(position, Number(rows[0]?.id ?? 0));
-      },
+      done: appended,
     })),
     fuseAfter: after && ((change) => ({
       statement: after(change),
-      done: (rows) => {
-        position = Math.max(position, Number(rows[0]?.id ?? 0));
-      },
+      done: appended,
     })),
     fuseReturning: returning && returned &&
       ((write, head, columns) => ({

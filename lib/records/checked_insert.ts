@@ -74,7 +74,11 @@ function newRow(
   }`;
 }
 
-function insertHead(schema: EntitySchema, cols: ReadonlyMap<string, SqlValue>) {
+/** `INSERT INTO <the entity's table> (<the columns of cols>)`. */
+export function insertHead(
+  schema: EntitySchema,
+  cols: ReadonlyMap<string, SqlValue>,
+): string {
   return `INSERT INTO ${tableOf(schema.name)} (${
     [...cols.keys()].map((c) => `"${c}"`).join(", ")
   })`;

@@ -34,7 +34,12 @@ import {
   hasRelationValue,
   relationTargets,
 } from "./constraints.ts";
-import { checkedInsert, insertWhere, NEW_ROW } from "./checked_insert.ts";
+import {
+  checkedInsert,
+  insertHead,
+  insertWhere,
+  NEW_ROW,
+} from "./checked_insert.ts";
 
 /**
  * What an entity runs in a write's transaction around the statement itself
@@ -166,9 +171,9 @@ export async function insertRecord(
       store.dialect,
     );
   const insert = (cols: Map<string, SqlValue>) =>
-    `INSERT INTO ${tableOf(schema.name)} (${
-      [...cols.keys()].map((c) => `"${c}"`).join(", ")
-    }) VALUES (${[...cols.keys()].map(() => "?").join(", ")})`;
+    `${insertHead(schema, cols)} VALUES (${
+      [...cols.keys()].map(() => "?").join(", ")
+    })`;
   const { check } = access;
   const { before, changed } = steps;
   // A journal that can append in the INSERT itself (PostgreSQL).
